@@ -1,0 +1,45 @@
+# modelgate build. Bun is pinned; when `bun` is not on PATH it is installed from the npm registry
+# into .tools/ (the `bun` package ships the binary), so a fresh machine needs only Node and npm.
+BUN_VERSION := 1.4.5
+SYSTEM_BUN := $(shell command -v bun 2>/dev/null)
+ifeq ($(SYSTEM_BUN),)
+BUN := $(CURDIR)/.tools/node_modules/.bin/bun
+else
+BUN := $(SYSTEM_BUN)
+endif
+SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
+
+.PHONY: run build test bench install migrations check clean
+
+run: build
+	./dist/modelgate serve
+
+build: dist/modelgate
+
+dist/modelgate: node_modules/.installed $(SOURCES)
+	$(BUN) build --compile --minify --sourcemap=none src/main.ts --outfile dist/modelgate
+
+install: node_modules/.installed
+
+node_modules/.installed: package.json bun.lock $(BUN)
+	$(BUN) install --frozen-lockfile
+	touch $@
+
+$(CURDIR)/.tools/node_modules/.bin/bun:
+	npm install --no-save --no-audit --no-fund --prefix .tools bun@$(BUN_VERSION)
+
+test: build
+	bash scripts/test.sh "$(BUN)"
+
+bench: build
+	$(BUN) bench/run.ts
+
+# Regenerate the single initial migration from src/db/schema.ts and embed it (pre-1.0: one file).
+migrations: node_modules/.installed
+	rm -rf drizzle && $(BUN) x drizzle-kit generate --name init && $(BUN) scripts/embed-migrations.ts
+
+check: node_modules/.installed
+	$(BUN) x tsc --noEmit
+
+clean:
+	rm -rf dist .tools node_modules

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every bun:test file and closes with the plain line `N passed, N failed`.
+set -uo pipefail
+BUN="${1:-bun}"
+log="$(mktemp)"
+"$BUN" test --timeout 60000 2>&1 | tee "$log"
+code=${PIPESTATUS[0]}
+passed=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+failed=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+rm -f "$log"
+if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "${passed} passed, ${failed} failed"
+exit "$code"

@@ -1,0 +1,33 @@
+/**
+ * Unauthenticated service endpoints: GET /api/health (liveness) and GET /api/status (version,
+ * uptime, interface version, model and upstream health, and sections from optional parts).
+ */
+import { Elysia } from "elysia";
+import type { AppDeps } from "./deps";
+import { INTERFACE_VERSION } from "./version";
+import { upstreamHealth } from "./router/upstream-state";
+
+export function apiRoutes(deps: AppDeps) {
+  return new Elysia({ name: "modelgate.api" })
+    .get("/api/health", () => ({ status: "ok", timestamp: Date.now(), version: deps.version }), {
+      detail: { operationId: "getHealth", summary: "Liveness", tags: ["service"] },
+    })
+    .get(
+      "/api/status",
+      () => {
+        const now = deps.now();
+        const upstreams = [...deps.registry.upstreams.values()].map((u) => upstreamHealth(u, now));
+        const status: Record<string, unknown> = {
+          status: upstreams.every((u) => u.state !== "open") ? "ok" : "degraded",
+          version: deps.version,
+          interface_version: INTERFACE_VERSION,
+          uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
+          models: deps.registry.list().length,
+          upstreams,
+        };
+        for (const section of deps.statusSections) Object.assign(status, section());
+        return status;
+      },
+      { detail: { operationId: "getStatus", summary: "Service status", tags: ["service"] } },
+    );
+}

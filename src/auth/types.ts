@@ -1,0 +1,58 @@
+/**
+ * The seam between the request pipeline and identities, credits and rate limits. The chat route
+ * asks a Gate to admit a request before calling upstream and settles the admission afterwards
+ * with the usage the upstream reported. Denials are values (a GatewayError), not exceptions.
+ */
+import type { GatewayError } from "../errors";
+import type { ModelRoute } from "../router/registry";
+import type { Usage } from "../router/usage";
+
+export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous";
+
+export interface Identity {
+  kind: IdentityKind;
+  userId: number | null;
+  keyId: string | null;
+  /** What the rate limiter counts against (key id, user id, commitment, client address). */
+  subject: string;
+}
+
+export interface AdmitInput {
+  request: Request;
+  clientIp: string;
+  requestId: string;
+  route: ModelRoute;
+  /** The validated chat request body. */
+  body: { model: string; max_tokens?: number; messages: unknown[] } & Record<string, unknown>;
+}
+
+export interface SettleInput {
+  usage: Usage | null;
+  /** HTTP status the client saw (or the upstream status when streamed). */
+  status: number;
+  upstream: string | null;
+  latencyMs: number;
+}
+
+export interface Admission {
+  identity: Identity;
+  /** Headers for the client response (x-ratelimit-*). */
+  headers: Record<string, string>;
+  /** Called exactly once per admitted request; must not throw and must not block. */
+  settle(input: SettleInput): void;
+}
+
+export interface Gate {
+  admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
+}
+
+/** Until identities exist: everyone is anonymous, nothing is limited or charged. */
+export const openGate: Gate = {
+  admit(input) {
+    return {
+      identity: { kind: "anonymous", userId: null, keyId: null, subject: input.clientIp },
+      headers: {},
+      settle() {},
+    };
+  },
+};

@@ -1,0 +1,39 @@
+/**
+ * Reads a JSON request body without ever holding more than `limit` bytes, whether or not the
+ * client sent Content-Length (chunked bodies are counted as they arrive).
+ */
+import { GatewayError } from "./errors";
+
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  let text: string;
+  if (Number.isFinite(declared)) {
+    text = await request.text();
+  } else {
+    text = await readLimited(request, limit);
+  }
+  if (text.length > limit) throw tooLarge(limit);
+  if (text.length === 0) throw new GatewayError("invalid_request_error", "The request body is empty; send a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new GatewayError("invalid_request_error", "The request body is not valid JSON");
+  }
+}
+
+async function readLimited(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`);
+}

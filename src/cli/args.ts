@@ -1,0 +1,42 @@
+/**
+ * A tiny argv parser: positionals plus `--flag value`, `--flag=value` and bare boolean flags.
+ * Which flags are boolean is declared by the command, never guessed.
+ */
+export interface Args {
+  positionals: string[];
+  flags: Map<string, string | true>;
+}
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Set()): Args {
+  const positionals: string[] = [];
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith("--")) {
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    if (eq !== -1) flags.set(name, arg.slice(eq + 1));
+    else if (booleans.has(name)) flags.set(name, true);
+    else if (i + 1 < argv.length) flags.set(name, argv[++i]);
+    else throw new UsageError(`--${name} needs a value`);
+  }
+  return { positionals, flags };
+}
+
+export function stringFlag(args: Args, name: string): string | undefined {
+  const value = args.flags.get(name);
+  return typeof value === "string" ? value : undefined;
+}
+
+export function requireFlag(args: Args, name: string): string {
+  const value = stringFlag(args, name);
+  if (value === undefined) throw new UsageError(`--${name} is required`);
+  return value;
+}

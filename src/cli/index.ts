@@ -1,0 +1,102 @@
+/**
+ * The command line (DESIGN.md): one table from command name to handler. Each handler gets the
+ * parsed args and lazy access to the config and database, and returns an exit code, or null to
+ * keep the process running (serve).
+ */
+import { ConfigError, findConfigFile, loadConfig, redactedConfig, type LoadedConfig } from "../config/load";
+import { openDatabase, type OpenedDb } from "../db/client";
+import { applyMigrations } from "../db/migrate";
+import { serve } from "../serve";
+import { VERSION, INTERFACE_VERSION } from "../version";
+import { parseArgs, stringFlag, UsageError, type Args } from "./args";
+
+export interface CliContext {
+  args: Args;
+  config(): LoadedConfig;
+  openDb(): OpenedDb;
+  print(line: string): void;
+}
+
+export type Command = (ctx: CliContext) => Promise<number | null> | number | null;
+
+const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json"]);
+
+const commands: Record<string, Command> = {
+  serve: async (ctx) => {
+    const loaded = ctx.config();
+    const serviceId = Number(stringFlag(ctx.args, "service-id") ?? process.env.MODELGATE_SERVICE_ID ?? 0);
+    if (!Number.isInteger(serviceId) || serviceId < 0) throw new UsageError("--service-id must be a non-negative integer");
+    await serve({ loaded, serviceId });
+    return null;
+  },
+  migrate: (ctx) => {
+    const db = ctx.openDb(); // opening applies the embedded migrations
+    const applied = applyMigrations(db.sqlite);
+    db.close();
+    ctx.print(`database is up to date (${ctx.config().config.server.data_dir}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
+    return 0;
+  },
+  config: (ctx) => {
+    if (ctx.args.positionals[1] !== "check") throw new UsageError("usage: modelgate config check [--config FILE]");
+    const loaded = ctx.config();
+    ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
+    ctx.print(JSON.stringify(redactedConfig(loaded), null, 2));
+    return 0;
+  },
+  version: (ctx) => {
+    ctx.print(`modelgate ${VERSION} (interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
+    return 0;
+  },
+  help: (ctx) => {
+    ctx.print(USAGE);
+    return 0;
+  },
+};
+
+/** Feature modules add their commands here (user, key, credits, jobs, ...). */
+export function registerCommand(name: string, command: Command): void {
+  commands[name] = command;
+}
+
+const USAGE = `usage: modelgate <command> [--config FILE]
+  serve [--service-id N]                       run the gateway (default command)
+  migrate                                      apply embedded database migrations
+  config check                                 validate and print the resolved config (secrets redacted)
+  user add EMAIL [--admin] [--password-stdin]  create a user
+  key create --user EMAIL [--name N] [--expires 30d]   create an API key (printed once)
+  key list [--user EMAIL] | key revoke KEY_ID
+  credits grant --user EMAIL --amount 12.50
+  jobs list [--state pending|leased|done|dead] | jobs retry CALL_ID
+  version`;
+
+export async function runCli(argv: string[]): Promise<number | null> {
+  await import("./commands");
+  try {
+    const args = parseArgs(argv, BOOLEAN_FLAGS);
+    const name = args.positionals[0] ?? "serve";
+    const command = commands[name];
+    if (!command || args.flags.has("help")) {
+      console.log(USAGE);
+      return name in commands ? 0 : 2;
+    }
+    let loaded: LoadedConfig | undefined;
+    const config = () => (loaded ??= loadConfig(findConfigFile(stringFlag(args, "config"))));
+    return await command({
+      args,
+      config,
+      openDb: () => openDatabase(config().config.server.data_dir),
+      print: (line) => console.log(line),
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`modelgate: config error: ${err.message}`);
+      return 1;
+    }
+    if (err instanceof UsageError) {
+      console.error(`modelgate: ${err.message}`);
+      return 2;
+    }
+    console.error(`modelgate: ${(err as Error)?.message ?? err}`);
+    return 1;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Loads the config once at start-up: TOML through smol-toml, `env:VAR` secrets resolved, defaults
+ * filled and the result checked against the schema. Every failure is a ConfigError whose message
+ * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { Value } from "@sinclair/typebox/value";
+import { ConfigSchema, SECRET_KEYS, type Config } from "./schema";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export interface LoadedConfig {
+  config: Config;
+  /** The file read, or null for the embedded defaults. */
+  source: string | null;
+  /** Key paths whose values are secrets (given as env: or under a secret key name). */
+  secretPaths: Set<string>;
+}
+
+export function findConfigFile(flag: string | undefined, env = process.env): string | null {
+  if (flag) return flag;
+  if (env.MODELGATE_CONFIG) return env.MODELGATE_CONFIG;
+  return existsSync("modelgate.toml") ? "modelgate.toml" : null;
+}
+
+export function loadConfig(file: string | null, env = process.env): LoadedConfig {
+  let raw: Record<string, unknown> = {};
+  if (file !== null) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      throw new ConfigError(`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? err})`);
+    }
+    raw = parseTomlText(text, file);
+  }
+  return buildConfig(raw, { env, baseDir: file ? dirname(resolve(file)) : process.cwd(), source: file });
+}
+
+export function parseTomlText(text: string, file: string): Record<string, unknown> {
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    const message = (err as Error).message.split("\n")[0];
+    throw new ConfigError(`${file}: invalid TOML: ${message}`);
+  }
+}
+
+export interface BuildOptions {
+  env?: Record<string, string | undefined>;
+  baseDir?: string;
+  source?: string | null;
+}
+
+/** Validates an already-parsed TOML document; the in-process tests use this directly. */
+export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
+  const env = options.env ?? process.env;
+  const secretPaths = new Set<string>();
+  const resolved = resolveSecrets(raw, "", env, secretPaths) as Record<string, unknown>;
+  const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
+  const firstError = Value.Errors(ConfigSchema, withDefaults).First();
+  if (firstError) {
+    throw new ConfigError(`${pointerToPath(firstError.path) || "(root)"}: ${describe(firstError)}`);
+  }
+  const config = withDefaults as Config;
+  checkReferences(config);
+  return { config, source: options.source ?? null, secretPaths };
+}
+
+function resolveSecrets(
+  value: unknown,
+  path: string,
+  env: Record<string, string | undefined>,
+  secretPaths: Set<string>,
+): unknown {
+  if (typeof value === "string") {
+    const key = path.slice(path.lastIndexOf(".") + 1);
+    if (SECRET_KEYS.has(key)) secretPaths.add(path);
+    if (!value.startsWith("env:")) return value;
+    const name = value.slice(4);
+    const found = env[name];
+    if (found === undefined || found === "") {
+      throw new ConfigError(`${path}: environment variable ${name} is not set`);
+    }
+    secretPaths.add(path);
+    return found;
+  }
+  if (Array.isArray(value)) {
+    return value.map((item, i) => resolveSecrets(item, `${path}[${i}]`, env, secretPaths));
+  }
+  if (value !== null && typeof value === "object" && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      out[key] = resolveSecrets(item, path ? `${path}.${key}` : key, env, secretPaths);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** `/models/2/targets/0/upstream` -> `models[2].targets[0].upstream` */
+export function pointerToPath(pointer: string): string {
+  return pointer
+    .split("/")
+    .filter(Boolean)
+    .reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
+}
+
+function describe(error: { message: string; schema: unknown; value: unknown }): string {
+  const schema = error.schema as { anyOf?: { const?: unknown }[] };
+  if (schema.anyOf?.every((s) => "const" in s)) {
+    return `must be one of ${schema.anyOf.map((s) => JSON.stringify(s.const)).join(", ")}`;
+  }
+  if (error.message.startsWith("Unexpected property")) return "unknown key";
+  return error.message.charAt(0).toLowerCase() + error.message.slice(1);
+}
+
+function checkReferences(config: Config): void {
+  const upstreams = new Set<string>();
+  config.upstreams.forEach((u, i) => {
+    if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);
+    upstreams.add(u.name);
+  });
+  const names = new Set<string>();
+  config.models.forEach((m, i) => {
+    for (const name of [m.id, ...m.aliases]) {
+      if (names.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);
+      names.add(name);
+    }
+    m.targets.forEach((t, j) => {
+      if (!upstreams.has(t.upstream)) {
+        throw new ConfigError(`models[${i}].targets[${j}].upstream: no upstream named "${t.upstream}"`);
+      }
+    });
+  });
+  const secretModes = new Set(["bearer", "hmac-sha256", "api-key"]);
+  config.webhooks.endpoints.forEach((e, i) => {
+    if (secretModes.has(e.auth) && !e.secret) {
+      throw new ConfigError(`webhooks.endpoints[${i}].secret: required for auth "${e.auth}"`);
+    }
+  });
+}
+
+/** The resolved config as JSON with every secret replaced by "<redacted>". */
+export function redactedConfig(loaded: LoadedConfig): unknown {
+  const walk = (value: unknown, path: string): unknown => {
+    if (loaded.secretPaths.has(path) && value !== undefined) return "<redacted>";
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, walk(v, path ? `${path}.${k}` : k)]),
+      );
+    }
+    return value;
+  };
+  return walk(loaded.config, "");
+}

@@ -1,0 +1,185 @@
+/**
+ * The configuration schema: every key optional, every default named here (and in the README).
+ * The TypeScript type of the whole config is derived from this schema, so code never reads a
+ * key the schema does not know.
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { WebhooksSection, JobsSection } from "./webhooks-schema";
+
+const Limit = T.Object(
+  {
+    per_minute: T.Integer({ minimum: 1 }),
+    per_day: T.Optional(T.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const Server = T.Object(
+  {
+    listen: T.String({ default: "0.0.0.0:8080", pattern: "^.+:[0-9]{1,5}$" }),
+    public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
+    data_dir: T.String({ default: "./data" }),
+    max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
+    trusted_proxies: T.Array(T.String(), { default: [] }),
+    shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const Limits = T.Object(
+  {
+    api_key: T.Composite([Limit], { default: { per_minute: 60 } }),
+    session: T.Composite([Limit], { default: { per_minute: 30 } }),
+    spend_auth: T.Composite([Limit], { default: { per_minute: 120 } }),
+    anonymous: T.Composite([Limit], { default: { per_minute: 10, per_day: 5 } }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const Upstream = T.Object(
+  {
+    name: T.String({ minLength: 1 }),
+    base_url: T.String({ pattern: "^https?://" }),
+    api_key: T.Optional(T.String()),
+    discover: T.Boolean({ default: false }),
+    /** Routes imported by `discover` are free-tier when true. */
+    discover_free: T.Boolean({ default: false }),
+    discover_interval_s: T.Integer({ default: 60, minimum: 5 }),
+    connect_timeout_ms: T.Integer({ default: 5_000, minimum: 1 }),
+    first_byte_timeout_ms: T.Integer({ default: 120_000, minimum: 1 }),
+    idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+const Target = T.Object(
+  {
+    upstream: T.String({ minLength: 1 }),
+    model: T.Optional(T.String({ minLength: 1 })),
+    weight: T.Integer({ default: 1, minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+const Price = T.Object(
+  {
+    prompt: T.Number({ default: 0, minimum: 0 }),
+    completion: T.Number({ default: 0, minimum: 0 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const Model = T.Object(
+  {
+    id: T.String({ minLength: 1 }),
+    targets: T.Array(Target, { minItems: 1 }),
+    strategy: T.Union([T.Literal("failover"), T.Literal("weighted"), T.Literal("least-latency")], {
+      default: "failover",
+    }),
+    free: T.Boolean({ default: false }),
+    price: Price,
+    aliases: T.Array(T.String({ minLength: 1 }), { default: [] }),
+  },
+  { additionalProperties: false },
+);
+
+const Routing = T.Object(
+  {
+    max_attempts: T.Integer({ default: 3, minimum: 1 }),
+    retry_backoff_ms: T.Integer({ default: 50, minimum: 0 }),
+    cooldown_failures: T.Integer({ default: 3, minimum: 1 }),
+    cooldown_ms: T.Integer({ default: 30_000, minimum: 0 }),
+    /** Upper bound of completion tokens assumed when a request sets no max_tokens. */
+    default_max_tokens: T.Integer({ default: 4096, minimum: 1 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const OAuthProvider = T.Object(
+  {
+    client_id: T.String({ minLength: 1 }),
+    client_secret: T.String({ minLength: 1 }),
+    /** Override of the provider's endpoints (self-hosted GitHub Enterprise, tests). */
+    authorize_url: T.Optional(T.String()),
+    token_url: T.Optional(T.String()),
+    api_url: T.Optional(T.String()),
+  },
+  { additionalProperties: false },
+);
+
+const Auth = T.Object(
+  {
+    signup: T.Union([T.Literal("closed"), T.Literal("open"), T.Literal("domain")], {
+      default: "closed",
+    }),
+    allowed_domains: T.Array(T.String(), { default: [] }),
+    session_days: T.Integer({ default: 30, minimum: 1 }),
+    github: T.Optional(OAuthProvider),
+    google: T.Optional(OAuthProvider),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const SpendAuth = T.Object(
+  {
+    chain_id: T.Integer({ default: 3799, minimum: 1 }),
+    verifying_contract: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+    operator: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+    service_id: T.Integer({ default: 1, minimum: 0 }),
+    rpc_url: T.Optional(T.String({ pattern: "^https?://" })),
+    allowed_signers: T.Array(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" }), { default: [] }),
+    operator_key: T.Optional(T.String()),
+    /** Credits to wei-like units: amount units charged per 1 credit of a model's price. */
+    units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$" }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const Metrics = T.Object(
+  {
+    enabled: T.Boolean({ default: true }),
+    token: T.Optional(T.String()),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const Log = T.Object(
+  {
+    level: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error")], {
+      default: "info",
+    }),
+    requests: T.Boolean({ default: true }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const ConfigSchema = T.Object(
+  {
+    server: Server,
+    limits: Limits,
+    upstreams: T.Array(Upstream, { default: [] }),
+    models: T.Array(Model, { default: [] }),
+    routing: Routing,
+    auth: Auth,
+    spend_auth: SpendAuth,
+    metrics: Metrics,
+    log: Log,
+    webhooks: WebhooksSection,
+    jobs: JobsSection,
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type UpstreamConfig = Static<typeof Upstream>;
+export type ModelConfig = Static<typeof Model>;
+export type LimitConfig = Static<typeof Limit>;
+
+/** Keys whose values are secrets wherever they appear; `config check` prints them redacted. */
+export const SECRET_KEYS = new Set([
+  "api_key",
+  "secret",
+  "client_secret",
+  "operator_key",
+  "token",
+]);

@@ -1,0 +1,36 @@
+/**
+ * Opens the SQLite database (WAL, busy timeout, foreign keys) and wraps it in Drizzle. The CLI and
+ * the server open the same file; WAL plus the busy timeout make that safe while the server runs.
+ */
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import * as schema from "./schema";
+import { applyMigrations } from "./migrate";
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+
+export interface OpenedDb {
+  db: Db;
+  sqlite: Database;
+  close(): void;
+}
+
+/** `dataDir` of ":memory:" gives a private in-memory database (tests). */
+export function openDatabase(dataDir: string): OpenedDb {
+  let sqlite: Database;
+  if (dataDir === ":memory:") {
+    sqlite = new Database(":memory:");
+  } else {
+    mkdirSync(dataDir, { recursive: true });
+    sqlite = new Database(join(dataDir, "modelgate.db"), { create: true });
+    sqlite.run("PRAGMA journal_mode = WAL");
+  }
+  sqlite.run("PRAGMA synchronous = NORMAL");
+  sqlite.run("PRAGMA busy_timeout = 5000");
+  sqlite.run("PRAGMA foreign_keys = ON");
+  applyMigrations(sqlite);
+  const db = drizzle(sqlite, { schema }) as Db;
+  return { db, sqlite, close: () => sqlite.close() };
+}

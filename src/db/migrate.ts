@@ -1,0 +1,27 @@
+/**
+ * Applies the migrations embedded in the binary (src/db/migrations.gen.ts, generated from
+ * drizzle/ by `make migrations`). Bookkeeping uses drizzle-kit's own `__drizzle_migrations` table
+ * and hashes, so `drizzle-kit migrate` and the binary agree on what has run.
+ */
+import type { Database } from "bun:sqlite";
+import { migrations } from "./migrations.gen";
+
+export function applyMigrations(sqlite: Database): number {
+  sqlite.run(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
+  const last = sqlite
+    .query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1")
+    .get();
+  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
+  if (pending.length === 0) return 0;
+  sqlite.transaction(() => {
+    for (const m of pending) {
+      for (const statement of m.sql.split("--> statement-breakpoint")) {
+        if (statement.trim()) sqlite.run(statement);
+      }
+      const hash = new Bun.CryptoHasher("sha256").update(m.sql).digest("hex");
+      sqlite.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", [hash, m.when]);
+    }
+  })();
+  return pending.length;
+}

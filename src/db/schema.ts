@@ -1,0 +1,155 @@
+/**
+ * Every table modelgate keeps. Times are integer milliseconds since the epoch; money is integer
+ * micro-credits (1 credit = 1,000,000). Secrets are never stored, only their SHA-256 (hex).
+ * After editing, run `make migrations` (regenerates drizzle/ and the embedded copy).
+ */
+import { sql } from "drizzle-orm";
+import { blob, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
+
+export const users = sqliteTable("users", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  email: text("email").notNull().unique(),
+  passwordHash: text("password_hash"),
+  isAdmin: integer("is_admin", { mode: "boolean" }).notNull().default(false),
+  disabledAt: integer("disabled_at"),
+  createdAt: integer("created_at").notNull().default(now),
+});
+
+export const oauthAccounts = sqliteTable(
+  "oauth_accounts",
+  {
+    provider: text("provider").notNull(),
+    providerUserId: text("provider_user_id").notNull(),
+    userId: integer("user_id").notNull().references(() => users.id),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.providerUserId] })],
+);
+
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    userId: integer("user_id").notNull().references(() => users.id),
+    expiresAt: integer("expires_at").notNull(),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("sessions_user").on(t.userId)],
+);
+
+/** One-time links: first-run admin setup. */
+export const setupTokens = sqliteTable("setup_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  expiresAt: integer("expires_at").notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    userId: integer("user_id").notNull().references(() => users.id),
+    name: text("name").notNull(),
+    keyHash: text("key_hash").notNull().unique(),
+    displayPrefix: text("display_prefix").notNull(),
+    perMinute: integer("per_minute"),
+    createdAt: integer("created_at").notNull().default(now),
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (t) => [index("api_keys_user").on(t.userId)],
+);
+
+export const balances = sqliteTable("balances", {
+  userId: integer("user_id").primaryKey().references(() => users.id),
+  micro: integer("micro").notNull().default(0),
+});
+
+export const ledger = sqliteTable(
+  "ledger",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    userId: integer("user_id").notNull().references(() => users.id),
+    kind: text("kind", { enum: ["grant", "debit", "refund"] }).notNull(),
+    micro: integer("micro").notNull(),
+    requestId: text("request_id"),
+    model: text("model"),
+    note: text("note"),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("ledger_user_time").on(t.userId, t.createdAt)],
+);
+
+/** One row per /v1/chat/completions request, written behind in batches. */
+export const requestLog = sqliteTable(
+  "request_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    requestId: text("request_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+    identity: text("identity").notNull(),
+    userId: integer("user_id"),
+    keyId: text("key_id"),
+    model: text("model").notNull(),
+    upstream: text("upstream"),
+    status: integer("status").notNull(),
+    promptTokens: integer("prompt_tokens").notNull().default(0),
+    completionTokens: integer("completion_tokens").notNull().default(0),
+    costMicro: integer("cost_micro").notNull().default(0),
+    latencyMs: integer("latency_ms").notNull().default(0),
+  },
+  (t) => [index("request_log_user_time").on(t.userId, t.createdAt)],
+);
+
+/** SpendAuth replay protection: (commitment, nonce) seen, kept at least until expiry. */
+export const spendNonces = sqliteTable(
+  "spend_nonces",
+  {
+    commitment: text("commitment").notNull(),
+    nonce: text("nonce").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.commitment, t.nonce] })],
+);
+
+/** Served SpendAuth authorizations waiting to be claimed on-chain. */
+export const settlements = sqliteTable(
+  "settlements",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    commitment: text("commitment").notNull(),
+    nonce: text("nonce").notNull(),
+    authorization: text("authorization").notNull(),
+    state: text("state", { enum: ["pending", "done", "dead"] }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: integer("next_attempt_at").notNull().default(0),
+    lastError: text("last_error"),
+    txHash: text("tx_hash"),
+    createdAt: integer("created_at").notNull().default(now),
+  },
+  (t) => [index("settlements_state").on(t.state, t.nextAttemptAt)],
+);
+
+/** The webhook outbox: one row per accepted JobCall; call_id is the row id. */
+export const webhookJobs = sqliteTable(
+  "webhook_jobs",
+  {
+    callId: integer("call_id").primaryKey({ autoIncrement: true }),
+    jobId: integer("job_id").notNull(),
+    serviceId: integer("service_id").notNull(),
+    path: text("path").notNull(),
+    name: text("name"),
+    body: blob("body", { mode: "buffer" }).notNull(),
+    dedupeKey: text("dedupe_key").unique(),
+    state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    leaseUntil: integer("lease_until"),
+    nextAttemptAt: integer("next_attempt_at").notNull().default(0),
+    lastError: text("last_error"),
+    createdAt: integer("created_at").notNull(),
+    doneAt: integer("done_at"),
+  },
+  (t) => [index("webhook_jobs_ready").on(t.state, t.nextAttemptAt)],
+);

@@ -1,0 +1,126 @@
+/**
+ * POST /v1/chat/completions: validate, resolve the route, admit through the Gate, forward, and
+ * relay the answer (JSON or SSE) while capturing usage. Every admitted request is settled exactly
+ * once and produces exactly one RequestRecord, however it ends.
+ */
+import { GatewayError } from "../errors";
+import type { Admission, AdmitInput } from "../auth/types";
+import type { AppDeps, RequestRecord } from "../deps";
+import { forwardChat } from "./forward";
+import { relaySse } from "./sse";
+import { costMicro, estimateTokens, usageFromJson, type Usage } from "./usage";
+
+export interface ChatContext {
+  request: Request;
+  body: AdmitInput["body"];
+  requestId: string;
+  clientIp: string;
+  startedAt: number;
+}
+
+export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Response> {
+  const route = deps.registry.resolve(ctx.body.model);
+  if (!route) {
+    throw new GatewayError("model_not_found", `The model "${ctx.body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
+  }
+  const admission = await deps.gate.admit({ ...ctx, route });
+  if (admission instanceof GatewayError) {
+    deps.onRequestDone(record(ctx, route.id, "anonymous", admission.status));
+    throw admission;
+  }
+  const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+  const upstreamBody = ctx.body.stream === true
+    ? { ...ctx.body, stream_options: { ...(ctx.body.stream_options as object | undefined), include_usage: true } }
+    : ctx.body;
+  const forwarded = await forwardChat({
+    route,
+    body: upstreamBody,
+    clientSignal: ctx.request.signal,
+    routing: deps.config.routing,
+    now: deps.now,
+  });
+  if (forwarded instanceof GatewayError) {
+    finish(deps, ctx, admission, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers };
+    throw forwarded;
+  }
+  const { response, target } = forwarded;
+  const headers: Record<string, string> = {
+    ...admission.headers,
+    "content-type": response.headers.get("content-type") ?? "application/json",
+    "x-gateway-overhead-ms": String(Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2)),
+  };
+  const done = { upstream: target.upstream.name, price: route.price, model: route.id, upstreamMs: forwarded.upstreamMs };
+  const isStream = response.ok && ctx.body.stream === true && response.body !== null && headers["content-type"].includes("text/event-stream");
+  if (!isStream) {
+    let text: string;
+    try {
+      text = await response.text();
+    } catch {
+      finish(deps, ctx, admission, { ...done, status: 502, usage: null });
+      throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`);
+    }
+    finish(deps, ctx, admission, { ...done, status: response.status, usage: usageFromJson(text) });
+    return new Response(text, { status: response.status, headers });
+  }
+  headers["cache-control"] = "no-cache";
+  const stream = relaySse(response.body!, {
+    clientWantsUsage,
+    idleTimeoutMs: target.upstream.config.idle_timeout_ms,
+    abortUpstream: forwarded.abort,
+    onEnd: (result) => {
+      const usage = result.usage ?? (result.outcome === "complete" ? null : estimatedUsage(ctx, result.events));
+      finish(deps, ctx, admission, { ...done, status: result.outcome === "upstream_error" ? 502 : 200, usage });
+    },
+  });
+  return new Response(stream, { status: 200, headers });
+}
+
+interface Outcome {
+  status: number;
+  upstream: string | null;
+  usage: Usage | null;
+  price: { prompt: number; completion: number };
+  model: string;
+  upstreamMs: number;
+}
+
+function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: Outcome): void {
+  const latencyMs = performance.now() - ctx.startedAt;
+  admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
+  const { identity } = admission;
+  deps.onRequestDone({
+    ...record(ctx, outcome.model, identity.kind, outcome.status),
+    userId: identity.userId,
+    keyId: identity.keyId,
+    upstream: outcome.upstream,
+    promptTokens: outcome.usage?.prompt_tokens ?? 0,
+    completionTokens: outcome.usage?.completion_tokens ?? 0,
+    costMicro: costMicro(outcome.usage, outcome.price),
+    latencyMs,
+    upstreamMs: outcome.upstreamMs,
+  });
+}
+
+function record(ctx: ChatContext, model: string, identity: RequestRecord["identity"], status: number): RequestRecord {
+  return {
+    requestId: ctx.requestId,
+    createdAt: Date.now(),
+    identity,
+    userId: null,
+    keyId: null,
+    model,
+    upstream: null,
+    status,
+    promptTokens: 0,
+    completionTokens: 0,
+    costMicro: 0,
+    latencyMs: performance.now() - ctx.startedAt,
+    upstreamMs: 0,
+  };
+}
+
+/** When a stream breaks before the upstream reported usage: what was consumed, estimated. */
+function estimatedUsage(ctx: ChatContext, events: number): Usage {
+  return { prompt_tokens: estimateTokens(JSON.stringify(ctx.body.messages)), completion_tokens: events };
+}

@@ -1,0 +1,102 @@
+/**
+ * The live set of model routes: those configured in `[[models]]` plus those imported by
+ * `discover` from upstreams' own /v1/models. Configured routes always win over discovered ones
+ * with the same id. Lookups are one Map read on the hot path.
+ */
+import type { Config, ModelConfig, UpstreamConfig } from "../config/schema";
+import { createUpstreamState, type UpstreamState } from "./upstream-state";
+
+export type Strategy = ModelConfig["strategy"];
+
+export interface Target {
+  upstream: UpstreamState;
+  /** The model name sent upstream. */
+  model: string;
+  weight: number;
+}
+
+export interface ModelRoute {
+  id: string;
+  free: boolean;
+  /** Credits per 1M tokens. */
+  price: { prompt: number; completion: number };
+  targets: Target[];
+  strategy: Strategy;
+  aliases: string[];
+  source: "config" | "discovered";
+  ownedBy: string;
+}
+
+export class ModelRegistry {
+  readonly upstreams = new Map<string, UpstreamState>();
+  private configured = new Map<string, ModelRoute>();
+  private discovered = new Map<string, Map<string, ModelRoute>>();
+  private lookup = new Map<string, ModelRoute>();
+
+  constructor(config: Pick<Config, "upstreams" | "models">) {
+    for (const u of config.upstreams) this.upstreams.set(u.name, createUpstreamState(u));
+    for (const m of config.models) {
+      const route: ModelRoute = {
+        id: m.id,
+        free: m.free,
+        price: { prompt: m.price.prompt, completion: m.price.completion },
+        targets: m.targets.map((t) => ({
+          upstream: this.upstreams.get(t.upstream)!,
+          model: t.model ?? m.id,
+          weight: t.weight,
+        })),
+        strategy: m.strategy,
+        aliases: m.aliases,
+        source: "config",
+        ownedBy: m.targets[0].upstream,
+      };
+      this.configured.set(m.id, route);
+    }
+    this.rebuild();
+  }
+
+  /** The route a client's `model` names (id or alias), or undefined. */
+  resolve(model: string): ModelRoute | undefined {
+    return this.lookup.get(model);
+  }
+
+  /** Every route once, configured first, in a stable order. */
+  list(): ModelRoute[] {
+    const seen = new Set<ModelRoute>();
+    for (const route of this.lookup.values()) seen.add(route);
+    return [...seen];
+  }
+
+  /** Replaces the routes discovered on one upstream (models it dropped disappear). */
+  setDiscovered(upstream: UpstreamConfig, modelIds: string[]): void {
+    const state = this.upstreams.get(upstream.name);
+    if (!state) return;
+    const routes = new Map<string, ModelRoute>();
+    for (const id of modelIds) {
+      routes.set(id, {
+        id,
+        free: upstream.discover_free,
+        price: { prompt: 0, completion: 0 },
+        targets: [{ upstream: state, model: id, weight: 1 }],
+        strategy: "failover",
+        aliases: [],
+        source: "discovered",
+        ownedBy: upstream.name,
+      });
+    }
+    this.discovered.set(upstream.name, routes);
+    this.rebuild();
+  }
+
+  private rebuild(): void {
+    const next = new Map<string, ModelRoute>();
+    for (const route of this.configured.values()) {
+      next.set(route.id, route);
+      for (const alias of route.aliases) next.set(alias, route);
+    }
+    for (const routes of this.discovered.values()) {
+      for (const route of routes.values()) if (!next.has(route.id)) next.set(route.id, route);
+    }
+    this.lookup = next;
+  }
+}

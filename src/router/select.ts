@@ -1,0 +1,35 @@
+/**
+ * Orders a route's targets for one request according to its strategy, leaving out targets whose
+ * circuit is open. The first entry is tried first; the rest are failover candidates.
+ */
+import type { ModelRoute, Target } from "./registry";
+import { isAvailable } from "./upstream-state";
+
+export function orderTargets(route: ModelRoute, now: number, random: () => number = Math.random): Target[] {
+  const targets = route.targets;
+  if (targets.length === 1) return isAvailable(targets[0].upstream, now) ? targets : [];
+  const available = targets.filter((t) => isAvailable(t.upstream, now));
+  if (route.strategy === "weighted") return weightedOrder(available, random);
+  if (route.strategy === "least-latency") {
+    // Unmeasured targets go first so every target gets measured.
+    return available.sort((a, b) => (a.upstream.ttfbEwmaMs ?? -1) - (b.upstream.ttfbEwmaMs ?? -1));
+  }
+  return available;
+}
+
+/** Weighted random without replacement: the first pick follows the weights, the rest fail over. */
+function weightedOrder(targets: Target[], random: () => number): Target[] {
+  const pool = targets.filter((t) => t.weight > 0);
+  const order: Target[] = [];
+  while (pool.length > 0) {
+    const total = pool.reduce((sum, t) => sum + t.weight, 0);
+    let pick = random() * total;
+    let index = 0;
+    while (index < pool.length - 1 && pick >= pool[index].weight) {
+      pick -= pool[index].weight;
+      index += 1;
+    }
+    order.push(pool.splice(index, 1)[0]);
+  }
+  return order;
+}

@@ -1,0 +1,116 @@
+/**
+ * Relays an upstream's SSE stream to the client event by event, never holding more than one
+ * incomplete event. On the way it captures the usage the upstream reports (we always ask for it),
+ * drops that extra usage chunk when the client did not ask for it, and turns an upstream that
+ * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`.
+ */
+import type { Usage } from "./usage";
+
+export interface RelayOptions {
+  /** The client set stream_options.include_usage itself; keep the usage chunk. */
+  clientWantsUsage: boolean;
+  idleTimeoutMs: number;
+  /** Aborts the upstream request (idle timeout, client gone). */
+  abortUpstream: (reason: string) => void;
+  /** Called exactly once when the stream ends, however it ends. */
+  onEnd: (result: RelayResult) => void;
+}
+
+export interface RelayResult {
+  usage: Usage | null;
+  /** Content events seen; a fallback measure when the upstream never reported usage. */
+  events: number;
+  outcome: "complete" | "upstream_error" | "client_closed";
+  error?: string;
+}
+
+const encoder = new TextEncoder();
+const USAGE_PATTERN = /"usage"\s*:\s*\{/;
+const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+
+export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
+  const reader = upstream.getReader();
+  const decoder = new TextDecoder();
+  let pending = "";
+  let usage: Usage | null = null;
+  let events = 0;
+  let sawDone = false;
+  let ended = false;
+  const idle = setTimeout(() => options.abortUpstream("idle"), options.idleTimeoutMs);
+
+  const finish = (result: Omit<RelayResult, "usage" | "events">): void => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(idle);
+    options.onEnd({ usage, events, ...result });
+  };
+
+  /** Returns the text to forward for the complete events in `text`; keeps usage. */
+  const filterEvents = (text: string): string => {
+    let out = "";
+    let start = 0;
+    for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
+      const event = text.slice(start, end + 2);
+      start = end + 2;
+      if (event.startsWith("data: [DONE]")) sawDone = true;
+      else events += 1;
+      if (USAGE_PATTERN.test(event)) {
+        const parsed = parseData(event);
+        if (parsed?.usage) usage = parsed.usage;
+        if (!options.clientWantsUsage && Array.isArray(parsed?.choices) && parsed.choices.length === 0) continue;
+      }
+      out += event;
+    }
+    pending = text.slice(start);
+    return out;
+  };
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          const rest = pending + decoder.decode();
+          if (rest.trim()) controller.enqueue(encoder.encode(filterEvents(rest + "\n\n")));
+          if (!sawDone) controller.enqueue(DONE_EVENT);
+          controller.close();
+          finish({ outcome: "complete" });
+          return;
+        }
+        idle.refresh();
+        const hadPending = pending !== "";
+        const decoded = decoder.decode(value, { stream: true });
+        const out = filterEvents(pending + (decoded.includes("\r") ? decoded.replaceAll("\r\n", "\n") : decoded));
+        if (out.length === 0) return;
+        // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
+        controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
+      } catch (err) {
+        const message = err instanceof Error && err.name === "AbortError" ? "the upstream stopped sending" : "the upstream connection broke";
+        controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
+        controller.enqueue(DONE_EVENT);
+        controller.close();
+        finish({ outcome: "upstream_error", error: message });
+      }
+    },
+    cancel(reason) {
+      finish({ outcome: "client_closed" });
+      options.abortUpstream("client closed");
+      return reader.cancel(reason).catch(() => {});
+    },
+  });
+}
+
+function parseData(event: string): { usage?: Usage; choices?: unknown[] } | null {
+  const line = event.split("\n").find((l) => l.startsWith("data:"));
+  if (!line) return null;
+  try {
+    return JSON.parse(line.slice(5));
+  } catch {
+    return null;
+  }
+}
+
+function errorEvent(message: string): string {
+  const body = { error: { message, type: "api_error", param: null, code: "upstream_error" } };
+  return `data: ${JSON.stringify(body)}\n\n`;
+}

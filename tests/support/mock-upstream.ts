@@ -1,0 +1,128 @@
+/**
+ * The only stand-in in the test suite: a small OpenAI-compatible model server speaking the real
+ * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk).
+ * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
+ * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
+ */
+export interface MockBehaviour {
+  /** Answer every chat request with this status and an OpenAI error body. */
+  failWith?: number;
+  /** Wait before sending headers (ms). */
+  delayMs?: number;
+  /** Send this many content chunks, then break the connection. */
+  breakAfterChunks?: number;
+  /** Stall (send nothing more) after this many chunks. */
+  stallAfterChunks?: number;
+  /** Words of the streamed answer. */
+  words?: string[];
+  /** Delay between stream chunks (ms). */
+  chunkDelayMs?: number;
+  models?: string[];
+}
+
+export interface MockUpstream {
+  url: string;
+  port: number;
+  behaviour: MockBehaviour;
+  requests: Array<{ path: string; body: any; headers: Record<string, string> }>;
+  chatCount(): number;
+  stop(): void;
+}
+
+const DEFAULT_WORDS = ["Hello", " from", " the", " mock", " upstream", "."];
+
+export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): MockUpstream {
+  const requests: MockUpstream["requests"] = [];
+  const server = Bun.serve({
+    port,
+    hostname: "127.0.0.1",
+    idleTimeout: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      if (url.pathname === "/v1/models" && request.method === "GET") {
+        const ids = behaviour.models ?? ["mock-small", "mock-large"];
+        return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
+      }
+      if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
+        return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
+      }
+      const body = (await request.json()) as Record<string, any>;
+      requests.push({ path: url.pathname, body, headers: Object.fromEntries(request.headers) });
+      if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
+      if (behaviour.failWith) {
+        return Response.json(
+          { error: { message: `mock failure ${behaviour.failWith}`, type: "server_error", param: null, code: null } },
+          { status: behaviour.failWith },
+        );
+      }
+      const words = behaviour.words ?? DEFAULT_WORDS;
+      const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
+      const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+      const id = "chatcmpl-mock";
+      const created = Math.floor(Date.now() / 1000);
+      if (!body.stream) {
+        return Response.json({
+          id,
+          object: "chat.completion",
+          created,
+          model: body.model,
+          choices: [{ index: 0, message: { role: "assistant", content: words.join("") }, finish_reason: "stop" }],
+          usage,
+        });
+      }
+      return new Response(sseStream(body, words, usage, behaviour, { id, created }), {
+        headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+      });
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}/v1`,
+    port: server.port!,
+    behaviour,
+    requests,
+    chatCount: () => requests.length,
+    stop: () => server.stop(true),
+  };
+}
+
+function sseStream(
+  body: Record<string, any>,
+  words: string[],
+  usage: Record<string, number>,
+  behaviour: MockBehaviour,
+  meta: { id: string; created: number },
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const includeUsage = body.stream_options?.include_usage === true;
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    encoder.encode(`data: ${JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: body.model, choices, ...extra })}\n\n`);
+  let sent = 0;
+  return new ReadableStream({
+    async pull(controller) {
+      if (behaviour.breakAfterChunks !== undefined && sent === behaviour.breakAfterChunks) {
+        controller.error(new Error("mock upstream broke the stream"));
+        return;
+      }
+      if (behaviour.stallAfterChunks !== undefined && sent === behaviour.stallAfterChunks) {
+        await new Promise(() => {});
+      }
+      if (behaviour.chunkDelayMs && sent > 0) await Bun.sleep(behaviour.chunkDelayMs);
+      if (sent < words.length) {
+        const delta = sent === 0 ? { role: "assistant", content: words[0] } : { content: words[sent] };
+        controller.enqueue(chunk([{ index: 0, delta, finish_reason: null }], includeUsage ? { usage: null } : {}));
+      } else if (sent === words.length) {
+        controller.enqueue(chunk([{ index: 0, delta: {}, finish_reason: "stop" }], includeUsage ? { usage: null } : {}));
+      } else {
+        if (includeUsage) controller.enqueue(chunk([], { usage }));
+        controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        controller.close();
+      }
+      sent += 1;
+    },
+  });
+}
+
+if (import.meta.main) {
+  const mock = startMockUpstream({}, Number(process.argv[2] ?? 0));
+  console.log(mock.url);
+}
