@@ -28,7 +28,11 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
       const id = requestMeta(request).id;
       if (error instanceof GatewayError) return render(error, id);
       if (code === "VALIDATION") return render(new GatewayError("invalid_request_error", validationMessage(error as ValidationError)), id);
-      if (code === "PARSE") return render(new GatewayError("invalid_request_error", "The request body is not valid JSON"), id);
+      if (code === "PARSE") {
+        // Our body reader throws GatewayError (413, 400); Elysia wraps what a parser throws.
+        const cause = (error as Error).cause;
+        return render(cause instanceof GatewayError ? cause : new GatewayError("invalid_request_error", "The request body is not valid JSON"), id);
+      }
       if (code === "NOT_FOUND") return render(new GatewayError("not_found", `No route for ${request.method} ${new URL(request.url).pathname}`), id);
       console.error(JSON.stringify({ level: "error", request_id: id, msg: "unhandled error", error: String((error as Error)?.message ?? error) }));
       return render(new GatewayError("internal_error", `Internal error; quote request id ${id} when reporting it`), id);

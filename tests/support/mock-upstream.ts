@@ -25,6 +25,8 @@ export interface MockUpstream {
   port: number;
   behaviour: MockBehaviour;
   requests: Array<{ path: string; body: any; headers: Record<string, string> }>;
+  /** Streams the client (the gateway) cancelled before they ended. */
+  cancelledStreams: number;
   chatCount(): number;
   stop(): void;
 }
@@ -70,19 +72,21 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           usage,
         });
       }
-      return new Response(sseStream(body, words, usage, behaviour, { id, created }), {
+      return new Response(sseStream(body, words, usage, behaviour, { id, created }, () => (mock.cancelledStreams += 1)), {
         headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
       });
     },
   });
-  return {
+  const mock: MockUpstream = {
     url: `http://127.0.0.1:${server.port}/v1`,
     port: server.port!,
     behaviour,
     requests,
+    cancelledStreams: 0,
     chatCount: () => requests.length,
     stop: () => server.stop(true),
   };
+  return mock;
 }
 
 function sseStream(
@@ -91,6 +95,7 @@ function sseStream(
   usage: Record<string, number>,
   behaviour: MockBehaviour,
   meta: { id: string; created: number },
+  onCancel: () => void,
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const includeUsage = body.stream_options?.include_usage === true;
@@ -119,6 +124,7 @@ function sseStream(
       }
       sent += 1;
     },
+    cancel: onCancel,
   });
 }
 

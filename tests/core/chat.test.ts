@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { buildTestApp, type TestApp } from "../support/app";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+
+let mock: MockUpstream;
+let t: TestApp;
+const user = [{ role: "user", content: "hi" }];
+
+beforeAll(() => {
+  mock = startMockUpstream();
+  t = buildTestApp({
+    server: { max_body_bytes: 2048 },
+    upstreams: [{ name: "mock", base_url: mock.url, api_key: "upstream-secret" }],
+    models: [{ id: "m1", targets: [{ upstream: "mock", model: "mock-small" }], free: true, price: { prompt: 2, completion: 3 } }],
+  });
+});
+afterAll(() => mock.stop());
+
+async function errorBody(res: Response) {
+  expect(res.headers.get("content-type")).toContain("application/json");
+  const body = (await res.json()) as { error: { message: string; type: string; param: string | null; code: string } };
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
+  return body.error;
+}
+
+describe("POST /v1/chat/completions validation", () => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ["missing model", { messages: user }, /model/],
+    ["empty model", { model: "", messages: user }, /model/],
+    ["missing messages", { model: "m1" }, /messages/],
+    ["empty messages", { model: "m1", messages: [] }, /messages/],
+    ["bad role", { model: "m1", messages: [{ role: "robot", content: "x" }] }, /messages\[0\]\.role: must be one of system, user, assistant, tool/],
+    ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content/],
+    ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content/],
+    ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
+    ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens/],
+    ["body an array", [1, 2], /body|model/],
+  ];
+  for (const [name, body, pattern] of cases) {
+    test(`${name} -> 400 invalid_request_error`, async () => {
+      const before = mock.chatCount();
+      const res = await t.chat(body);
+      expect(res.status).toBe(400);
+      const error = await errorBody(res);
+      expect(error.code).toBe("invalid_request_error");
+      expect(error.message).toMatch(pattern);
+      expect(mock.chatCount()).toBe(before);
+    });
+  }
+
+  test("malformed JSON -> 400 naming JSON", async () => {
+    const res = await t.chat("{not json");
+    expect(res.status).toBe(400);
+    expect((await errorBody(res)).message).toContain("not valid JSON");
+  });
+
+  test("empty body -> 400", async () => {
+    const res = await t.chat("");
+    expect(res.status).toBe(400);
+    expect((await errorBody(res)).code).toBe("invalid_request_error");
+  });
+
+  test("body over max_body_bytes -> 413 payload_too_large", async () => {
+    const res = await t.chat({ model: "m1", messages: [{ role: "user", content: "x".repeat(4096) }] });
+    expect(res.status).toBe(413);
+    expect((await errorBody(res)).code).toBe("payload_too_large");
+  });
+
+  test("chunked body over the limit without Content-Length -> 413", async () => {
+    const big = new TextEncoder().encode(JSON.stringify({ model: "m1", messages: [{ role: "user", content: "y".repeat(4096) }] }));
+    const body = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < big.length; i += 512) controller.enqueue(big.slice(i, i + 512));
+        controller.close();
+      },
+    });
+    const res = await t.app.handle(new Request("http://localhost/v1/chat/completions", { method: "POST", body, headers: { "content-type": "application/json" } }));
+    expect(res.status).toBe(413);
+  });
+
+  test("unknown model -> 404 model_not_found with param model", async () => {
+    const res = await t.chat({ model: "nope", messages: user });
+    expect(res.status).toBe(404);
+    const error = await errorBody(res);
+    expect(error).toMatchObject({ code: "model_not_found", param: "model" });
+    expect(error.message).toContain('"nope"');
+  });
+});
+
+describe("POST /v1/chat/completions routing", () => {
+  test("routes to the target's model name, passes unknown properties through, returns the upstream JSON", async () => {
+    const res = await t.chat({ model: "m1", messages: [{ role: "user", content: "hi", name: "ann" }], temperature: 0.2, seed: 7, logit_bias: { "42": 1 } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+    const body = (await res.json()) as any;
+    expect(body.choices[0].message.content).toBe("Hello from the mock upstream.");
+    const sent = mock.requests.at(-1)!;
+    expect(sent.body).toMatchObject({ model: "mock-small", temperature: 0.2, seed: 7, logit_bias: { "42": 1 } });
+    expect(sent.body.messages[0]).toEqual({ role: "user", content: "hi", name: "ann" });
+    expect(sent.headers.authorization).toBe("Bearer upstream-secret");
+  });
+
+  test("non-streamed usage is captured and priced", async () => {
+    const res = await t.chat({ model: "m1", messages: user });
+    const body = (await res.json()) as any;
+    const record = t.records.find((r) => r.requestId === res.headers.get("x-request-id"))!;
+    expect(record).toMatchObject({ model: "m1", upstream: "mock", status: 200, promptTokens: body.usage.prompt_tokens, completionTokens: 6 });
+    expect(record.costMicro).toBe(body.usage.prompt_tokens * 2 + 6 * 3);
+  });
+
+  test("streaming relays every chunk, ends with [DONE], strips the usage chunk the client did not ask for", async () => {
+    const res = await t.chat({ model: "m1", messages: user, stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const text = await res.text();
+    const events = text.split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toBe("data: [DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)));
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello from the mock upstream.");
+    expect(chunks.every((c) => c.choices.length > 0)).toBe(true);
+    expect(mock.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
+    const record = t.records.find((r) => r.requestId === res.headers.get("x-request-id"))!;
+    expect(record.completionTokens).toBe(6);
+    expect(record.promptTokens).toBeGreaterThan(0);
+  });
+
+  test("streaming keeps the usage chunk when the client asked for it", async () => {
+    const res = await t.chat({ model: "m1", messages: user, stream: true, stream_options: { include_usage: true } });
+    const events = (await res.text()).split("\n\n").filter(Boolean);
+    const usageChunk = JSON.parse(events.at(-2)!.slice(6));
+    expect(usageChunk.choices).toEqual([]);
+    expect(usageChunk.usage.completion_tokens).toBe(6);
+  });
+});
+
+describe("service endpoints", () => {
+  test("GET /api/health", async () => {
+    const res = await t.request("/api/health");
+    const body = (await res.json()) as any;
+    expect(body.status).toBe("ok");
+    expect(typeof body.timestamp).toBe("number");
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+  });
+
+  test("GET /api/status carries version, uptime, interface version and upstream health", async () => {
+    const body = (await (await t.request("/api/status")).json()) as any;
+    expect(body).toMatchObject({ interface_version: "2026-06-16", version: "test" });
+    expect(typeof body.uptime_s).toBe("number");
+    expect(body.upstreams[0]).toMatchObject({ name: "mock", state: "closed" });
+  });
+
+  test("GET /v1/models lists routes with price and free-tier fields", async () => {
+    const body = (await (await t.request("/v1/models")).json()) as any;
+    expect(body.object).toBe("list");
+    expect(body.data[0]).toMatchObject({ id: "m1", object: "model", owned_by: "mock", free: true, price: { prompt: 2, completion: 3 } });
+  });
+
+  test("unknown paths are 404 in the error shape", async () => {
+    const res = await t.request("/v1/nothing-here");
+    expect(res.status).toBe(404);
+    expect((await errorBody(res)).code).toBe("not_found");
+  });
+
+  test("the OpenAPI document names the interface's operations", async () => {
+    const doc = (await (await t.request("/swagger/json")).json()) as any;
+    const ops = Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((o: any) => o.operationId));
+    expect(ops).toEqual(expect.arrayContaining(["getHealth", "getStatus", "listModels", "createChatCompletion"]));
+    expect(doc.paths["/v1/chat/completions"].post.requestBody).toBeDefined();
+  });
+
+  test("Swagger UI is served from embedded assets, no CDN", async () => {
+    const html = await (await t.request("/swagger")).text();
+    expect(html).toContain("/swagger/assets/swagger-ui-bundle.js");
+    expect(html).not.toMatch(/unpkg|jsdelivr|cdn\./);
+    const js = await t.request("/swagger/assets/swagger-ui-bundle.js");
+    expect(js.status).toBe(200);
+    expect((await js.text()).length).toBeGreaterThan(100_000);
+  });
+});

@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test";
+import { buildConfig, ConfigError, parseTomlText, redactedConfig } from "../../src/config/load";
+
+function build(toml: string, env: Record<string, string> = {}) {
+  return buildConfig(parseTomlText(toml, "modelgate.toml"), { env });
+}
+
+function errorOf(toml: string, env: Record<string, string> = {}): string {
+  try {
+    build(toml, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config", () => {
+  test("an empty file gives the documented defaults", () => {
+    const { config } = build("");
+    expect(config.server.listen).toBe("0.0.0.0:8080");
+    expect(config.server.data_dir).toBe("./data");
+    expect(config.server.max_body_bytes).toBe(10_485_760);
+    expect(config.limits.api_key.per_minute).toBe(60);
+    expect(config.limits.session.per_minute).toBe(30);
+    expect(config.limits.spend_auth.per_minute).toBe(120);
+    expect(config.limits.anonymous).toEqual({ per_minute: 10, per_day: 5 });
+    expect(config.auth.signup).toBe("closed");
+    expect(config.webhooks.enabled).toBe(false);
+  });
+
+  test("upstreams and models fill their defaults", () => {
+    const { config } = build(`
+[[upstreams]]
+name = "ollama"
+base_url = "http://127.0.0.1:11434/v1"
+[[models]]
+id = "llama"
+targets = [{ upstream = "ollama" }]
+`);
+    expect(config.upstreams[0].discover).toBe(false);
+    expect(config.models[0]).toMatchObject({ free: false, strategy: "failover", price: { prompt: 0, completion: 0 } });
+    expect(config.models[0].targets[0].weight).toBe(1);
+  });
+
+  test("an unknown upstream reference names the key path", () => {
+    const message = errorOf(`
+[[upstreams]]
+name = "ollama"
+base_url = "http://127.0.0.1:11434/v1"
+[[models]]
+id = "a"
+targets = [{ upstream = "ollama" }]
+[[models]]
+id = "b"
+targets = [{ upstream = "ollama" }, { upstream = "olama" }]
+`);
+    expect(message).toBe('models[1].targets[1].upstream: no upstream named "olama"');
+  });
+
+  test("a wrong type names the key path and the reason", () => {
+    expect(errorOf(`[server]\nmax_body_bytes = "big"`)).toStartWith("server.max_body_bytes: expected integer");
+  });
+
+  test("an unknown key is refused by name", () => {
+    expect(errorOf(`[server]\nlisten_on = "0.0.0.0:1"`)).toBe("server.listen_on: unknown key");
+  });
+
+  test("an enum names its allowed values", () => {
+    expect(errorOf(`[auth]\nsignup = "sometimes"`)).toBe('auth.signup: must be one of "closed", "open", "domain"');
+  });
+
+  test("duplicate model ids and aliases are refused", () => {
+    const message = errorOf(`
+[[upstreams]]
+name = "u"
+base_url = "http://x/v1"
+[[models]]
+id = "a"
+targets = [{ upstream = "u" }]
+[[models]]
+id = "b"
+aliases = ["a"]
+targets = [{ upstream = "u" }]
+`);
+    expect(message).toBe('models[1]: model id or alias "a" is used twice');
+  });
+
+  test("invalid TOML is a ConfigError naming the file", () => {
+    expect(() => parseTomlText("[server\nlisten = 1", "x.toml")).toThrow(/^x\.toml: invalid TOML/);
+  });
+
+  test("env: secrets resolve, are redacted, and an unset variable is named", () => {
+    const toml = `
+[[upstreams]]
+name = "openai"
+base_url = "https://api.openai.com/v1"
+api_key = "env:OPENAI_KEY"
+`;
+    const loaded = build(toml, { OPENAI_KEY: "sk-real-secret" });
+    expect(loaded.config.upstreams[0].api_key).toBe("sk-real-secret");
+    const printed = JSON.stringify(redactedConfig(loaded));
+    expect(printed).not.toContain("sk-real-secret");
+    expect(printed).toContain("<redacted>");
+    expect(errorOf(toml)).toBe("upstreams[0].api_key: environment variable OPENAI_KEY is not set");
+  });
+
+  test("a literal secret under a secret key name is redacted too", () => {
+    const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
+    expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
+  });
+});
