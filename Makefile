@@ -29,9 +29,12 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 	npm install --no-save --no-audit --no-fund --prefix .tools bun@$(BUN_VERSION)
 
 test: build
+	bash scripts/ensure-chromium.sh
 	bash scripts/test.sh "$(BUN)"
 
+# wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
 bench: build
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BUN) bench/run.ts
 
 # Regenerate the single initial migration from src/db/schema.ts and embed it (pre-1.0: one file).

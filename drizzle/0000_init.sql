@@ -72,16 +72,22 @@ CREATE TABLE `settlements` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`commitment` text NOT NULL,
 	`nonce` text NOT NULL,
+	`amount` text NOT NULL,
+	`expiry` integer NOT NULL,
 	`authorization` text NOT NULL,
+	`request_id` text,
 	`state` text DEFAULT 'pending' NOT NULL,
 	`attempts` integer DEFAULT 0 NOT NULL,
 	`next_attempt_at` integer DEFAULT 0 NOT NULL,
 	`last_error` text,
+	`auth_hash` text,
 	`tx_hash` text,
-	`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL
+	`created_at` integer DEFAULT (CAST(unixepoch('subsec') * 1000 AS INTEGER)) NOT NULL,
+	`updated_at` integer
 );
 --> statement-breakpoint
 CREATE INDEX `settlements_state` ON `settlements` (`state`,`next_attempt_at`);--> statement-breakpoint
+CREATE UNIQUE INDEX `settlements_auth` ON `settlements` (`commitment`,`nonce`);--> statement-breakpoint
 CREATE TABLE `setup_tokens` (
 	`token_hash` text PRIMARY KEY NOT NULL,
 	`expires_at` integer NOT NULL
@@ -94,6 +100,7 @@ CREATE TABLE `spend_nonces` (
 	PRIMARY KEY(`commitment`, `nonce`)
 );
 --> statement-breakpoint
+CREATE INDEX `spend_nonces_expiry` ON `spend_nonces` (`expires_at`);--> statement-breakpoint
 CREATE TABLE `users` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`email` text NOT NULL,
@@ -111,6 +118,7 @@ CREATE TABLE `webhook_jobs` (
 	`path` text NOT NULL,
 	`name` text,
 	`body` blob NOT NULL,
+	`content_type` text,
 	`dedupe_key` text,
 	`state` text DEFAULT 'pending' NOT NULL,
 	`attempts` integer DEFAULT 0 NOT NULL,
@@ -122,4 +130,5 @@ CREATE TABLE `webhook_jobs` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `webhook_jobs_dedupe_key_unique` ON `webhook_jobs` (`dedupe_key`);--> statement-breakpoint
-CREATE INDEX `webhook_jobs_ready` ON `webhook_jobs` (`state`,`next_attempt_at`);
+CREATE INDEX `webhook_jobs_ready` ON `webhook_jobs` (`state`,`next_attempt_at`);--> statement-breakpoint
+CREATE INDEX `webhook_jobs_lease` ON `webhook_jobs` (`state`,`lease_until`);

@@ -8,39 +8,70 @@ import type { LoadedConfig } from "./config/load";
 import { openDatabase } from "./db/client";
 import { createApp } from "./app";
 import type { AppDeps } from "./deps";
-import { openGate } from "./auth/types";
+import { buildIdentities } from "./auth/wire";
+import { createMemoryLimiter } from "./ratelimit/memory";
+import { setupSpendAuth } from "./spendauth/setup";
+import { issueSetupLink } from "./auth/setup";
 import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";
 import { createRequestLog } from "./request-log";
+import { createLogger, log, setLogger } from "./log";
+import { createGatewayMetrics } from "./metrics/gateway";
+import { metricsRoutes } from "./metrics/routes";
+import { dashboardRoutes } from "./dashboard";
 import { VERSION } from "./version";
+import { startWebhooks } from "./webhooks";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
   serviceId: number;
 }
 
-export async function serve({ loaded }: ServeOptions): Promise<void> {
+export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> {
   const { config } = loaded;
+  const logger = createLogger(config.log);
+  setLogger(logger);
   const database = openDatabase(config.server.data_dir);
   const registry = new ModelRegistry(config);
   const requestLog = createRequestLog(database.db);
+  const startedAt = Date.now();
+  // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
+  const metrics = createGatewayMetrics({ registry, version: VERSION, startedAt, now: Date.now });
   const stops: Array<() => void | Promise<void>> = [];
+  // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
+  const limiter = createMemoryLimiter({ now: Date.now });
+  const spendAuth = setupSpendAuth({ config, db: database.db, now: Date.now, limiter, log });
+  stops.push(spendAuth.stop);
+  const identities = buildIdentities({ db: database.db, config, now: Date.now, limiter, spendAuth: spendAuth.hook });
+  stops.push(identities.close);
   const deps: AppDeps = {
     config,
     db: database.db,
     registry,
-    gate: openGate,
+    gate: identities.gate,
     now: Date.now,
     version: VERSION,
-    startedAt: Date.now(),
-    onRequestDone: (record) => requestLog.push(record),
-    statusSections: [],
+    startedAt,
+    onRequestDone: (record) => {
+      requestLog.push(record);
+      if (config.metrics.enabled) metrics.observe(record);
+      logger.request(record);
+    },
+    statusSections: [spendAuth.statusSection],
   };
-  const app = createApp(deps);
+  const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
   const { hostname, port } = parseListen(config.server.listen);
   app.listen({ hostname, port, maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536, idleTimeout: 255 });
   const discovery = startDiscovery(registry, config.upstreams);
   stops.push(discovery.stop);
+  if (config.webhooks.enabled) {
+    const webhooks = startWebhooks(config, { serviceId, log });
+    stops.push(webhooks.stop);
+    deps.statusSections.push(webhooks.status);
+    metrics.registerGauge(webhooks.outboxGauge);
+  }
+  const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
+  if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
   log("info", `modelgate ${VERSION} listening on http://${hostname}:${app.server?.port ?? port}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
@@ -58,6 +89,7 @@ export async function serve({ loaded }: ServeOptions): Promise<void> {
     if ((await Promise.race([drained, grace])) === "timeout") await server.stop(true);
     for (const stop of stops) await stop();
     requestLog.close();
+    logger.close();
     database.close();
     log("info", "stopped");
     process.exit(0);
@@ -72,8 +104,4 @@ export function parseListen(listen: string): { hostname: string; port: number } 
   return { hostname, port: Number(listen.slice(index + 1)) };
 }
 
-export function log(level: "debug" | "info" | "warn" | "error", msg: string, fields: Record<string, unknown> = {}): void {
-  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields });
-  if (level === "error" || level === "warn") console.error(line);
-  else console.log(line);
-}
+export { log } from "./log";

@@ -1,2 +1,5 @@
 // Registers the feature commands with the CLI table (each module calls registerCommand).
+import "../spendauth/cli";
+import "./jobs";
+import "./users";
 export {};

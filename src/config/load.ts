@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
 import { ConfigSchema, SECRET_KEYS, type Config } from "./schema";
+import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -60,7 +61,9 @@ export interface BuildOptions {
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
   const secretPaths = new Set<string>();
-  const resolved = resolveSecrets(raw, "", env, secretPaths) as Record<string, unknown>;
+  const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
+  const resolved = resolveSecrets(merged, "", env, secretPaths) as Record<string, unknown>;
+  checkWebhooks(resolved);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
   const firstError = Value.Errors(ConfigSchema, withDefaults).First();
   if (firstError) {
@@ -136,12 +139,6 @@ function checkReferences(config: Config): void {
         throw new ConfigError(`models[${i}].targets[${j}].upstream: no upstream named "${t.upstream}"`);
       }
     });
-  });
-  const secretModes = new Set(["bearer", "hmac-sha256", "api-key"]);
-  config.webhooks.endpoints.forEach((e, i) => {
-    if (secretModes.has(e.auth) && !e.secret) {
-      throw new ConfigError(`webhooks.endpoints[${i}].secret: required for auth "${e.auth}"`);
-    }
   });
 }
 

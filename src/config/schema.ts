@@ -131,6 +131,14 @@ const SpendAuth = T.Object(
     operator_key: T.Optional(T.String()),
     /** Credits to wei-like units: amount units charged per 1 credit of a model's price. */
     units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$" }),
+    /** Authorizations expiring further in the future are refused (bounds the replay table). */
+    max_expiry_s: T.Integer({ default: 86_400, minimum: 60 }),
+    /** How long an on-chain getAccount answer is reused. */
+    account_cache_ms: T.Integer({ default: 2_000, minimum: 0 }),
+    rpc_timeout_ms: T.Integer({ default: 5_000, minimum: 100 }),
+    /** Settlement worker: how often it looks for work, and attempts before a settlement is dead. */
+    settle_interval_ms: T.Integer({ default: 2_000, minimum: 10 }),
+    settle_max_attempts: T.Integer({ default: 8, minimum: 1 }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -182,4 +190,5 @@ export const SECRET_KEYS = new Set([
   "client_secret",
   "operator_key",
   "token",
+  "pull_token",
 ]);

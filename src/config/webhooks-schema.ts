@@ -1,8 +1,13 @@
 /**
  * Config for the webhook ingress (`[webhooks]`, the interface's `webhooks` feature flag) and the
- * `[[jobs]]` handlers that consume its JobCalls. Owned by src/webhooks/.
+ * `[[jobs]]` handlers that consume its JobCalls. Owned by src/webhooks/. The endpoint keys are
+ * those of the Blueprint SDK webhook crate, so its webhooks.toml loads unchanged; the structural
+ * checks with friendlier messages (unknown auth mode, duplicate paths, missing secrets) live in
+ * src/webhooks/config.ts and run before this schema.
  */
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type Static } from "@sinclair/typebox";
+
+export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key"] as const;
 
 export const WebhookEndpoint = T.Object(
   {
@@ -32,9 +37,14 @@ export const WebhooksSection = T.Object(
     dedupe_window_s: T.Integer({ default: 86_400, minimum: 1 }),
     lease_ms: T.Integer({ default: 30_000, minimum: 100 }),
     max_attempts: T.Integer({ default: 5, minimum: 1 }),
+    /** Delay before the second attempt; doubles per attempt up to backoff_max_ms. */
+    backoff_ms: T.Integer({ default: 1_000, minimum: 0 }),
+    backoff_max_ms: T.Integer({ default: 300_000, minimum: 0 }),
     retain_done_hours: T.Integer({ default: 168, minimum: 1 }),
+    /** Retry-After (seconds) sent with a 503 when the outbox cannot be written. */
+    retry_after_s: T.Integer({ default: 5, minimum: 1 }),
     /** Bearer token for the pull API of external runners; the pull API is off without it. */
-    pull_token: T.Optional(T.String()),
+    pull_token: T.Optional(T.String({ minLength: 1 })),
   },
   { additionalProperties: false, default: {} },
 );
@@ -45,8 +55,14 @@ export const JobHandler = T.Object(
     command: T.Optional(T.Array(T.String(), { minItems: 1 })),
     forward: T.Optional(T.String({ pattern: "^https?://" })),
     timeout_ms: T.Integer({ default: 30_000, minimum: 1 }),
+    /** How many calls of this job run at once. */
+    concurrency: T.Integer({ default: 1, minimum: 1, maximum: 256 }),
   },
   { additionalProperties: false },
 );
 
 export const JobsSection = T.Array(JobHandler, { default: [] });
+
+export type WebhooksConfig = Static<typeof WebhooksSection>;
+export type WebhookEndpointConfig = Static<typeof WebhookEndpoint>;
+export type JobHandlerConfig = Static<typeof JobHandler>;

@@ -4,7 +4,7 @@
  * After editing, run `make migrations` (regenerates drizzle/ and the embedded copy).
  */
 import { sql } from "drizzle-orm";
-import { blob, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const now = sql`(CAST(unixepoch('subsec') * 1000 AS INTEGER))`;
 
@@ -109,30 +109,45 @@ export const spendNonces = sqliteTable(
   {
     commitment: text("commitment").notNull(),
     nonce: text("nonce").notNull(),
+    /** Unix ms after which the record may be pruned (expiry plus the skew allowance). */
     expiresAt: integer("expires_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.commitment, t.nonce] })],
+  (t) => [primaryKey({ columns: [t.commitment, t.nonce] }), index("spend_nonces_expiry").on(t.expiresAt)],
 );
 
-/** Served SpendAuth authorizations waiting to be claimed on-chain. */
+/**
+ * Served SpendAuth authorizations, claimed on-chain by the settlement worker: pending ->
+ * authorized (authorizeSpend mined) -> done (claimPayment mined), or dead. Amounts are uint256
+ * decimal strings; expiry is the authorization's, in Unix seconds.
+ */
 export const settlements = sqliteTable(
   "settlements",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
     commitment: text("commitment").notNull(),
     nonce: text("nonce").notNull(),
+    amount: text("amount").notNull(),
+    expiry: integer("expiry").notNull(),
     authorization: text("authorization").notNull(),
-    state: text("state", { enum: ["pending", "done", "dead"] }).notNull().default("pending"),
+    requestId: text("request_id"),
+    state: text("state", { enum: ["pending", "authorized", "done", "dead"] }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: integer("next_attempt_at").notNull().default(0),
     lastError: text("last_error"),
+    authHash: text("auth_hash"),
     txHash: text("tx_hash"),
     createdAt: integer("created_at").notNull().default(now),
+    updatedAt: integer("updated_at"),
   },
-  (t) => [index("settlements_state").on(t.state, t.nextAttemptAt)],
+  (t) => [index("settlements_state").on(t.state, t.nextAttemptAt), uniqueIndex("settlements_auth").on(t.commitment, t.nonce)],
 );
 
-/** The webhook outbox: one row per accepted JobCall; call_id is the row id. */
+/**
+ * The webhook outbox: one row per accepted JobCall; call_id is the row id (AUTOINCREMENT, so it
+ * is never reused, even after done rows are pruned). The body is the request's raw bytes.
+ * A row is `leased` to one consumer until lease_until; `attempts` counts deliveries and fences
+ * late acks from a consumer whose lease was taken over. Written by src/webhooks/.
+ */
 export const webhookJobs = sqliteTable(
   "webhook_jobs",
   {
@@ -142,6 +157,8 @@ export const webhookJobs = sqliteTable(
     path: text("path").notNull(),
     name: text("name"),
     body: blob("body", { mode: "buffer" }).notNull(),
+    contentType: text("content_type"),
+    /** `path NUL delivery-id` while inside the dedupe window; cleared when a later delivery reuses it. */
     dedupeKey: text("dedupe_key").unique(),
     state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
@@ -151,5 +168,8 @@ export const webhookJobs = sqliteTable(
     createdAt: integer("created_at").notNull(),
     doneAt: integer("done_at"),
   },
-  (t) => [index("webhook_jobs_ready").on(t.state, t.nextAttemptAt)],
+  (t) => [
+    index("webhook_jobs_ready").on(t.state, t.nextAttemptAt),
+    index("webhook_jobs_lease").on(t.state, t.leaseUntil),
+  ],
 );

@@ -7,6 +7,7 @@ import { GatewayError } from "../errors";
 import type { Admission, AdmitInput } from "../auth/types";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
+import { recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { costMicro, estimateTokens, usageFromJson, type Usage } from "./usage";
 
@@ -25,7 +26,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   }
   const admission = await deps.gate.admit({ ...ctx, route });
   if (admission instanceof GatewayError) {
-    deps.onRequestDone(record(ctx, route.id, "anonymous", admission.status));
+    const denied = record(ctx, route.id, "anonymous", admission.status);
+    deps.onRequestDone(denied);
+    admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": denied.latencyMs.toFixed(2) };
     throw admission;
   }
   const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
@@ -38,39 +41,50 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     clientSignal: ctx.request.signal,
     routing: deps.config.routing,
     now: deps.now,
+    random: deps.registry.random,
   });
   if (forwarded instanceof GatewayError) {
-    finish(deps, ctx, admission, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
-    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers };
+    const latencyMs = finish(deps, ctx, admission, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": latencyMs.toFixed(2) };
     throw forwarded;
   }
   const { response, target } = forwarded;
+  // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
   const headers: Record<string, string> = {
     ...admission.headers,
     "content-type": response.headers.get("content-type") ?? "application/json",
-    "x-gateway-overhead-ms": String(Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2)),
+    "x-gateway-overhead-ms": Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2),
   };
-  const done = { upstream: target.upstream.name, price: route.price, model: route.id, upstreamMs: forwarded.upstreamMs };
+  const done = { upstream: target.upstream.name, price: route.price, model: route.id };
   const isStream = response.ok && ctx.body.stream === true && response.body !== null && headers["content-type"].includes("text/event-stream");
+  const bodyStartedAt = performance.now();
+  const idleTimeoutMs = target.upstream.config.idle_timeout_ms;
   if (!isStream) {
+    // A body that does not complete within idle_timeout_ms of its headers is abandoned.
+    const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
     let text: string;
     try {
       text = await response.text();
     } catch {
-      finish(deps, ctx, admission, { ...done, status: 502, usage: null });
-      throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`);
+      clearTimeout(timer);
+      if (!ctx.request.signal.aborted) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
+      finish(deps, ctx, admission, { ...done, status: 502, usage: null, upstreamMs: forwarded.upstreamMs + performance.now() - bodyStartedAt });
+      throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
     }
-    finish(deps, ctx, admission, { ...done, status: response.status, usage: usageFromJson(text) });
+    clearTimeout(timer);
+    finish(deps, ctx, admission, { ...done, status: response.status, usage: usageFromJson(text), upstreamMs: forwarded.upstreamMs + performance.now() - bodyStartedAt });
     return new Response(text, { status: response.status, headers });
   }
   headers["cache-control"] = "no-cache";
   const stream = relaySse(response.body!, {
     clientWantsUsage,
-    idleTimeoutMs: target.upstream.config.idle_timeout_ms,
+    idleTimeoutMs,
     abortUpstream: forwarded.abort,
     onEnd: (result) => {
+      if (result.outcome === "upstream_error") recordFailure(target.upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
       const usage = result.usage ?? (result.outcome === "complete" ? null : estimatedUsage(ctx, result.events));
-      finish(deps, ctx, admission, { ...done, status: result.outcome === "upstream_error" ? 502 : 200, usage });
+      const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
+      finish(deps, ctx, admission, { ...done, status: result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs });
     },
   });
   return new Response(stream, { status: 200, headers });
@@ -85,7 +99,8 @@ interface Outcome {
   upstreamMs: number;
 }
 
-function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: Outcome): void {
+/** Settles the admission and emits the request record; returns the total latency, ms. */
+function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: Outcome): number {
   const latencyMs = performance.now() - ctx.startedAt;
   admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
   const { identity } = admission;
@@ -100,6 +115,7 @@ function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: 
     latencyMs,
     upstreamMs: outcome.upstreamMs,
   });
+  return latencyMs;
 }
 
 function record(ctx: ChatContext, model: string, identity: RequestRecord["identity"], status: number): RequestRecord {

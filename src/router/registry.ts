@@ -32,8 +32,11 @@ export class ModelRegistry {
   private configured = new Map<string, ModelRoute>();
   private discovered = new Map<string, Map<string, ModelRoute>>();
   private lookup = new Map<string, ModelRoute>();
+  /** The random source of the weighted strategy (tests inject a seeded one). */
+  readonly random: () => number;
 
-  constructor(config: Pick<Config, "upstreams" | "models">) {
+  constructor(config: Pick<Config, "upstreams" | "models">, options: { random?: () => number } = {}) {
+    this.random = options.random ?? Math.random;
     for (const u of config.upstreams) this.upstreams.set(u.name, createUpstreamState(u));
     for (const m of config.models) {
       const route: ModelRoute = {

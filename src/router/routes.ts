@@ -7,7 +7,7 @@ import type { AppDeps } from "../deps";
 import { requestMeta } from "../request-meta";
 import { readJsonBody } from "../body";
 import { handleChat } from "./chat";
-import { upstreamHealth } from "./upstream-state";
+import { circuitState } from "./upstream-state";
 
 const Message = t.Object(
   {
@@ -45,7 +45,15 @@ export function modelRoutes(deps: AppDeps) {
             price: { prompt: route.price.prompt, completion: route.price.completion, unit: "credits per 1M tokens" },
             aliases: route.aliases,
             source: route.source,
-            upstreams: route.targets.map((target) => upstreamHealth(target.upstream, now).state),
+            strategy: route.strategy,
+            // Circuit state per target, in target order (kept for clients that read it as a list).
+            upstreams: route.targets.map((target) => circuitState(target.upstream, now)),
+            targets: route.targets.map((target) => ({
+              upstream: target.upstream.name,
+              model: target.model,
+              weight: target.weight,
+              state: circuitState(target.upstream, now),
+            })),
           })),
         };
       },

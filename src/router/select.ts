@@ -1,6 +1,11 @@
 /**
  * Orders a route's targets for one request according to its strategy, leaving out targets whose
  * circuit is open. The first entry is tried first; the rest are failover candidates.
+ *  - failover: configuration order.
+ *  - weighted: the first pick follows the weights (random without replacement); weight-0 targets
+ *    are never picked first and come last, as pure fallbacks.
+ *  - least-latency: lowest moving average of time to first byte first; unmeasured targets lead,
+ *    so every target gets measured.
  */
 import type { ModelRoute, Target } from "./registry";
 import { isAvailable } from "./upstream-state";
@@ -11,18 +16,17 @@ export function orderTargets(route: ModelRoute, now: number, random: () => numbe
   const available = targets.filter((t) => isAvailable(t.upstream, now));
   if (route.strategy === "weighted") return weightedOrder(available, random);
   if (route.strategy === "least-latency") {
-    // Unmeasured targets go first so every target gets measured.
     return available.sort((a, b) => (a.upstream.ttfbEwmaMs ?? -1) - (b.upstream.ttfbEwmaMs ?? -1));
   }
   return available;
 }
 
-/** Weighted random without replacement: the first pick follows the weights, the rest fail over. */
 function weightedOrder(targets: Target[], random: () => number): Target[] {
   const pool = targets.filter((t) => t.weight > 0);
   const order: Target[] = [];
   while (pool.length > 0) {
-    const total = pool.reduce((sum, t) => sum + t.weight, 0);
+    let total = 0;
+    for (const t of pool) total += t.weight;
     let pick = random() * total;
     let index = 0;
     while (index < pool.length - 1 && pick >= pool[index].weight) {
@@ -31,5 +35,6 @@ function weightedOrder(targets: Target[], random: () => number): Target[] {
     }
     order.push(pool.splice(index, 1)[0]);
   }
+  for (const t of targets) if (t.weight === 0) order.push(t);
   return order;
 }

@@ -36,7 +36,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let events = 0;
   let sawDone = false;
   let ended = false;
-  const idle = setTimeout(() => options.abortUpstream("idle"), options.idleTimeoutMs);
+  let stalled = false;
+  const idle = setTimeout(() => {
+    stalled = true;
+    options.abortUpstream("idle");
+  }, options.idleTimeoutMs);
 
   const finish = (result: Omit<RelayResult, "usage" | "events">): void => {
     if (ended) return;
@@ -84,8 +88,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         if (out.length === 0) return;
         // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
         controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
-      } catch (err) {
-        const message = err instanceof Error && err.name === "AbortError" ? "the upstream stopped sending" : "the upstream connection broke";
+      } catch {
+        if (ended) return;
+        const message = stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);
         controller.close();

@@ -1,7 +1,9 @@
 /**
  * Per-upstream health and circuit breaker. A target that fails `cooldown_failures` times in a row
- * is skipped until its cooldown ends; then one request probes it (half-open), and a success
- * readmits it. Time comes from the caller, so tests never sleep.
+ * is skipped until its cooldown ends; then exactly one request probes it (half-open), a success
+ * readmits it and a failure opens the circuit again for another cooldown. Time comes from the
+ * caller, so tests never sleep. Counters live on the state object itself (no allocation per
+ * request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
 
@@ -13,24 +15,38 @@ export interface UpstreamState {
   /** `${base_url}/chat/completions`, computed once. */
   chatUrl: string;
   modelsUrl: string;
+  /** host and port for the connect check of a cold upstream. */
+  hostname: string;
+  port: number;
   authorization: string | null;
   consecutiveFailures: number;
   cooldownUntil: number;
+  /** A half-open probe is in flight; no other request may use this upstream until it ends. */
   probing: boolean;
   lastError: string | null;
   lastSuccessAt: number | null;
   lastFailureAt: number | null;
+  /** Last time the upstream answered at all (any HTTP status): its connections are warm. */
+  lastContactAt: number | null;
   /** Exponential moving average of time to first byte, ms (least-latency strategy). */
   ttfbEwmaMs: number | null;
+  /** Attempts that got an answer / failed, since start (Prometheus counters). */
+  successes: number;
+  failures: number;
+  /** Times the circuit opened, since start. */
+  opened: number;
 }
 
 export function createUpstreamState(config: UpstreamConfig): UpstreamState {
   const base = config.base_url.replace(/\/+$/, "");
+  const url = new URL(base);
   return {
     name: config.name,
     config,
     chatUrl: `${base}/chat/completions`,
     modelsUrl: `${base}/models`,
+    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80,
     authorization: config.api_key ? `Bearer ${config.api_key}` : null,
     consecutiveFailures: 0,
     cooldownUntil: 0,
@@ -38,7 +54,11 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     lastError: null,
     lastSuccessAt: null,
     lastFailureAt: null,
+    lastContactAt: null,
     ttfbEwmaMs: null,
+    successes: 0,
+    failures: 0,
+    opened: 0,
   };
 }
 
@@ -55,11 +75,22 @@ export function isAvailable(u: UpstreamState, now: number): boolean {
   return !u.probing;
 }
 
+/** Marks the start of an attempt; a half-open upstream becomes "probing" until the attempt ends. */
+export function beginAttempt(u: UpstreamState, now: number): void {
+  if (u.cooldownUntil !== 0 && now >= u.cooldownUntil) u.probing = true;
+}
+
+/** An attempt ended without a verdict (the client went away): release a probe, count nothing. */
+export function abandonAttempt(u: UpstreamState): void {
+  u.probing = false;
+}
+
 export function recordSuccess(u: UpstreamState, now: number, ttfbMs: number): void {
   u.consecutiveFailures = 0;
   u.cooldownUntil = 0;
   u.probing = false;
   u.lastSuccessAt = now;
+  u.successes += 1;
   u.ttfbEwmaMs = u.ttfbEwmaMs === null ? ttfbMs : u.ttfbEwmaMs * 0.8 + ttfbMs * 0.2;
 }
 
@@ -70,20 +101,37 @@ export function recordFailure(
   policy: { cooldown_failures: number; cooldown_ms: number },
 ): void {
   u.consecutiveFailures += 1;
+  u.failures += 1;
   u.lastError = reason;
   u.lastFailureAt = now;
   u.probing = false;
+  // A failed probe (cooldownUntil already set) re-opens at once; a closed circuit opens at the threshold.
   if (u.consecutiveFailures >= policy.cooldown_failures || u.cooldownUntil !== 0) {
+    if (u.cooldownUntil === 0 || now >= u.cooldownUntil) u.opened += 1;
     u.cooldownUntil = now + policy.cooldown_ms;
   }
 }
 
-export function upstreamHealth(u: UpstreamState, now: number) {
+export interface UpstreamHealth {
+  name: string;
+  state: CircuitState;
+  healthy: boolean;
+  consecutive_failures: number;
+  /** Epoch ms when an open circuit lets a probe through; null when closed. */
+  cooldown_until: number | null;
+  last_error: string | null;
+  last_success_at: number | null;
+  last_failure_at: number | null;
+  ttfb_ms: number | null;
+}
+
+export function upstreamHealth(u: UpstreamState, now: number): UpstreamHealth {
   return {
     name: u.name,
     state: circuitState(u, now),
     healthy: u.consecutiveFailures === 0,
     consecutive_failures: u.consecutiveFailures,
+    cooldown_until: u.cooldownUntil === 0 ? null : u.cooldownUntil,
     last_error: u.lastError,
     last_success_at: u.lastSuccessAt,
     last_failure_at: u.lastFailureAt,

@@ -104,6 +104,8 @@ function sseStream(
   let sent = 0;
   return new ReadableStream({
     async pull(controller) {
+      // The delay comes first so that chunks sent before a break have left the socket.
+      if (behaviour.chunkDelayMs && sent > 0) await Bun.sleep(behaviour.chunkDelayMs);
       if (behaviour.breakAfterChunks !== undefined && sent === behaviour.breakAfterChunks) {
         controller.error(new Error("mock upstream broke the stream"));
         return;
@@ -111,7 +113,6 @@ function sseStream(
       if (behaviour.stallAfterChunks !== undefined && sent === behaviour.stallAfterChunks) {
         await new Promise(() => {});
       }
-      if (behaviour.chunkDelayMs && sent > 0) await Bun.sleep(behaviour.chunkDelayMs);
       if (sent < words.length) {
         const delta = sent === 0 ? { role: "assistant", content: words[0] } : { content: words[sent] };
         controller.enqueue(chunk([{ index: 0, delta, finish_reason: null }], includeUsage ? { usage: null } : {}));

@@ -1,0 +1,103 @@
+/**
+ * modelgate as a benchmark target: the compiled binary (dist/modelgate) with a config pointing at
+ * the mock upstream, limits raised far above what a run can reach (so the bench measures the rate
+ * limiter's cost, never its denials), plus the two start-up measurements: exec to first healthy
+ * /api/health and idle RSS. Optionally an API key, once the CLI can create one.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BINARY, freePort, startGateway, type RunningGateway } from "../../tests/support/binary";
+import { median } from "../load";
+
+export const BENCH_MODEL = "mock-small";
+
+/** TOML after the [server] table that startGateway writes. */
+export function benchConfig(upstreamBaseUrl: string): string {
+  const huge = 1_000_000_000;
+  return [
+    "[limits]",
+    `anonymous = { per_minute = ${huge}, per_day = ${huge} }`,
+    `api_key = { per_minute = ${huge} }`,
+    "",
+    "[[upstreams]]",
+    'name = "mock"',
+    `base_url = "${upstreamBaseUrl}"`,
+    "",
+    "[[models]]",
+    `id = "${BENCH_MODEL}"`,
+    "free = true",
+    `targets = [{ upstream = "mock", model = "${BENCH_MODEL}" }]`,
+    "",
+  ].join("\n");
+}
+
+export function startModelgate(upstreamBaseUrl: string): Promise<RunningGateway> {
+  return startGateway(benchConfig(upstreamBaseUrl));
+}
+
+/**
+ * Creates a user and an API key through the CLI; null while the binary has no such commands (the
+ * API-key scenario then stays out of the table).
+ */
+export async function createApiKey(gateway: RunningGateway): Promise<string | null> {
+  const email = "bench@modelgate.invalid";
+  const user = await gateway.cli(["user", "add", email]);
+  if (user.code !== 0) return null;
+  const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench"]);
+  return key.code === 0 ? (key.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0] ?? null) : null;
+}
+
+/** Resident set of a process in MB, from /proc (Linux only). */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(status.match(/^VmRSS:\s+(\d+)\s+kB/m)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+export interface StartupResult {
+  /** Median ms from spawn to the first 200 of /api/health, database already created. */
+  warmMs: number;
+  /** The same for the very first start (creates the database, applies migrations). */
+  coldMs: number;
+  starts: number;
+  /** RSS in MB of a fresh process after start-up and a few chat requests, left idle a moment. */
+  idleRssMb: number;
+}
+
+export async function measureStartup(upstreamBaseUrl: string, options: { starts: number; pin: (pid: number) => void }): Promise<StartupResult> {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-start-"));
+  const file = join(dir, "modelgate.toml");
+  const times: number[] = [];
+  let idleRssMb = Number.NaN;
+  for (let i = 0; i <= options.starts; i++) {
+    const port = freePort();
+    writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
+    const started = performance.now();
+    const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env: { ...process.env, MODELGATE_CONFIG: file }, stdout: "ignore", stderr: "ignore" });
+    options.pin(proc.pid);
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = started + 10_000;
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`modelgate exited with ${proc.exitCode} during the start-up measurement`);
+      const ok = await fetch(`${url}/api/health`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (performance.now() > deadline) throw new Error("modelgate did not become healthy within 10 s");
+      await Bun.sleep(1);
+    }
+    times.push(performance.now() - started);
+    if (i === options.starts) idleRssMb = await idleRss(proc.pid, url);
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+  return { coldMs: times[0], warmMs: median(times.slice(1)), starts: times.length, idleRssMb };
+}
+
+async function idleRss(pid: number, url: string): Promise<number> {
+  const body = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
+  for (let i = 0; i < 20; i++) {
+    await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.text());
+  }
+  await Bun.sleep(500);
+  return rssMb(pid);
+}

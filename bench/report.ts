@@ -1,0 +1,108 @@
+/**
+ * Turns the measurements of one run into the markdown that `make bench` prints and writes to
+ * bench/results.md: the per-target table, then modelgate's ratios against the targets of issue 2.
+ * Pure formatting; no measurement happens here.
+ */
+import type { StreamResult, WrkResult } from "./load";
+import type { StartupResult } from "./peers/modelgate";
+
+export interface TargetResult {
+  name: string;
+  c1: WrkResult;
+  cN: WrkResult;
+  /** CPU time of the target's own process per request at c=N (the mock's excluded), µs. */
+  cpuUsPerRequest: number;
+  stream: StreamResult | null;
+  streamN: WrkResult | null;
+  /** RSS in MB after the load runs, when known. */
+  rssAfterMb: number | null;
+  note: string | null;
+}
+
+export interface RunFacts {
+  date: string;
+  machine: string;
+  versions: string;
+  pinning: string;
+  durationS: number;
+  rounds: number;
+  concurrency: number;
+  /** What else was running: the load average, with a warning when it makes latencies unreliable. */
+  loadNote: string;
+}
+
+const f2 = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : "–");
+const f0 = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
+
+export function resultsTable(results: TargetResult[], facts: RunFacts): string {
+  const direct = results[0];
+  const c = facts.concurrency;
+  const lines = [
+    `| target | p50 c=1 (ms) | p99 c=1 (ms) | added p50 | added p99 | req/s c=${c} | CPU µs/req | stream TTFB p50 / p99 (ms) | stream total p50 / p99 (ms) | stream req/s c=${c} | errors |`,
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const r of results) {
+    const added = r === direct ? ["–", "–"] : [f2(r.c1.p50Ms - direct.c1.p50Ms), f2(r.c1.p99Ms - direct.c1.p99Ms)];
+    const stream = r.stream ? [`${f2(r.stream.ttfbP50Ms)} / ${f2(r.stream.ttfbP99Ms)}`, `${f2(r.stream.totalP50Ms)} / ${f2(r.stream.totalP99Ms)}`] : ["–", "–"];
+    const errors = r.c1.errors + r.cN.errors + (r.stream?.errors ?? 0) + (r.streamN?.errors ?? 0);
+    lines.push(`| ${r.name}${r.note ? ` (${r.note})` : ""} | ${f2(r.c1.p50Ms)} | ${f2(r.c1.p99Ms)} | ${added[0]} | ${added[1]} | ${f0(r.cN.rps)} | ${f0(r.cpuUsPerRequest)} | ${stream[0]} | ${stream[1]} | ${r.streamN ? f0(r.streamN.rps) : "–"} | ${errors} |`);
+  }
+  return lines.join("\n");
+}
+
+export interface Verdict {
+  measure: string;
+  value: string;
+  target: string;
+  met: boolean | null;
+}
+
+/** modelgate against the bare proxy, Portkey and the absolute targets. */
+export function verdicts(byName: Map<string, TargetResult>, startup: StartupResult | null, concurrency: number): Verdict[] {
+  const direct = byName.get("direct (mock)");
+  const proxy = byName.get("bare Bun proxy");
+  const gate = byName.get("modelgate");
+  const portkey = byName.get("Portkey OSS");
+  const out: Verdict[] = [];
+  if (direct && proxy && gate) {
+    const p50 = (gate.c1.p50Ms - direct.c1.p50Ms) / (proxy.c1.p50Ms - direct.c1.p50Ms);
+    const p99 = (gate.c1.p99Ms - direct.c1.p99Ms) / (proxy.c1.p99Ms - direct.c1.p99Ms);
+    const rps = gate.cN.rps / proxy.cN.rps;
+    out.push({ measure: "added p50 over direct, vs the bare proxy's", value: `${f2(p50)}×`, target: "≤ 1.15×", met: p50 <= 1.15 });
+    out.push({ measure: "added p99 over direct, vs the bare proxy's", value: `${f2(p99)}×`, target: "≤ 1.3×", met: p99 <= 1.3 });
+    out.push({ measure: `req/s at c=${concurrency}, vs the bare proxy`, value: `${(rps * 100).toFixed(0)}%`, target: "≥ 85%", met: rps >= 0.85 });
+    out.push({ measure: "CPU per request, vs the bare proxy (context)", value: `${f2(gate.cpuUsPerRequest / proxy.cpuUsPerRequest)}×`, target: "–", met: null });
+    out.push({ measure: "bare proxy req/s vs direct (context)", value: `${f2(proxy.cN.rps / direct.cN.rps)}×`, target: "–", met: null });
+    if (gate.stream && proxy.stream && direct.stream) {
+      const ttfb = (gate.stream.ttfbP50Ms - direct.stream.ttfbP50Ms) / (proxy.stream.ttfbP50Ms - direct.stream.ttfbP50Ms);
+      out.push({ measure: "stream: added TTFB p50, vs the bare proxy's (context)", value: `${f2(ttfb)}×`, target: "–", met: null });
+    }
+  }
+  if (gate && portkey) {
+    const x = gate.cN.rps / portkey.cN.rps;
+    out.push({ measure: `req/s at c=${concurrency}, vs Portkey OSS`, value: `${f2(x)}×`, target: "≥ 10×", met: x >= 10 });
+  }
+  if (startup) {
+    out.push({ measure: "idle RSS (after start and 20 requests)", value: `${startup.idleRssMb.toFixed(1)} MB`, target: "≤ 50 MB", met: startup.idleRssMb <= 50 });
+    out.push({ measure: `exec to first healthy /api/health (median of ${startup.starts - 1} starts)`, value: `${startup.warmMs.toFixed(1)} ms`, target: "≤ 100 ms", met: startup.warmMs <= 100 });
+    out.push({ measure: "exec to first healthy, first start (creates the database)", value: `${startup.coldMs.toFixed(1)} ms`, target: "–", met: null });
+  }
+  if (gate?.rssAfterMb) out.push({ measure: "RSS after the load runs", value: `${gate.rssAfterMb.toFixed(1)} MB`, target: "–", met: null });
+  return out;
+}
+
+export function verdictTable(rows: Verdict[]): string {
+  const lines = ["| modelgate | measured | target | met |", "| --- | ---: | ---: | :---: |"];
+  for (const v of rows) lines.push(`| ${v.measure} | ${v.value} | ${v.target} | ${v.met === null ? "" : v.met ? "yes" : "**no**"} |`);
+  return lines.join("\n");
+}
+
+export function factsBlock(facts: RunFacts): string {
+  return [
+    `Measured ${facts.date} on ${facts.machine}; ${facts.versions}.`,
+    `Each cell is the median of ${facts.rounds} rounds of ${facts.durationS} s that interleave the targets, after a warm-up (${facts.pinning}).`,
+    "Streamed figures at c=1 come from a sequential fetch client (TTFB = first body chunk).",
+    "CPU µs/req is the target process's own CPU time (all threads, the mock's excluded) per request in the c=N run.",
+    facts.loadNote,
+  ].join(" ");
+}

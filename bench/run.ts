@@ -1,0 +1,237 @@
+/**
+ * `make bench`: one bounded run on loopback comparing, for a non-streamed and a streamed chat
+ * completion, the mock upstream called directly, modelgate (the compiled binary), a bare Bun
+ * pass-through proxy and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios
+ * against the targets of issue 2 and writes it to bench/results.md, followed by the sections other
+ * parts contribute (bench/webhooks.ts, bench/spendauth.ts, bench/routing.ts, when present).
+ * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
+ * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
+ * Knobs: BENCH_ROUNDS (3), BENCH_DURATION_S (2, per round), BENCH_WARMUP_S (1), BENCH_CONCURRENCY (32), BENCH_PEERS=0 (skip Portkey).
+ */
+import { cpus } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { freePort } from "../tests/support/binary";
+import { measureStream, processCpuMs, runWrk, type Scenario, type StreamResult, type WrkResult } from "./load";
+import { BENCH_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
+import { installPortkey, portkeyHeaders } from "./peers/portkey";
+import { factsBlock, resultsTable, verdicts, verdictTable, type TargetResult } from "./report";
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const PIN = process.env.BENCH_PIN !== "0" && Bun.which("taskset") !== null && cpus().length >= 2;
+const SERVER_CPUS = "0";
+const CLIENT_CPUS = "1";
+const ROOT = join(import.meta.dir, "..");
+
+/** A system under test: where to POST, what headers, and the process to pin and weigh. */
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  pid: number;
+  streaming: boolean;
+  note: string | null;
+}
+
+const children: Subprocess[] = [];
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+
+function pin(pid: number, cpuList: string): void {
+  if (PIN) Bun.spawnSync(["taskset", "-a", "-cp", cpuList, String(pid)], { stdout: "ignore", stderr: "ignore" });
+}
+
+function chatBody(stream: boolean): string {
+  return JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "Say hello in one short sentence." }], ...(stream ? { stream: true } : {}) });
+}
+
+function scenario(target: Target, stream: boolean): Scenario {
+  return { name: `${target.name}${stream ? " (stream)" : ""}`, url: target.url, headers: { "content-type": "application/json", ...target.headers }, body: chatBody(stream) };
+}
+
+/** Spawns a long-running child, pins it to the server CPUs and waits until `probeUrl` answers. */
+async function spawnServer(argv: string[], probe: () => Promise<boolean>): Promise<Subprocess> {
+  const proc = Bun.spawn(argv, { cwd: ROOT, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
+  children.push(proc);
+  pin(proc.pid, SERVER_CPUS);
+  const deadline = Date.now() + 15_000;
+  while (!(await probe().catch(() => false))) {
+    if (proc.exitCode !== null) throw new Error(`${argv.join(" ")} exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
+    if (Date.now() > deadline) throw new Error(`${argv.join(" ")} did not come up within 15 s`);
+    await Bun.sleep(25);
+  }
+  return proc;
+}
+
+/** One answer of each kind must be right before anything is timed. */
+async function sanityCheck(target: Target): Promise<string | null> {
+  for (const stream of target.streaming ? [false, true] : [false]) {
+    const s = scenario(target, stream);
+    const response = await fetch(s.url, { method: "POST", headers: s.headers, body: s.body });
+    const text = await response.text();
+    const ok = response.ok && (stream ? text.includes("data: [DONE]") : text.includes('"chat.completion"'));
+    if (!ok) return `${s.name}: HTTP ${response.status} ${text.slice(0, 200)}`;
+  }
+  return null;
+}
+
+/** The run of a round whose p50 is the median of the rounds: one whole run, not mixed percentiles. */
+function medianRun<T>(runs: T[], key: (run: T) => number): T {
+  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor((runs.length - 1) / 2)];
+}
+
+/**
+ * Rounds interleave the targets (direct, proxy, modelgate, peer, direct, ...) so that noise from
+ * anything else on the machine lands on every target alike; each cell is the median round.
+ */
+async function measureAll(targets: Target[]): Promise<TargetResult[]> {
+  const wrk = { cpus: PIN ? CLIENT_CPUS : null };
+  const c1 = targets.map((): WrkResult[] => []);
+  const cN = targets.map((): Array<WrkResult & { cpuUsPerRequest: number }> => []);
+  const streamN = targets.map((): WrkResult[] => []);
+  const streams = targets.map((): StreamResult[] => []);
+  for (const target of targets) {
+    console.error(`· warm-up ${target.name}`);
+    await runWrk(scenario(target, false), { ...wrk, connections: CONCURRENCY, durationS: WARMUP_S });
+    if (target.streaming) await measureStream(scenario(target, true), { durationMs: 300, maxRequests: 200 });
+  }
+  for (let round = 1; round <= ROUNDS; round++) {
+    console.error(`· round ${round}/${ROUNDS}`);
+    for (const [i, target] of targets.entries()) {
+      const json = scenario(target, false);
+      c1[i].push(await runWrk(json, { ...wrk, connections: 1, durationS: DURATION_S }));
+      const cpuBefore = processCpuMs(target.pid);
+      const loaded = await runWrk(json, { ...wrk, connections: CONCURRENCY, durationS: DURATION_S });
+      cN[i].push({ ...loaded, cpuUsPerRequest: ((processCpuMs(target.pid) - cpuBefore) * 1000) / loaded.requests });
+      if (!target.streaming) continue;
+      const stream = scenario(target, true);
+      streams[i].push(await measureStream(stream, { durationMs: 1000 * Math.min(DURATION_S, 1), maxRequests: 2000 }));
+      streamN[i].push(await runWrk(stream, { ...wrk, connections: CONCURRENCY, durationS: DURATION_S }));
+    }
+  }
+  return targets.map((target, i) => ({
+    name: target.name,
+    c1: { ...medianRun(c1[i], (r) => r.p50Ms), p99Ms: medianRun(c1[i], (r) => r.p99Ms).p99Ms },
+    cN: medianRun(cN[i], (r) => r.rps),
+    cpuUsPerRequest: medianRun(cN[i], (r) => r.cpuUsPerRequest).cpuUsPerRequest,
+    stream: streams[i].length ? { ...medianRun(streams[i], (r) => r.ttfbP50Ms), ttfbP99Ms: medianRun(streams[i], (r) => r.ttfbP99Ms).ttfbP99Ms } : null,
+    streamN: streamN[i].length ? medianRun(streamN[i], (r) => r.rps) : null,
+    rssAfterMb: null,
+    note: target.note,
+  }));
+}
+
+async function optionalSections(mockUrl: string): Promise<string[]> {
+  const sections: string[] = [];
+  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"]];
+  for (const [file, exportName] of modules) {
+    const path = join(import.meta.dir, file);
+    if (!existsSync(path)) continue;
+    console.error(`· ${file}`);
+    try {
+      const mod = (await import(path)) as Record<string, unknown>;
+      const run = mod[exportName];
+      if (typeof run !== "function") throw new Error(`bench/${file} does not export ${exportName}`);
+      sections.push(String(await run({ mockUrl, pin: (pid: number) => pin(pid, SERVER_CPUS), clientCpus: PIN ? CLIENT_CPUS : null, durationS: DURATION_S, concurrency: CONCURRENCY })));
+    } catch (error) {
+      sections.push(`### bench/${file}\n\nFailed: ${(error as Error).message}`);
+    }
+  }
+  return sections;
+}
+
+/** The 1-minute load average (Linux), NaN elsewhere. */
+function loadAverage(): number {
+  return existsSync("/proc/loadavg") ? Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]) : Number.NaN;
+}
+
+function loadNote(before: number): string {
+  const text = `Load average ${before.toFixed(2)} before the run, ${loadAverage().toFixed(2)} after.`;
+  return before > 1 ? `${text} **Other work was running: latencies are noisy; CPU µs/req is the steadier figure.**` : text;
+}
+
+async function main(): Promise<void> {
+  if (!Bun.which("wrk")) throw new Error("wrk is not installed (make bench installs it: apt-get install -y wrk)");
+  const loadAtStart = loadAverage();
+  pin(process.pid, CLIENT_CPUS);
+  const mockPort = freePort();
+  const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
+  const alive = (url: string) => () => fetch(url).then((r) => r.status < 500);
+  await spawnServer([process.execPath, "tests/support/mock-upstream.ts", String(mockPort)], alive(`${mockUrl}/models`));
+  const targets: Target[] = [];
+  targets.push({ name: "direct (mock)", url: `${mockUrl}/chat/completions`, headers: {}, pid: children[0].pid, streaming: true, note: null });
+
+  const proxyPort = freePort();
+  const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], alive(`http://127.0.0.1:${proxyPort}/v1/models`));
+  targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null });
+
+  const gateway = await startModelgate(mockUrl);
+  children.push(gateway.proc);
+  pin(gateway.proc.pid, SERVER_CPUS);
+  targets.push({ name: "modelgate", url: `${gateway.url}/v1/chat/completions`, headers: {}, pid: gateway.proc.pid, streaming: true, note: null });
+  const apiKey = await createApiKey(gateway);
+  if (apiKey) targets.push({ name: "modelgate (API key)", url: `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: gateway.proc.pid, streaming: false, note: null });
+
+  let portkeyNote = "";
+  if (process.env.BENCH_PEERS !== "0") {
+    console.error("· installing Portkey OSS (bench/.peers/portkey) if missing");
+    const install = await installPortkey();
+    if ("error" in install) {
+      portkeyNote = `Portkey OSS not measured: ${install.error}`;
+    } else {
+      const port = freePort();
+      const proc = await spawnServer(install.command(port), () => fetch(`http://127.0.0.1:${port}/`).then(() => true));
+      targets.push({ name: "Portkey OSS", url: `http://127.0.0.1:${port}/v1/chat/completions`, headers: portkeyHeaders(mockUrl), pid: proc.pid, streaming: install.streaming, note: install.streaming ? null : "stream not measured" });
+    }
+  }
+
+  for (const target of targets) {
+    const problem = await sanityCheck(target);
+    if (problem) throw new Error(`sanity check failed, nothing timed: ${problem}`);
+  }
+  const results = await measureAll(targets);
+  for (const [i, target] of targets.entries()) if (target.name === "modelgate") results[i].rssAfterMb = rssMb(target.pid);
+  console.error("· modelgate start-up and idle RSS");
+  const startup = await measureStartup(mockUrl, { starts: 7, pin: (pid) => pin(pid, SERVER_CPUS) });
+  const sections = await optionalSections(mockUrl);
+
+  const facts = {
+    date: new Date().toISOString().slice(0, 10),
+    machine: `${cpus().length} × ${cpus()[0]?.model.trim() ?? "unknown CPU"}`,
+    versions: `Bun ${Bun.version}, ${Bun.which("node") ? `Node ${(await Bun.$`node --version`.text()).trim()} (Portkey)` : "no Node"}, wrk ${(await Bun.$`wrk -v`.nothrow().text()).match(/wrk\s+(\S+)/)?.[1] ?? "?"}`,
+    pinning: PIN ? `servers pinned to CPU ${SERVER_CPUS}, wrk and the harness to CPU ${CLIENT_CPUS}, with taskset` : "no CPU pinning",
+    durationS: DURATION_S,
+    rounds: ROUNDS,
+    loadNote: loadNote(loadAtStart),
+    concurrency: CONCURRENCY,
+  };
+  const byName = new Map(results.map((r) => [r.name, r]));
+  const markdown = [
+    "## Benchmark",
+    "",
+    factsBlock(facts),
+    "",
+    resultsTable(results, facts),
+    "",
+    verdictTable(verdicts(byName, startup, CONCURRENCY)),
+    ...(portkeyNote ? ["", portkeyNote] : []),
+    ...sections.flatMap((s) => ["", s]),
+    "",
+  ].join("\n");
+  writeFileSync(join(import.meta.dir, "results.md"), markdown);
+  console.log(markdown);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(`bench failed: ${(error as Error).message}`);
+    process.exit(1);
+  },
+);

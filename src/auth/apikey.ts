@@ -1,0 +1,177 @@
+/**
+ * API keys. Format: `sk-mg-` + 39 base32 characters (24 random bytes) + a 7-character CRC-32 of
+ * them, 52 characters in all, so a mistyped or truncated key is refused before any database read.
+ * Only the SHA-256 of a key is stored; createApiKey returns the key itself once and never again.
+ * Rows are soft-revoked (`revoked_at`), never deleted, for the audit trail.
+ *
+ * The request path (createKeyVerifier) reads the key row by hash with one prepared statement on
+ * every request and caches nothing, so a revocation by the CLI (another process, same database)
+ * takes effect on the very next request. `last_used_at` is written behind, at most once a minute
+ * per key (createLastUsed).
+ *
+ *   createApiKey(db, { userId, name, expiresAt?, perMinute? }) -> { id, key, displayPrefix }
+ *   listApiKeys(db, { userId? })    -> ApiKeyInfo[] (no secrets)
+ *   revokeApiKey(db, keyId, { userId?, now? }) -> "revoked" | "already_revoked" | "not_found"
+ *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
+ */
+import { and, desc, eq } from "drizzle-orm";
+import { encodeBase32LowerCaseNoPadding } from "@oslojs/encoding";
+import type { Db } from "../db/client";
+import { apiKeys, users } from "../db/schema";
+import { createWriteBehind, type WriteBehind } from "../db/write-behind";
+import { randomToken, sha256Hex, equalSecrets } from "./tokens";
+
+export const KEY_PREFIX = "sk-mg-";
+const BODY_LENGTH = 39;
+const CHECK_LENGTH = 7;
+const KEY_LENGTH = KEY_PREFIX.length + BODY_LENGTH + CHECK_LENGTH;
+const KEY_CHARS = /^[a-z2-7]+$/;
+const LAST_USED_EVERY_MS = 60_000;
+
+export interface KeyDenial {
+  ok: false;
+  message: string;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  userId: number;
+  email: string;
+  name: string;
+  displayPrefix: string;
+  perMinute: number | null;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  lastUsedAt: number | null;
+}
+
+/** The row the request path needs, read in one statement with the owner's state and balance. */
+export interface KeyRow {
+  id: string;
+  userId: number;
+  keyHash: string;
+  perMinute: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  disabledAt: number | null;
+  balance: number;
+}
+
+function checksum(body: string): string {
+  const crc = Bun.hash.crc32(body);
+  return encodeBase32LowerCaseNoPadding(new Uint8Array([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255]));
+}
+
+export function generateApiKey(): string {
+  const body = randomToken(24);
+  return `${KEY_PREFIX}${body}${checksum(body)}`;
+}
+
+/** Format and checksum only; no database. */
+export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial {
+  if (!key.startsWith(KEY_PREFIX) || key.length !== KEY_LENGTH || !KEY_CHARS.test(key.slice(KEY_PREFIX.length))) {
+    return { ok: false, message: `The API key is malformed: modelgate keys are "${KEY_PREFIX}" followed by ${BODY_LENGTH + CHECK_LENGTH} characters a-z and 2-7` };
+  }
+  const body = key.slice(KEY_PREFIX.length, KEY_PREFIX.length + BODY_LENGTH);
+  if (checksum(body) !== key.slice(KEY_PREFIX.length + BODY_LENGTH)) {
+    return { ok: false, message: "The API key's checksum does not match: it was mistyped, truncated or altered" };
+  }
+  return { ok: true, hash: sha256Hex(key) };
+}
+
+export function createApiKey(
+  db: Db,
+  input: { userId: number; name: string; expiresAt?: number | null; perMinute?: number | null; now?: number },
+): { id: string; key: string; displayPrefix: string } {
+  const key = generateApiKey();
+  const id = `key_${randomToken(10)}`;
+  const displayPrefix = key.slice(0, KEY_PREFIX.length + 6);
+  db.insert(apiKeys).values({
+    id,
+    userId: input.userId,
+    name: input.name.trim().slice(0, 100) || "default",
+    keyHash: sha256Hex(key),
+    displayPrefix,
+    perMinute: input.perMinute ?? null,
+    createdAt: input.now ?? Date.now(),
+    expiresAt: input.expiresAt ?? null,
+  }).run();
+  return { id, key, displayPrefix };
+}
+
+export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo[] {
+  const query = db
+    .select({
+      id: apiKeys.id,
+      userId: apiKeys.userId,
+      email: users.email,
+      name: apiKeys.name,
+      displayPrefix: apiKeys.displayPrefix,
+      perMinute: apiKeys.perMinute,
+      createdAt: apiKeys.createdAt,
+      expiresAt: apiKeys.expiresAt,
+      revokedAt: apiKeys.revokedAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+    })
+    .from(apiKeys)
+    .innerJoin(users, eq(users.id, apiKeys.userId));
+  const filtered = input.userId === undefined ? query : query.where(eq(apiKeys.userId, input.userId));
+  return filtered.orderBy(desc(apiKeys.createdAt), apiKeys.id).all();
+}
+
+/** With `userId`, only that user's key can be revoked (the dashboard); without, any (admin, CLI). */
+export function revokeApiKey(db: Db, keyId: string, options: { userId?: number; now?: number } = {}): "revoked" | "already_revoked" | "not_found" {
+  const owned = options.userId === undefined ? eq(apiKeys.id, keyId) : and(eq(apiKeys.id, keyId), eq(apiKeys.userId, options.userId));
+  const row = db.select({ revokedAt: apiKeys.revokedAt }).from(apiKeys).where(owned).get();
+  if (!row) return "not_found";
+  if (row.revokedAt !== null) return "already_revoked";
+  db.update(apiKeys).set({ revokedAt: options.now ?? Date.now() }).where(owned).run();
+  return "revoked";
+}
+
+/** The request-path check of a presented key: format, checksum, then one indexed read. */
+export function createKeyVerifier(db: Db, now: () => number): (key: string) => { ok: true; row: KeyRow } | KeyDenial {
+  const byHash = db.$client.query<KeyRow, [string]>(
+    `SELECT k.id AS id, k.user_id AS userId, k.key_hash AS keyHash, k.per_minute AS perMinute,
+            k.expires_at AS expiresAt, k.revoked_at AS revokedAt, u.disabled_at AS disabledAt,
+            COALESCE(b.micro, 0) AS balance
+       FROM api_keys k JOIN users u ON u.id = k.user_id LEFT JOIN balances b ON b.user_id = k.user_id
+      WHERE k.key_hash = ?`,
+  );
+  return (key) => {
+    const parsed = parseApiKey(key);
+    if (!parsed.ok) return parsed;
+    const row = byHash.get(parsed.hash);
+    if (row === null || !equalSecrets(row.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
+    if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
+    if (row.expiresAt !== null && row.expiresAt <= now()) {
+      return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
+    }
+    if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
+    return { ok: true, row };
+  };
+}
+
+/** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */
+export function createLastUsed(db: Db, now: () => number): { touch(keyId: string): void } & Pick<WriteBehind<unknown>, "flush" | "close"> {
+  const written = new Map<string, number>();
+  const update = db.$client.query<unknown, [number, string]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
+  const queue = createWriteBehind<{ id: string; at: number }>(
+    (rows) => db.$client.transaction(() => {
+      for (const r of rows) update.run(r.at, r.id);
+    })(),
+    { label: "api key last_used_at", intervalMs: 1_000 },
+  );
+  return {
+    touch(keyId) {
+      const t = now();
+      const last = written.get(keyId);
+      if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
+      written.set(keyId, t);
+      queue.push({ id: keyId, at: t });
+    },
+    flush: queue.flush,
+    close: queue.close,
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The Gate every /v1/chat/completions request passes (src/auth/types.ts). Identities are checked
+ * in DESIGN.md's order, and a presented but invalid credential is a 401, never anonymous:
+ *   1. X-Payment-Signature -> the SpendAuth hook (or 401 spend_auth_disabled without one)
+ *   2. Authorization       -> API key (`Bearer sk-mg-...`), limited per key
+ *   3. mg_session cookie   -> session, limited per user; Origin checked
+ *   4. nothing             -> anonymous: free models only, limited per client address
+ * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too),
+ * then, for API key and session callers on non-free models, credits: 402 unless the balance left
+ * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
+ * memory and settle() debits what the upstream reported. Free models are never debited.
+ * Per request: two indexed reads at most (key or session row with balance), no writes.
+ */
+import type { Config } from "../config/schema";
+import type { Db } from "../db/client";
+import { GatewayError } from "../errors";
+import type { RateLimiter, RatePolicy } from "../ratelimit/types";
+import { policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
+import type { CreditMeter } from "../credits/meter";
+import { maxCostMicro } from "../credits/price";
+import { formatCredits } from "../credits/amount";
+import { costMicro } from "../router/usage";
+import type { Admission, AdmitInput, Gate, Identity } from "./types";
+import { createKeyVerifier } from "./apikey";
+import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
+
+export interface GateDeps {
+  db: Db;
+  config: Config;
+  now: () => number;
+  limiter: RateLimiter;
+  meter: CreditMeter;
+  lastUsed: { touch(keyId: string): void };
+  /** Verifies X-Payment-Signature (src/auth/spendauth.ts); absent when SpendAuth is off. */
+  spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
+}
+
+const NO_SETTLE = (): void => {};
+
+export function createGate(deps: GateDeps): Gate {
+  const { config, limiter, meter } = deps;
+  const verifyKey = createKeyVerifier(deps.db, deps.now);
+  const validateSession = createSessionValidator(deps.db, { now: deps.now, durationMs: config.auth.session_days * 86_400_000 });
+  const policies = {
+    api_key: policyFromLimit(config.limits.api_key),
+    session: policyFromLimit(config.limits.session),
+    anonymous: policyFromLimit(config.limits.anonymous),
+  };
+  const keyPolicies = new Map<number, RatePolicy>();
+  const keyPolicy = (perMinute: number): RatePolicy => {
+    let policy = keyPolicies.get(perMinute);
+    if (!policy) keyPolicies.set(perMinute, (policy = { ...policies.api_key, limit: perMinute, periodMs: MINUTE_MS }));
+    return policy;
+  };
+  const ways = deps.spendAuth
+    ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
+    : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
+
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, storedBalance: number, who: string): Admission | GatewayError {
+    const decision = limiter.take(identity.subject, policy);
+    const headers = rateLimitHeaders(decision);
+    if (!decision.allowed) {
+      return new GatewayError("rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
+    }
+    const { route } = input;
+    if (route.free) return { identity, headers, settle: NO_SETTLE };
+    const userId = identity.userId!;
+    const available = meter.available(userId, storedBalance);
+    if (available <= 0) {
+      const inFlight = available < storedBalance ? ` (${formatCredits(storedBalance - available)} held by requests in flight)` : "";
+      return new GatewayError("insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
+    }
+    const hold = meter.reserve(userId, maxCostMicro({ price: route.price, body: input.body, request: input.request, defaultMaxTokens: config.routing.default_max_tokens }));
+    return {
+      identity,
+      headers,
+      settle: (outcome) => meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() }),
+    };
+  }
+
+  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
+    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") {
+      return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
+    }
+    const check = verifyKey(authorization.slice(7).trim());
+    if (!check.ok) return new GatewayError("invalid_api_key", check.message);
+    const row = check.row;
+    deps.lastUsed.touch(row.id);
+    const identity: Identity = { kind: "api_key", userId: row.userId, keyId: row.id, subject: `key:${row.id}` };
+    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, row.balance, "this API key");
+  }
+
+  function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
+    const check = validateSession(token);
+    if (!check.ok) return new GatewayError("invalid_session", check.message);
+    if (!originAllowed(input.request, config.server.public_url)) {
+      return new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
+    }
+    const { session } = check;
+    const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
+    return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
+  }
+
+  function admitAnonymous(input: AdmitInput): Admission | GatewayError {
+    if (!input.route.free) {
+      return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
+    }
+    const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${input.clientIp}` };
+    const decision = limiter.take(identity.subject, policies.anonymous);
+    const headers = rateLimitHeaders(decision);
+    if (!decision.allowed) {
+      const per = decision.binding === "bucket" ? "minute" : "day";
+      return new GatewayError("rate_limit_exceeded", `Rate limit reached for anonymous callers from your address: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s, or authenticate with ${ways}`, { headers });
+    }
+    return { identity, headers, settle: NO_SETTLE };
+  }
+
+  return {
+    admit(input) {
+      const { headers } = input.request;
+      if (headers.has("x-payment-signature")) {
+        return deps.spendAuth ? deps.spendAuth(input) : new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
+      }
+      const authorization = headers.get("authorization");
+      if (authorization !== null) return admitKey(input, authorization);
+      const session = readCookie(input.request, SESSION_COOKIE);
+      if (session !== null) return admitSession(input, session);
+      return admitAnonymous(input);
+    },
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The auth plugin for browser-facing routes: one named Elysia instance (registered once per app
+ * however many controllers use it) with two macros routes opt into:
+ *   { session: true } -> resolves `user` (a SessionUser) from the mg_session cookie, else 401
+ *                        invalid_session; on POST/PUT/PATCH/DELETE the Origin must be ours (403)
+ *   { admin: true }   -> the same, then 403 forbidden unless the user is an administrator
+ * Pages that render for signed-out visitors too use readSession(request) instead.
+ */
+import { Elysia } from "elysia";
+import type { AppDeps } from "../deps";
+import { GatewayError } from "../errors";
+import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE, type SessionUser } from "./session";
+
+export type AuthPluginDeps = Pick<AppDeps, "db" | "config" | "now">;
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The signed-in user of a request, or null (no cookie, or an invalid or expired one). */
+export function createSessionReader(deps: AuthPluginDeps): (request: Request) => SessionUser | null {
+  const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
+  return (request) => {
+    const token = readCookie(request, SESSION_COOKIE);
+    if (token === null) return null;
+    const check = validate(token);
+    return check.ok ? check.session : null;
+  };
+}
+
+export function authPlugin(deps: AuthPluginDeps) {
+  const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
+  const publicUrl = deps.config.server.public_url;
+  /** The session's user, or a thrown 401/403 (see the header). */
+  function requireSession(request: Request): SessionUser {
+    const token = readCookie(request, SESSION_COOKIE);
+    if (token === null) throw new GatewayError("invalid_session", "Sign in first: this page needs a session");
+    const check = validate(token);
+    if (!check.ok) throw new GatewayError("invalid_session", check.message);
+    if (!SAFE_METHODS.has(request.method) && !originAllowed(request, publicUrl)) {
+      throw new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
+    }
+    return check.session;
+  }
+  return new Elysia({ name: "modelgate.auth" })
+    .error({ GatewayError })
+    .macro({
+      session: {
+        resolve: ({ request }): { user: SessionUser } => ({ user: requireSession(request) }),
+      },
+      admin: {
+        resolve: ({ request }): { user: SessionUser } => {
+          const user = requireSession(request);
+          if (!user.isAdmin) throw new GatewayError("forbidden", "This needs an administrator account");
+          return { user };
+        },
+      },
+    });
+}

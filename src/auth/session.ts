@@ -1,0 +1,135 @@
+/**
+ * Browser sessions. The token is 20 random bytes (32 base32 characters) held only in the
+ * `mg_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure when public_url is https); the
+ * database keeps its SHA-256. Expiry slides: a session used within `auth.session_days` stays alive,
+ * and the new expiry is written at most once an hour. Sign-out deletes the row.
+ *
+ * State-changing requests made with a session must come from this server's pages (originAllowed):
+ * a browser always sends Origin on a cross-origin POST, and it must be ours (the request's own
+ * origin or public_url). Without Origin, Sec-Fetch-Site must not say cross-site.
+ *
+ *   createSession(db, { userId, now, durationMs }) -> { token, expiresAt }
+ *   createSessionValidator(db, { now, durationMs }) -> (token) -> SessionUser | denial
+ *   deleteSession(db, token), deleteUserSessions(db, userId)
+ */
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { sessions } from "../db/schema";
+import { randomToken, sha256Hex, equalSecrets } from "./tokens";
+
+export const SESSION_COOKIE = "mg_session";
+const TOKEN = /^[a-z2-7]{32}$/;
+const SLIDE_EVERY_MS = 3_600_000;
+
+export interface SessionUser {
+  userId: number;
+  email: string;
+  isAdmin: boolean;
+  /** Credits balance as stored (the gate subtracts what is reserved in memory). */
+  balance: number;
+  expiresAt: number;
+  /** The raw token, for CSRF tokens derived from it (never logged). */
+  token: string;
+}
+
+interface SessionRow {
+  tokenHash: string;
+  userId: number;
+  expiresAt: number;
+  email: string;
+  isAdmin: number;
+  disabledAt: number | null;
+  balance: number;
+}
+
+export function createSession(db: Db, input: { userId: number; now: number; durationMs: number }): { token: string; expiresAt: number } {
+  const token = randomToken(20);
+  const expiresAt = input.now + input.durationMs;
+  db.insert(sessions).values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now }).run();
+  return { token, expiresAt };
+}
+
+export function createSessionValidator(
+  db: Db,
+  options: { now: () => number; durationMs: number },
+): (token: string) => { ok: true; session: SessionUser } | { ok: false; message: string } {
+  const byHash = db.$client.query<SessionRow, [string]>(
+    `SELECT s.token_hash AS tokenHash, s.user_id AS userId, s.expires_at AS expiresAt, u.email AS email,
+            u.is_admin AS isAdmin, u.disabled_at AS disabledAt, COALESCE(b.micro, 0) AS balance
+       FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN balances b ON b.user_id = s.user_id
+      WHERE s.token_hash = ?`,
+  );
+  const slide = db.$client.query<unknown, [number, string]>("UPDATE sessions SET expires_at = ? WHERE token_hash = ?");
+  const remove = db.$client.query<unknown, [string]>("DELETE FROM sessions WHERE token_hash = ?");
+  const invalid = { ok: false as const, message: "The session cookie is not valid; sign in again" };
+  return (token) => {
+    if (!TOKEN.test(token)) return invalid;
+    const hash = sha256Hex(token);
+    const row = byHash.get(hash);
+    if (row === null || !equalSecrets(row.tokenHash, hash)) return invalid;
+    const now = options.now();
+    if (row.expiresAt <= now) {
+      remove.run(hash);
+      return { ok: false, message: "The session has expired; sign in again" };
+    }
+    if (row.disabledAt !== null) return { ok: false, message: "This account is disabled" };
+    let expiresAt = row.expiresAt;
+    if (now + options.durationMs - expiresAt >= SLIDE_EVERY_MS) {
+      expiresAt = now + options.durationMs;
+      slide.run(expiresAt, hash);
+    }
+    return {
+      ok: true,
+      session: { userId: row.userId, email: row.email, isAdmin: row.isAdmin === 1, balance: row.balance, expiresAt, token },
+    };
+  };
+}
+
+export function deleteSession(db: Db, token: string): void {
+  db.delete(sessions).where(eq(sessions.tokenHash, sha256Hex(token))).run();
+}
+
+export function deleteUserSessions(db: Db, userId: number): void {
+  db.delete(sessions).where(eq(sessions.userId, userId)).run();
+}
+
+/** The value of cookie `name` in the request's Cookie header, or null. */
+export function readCookie(request: Request, name: string): string | null {
+  const header = request.headers.get("cookie");
+  if (header === null) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+export interface CookieOptions {
+  secure: boolean;
+  /** Absolute expiry (ms); omitted with maxAgeS 0 to clear. */
+  expiresAt?: number;
+  maxAgeS?: number;
+  path?: string;
+}
+
+export function serializeCookie(name: string, value: string, options: CookieOptions): string {
+  const parts = [`${name}=${value}`, `Path=${options.path ?? "/"}`, "HttpOnly", "SameSite=Lax"];
+  if (options.secure) parts.push("Secure");
+  if (options.maxAgeS !== undefined) parts.push(`Max-Age=${options.maxAgeS}`);
+  if (options.expiresAt !== undefined) parts.push(`Expires=${new Date(options.expiresAt).toUTCString()}`);
+  return parts.join("; ");
+}
+
+/** True when a state-changing request comes from this server's own pages (see header). */
+export function originAllowed(request: Request, publicUrl: string): boolean {
+  const origin = request.headers.get("origin");
+  if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
+  if (origin === new URL(request.url).origin) return true;
+  const host = request.headers.get("host");
+  if (host !== null && (origin === `http://${host}` || origin === `https://${host}`)) return true;
+  try {
+    return origin === new URL(publicUrl).origin;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * First start without an administrator: `modelgate serve` logs a one-time link
+ * `${public_url}/setup?token=...`; whoever opens it chooses the admin's email and password.
+ * Only the token's SHA-256 is stored; each start without an admin replaces the previous token,
+ * a token lives 24 hours, and completing setup (or any admin existing) invalidates every token.
+ *
+ *   issueSetupLink(db, { now, publicUrl }) -> link | null (null: an admin exists)
+ *   setupTokenValid(db, token, now) -> boolean
+ *   completeSetup(db, { token, email, password, now }) -> User | { error, param? }
+ */
+import { and, eq, gt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { setupTokens, users } from "../db/schema";
+import { randomToken, sha256Hex } from "./tokens";
+import { findUserByEmail, hashPassword, hasAdmin, normalizeEmail, passwordProblem, type User } from "./users";
+
+const LIFETIME_MS = 86_400_000;
+
+export function issueSetupLink(db: Db, input: { now: number; publicUrl: string }): string | null {
+  db.delete(setupTokens).run();
+  if (hasAdmin(db)) return null;
+  const token = randomToken(20);
+  db.insert(setupTokens).values({ tokenHash: sha256Hex(token), expiresAt: input.now + LIFETIME_MS }).run();
+  return `${input.publicUrl.replace(/\/+$/, "")}/setup?token=${token}`;
+}
+
+export function setupTokenValid(db: Db, token: unknown, now: number): boolean {
+  if (typeof token !== "string" || !/^[a-z2-7]{32}$/.test(token)) return false;
+  const row = db
+    .select({ expiresAt: setupTokens.expiresAt })
+    .from(setupTokens)
+    .where(and(eq(setupTokens.tokenHash, sha256Hex(token)), gt(setupTokens.expiresAt, now)))
+    .get();
+  return row !== undefined && !hasAdmin(db);
+}
+
+export async function completeSetup(
+  db: Db,
+  input: { token: unknown; email: unknown; password: unknown; now: number },
+): Promise<User | { error: string; param?: string }> {
+  if (!setupTokenValid(db, input.token, input.now)) return { error: "This setup link is invalid, expired or already used" };
+  const email = normalizeEmail(input.email);
+  if (email === null) return { error: "Enter a valid email address", param: "email" };
+  const problem = passwordProblem(input.password);
+  if (problem) return { error: problem, param: "password" };
+  // Hash first: everything after the await runs in one synchronous transaction, so two posts of
+  // one link cannot both act, and a refused post changes nothing.
+  const passwordHash = await hashPassword(input.password as string);
+  const result = db.transaction((tx): User | null => {
+    const t = tx as unknown as Db;
+    const claimed = tx.delete(setupTokens).where(and(eq(setupTokens.tokenHash, sha256Hex(input.token as string)), gt(setupTokens.expiresAt, input.now))).returning().all();
+    if (claimed.length === 0 || hasAdmin(t)) return null;
+    tx.delete(setupTokens).run();
+    const existing = findUserByEmail(t, email);
+    if (existing) {
+      tx.update(users).set({ passwordHash, isAdmin: true, disabledAt: null }).where(eq(users.id, existing.id)).run();
+      return { ...existing, passwordHash, isAdmin: true, disabledAt: null };
+    }
+    return tx.insert(users).values({ email, passwordHash, isAdmin: true }).returning().get();
+  });
+  return result ?? { error: "This setup link is invalid, expired or already used" };
+}
+
+export function setupPage(input: { token: string; error?: string }): string {
+  const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>modelgate setup</title>
+<style>body{font:16px system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem}label{display:block;margin:1rem 0 .25rem}input{width:100%;padding:.5rem;box-sizing:border-box}button{margin-top:1.5rem;padding:.6rem 1.2rem}.error{color:#b00020}</style>
+</head><body>
+<h1>Set up modelgate</h1>
+<p>Choose the administrator's email and password. This link works once.</p>
+${input.error ? `<p class="error" role="alert">${esc(input.error)}</p>` : ""}
+<form method="post" action="/setup">
+<input type="hidden" name="token" value="${esc(input.token)}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
+<label for="password">Password (at least 8 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="8" required>
+<button type="submit">Create administrator</button>
+</form>
+</body></html>`;
+}

@@ -1,0 +1,74 @@
+/**
+ * Replay protection for SpendAuth: each (commitment, nonce) is recorded in SQLite with one atomic
+ * `INSERT ... ON CONFLICT DO NOTHING` before a request is served, so of any number of concurrent
+ * uses of one authorization exactly one wins, across restarts too. Records are kept until the
+ * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
+ * A record is released only when its request was refused or nothing was served, so the client can
+ * retry with the same signed authorization.
+ */
+import type { Db } from "../db/client";
+
+export interface NonceStore {
+  /** True when this (commitment, nonce) was not seen before and is now recorded. */
+  record(commitment: string, nonce: string, keepUntilMs: number): boolean;
+  release(commitment: string, nonce: string): void;
+  /** Deletes records whose authorization can no longer pass the time check; returns how many. */
+  prune(nowMs: number): number;
+}
+
+export function createNonceStore(db: Db): NonceStore {
+  const sqlite = db.$client;
+  const insert = sqlite.prepare("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  const remove = sqlite.prepare("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
+  const expired = sqlite.prepare("DELETE FROM spend_nonces WHERE expires_at < ?");
+  return {
+    record: (commitment, nonce, keepUntilMs) => insert.run(commitment, nonce, keepUntilMs).changes === 1,
+    release: (commitment, nonce) => {
+      remove.run(commitment, nonce);
+    },
+    prune: (nowMs) => expired.run(nowMs).changes,
+  };
+}
+
+/**
+ * Amounts this gateway has admitted for a commitment that the chain has not deducted yet (served
+ * but not yet authorized on-chain, or still being served). The on-chain balance minus these must
+ * cover a new authorization, so concurrent authorizations cannot overspend one account. Entries
+ * stop counting once their authorization expires, since it can no longer be settled.
+ */
+export class Reservations {
+  private byCommitment = new Map<string, Map<string, { amount: bigint; expiryS: number }>>();
+
+  add(commitment: string, nonce: string, amount: bigint, expiryS: number): void {
+    let entries = this.byCommitment.get(commitment);
+    if (!entries) this.byCommitment.set(commitment, (entries = new Map()));
+    entries.set(nonce, { amount, expiryS });
+  }
+
+  remove(commitment: string, nonce: string): void {
+    const entries = this.byCommitment.get(commitment);
+    if (!entries) return;
+    entries.delete(nonce);
+    if (entries.size === 0) this.byCommitment.delete(commitment);
+  }
+
+  /** Drops every expired entry (run periodically so idle commitments do not hold memory). */
+  sweep(nowMs: number): void {
+    for (const commitment of [...this.byCommitment.keys()]) {
+      this.total(commitment, nowMs);
+      if (this.byCommitment.get(commitment)?.size === 0) this.byCommitment.delete(commitment);
+    }
+  }
+
+  total(commitment: string, nowMs: number): bigint {
+    const entries = this.byCommitment.get(commitment);
+    if (!entries) return 0n;
+    const nowS = Math.floor(nowMs / 1000);
+    let sum = 0n;
+    for (const [nonce, entry] of entries) {
+      if (entry.expiryS < nowS) entries.delete(nonce);
+      else sum += entry.amount;
+    }
+    return sum;
+  }
+}

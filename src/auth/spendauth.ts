@@ -1,0 +1,196 @@
+/**
+ * SpendAuth: pay per request with an EIP-712 authorization in `X-Payment-Signature`, no account.
+ * createSpendAuth returns the Gate's hook; every denial is a GatewayError value. Checks, in order:
+ *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
+ *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
+ *   6 replay: (commitment, nonce) recorded atomically in SQLite
+ *   7 rate limit per commitment  8 on-chain account check (with rpc_url)
+ * Recovery runs before the nonce is recorded, unlike the issue's order: recording first would let
+ * anyone burn a client's nonces with unsigned garbage, and recovery is cheap. The nonce is
+ * released again when a later check refuses the request or nothing is served, so the client can
+ * retry with the same authorization; a served one is queued for settlement.
+ */
+import { ConfigError } from "../config/load";
+import type { Config } from "../config/schema";
+import type { Db } from "../db/client";
+import { GatewayError } from "../errors";
+import { enqueueSettlement } from "../spendauth/queue";
+import type { AccountReader } from "../spendauth/chain";
+import type { Admission, AdmitInput } from "./types";
+import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
+import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
+import { checkBinding, checkTime, EXPIRY_SKEW_S, estimatePromptTokens, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
+
+export const SPEND_AUTH_HEADER = "x-payment-signature";
+
+/** Headers to add to the response, or the 429 to return. */
+export type SpendRateLimit = (commitment: string) => Record<string, string> | GatewayError;
+
+export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayError>;
+
+export interface SpendAuthDeps {
+  db: Db;
+  config: Pick<Config, "spend_auth" | "routing">;
+  now: () => number;
+  /** The on-chain account check; required when spend_auth.rpc_url is set. */
+  accounts?: AccountReader;
+  rateLimit?: SpendRateLimit;
+  nonces?: NonceStore;
+  reservations?: Reservations;
+}
+
+export type SpendAuthMode = "chain" | "allowlist" | "off";
+
+export function spendAuthMode(config: Pick<Config, "spend_auth">): SpendAuthMode {
+  if (config.spend_auth.rpc_url) return "chain";
+  return config.spend_auth.allowed_signers.length > 0 ? "allowlist" : "off";
+}
+
+export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
+  const cfg = deps.config.spend_auth;
+  const mode = spendAuthMode(deps.config);
+  if (mode === "off") return async () => disabled();
+  if (!cfg.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");
+  if (!cfg.verifying_contract) throw new ConfigError("spend_auth.verifying_contract: required when rpc_url or allowed_signers is set");
+  if (mode === "chain" && !deps.accounts) throw new Error("createSpendAuth: rpc_url is set but no account reader was given");
+  const domain = spendDomain(cfg.chain_id, cfg.verifying_contract);
+  const binding = { operator: cfg.operator, serviceId: cfg.service_id };
+  const allowed = new Set(cfg.allowed_signers.map((a) => a.toLowerCase()));
+  const unitsPerCredit = BigInt(cfg.units_per_credit);
+  const nonces = deps.nonces ?? createNonceStore(deps.db);
+  const reservations = deps.reservations ?? new Reservations();
+
+  return async function admitSpendAuth(input: AdmitInput): Promise<Admission | GatewayError> {
+    const header = input.request.headers.get(SPEND_AUTH_HEADER) ?? "";
+    const auth = parseSpendAuthHeader(header);
+    if (isParseFailure(auth)) return invalid(auth.field, auth.message);
+    const bound = checkBinding(auth, binding);
+    if (bound) return invalid(bound.field, bound.message);
+    const nowMs = deps.now();
+    const timely = checkTime(auth, { nowMs, maxExpiryS: cfg.max_expiry_s });
+    if (timely) return invalid(timely.field, timely.message);
+    const required = requiredAmount({
+      price: input.route.free ? { prompt: 0, completion: 0 } : input.route.price,
+      promptTokens: estimatePromptTokens(input.body.messages),
+      maxTokens: maxTokensOf(input.body, deps.config.routing.default_max_tokens),
+      unitsPerCredit,
+    });
+    if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
+    const signer = await recoverSpendSigner(auth, domain);
+    if (typeof signer !== "string") return invalid(signer.field, signer.message);
+    if (mode === "allowlist" && !allowed.has(signer)) {
+      return invalid("signature", `signer ${signer} is not in spend_auth.allowed_signers`);
+    }
+
+    const commitment = auth.commitment;
+    const nonce = auth.nonce.toString();
+    const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
+    if (!nonces.record(commitment, nonce, keepUntilMs)) {
+      return new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
+    }
+    const limited = deps.rateLimit?.(commitment) ?? {};
+    if (limited instanceof GatewayError) {
+      nonces.release(commitment, nonce);
+      return limited;
+    }
+    if (mode === "chain") {
+      const refused = await checkAccount(deps.accounts!, auth, signer, reservations.total(commitment, nowMs));
+      if (refused) {
+        nonces.release(commitment, nonce);
+        return refused;
+      }
+    }
+    reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
+    return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited });
+  };
+}
+
+function admission(
+  deps: SpendAuthDeps,
+  auth: SpendAuthorization,
+  ctx: { nonces: NonceStore; reservations: Reservations; requestId: string; headers: Record<string, string> },
+): Admission {
+  const nonce = auth.nonce.toString();
+  let settled = false;
+  return {
+    identity: { kind: "spend_auth", userId: null, keyId: null, subject: auth.commitment },
+    headers: ctx.headers,
+    settle(outcome) {
+      if (settled) return;
+      settled = true;
+      const delivered = outcome.status < 400 || (outcome.usage?.completion_tokens ?? 0) > 0;
+      try {
+        if (delivered) {
+          enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+        } else {
+          ctx.reservations.remove(auth.commitment, nonce);
+          ctx.nonces.release(auth.commitment, nonce);
+        }
+      } catch (err) {
+        console.error(JSON.stringify({ level: "error", msg: "spend_auth: settle failed", request_id: ctx.requestId, error: String((err as Error)?.message ?? err) }));
+      }
+    },
+  };
+}
+
+async function checkAccount(accounts: AccountReader, auth: SpendAuthorization, signer: string, reserved: bigint): Promise<GatewayError | null> {
+  let account;
+  try {
+    account = await accounts.getAccount(auth.commitment);
+  } catch {
+    return new GatewayError("chain_unavailable", "The chain could not be asked about this credit account; try again shortly");
+  }
+  if (/^0x0{40}$/.test(account.spendingKey)) {
+    return invalid("commitment", `has no funded credit account on the ShieldedCredits contract`);
+  }
+  if (account.spendingKey !== signer) {
+    return invalid("signature", `signer ${signer} is not the spending key of this credit account`);
+  }
+  if (auth.nonce < account.nonce) {
+    return new GatewayError("nonce_replay", `nonce ${auth.nonce} is below the account's on-chain nonce ${account.nonce}; it was already spent`, { param: "nonce" });
+  }
+  const available = account.balance > reserved ? account.balance - reserved : 0n;
+  if (available < auth.amount) {
+    return new GatewayError(
+      "insufficient_balance",
+      `The credit account's balance available to this gateway (${available}) does not cover the amount ${auth.amount}`,
+      { param: "amount", extra: { available: available.toString() } },
+    );
+  }
+  return null;
+}
+
+function maxTokensOf(body: AdmitInput["body"], fallback: number): number {
+  const value = body.max_completion_tokens ?? body.max_tokens;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.ceil(value) : fallback;
+}
+
+function invalid(field: string, message: string): GatewayError {
+  const param = field === "X-Payment-Signature" ? null : field;
+  return new GatewayError("invalid_spend_auth", `Invalid X-Payment-Signature: ${field} ${message}`, { param });
+}
+
+function disabled(): GatewayError {
+  return new GatewayError(
+    "spend_auth_disabled",
+    "SpendAuth payments are not enabled on this gateway (it has neither spend_auth.rpc_url nor spend_auth.allowed_signers); use an API key instead",
+  );
+}
+
+function paymentRequired(required: bigint, offered: bigint, cfg: Config["spend_auth"]): GatewayError {
+  return new GatewayError(
+    "payment_required",
+    `The authorized amount ${offered} does not cover this request's maximum cost of ${required}; sign again with amount >= ${required}`,
+    {
+      param: "amount",
+      extra: { required_amount: required.toString() },
+      headers: {
+        "x-payment-required": required.toString(),
+        "x-payment-required-operator": cfg.operator!.toLowerCase(),
+        "x-payment-required-service-id": String(cfg.service_id),
+        "x-payment-required-chain-id": String(cfg.chain_id),
+        "x-payment-required-contract": cfg.verifying_contract!.toLowerCase(),
+      },
+    },
+  );
+}

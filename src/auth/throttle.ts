@@ -1,0 +1,31 @@
+/**
+ * Throttles password sign-in (and the other argon2-hashing forms: sign-up, setup) with the same
+ * token buckets as the API, in their own limiter: per client address 20 attempts, refilled at 2
+ * a minute; per account (the email as typed, normalised, whether or not it exists) 5 attempts,
+ * refilled at 1 a minute. Every attempt counts, successful or not, so the limit cannot be raced.
+ */
+import { createMemoryLimiter } from "../ratelimit/memory";
+import type { RatePolicy } from "../ratelimit/types";
+
+const PER_ADDRESS: RatePolicy = { limit: 20, periodMs: 10 * 60_000 };
+const PER_ACCOUNT: RatePolicy = { limit: 5, periodMs: 5 * 60_000 };
+
+export interface SignInThrottle {
+  /** Counts one attempt; null when allowed, else seconds until the next one would be. */
+  attempt(input: { address: string; account?: string }): number | null;
+  close(): void;
+}
+
+export function createSignInThrottle(options: { now?: () => number } = {}): SignInThrottle {
+  const limiter = createMemoryLimiter({ now: options.now, maxSubjects: 100_000 });
+  return {
+    attempt({ address, account }) {
+      const byAddress = limiter.take(`ip:${address}`, PER_ADDRESS);
+      if (!byAddress.allowed) return Math.ceil(byAddress.retryAfterMs / 1000);
+      if (account === undefined) return null;
+      const byAccount = limiter.take(`account:${account.trim().toLowerCase()}`, PER_ACCOUNT);
+      return byAccount.allowed ? null : Math.ceil(byAccount.retryAfterMs / 1000);
+    },
+    close: () => limiter.close(),
+  };
+}

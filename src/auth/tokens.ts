@@ -1,0 +1,23 @@
+/**
+ * Secrets the Lucia way: tokens are random bytes encoded in lower-case base32, only their SHA-256
+ * (hex) is ever stored, and stored hashes are compared in constant time.
+ */
+import { constantTimeEqual } from "@oslojs/crypto/subtle";
+import { encodeBase32LowerCaseNoPadding } from "@oslojs/encoding";
+
+const encoder = new TextEncoder();
+
+/** `bytes` random bytes as lower-case base32 (a-z, 2-7): 20 bytes -> 32 characters. */
+export function randomToken(bytes: number): string {
+  return encodeBase32LowerCaseNoPadding(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+export function sha256Hex(text: string): string {
+  return Bun.SHA256.hash(text, "hex");
+}
+
+/** Constant-time equality of two strings of the same length (hashes, states). */
+export function equalSecrets(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  return constantTimeEqual(encoder.encode(a), encoder.encode(b));
+}

@@ -1,0 +1,77 @@
+/**
+ * `modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json]` and
+ * `modelgate jobs retry CALL_ID`: inspect and replay the webhook outbox. Safe while the server
+ * runs (WAL; the server sees a retried call at its next poll).
+ */
+import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/admin";
+import type { JobState } from "../webhooks/store";
+import { registerCommand, type CliContext } from "./index";
+import { stringFlag, UsageError } from "./args";
+
+const USAGE = "usage: modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID";
+
+function iso(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString();
+}
+
+function printTable(ctx: CliContext, rows: JobSummary[]): void {
+  if (rows.length === 0) {
+    ctx.print("no webhook calls");
+    return;
+  }
+  const header = ["CALL_ID", "JOB_ID", "STATE", "ATTEMPTS", "BYTES", "CREATED", "LEASE_UNTIL", "PATH", "NAME", "LAST_ERROR"];
+  const lines = rows.map((r) => [
+    String(r.callId), String(r.jobId), r.state, String(r.attempts), String(r.bytes), iso(r.createdAt),
+    iso(r.leaseUntil), r.path, r.name ?? "-", (r.lastError ?? "-").replace(/\s+/g, " ").slice(0, 80),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  for (const line of [header, ...lines]) ctx.print(line.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+}
+
+function list(ctx: CliContext): number {
+  const state = stringFlag(ctx.args, "state");
+  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
+    throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
+  }
+  const limitFlag = stringFlag(ctx.args, "limit");
+  const limit = limitFlag === undefined ? 100 : Number(limitFlag);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a positive integer");
+  const opened = ctx.openDb();
+  try {
+    const rows = listJobs(opened.db, { state: state as JobState | undefined, limit });
+    if (ctx.args.flags.has("json")) ctx.print(JSON.stringify(rows));
+    else printTable(ctx, rows);
+  } finally {
+    opened.close();
+  }
+  return 0;
+}
+
+function retry(ctx: CliContext): number {
+  const raw = ctx.args.positionals[2];
+  const callId = Number(raw);
+  if (raw === undefined || !Number.isInteger(callId) || callId < 1) throw new UsageError("usage: modelgate jobs retry CALL_ID");
+  const opened = ctx.openDb();
+  try {
+    const result = retryJob(opened.db, callId);
+    if (!result.ok) {
+      console.error(
+        result.reason === "not_found"
+          ? `modelgate: no webhook call ${callId}`
+          : `modelgate: call ${callId} is leased to a running consumer; retry it after its lease ends`,
+      );
+      return 1;
+    }
+    ctx.print(`call ${callId} (${result.previous}) is pending again with a fresh attempt budget`);
+    return 0;
+  } finally {
+    opened.close();
+  }
+}
+
+registerCommand("jobs", (ctx) => {
+  const sub = ctx.args.positionals[1];
+  if (sub === "list") return list(ctx);
+  if (sub === "retry") return retry(ctx);
+  throw new UsageError(USAGE);
+});

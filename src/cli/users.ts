@@ -1,0 +1,134 @@
+/**
+ * CLI for identities and credits, on the same database the server uses (WAL + busy timeout make
+ * that safe while it runs; the server reads key rows per request, so a revocation here takes
+ * effect on its next request):
+ *   user add EMAIL [--admin] [--password-stdin]
+ *   key create --user EMAIL [--name N] [--expires 30d|12h|2027-01-01] [--per-minute N]
+ *   key list [--user EMAIL] [--json] | key revoke KEY_ID
+ *   credits grant --user EMAIL --amount 12.50 [--note TEXT] | credits balance --user EMAIL
+ * `key create` prints the key alone on stdout (shown this once); notes go to stderr.
+ */
+import { registerCommand, type CliContext } from "./index";
+import { requireFlag, stringFlag, UsageError } from "./args";
+import type { Db } from "../db/client";
+import { createUser, findUserByEmail, setAdmin, type User } from "../auth/users";
+import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { formatCredits, parseCredits } from "../credits/amount";
+import { getBalance, grantCredits } from "../credits/ledger";
+
+const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** `30d`, `12h`, `90m`, `2w`, or an ISO date/time; returns the absolute expiry (ms). */
+export function parseExpiry(text: string, now: number): number {
+  const relative = /^(\d{1,6})([mhdw])$/.exec(text.trim());
+  if (relative) return now + Number(relative[1]) * UNIT_MS[relative[2]];
+  const absolute = Date.parse(text);
+  if (Number.isNaN(absolute)) throw new UsageError(`--expires: "${text}" is neither a duration like 30d, 12h, 90m, 2w nor a date like 2027-01-01`);
+  if (absolute <= now) throw new UsageError(`--expires: ${text} is in the past`);
+  return absolute;
+}
+
+function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
+  const opened = ctx.openDb();
+  try {
+    return work(opened.db);
+  } finally {
+    opened.close();
+  }
+}
+
+function requireUser(db: Db, email: string): User {
+  const user = findUserByEmail(db, email);
+  if (!user) throw new UsageError(`no user with the email ${email} (create one with: modelgate user add ${email})`);
+  return user;
+}
+
+function date(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+async function readPassword(): Promise<string> {
+  const text = await new Response(Bun.stdin.stream()).text();
+  return text.replace(/\r?\n$/, "");
+}
+
+registerCommand("user", async (ctx) => {
+  const [, sub, email] = ctx.args.positionals;
+  if (sub !== "add" || !email) throw new UsageError("usage: modelgate user add EMAIL [--admin] [--password-stdin]");
+  const password = ctx.args.flags.has("password-stdin") ? await readPassword() : undefined;
+  const isAdmin = ctx.args.flags.has("admin");
+  const opened = ctx.openDb();
+  try {
+    const created = await createUser(opened.db, { email, password, isAdmin });
+    if ("error" in created) {
+      const existing = isAdmin && created.param === "email" ? findUserByEmail(opened.db, email) : null;
+      if (!existing) throw new UsageError(created.error);
+      setAdmin(opened.db, existing.id);
+      ctx.print(`${existing.email} already existed; it is now an administrator`);
+      return 0;
+    }
+    ctx.print(`created user ${created.id} ${created.email}${created.isAdmin ? " (administrator)" : ""}${password === undefined ? "; no password: sign in with GitHub or Google, or use API keys" : ""}`);
+    return 0;
+  } finally {
+    opened.close();
+  }
+});
+
+registerCommand("key", (ctx) => {
+  const [, sub, keyId] = ctx.args.positionals;
+  if (sub === "create") {
+    const email = requireFlag(ctx.args, "user");
+    const now = Date.now();
+    const expires = stringFlag(ctx.args, "expires");
+    const expiresAt = expires === undefined ? null : parseExpiry(expires, now);
+    const perMinuteFlag = stringFlag(ctx.args, "per-minute");
+    const perMinute = perMinuteFlag === undefined ? null : Number(perMinuteFlag);
+    if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1)) throw new UsageError("--per-minute must be a positive integer");
+    const name = stringFlag(ctx.args, "name") ?? "default";
+    const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email).id, name, expiresAt, perMinute, now }));
+    ctx.print(created.key);
+    console.error(`created ${created.id} "${name}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
+    return 0;
+  }
+  if (sub === "list") {
+    const email = stringFlag(ctx.args, "user");
+    const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email).id }));
+    if (ctx.args.flags.has("json")) {
+      ctx.print(JSON.stringify(keys, null, 2));
+      return 0;
+    }
+    const rows = keys.map((k) => [k.id, k.email, k.name, `${k.displayPrefix}...`, date(k.createdAt), date(k.expiresAt), date(k.lastUsedAt),
+      k.revokedAt !== null ? `revoked ${date(k.revokedAt)}` : k.expiresAt !== null && k.expiresAt <= Date.now() ? "expired" : "active"]);
+    const table = [["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS"], ...rows];
+    const widths = table[0].map((_, i) => Math.max(...table.map((r) => r[i].length)));
+    for (const row of table) ctx.print(row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+    return 0;
+  }
+  if (sub === "revoke" && keyId) {
+    const result = withDb(ctx, (db) => revokeApiKey(db, keyId));
+    if (result === "not_found") throw new UsageError(`no API key with the id ${keyId} (see: modelgate key list)`);
+    ctx.print(result === "revoked" ? `revoked ${keyId}` : `${keyId} was already revoked`);
+    return 0;
+  }
+  throw new UsageError("usage: modelgate key create --user EMAIL [--name N] [--expires 30d] | key list [--user EMAIL] | key revoke KEY_ID");
+});
+
+registerCommand("credits", (ctx) => {
+  const sub = ctx.args.positionals[1];
+  const email = stringFlag(ctx.args, "user");
+  if (sub === "grant" && email) {
+    const amount = requireFlag(ctx.args, "amount");
+    const micro = parseCredits(amount);
+    if (micro === null) throw new UsageError(`--amount: "${amount}" is not a positive number of credits with at most 6 decimals`);
+    const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
+    const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email).id, micro, note }));
+    ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
+    return 0;
+  }
+  if (sub === "balance" && email) {
+    const balance = withDb(ctx, (db) => getBalance(db, requireUser(db, email).id));
+    ctx.print(`${email}: ${formatCredits(balance)} credits`);
+    return 0;
+  }
+  throw new UsageError("usage: modelgate credits grant --user EMAIL --amount 12.50 | credits balance --user EMAIL");
+});

@@ -1,0 +1,35 @@
+/**
+ * Credit amounts between people and the database: "12.50" <-> 12_500_000 micro-credits. Parsing
+ * is exact decimal arithmetic on the digits (no float ever touches money); at most 6 decimals,
+ * at most one billion credits, so every amount is a safe integer.
+ */
+export const MICRO_PER_CREDIT = 1_000_000;
+const MAX_CREDITS = 1_000_000_000;
+const PATTERN = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
+
+/** A positive credit amount (decimal string or number) in micro-credits, or null when invalid. */
+export function parseCredits(input: unknown): number | null {
+  let text: string;
+  if (typeof input === "number") {
+    if (!Number.isFinite(input)) return null;
+    text = String(input);
+  } else if (typeof input === "string") {
+    text = input.trim();
+  } else {
+    return null;
+  }
+  const match = PATTERN.exec(text);
+  if (!match) return null;
+  const whole = Number(match[1]);
+  const fraction = Number((match[2] ?? "").padEnd(6, "0"));
+  if (whole > MAX_CREDITS) return null;
+  const micro = whole * MICRO_PER_CREDIT + fraction;
+  return micro > 0 ? micro : null;
+}
+
+/** Micro-credits as a decimal string with six places: 12500000 -> "12.500000". */
+export function formatCredits(micro: number): string {
+  const sign = micro < 0 ? "-" : "";
+  const abs = Math.abs(Math.trunc(micro));
+  return `${sign}${Math.floor(abs / MICRO_PER_CREDIT)}.${String(abs % MICRO_PER_CREDIT).padStart(6, "0")}`;
+}

@@ -1,0 +1,84 @@
+/**
+ * Balances and the ledger, as plain functions over a database handle (the server, the admin
+ * route and the CLI share them). Invariant: a user's `balances.micro` equals the sum of their
+ * ledger rows; both change in one transaction. Ledger `micro` is the signed change to the balance:
+ * grants and refunds positive, debits negative. Amounts are integer micro-credits.
+ *
+ *   grantCredits(db, { userId, micro, note? })  -> new balance
+ *   refundCredits(db, { userId, micro, requestId?, note? }) -> new balance
+ *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
+ *   applyDebits(db, debits)                     -> writes a batch of request debits (the meter's flush)
+ */
+import { eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { balances, ledger } from "../db/schema";
+
+export interface Debit {
+  userId: number;
+  micro: number;
+  requestId: string;
+  model: string;
+  at: number;
+}
+
+export function getBalance(db: Db, userId: number): number {
+  const row = db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).get();
+  return row?.micro ?? 0;
+}
+
+export function grantCredits(db: Db, input: { userId: number; micro: number; note?: string; now?: number }): number {
+  return change(db, { ...input, kind: "grant" });
+}
+
+export function refundCredits(db: Db, input: { userId: number; micro: number; requestId?: string; note?: string; now?: number }): number {
+  return change(db, { ...input, kind: "refund" });
+}
+
+function change(
+  db: Db,
+  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
+): number {
+  if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
+  return db.transaction((tx) => {
+    tx.insert(ledger).values({
+      userId: input.userId,
+      kind: input.kind,
+      micro: input.micro,
+      requestId: input.requestId ?? null,
+      note: input.note ?? null,
+      createdAt: input.now ?? Date.now(),
+    }).run();
+    return addToBalance(tx as unknown as Db, input.userId, input.micro);
+  });
+}
+
+/** One transaction for a batch of request debits (ledger rows plus balance updates). */
+export function applyDebits(db: Db, debits: Debit[]): void {
+  db.transaction((tx) => {
+    for (const d of debits) {
+      tx.insert(ledger).values({ userId: d.userId, kind: "debit", micro: -d.micro, requestId: d.requestId, model: d.model, createdAt: d.at }).run();
+      addToBalance(tx as unknown as Db, d.userId, -d.micro);
+    }
+  });
+}
+
+function addToBalance(db: Db, userId: number, micro: number): number {
+  const row = db
+    .insert(balances)
+    .values({ userId, micro })
+    .onConflictDoUpdate({ target: balances.userId, set: { micro: sql`${balances.micro} + ${micro}` } })
+    .returning({ micro: balances.micro })
+    .get();
+  return row.micro;
+}
+
+/** A user's recent ledger entries, newest first (the dashboard's credits page). */
+export function listLedger(db: Db, input: { userId: number; limit?: number }): Array<typeof ledger.$inferSelect> {
+  return db
+    .select()
+    .from(ledger)
+    .where(eq(ledger.userId, input.userId))
+    .orderBy(sql`${ledger.createdAt} DESC, ${ledger.id} DESC`)
+    .limit(input.limit ?? 50)
+    .all();
+}

@@ -1,0 +1,107 @@
+/**
+ * The dashboard's adapter over the identities, credits and webhooks parts (src/auth,
+ * src/credits, src/webhooks): the few operations the pages need, shaped as the pages want them,
+ * as plain calls over the database. The one thing written here rather than there is a user's
+ * disabled flag (with their sessions ended), which no other part exposes yet.
+ * The dashboard never holds a secret beyond handing a freshly created key to the page that
+ * shows it once.
+ */
+import { desc, eq } from "drizzle-orm";
+import type { AppDeps } from "../deps";
+import { balances, users } from "../db/schema";
+import { createSessionValidator, deleteUserSessions, readCookie, SESSION_COOKIE } from "../auth/session";
+import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { createUser } from "../auth/users";
+import { getBalance, grantCredits } from "../credits/ledger";
+import { listJobs, outboxStats } from "../webhooks/admin";
+import type { PageUser } from "./layout";
+import type { KeyView } from "./pages/keys";
+import type { OutboxView, UserView } from "./pages/admin";
+
+export type Result<T> = { ok: true; value: T } | { ok: false; message: string };
+
+export interface SignedIn {
+  user: PageUser;
+  /** The raw session cookie value (only used to derive the CSRF token; never rendered). */
+  token: string;
+}
+
+export interface DashboardAccounts {
+  sessionUser(request: Request): SignedIn | null;
+  listKeys(options: { userId?: number }): KeyView[];
+  createKey(input: { userId: number; name: string; expiresAt: number | null }): Result<{ id: string; key: string }>;
+  revokeKey(keyId: string, options: { userId?: number }): boolean;
+  balance(userId: number): number;
+  listUsers(): UserView[];
+  createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
+  setUserDisabled(userId: number, options: { disabled: boolean }): boolean;
+  grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
+  outbox(): OutboxView | null;
+}
+
+export function createAccounts(deps: AppDeps): DashboardAccounts {
+  const { db, now } = deps;
+  const validate = createSessionValidator(db, { now, durationMs: deps.config.auth.session_days * 86_400_000 });
+  const userExists = (id: number): boolean => db.select({ id: users.id }).from(users).where(eq(users.id, id)).get() !== undefined;
+  return {
+    sessionUser(request) {
+      const token = readCookie(request, SESSION_COOKIE);
+      if (token === null) return null;
+      const result = validate(token);
+      if (!result.ok) return null;
+      const s = result.session;
+      return { user: { id: s.userId, email: s.email, isAdmin: s.isAdmin }, token };
+    },
+    listKeys(options) {
+      return listApiKeys(db, options).map((k) => ({ ...k, ownerEmail: k.email }));
+    },
+    createKey(input) {
+      const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, now: now() });
+      return { ok: true, value: { id: created.id, key: created.key } };
+    },
+    revokeKey(keyId, options) {
+      return revokeApiKey(db, keyId, { ...options, now: now() }) === "revoked";
+    },
+    balance(userId) {
+      return getBalance(db, userId);
+    },
+    listUsers() {
+      return db
+        .select({ id: users.id, email: users.email, isAdmin: users.isAdmin, disabledAt: users.disabledAt, createdAt: users.createdAt, balanceMicro: balances.micro })
+        .from(users)
+        .leftJoin(balances, eq(balances.userId, users.id))
+        .orderBy(desc(users.isAdmin), users.email)
+        .all()
+        .map((u) => ({ ...u, balanceMicro: u.balanceMicro ?? 0 }));
+    },
+    async createUser(input) {
+      const created = await createUser(db, { email: input.email, password: input.password ?? undefined, isAdmin: input.isAdmin });
+      return "error" in created ? { ok: false, message: capitalise(created.error) } : { ok: true, value: { id: created.id } };
+    },
+    setUserDisabled(userId, options) {
+      if (!userExists(userId)) return false;
+      db.transaction((tx) => {
+        tx.update(users).set({ disabledAt: options.disabled ? now() : null }).where(eq(users.id, userId)).run();
+        if (options.disabled) deleteUserSessions(tx as unknown as typeof db, userId);
+      });
+      return true;
+    },
+    grantCredits(input) {
+      if (!userExists(input.userId)) return { ok: false, message: "No such user." };
+      const balanceMicro = grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
+      return { ok: true, value: { balanceMicro } };
+    },
+    outbox() {
+      if (!deps.config.webhooks.enabled) return null;
+      const stats = outboxStats(db, now());
+      return {
+        counts: { pending: stats.pending, leased: stats.leased, dead: stats.dead },
+        recent: listJobs(db, { limit: 20 }),
+      };
+    },
+  };
+}
+
+function capitalise(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith(".") ? "" : ".");
+}

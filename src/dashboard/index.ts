@@ -1,0 +1,193 @@
+/**
+ * The dashboard at /dashboard: one Elysia controller of server-rendered pages, the embedded
+ * stylesheet and client script, and the form handlers behind the pages. Invariants: every page
+ * but sign-in/sign-up/setup needs a session (else a redirect to sign-in), admin pages need an
+ * admin (else 403), every state-changing form needs a same-origin request and the session's
+ * CSRF token, and a created key appears in exactly one response.
+ */
+import { Elysia } from "elysia";
+import type { AppDeps } from "../deps";
+import { createAccounts, type DashboardAccounts, type SignedIn } from "./accounts";
+import { csrfToken, sameOrigin, verifyCsrf } from "./csrf";
+import { html } from "./html";
+import { redirect, renderPage, type NavKey, type PageOptions } from "./layout";
+import { SCRIPT, STYLE } from "./assets";
+import { modelsPage } from "./pages/models";
+import { playgroundPage } from "./pages/playground";
+import { EXPIRY_CHOICES, keysPage } from "./pages/keys";
+import { usagePage, USAGE_DAYS } from "./pages/usage";
+import { adminPage } from "./pages/admin";
+import { parseCredits } from "../credits/amount";
+import { authRoutes } from "./auth-pages";
+import { dailyUsage, recentRequests } from "./usage-query";
+
+type Form = Record<string, unknown>;
+
+interface Guarded extends SignedIn {
+  csrf: string;
+}
+
+export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts } = {}) {
+  const accounts = options.accounts ?? createAccounts(deps);
+  const publicUrl = deps.config.server.public_url;
+
+  /** The signed-in caller, or the response that turns them away. */
+  function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
+    const signed = accounts.sessionUser(request);
+    if (!signed) {
+      const path = new URL(request.url).pathname;
+      return redirect(`/dashboard/signin${path === "/dashboard" ? "" : `?next=${encodeURIComponent(path)}`}`);
+    }
+    const guarded = { ...signed, csrf: csrfToken(signed.token) };
+    if (need.admin && !signed.user.isAdmin) {
+      return page(guarded, { title: "Not allowed", status: 403 }, html`<p class="card">This page is for administrators.</p>`);
+    }
+    return guarded;
+  }
+
+  /** guard() plus the checks every state-changing form gets. */
+  function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): (Guarded & { form: Form }) | Response {
+    const g = guard(request, need);
+    if (g instanceof Response) return g;
+    const form = (body && typeof body === "object" ? body : {}) as Form;
+    if (!sameOrigin(request, publicUrl) || !verifyCsrf(g.token, form.csrf)) {
+      return page(g, { title: "Form expired", status: 403 }, html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`);
+    }
+    return { ...g, form };
+  }
+
+  function page(g: Guarded, options: Omit<PageOptions, "user" | "csrf"> & { active?: NavKey }, body: Parameters<typeof renderPage>[1]): Response {
+    return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
+  }
+
+  function renderKeys(g: Guarded, extra: { created?: { key: string; name: string }; notice?: PageOptions["notice"]; status?: number } = {}): Response {
+    const now = deps.now();
+    const keys = accounts.listKeys({ userId: g.user.id });
+    return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created }));
+  }
+
+  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200): Response {
+    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id };
+    return page(g, { title: "Admin", active: "admin", notice, status }, adminPage(view));
+  }
+
+  const hidden = { detail: { hide: true } };
+  return new Elysia({ name: "modelgate.dashboard" })
+    .get("/dashboard/assets/style.css", () => asset(STYLE, "text/css; charset=utf-8"), hidden)
+    .get("/dashboard/assets/app.js", () => asset(SCRIPT, "text/javascript; charset=utf-8"), hidden)
+    .use(authRoutes(deps, accounts))
+    .get("/dashboard", ({ request }) => {
+      const g = guard(request);
+      return g instanceof Response ? g : redirect("/dashboard/keys");
+    }, hidden)
+    .get("/dashboard/models", ({ request }) => {
+      const g = guard(request);
+      if (g instanceof Response) return g;
+      return page(g, { title: "Models", active: "models" }, modelsPage(deps.registry, deps.now()));
+    }, hidden)
+    .get("/dashboard/playground", ({ request, query }) => {
+      const g = guard(request);
+      if (g instanceof Response) return g;
+      return page(g, { title: "Playground", active: "playground" }, playgroundPage(deps.registry, { model: typeof query.model === "string" ? query.model : undefined }));
+    }, hidden)
+    .get("/dashboard/keys", ({ request, query }) => {
+      const g = guard(request);
+      if (g instanceof Response) return g;
+      return renderKeys(g, { notice: query.revoked ? { kind: "ok", text: "The key was revoked." } : null });
+    }, hidden)
+    .post("/dashboard/keys", ({ request, body }) => {
+      const g = guardForm(request, body);
+      if (g instanceof Response) return g;
+      const name = String(g.form.name ?? "").trim();
+      const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
+      if (name.length === 0 || name.length > 100 || !choice) {
+        return renderKeys(g, { notice: { kind: "error", text: "Give the key a name (up to 100 characters) and pick an expiry." }, status: 400 });
+      }
+      const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
+      const created = accounts.createKey({ userId: g.user.id, name, expiresAt });
+      if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
+      return renderKeys(g, { created: { key: created.value.key, name } });
+    }, hidden)
+    .post("/dashboard/keys/:id/revoke", ({ request, body, params }) => {
+      const g = guardForm(request, body);
+      if (g instanceof Response) return g;
+      if (!accounts.revokeKey(params.id, { userId: g.user.id })) {
+        return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
+      }
+      return redirect("/dashboard/keys?revoked=1");
+    }, hidden)
+    .get("/dashboard/usage", ({ request }) => {
+      const g = guard(request);
+      if (g instanceof Response) return g;
+      const now = deps.now();
+      const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
+      const view = {
+        balanceMicro: accounts.balance(g.user.id),
+        daily: dailyUsage(deps.db, { userId: g.user.id, since }),
+        recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
+        now,
+      };
+      return page(g, { title: "Credits & usage", active: "usage" }, usagePage(view));
+    }, hidden)
+    .get("/dashboard/admin", ({ request, query }) => {
+      const g = guard(request, { admin: true });
+      if (g instanceof Response) return g;
+      return renderAdmin(g, typeof query.done === "string" ? { kind: "ok", text: ADMIN_NOTICES[query.done] ?? "Done." } : null);
+    }, hidden)
+    .post("/dashboard/admin/users", async ({ request, body }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      const email = String(g.form.email ?? "").trim();
+      const password = String(g.form.password ?? "");
+      if (password !== "" && password.length < 8) return renderAdmin(g, { kind: "error", text: "A password needs at least 8 characters." }, 400);
+      const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin: g.form.admin === "1" });
+      if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400);
+      return redirect("/dashboard/admin?done=user");
+    }, hidden)
+    .post("/dashboard/admin/users/:id/:action", ({ request, body, params }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      const userId = Number(params.id);
+      const action = params.action;
+      if (!Number.isInteger(userId) || (action !== "disable" && action !== "enable")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
+      if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
+      if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+      return redirect(`/dashboard/admin?done=${action}`);
+    }, hidden)
+    .post("/dashboard/admin/credits", ({ request, body }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      const userId = Number(g.form.user_id);
+      const micro = parseCredits(String(g.form.amount ?? ""));
+      if (!Number.isInteger(userId) || micro === null) {
+        return renderAdmin(g, { kind: "error", text: "Pick a user and a positive amount such as 12.50 (at most 6 decimals)." }, 400);
+      }
+      const note = String(g.form.note ?? "").trim().slice(0, 200);
+      const granted = accounts.grantCredits({ userId, micro, note: note || null });
+      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400);
+      return redirect("/dashboard/admin?done=credits");
+    }, hidden)
+    .post("/dashboard/admin/keys/:id/revoke", ({ request, body, params }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      if (!accounts.revokeKey(params.id, {})) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
+      return redirect("/dashboard/admin?done=revoked");
+    }, hidden)
+    .get("/dashboard/*", ({ request }) => {
+      const g = guard(request);
+      if (g instanceof Response) return g;
+      return page(g, { title: "Not found", status: 404 }, html`<p class="card">There is no such page. <a href="/dashboard">Back to the dashboard</a>.</p>`);
+    }, hidden);
+}
+
+const ADMIN_NOTICES: Record<string, string> = {
+  user: "The user was created.",
+  disable: "The user was disabled.",
+  enable: "The user was enabled.",
+  credits: "Credits granted.",
+  revoked: "The key was revoked.",
+};
+
+function asset(text: string, type: string): Response {
+  return new Response(text, { headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" } });
+}

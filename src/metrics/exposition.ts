@@ -1,0 +1,110 @@
+/**
+ * Prometheus text exposition (format 0.0.4), hand-written: labelled counters and histograms that
+ * cost one string key and one Map lookup per observation, and gauges computed at scrape time.
+ * Series are created on first use and never removed, so label values must come from a bounded set
+ * (configured models and upstreams, identity kinds, HTTP statuses), never from client input.
+ */
+
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export class Counter {
+  private readonly series = new Map<string, { labels: string[]; value: number }>();
+  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[]) {}
+
+  inc(labels: string[], by = 1): void {
+    const key = labels.join("\u0000");
+    const entry = this.series.get(key);
+    if (entry) entry.value += by;
+    else this.series.set(key, { labels, value: by });
+  }
+
+  /** Current value of one series (0 when never incremented). */
+  get(labels: string[]): number {
+    return this.series.get(labels.join("\u0000"))?.value ?? 0;
+  }
+
+  render(scale = 1): string {
+    let out = header(this.name, this.help, "counter");
+    for (const { labels, value } of this.series.values()) {
+      out += `${this.name}${labelSet(this.labelNames, labels)} ${formatNumber(value * scale)}\n`;
+    }
+    return out;
+  }
+}
+
+export class Histogram {
+  private readonly series = new Map<string, { labels: string[]; counts: Float64Array; sum: number; count: number }>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    /** Upper bounds, ascending. */
+    readonly buckets: readonly number[],
+  ) {}
+
+  observe(labels: string[], value: number): void {
+    const key = labels.join("\u0000");
+    let entry = this.series.get(key);
+    if (!entry) {
+      entry = { labels, counts: new Float64Array(this.buckets.length), sum: 0, count: 0 };
+      this.series.set(key, entry);
+    }
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]) i += 1;
+    if (i < this.buckets.length) entry.counts[i] += 1;
+    entry.sum += value;
+    entry.count += 1;
+  }
+
+  render(): string {
+    let out = header(this.name, this.help, "histogram");
+    for (const { labels, counts, sum, count } of this.series.values()) {
+      let cumulative = 0;
+      for (let i = 0; i < this.buckets.length; i++) {
+        cumulative += counts[i];
+        out += `${this.name}_bucket${labelSet([...this.labelNames, "le"], [...labels, formatNumber(this.buckets[i])])} ${cumulative}\n`;
+      }
+      out += `${this.name}_bucket${labelSet([...this.labelNames, "le"], [...labels, "+Inf"])} ${count}\n`;
+      out += `${this.name}_sum${labelSet(this.labelNames, labels)} ${formatNumber(sum)}\n`;
+      out += `${this.name}_count${labelSet(this.labelNames, labels)} ${count}\n`;
+    }
+    return out;
+  }
+}
+
+/** A gauge (or counter read from elsewhere) whose samples are computed when scraped. */
+export function renderSamples(name: string, help: string, type: "gauge" | "counter", samples: Sample[]): string {
+  let out = header(name, help, type);
+  for (const { labels, value } of samples) {
+    out += `${name}${labelSet(Object.keys(labels), Object.values(labels))} ${formatNumber(value)}\n`;
+  }
+  return out;
+}
+
+function header(name: string, help: string, type: string): string {
+  return `# HELP ${name} ${help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n")}\n# TYPE ${name} ${type}\n`;
+}
+
+function labelSet(names: readonly string[], values: readonly string[]): string {
+  if (names.length === 0) return "";
+  let out = "{";
+  for (let i = 0; i < names.length; i++) {
+    if (i > 0) out += ",";
+    out += `${names[i]}="${escapeLabel(values[i] ?? "")}"`;
+  }
+  return `${out}}`;
+}
+
+function escapeLabel(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+}
+
+function formatNumber(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (value === Infinity) return "+Inf";
+  if (value === -Infinity) return "-Inf";
+  return String(value);
+}

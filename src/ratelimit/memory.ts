@@ -1,0 +1,125 @@
+/**
+ * The in-memory rate limiter: one token bucket per subject (capacity = the limit, refilled
+ * continuously), plus an optional fixed window per subject (the anonymous daily limit; the window
+ * opens with the subject's first request). Decisions are synchronous, so concurrent requests on one
+ * event loop are counted exactly: a fresh 60/min bucket lets exactly 60 of a burst through.
+ *
+ * Memory stays bounded: an entry whose bucket has refilled and whose window has closed decides
+ * exactly like a missing one, so sweep() (every `sweepMs`) deletes it; and at `maxSubjects`
+ * entries the oldest are dropped down to 90% of it (only reachable when that many subjects are
+ * active at once; a dropped subject starts again with a full bucket and a fresh window).
+ * Time comes from the injected clock; nothing here sleeps.
+ */
+import type { RateDecision, RateLimiter, RatePolicy } from "./types";
+
+export interface MemoryLimiterOptions {
+  now?: () => number;
+  sweepMs?: number;
+  maxSubjects?: number;
+}
+
+class Entry {
+  tokens: number;
+  at: number;
+  /** Bucket shape of the last policy applied, so sweep() knows when it is full again. */
+  capacity: number;
+  periodMs: number;
+  windowStart = -1;
+  windowCount = 0;
+  windowMs = 0;
+  constructor(capacity: number, periodMs: number, now: number) {
+    this.tokens = capacity;
+    this.capacity = capacity;
+    this.periodMs = periodMs;
+    this.at = now;
+  }
+}
+
+export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLimiter {
+  const now = options.now ?? Date.now;
+  const maxSubjects = options.maxSubjects ?? 500_000;
+  const entries = new Map<string, Entry>();
+
+  function sweep(): void {
+    const t = now();
+    for (const [subject, e] of entries) {
+      const full = e.tokens + (t - e.at) * (e.capacity / e.periodMs) >= e.capacity;
+      const windowOpen = e.windowStart !== -1 && t - e.windowStart < e.windowMs;
+      if (full && !windowOpen) entries.delete(subject);
+    }
+  }
+
+  function admitNew(subject: string, entry: Entry): void {
+    if (entries.size >= maxSubjects) {
+      // Make room for a tenth of the cap at once, so a flood of new subjects costs O(1) each.
+      sweep();
+      const target = Math.floor(maxSubjects * 0.9);
+      for (const oldest of entries.keys()) {
+        if (entries.size <= target) break;
+        entries.delete(oldest); // Map iteration is insertion order: the oldest subjects go first
+      }
+    }
+    entries.set(subject, entry);
+  }
+
+  const timer = setInterval(sweep, options.sweepMs ?? 30_000);
+  timer.unref?.();
+
+  return {
+    take(subject: string, policy: RatePolicy): RateDecision {
+      const t = now();
+      let e = entries.get(subject);
+      if (e === undefined) {
+        e = new Entry(policy.limit, policy.periodMs, t);
+        admitNew(subject, e);
+      }
+      const rate = policy.limit / policy.periodMs;
+      e.tokens = Math.min(policy.limit, e.tokens + Math.max(0, t - e.at) * rate);
+      e.at = t;
+      e.capacity = policy.limit;
+      e.periodMs = policy.periodMs;
+      const bucketOk = e.tokens >= 1;
+
+      const window = policy.window;
+      let windowOk = true;
+      if (window !== undefined) {
+        if (e.windowStart === -1 || t - e.windowStart >= window.ms) {
+          e.windowStart = t;
+          e.windowCount = 0;
+        }
+        e.windowMs = window.ms;
+        windowOk = e.windowCount < window.limit;
+      }
+      const allowed = bucketOk && windowOk;
+      if (allowed) {
+        e.tokens -= 1;
+        if (window !== undefined) e.windowCount += 1;
+      }
+
+      const bucketRemaining = Math.floor(e.tokens);
+      const bucket: RateDecision = {
+        allowed,
+        binding: "bucket",
+        limit: policy.limit,
+        remaining: bucketRemaining,
+        resetMs: (policy.limit - e.tokens) / rate,
+        retryAfterMs: bucketOk ? 0 : (1 - e.tokens) / rate,
+      };
+      if (window === undefined) return bucket;
+      const windowRemaining = window.limit - e.windowCount;
+      const windowReset = e.windowStart + window.ms - t;
+      if (windowOk && windowRemaining >= bucketRemaining) return bucket;
+      return {
+        allowed,
+        binding: "window",
+        limit: window.limit,
+        remaining: windowRemaining,
+        resetMs: windowReset,
+        retryAfterMs: Math.max(bucket.retryAfterMs, windowOk ? 0 : windowReset),
+      };
+    },
+    size: () => entries.size,
+    sweep,
+    close: () => clearInterval(timer),
+  };
+}

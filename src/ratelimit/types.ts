@@ -1,0 +1,72 @@
+/**
+ * The rate-limiter seam. A limiter answers one question synchronously: may `subject` make one more
+ * request under `policy` now? It counts the request only when the answer is yes. The in-memory
+ * implementation (memory.ts) is the one in use; a shared store can implement the same interface.
+ * Also here: the x-ratelimit-* / Retry-After headers a decision produces, in OpenAI's format.
+ */
+
+export interface RatePolicy {
+  /** Bucket capacity; the bucket refills continuously at `limit` per `periodMs`. */
+  limit: number;
+  periodMs: number;
+  /** Optional second limit: at most `limit` requests per window of `ms`, opened by the first. */
+  window?: { limit: number; ms: number };
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  /** Which limit the numbers describe: the bucket, or the window when it is the tighter one. */
+  binding: "bucket" | "window";
+  /** The limit that binds. */
+  limit: number;
+  remaining: number;
+  /** Time until the binding limit is fully restored, ms. */
+  resetMs: number;
+  /** When denied: time until one request would be allowed, ms. Otherwise 0. */
+  retryAfterMs: number;
+}
+
+export interface RateLimiter {
+  take(subject: string, policy: RatePolicy): RateDecision;
+  /** Number of subjects currently held in memory (for /api/status and tests). */
+  size(): number;
+  /** Drops state that no longer affects any decision (full buckets, closed windows). */
+  sweep(): void;
+  close(): void;
+}
+
+export const MINUTE_MS = 60_000;
+export const DAY_MS = 86_400_000;
+
+/** A policy from a `[limits]` entry: `per_minute`, optionally `per_day`. */
+export function policyFromLimit(limit: { per_minute: number; per_day?: number }): RatePolicy {
+  return {
+    limit: limit.per_minute,
+    periodMs: MINUTE_MS,
+    window: limit.per_day === undefined ? undefined : { limit: limit.per_day, ms: DAY_MS },
+  };
+}
+
+/** The headers every /v1/chat/completions response to an identified caller carries. */
+export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+  const headers: Record<string, string> = {
+    "x-ratelimit-limit-requests": String(decision.limit),
+    "x-ratelimit-remaining-requests": String(decision.remaining),
+    "x-ratelimit-reset-requests": formatDuration(decision.resetMs),
+  };
+  if (!decision.allowed) headers["retry-after"] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  return headers;
+}
+
+/** OpenAI's duration format: `250ms`, `1s`, `6m0s`, `23h59m12s`. */
+export function formatDuration(ms: number): string {
+  if (ms <= 0) return "0s";
+  if (ms < 1000) return `${Math.ceil(ms)}ms`;
+  const total = Math.ceil(ms / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h > 0) return `${h}h${m}m${s}s`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
+}

@@ -1,0 +1,47 @@
+/**
+ * `modelgate settlements list [--state pending|authorized|done|dead] [--json]` and
+ * `modelgate settlements retry ID`: the settlement queue from the command line, over the same
+ * database the server uses.
+ */
+import { registerCommand } from "../cli/index";
+import { stringFlag, UsageError } from "../cli/args";
+import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./queue";
+
+const USAGE = "usage: modelgate settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID";
+
+registerCommand("settlements", (ctx) => {
+  const sub = ctx.args.positionals[1];
+  const opened = ctx.openDb();
+  try {
+    if (sub === "list") {
+      const state = stringFlag(ctx.args, "state");
+      if (state !== undefined && !SETTLEMENT_STATES.includes(state as SettlementState)) throw new UsageError(`--state must be one of ${SETTLEMENT_STATES.join(", ")}`);
+      const rows = listSettlements(opened.db, { state: state as SettlementState | undefined, limit: 1000 });
+      if (ctx.args.flags.has("json")) {
+        ctx.print(JSON.stringify(rows, null, 2));
+        return 0;
+      }
+      const counts = settlementCounts(opened.db);
+      ctx.print(SETTLEMENT_STATES.map((s) => `${s} ${counts[s]}`).join("  "));
+      ctx.print(["ID", "STATE", "COMMITMENT", "NONCE", "AMOUNT", "ATTEMPTS", "TX / LAST ERROR"].join("\t"));
+      for (const row of rows) {
+        const note = row.state === "done" ? (row.txHash ?? "") : (row.lastError ?? "");
+        ctx.print([row.id, row.state, `${row.commitment.slice(0, 10)}…`, row.nonce, row.amount, row.attempts, note].join("\t"));
+      }
+      return 0;
+    }
+    if (sub === "retry") {
+      const id = Number(ctx.args.positionals[2]);
+      if (!Number.isInteger(id) || id < 1) throw new UsageError(USAGE);
+      if (!retrySettlement(opened.db, id, Date.now())) {
+        ctx.print(`settlement ${id} is not dead (or does not exist); nothing to retry`);
+        return 1;
+      }
+      ctx.print(`settlement ${id} queued again`);
+      return 0;
+    }
+    throw new UsageError(USAGE);
+  } finally {
+    opened.close();
+  }
+});

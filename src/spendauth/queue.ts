@@ -1,0 +1,72 @@
+/**
+ * The settlement queue: one row per served SpendAuth authorization, (commitment, nonce) unique.
+ * Rows move pending -> authorized -> done, or to dead after the attempt limit or once the
+ * authorization has expired (the contract refuses expired ones). Plain functions over a db
+ * handle, shared by the worker, /api/status and the CLI.
+ */
+import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { settlements } from "../db/schema";
+import { authorizationToJson, type SpendAuthorization } from "../auth/spendauth-parse";
+import type { Reservations } from "../auth/spendauth-replay";
+
+export type SettlementState = "pending" | "authorized" | "done" | "dead";
+export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];
+export type SettlementRow = typeof settlements.$inferSelect;
+
+/** Records a served authorization; a second record of the same (commitment, nonce) is ignored. */
+export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): void {
+  db.$client
+    .prepare(
+      "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
+}
+
+/** Rows the worker may work on now, oldest nonce of each commitment first. */
+export function readySettlements(db: Db, nowMs: number, limit: number): SettlementRow[] {
+  return db
+    .select()
+    .from(settlements)
+    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs)))
+    .orderBy(asc(settlements.commitment), asc(sql`length(${settlements.nonce})`), asc(settlements.nonce))
+    .limit(limit)
+    .all();
+}
+
+export function updateSettlement(
+  db: Db,
+  id: number,
+  change: Partial<Pick<SettlementRow, "state" | "attempts" | "nextAttemptAt" | "lastError" | "authHash" | "txHash">>,
+  nowMs: number,
+): void {
+  db.update(settlements).set({ ...change, updatedAt: nowMs }).where(eq(settlements.id, id)).run();
+}
+
+export function listSettlements(db: Db, options: { state?: SettlementState; limit?: number } = {}): SettlementRow[] {
+  const query = db.select().from(settlements);
+  const filtered = options.state ? query.where(eq(settlements.state, options.state)) : query;
+  return filtered.orderBy(desc(settlements.id)).limit(options.limit ?? 100).all();
+}
+
+export function settlementCounts(db: Db): Record<SettlementState, number> {
+  const counts: Record<SettlementState, number> = { pending: 0, authorized: 0, done: 0, dead: 0 };
+  const rows = db.$client.prepare("SELECT state, count(*) AS n FROM settlements GROUP BY state").all() as Array<{ state: SettlementState; n: number }>;
+  for (const row of rows) counts[row.state] = row.n;
+  return counts;
+}
+
+/** Puts a dead settlement back in the queue; false when there is no dead row with this id. */
+export function retrySettlement(db: Db, id: number, nowMs: number): boolean {
+  const result = db.$client
+    .prepare("UPDATE settlements SET state = CASE WHEN auth_hash IS NULL THEN 'pending' ELSE 'authorized' END, attempts = 0, next_attempt_at = 0, updated_at = ? WHERE id = ? AND state = 'dead'")
+    .run(nowMs, id);
+  return result.changes === 1;
+}
+
+/** At start-up: amounts served but not yet deducted on-chain count against their accounts again. */
+export function loadReservations(db: Db, reservations: Reservations): number {
+  const rows = db.select().from(settlements).where(eq(settlements.state, "pending")).all();
+  for (const row of rows) reservations.add(row.commitment, row.nonce, BigInt(row.amount), row.expiry);
+  return rows.length;
+}

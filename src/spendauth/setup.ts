@@ -1,0 +1,97 @@
+/**
+ * Wires SpendAuth for the server: the verification hook for the Gate, the chain client (with
+ * rpc_url), the settlement worker (with operator_key), nonce pruning, and the /api/status
+ * section. Config problems are ConfigErrors naming the key, raised before the server listens.
+ */
+import { ConfigError } from "../config/load";
+import type { Config } from "../config/schema";
+import type { Db } from "../db/client";
+import { GatewayError } from "../errors";
+import type { RateLimiter } from "../ratelimit/types";
+import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
+import { createSpendAuth, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
+import { createNonceStore, Reservations } from "../auth/spendauth-replay";
+import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
+import { loadReservations, settlementCounts } from "./queue";
+import { startSettlementWorker, type SettlementWorker } from "./worker";
+
+export interface SpendAuthRuntime {
+  hook: SpendAuthHook;
+  mode: ReturnType<typeof spendAuthMode>;
+  settling: boolean;
+  statusSection: () => Record<string, unknown>;
+  worker: SettlementWorker | null;
+  stop(): Promise<void>;
+}
+
+export interface SpendAuthSetupOptions {
+  config: Config;
+  db: Db;
+  now: () => number;
+  /** The gateway's limiter; SpendAuth takes limits.spend_auth from it per commitment. */
+  limiter?: RateLimiter;
+  log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+}
+
+const PRUNE_INTERVAL_MS = 60_000;
+
+export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime {
+  const cfg = options.config.spend_auth;
+  const mode = spendAuthMode(options.config);
+  if (cfg.operator_key && !cfg.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
+  const operatorAddress = cfg.operator_key ? operatorKeyAddress(cfg.operator_key) : null;
+  if (cfg.operator_key && !operatorAddress) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
+  if (operatorAddress && cfg.operator && operatorAddress !== cfg.operator.toLowerCase()) {
+    throw new ConfigError(`spend_auth.operator_key: controls ${operatorAddress}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`);
+  }
+  const nonces = createNonceStore(options.db);
+  const reservations = new Reservations();
+  loadReservations(options.db, reservations);
+  let accounts: AccountReader | undefined;
+  let worker: SettlementWorker | null = null;
+  if (mode === "chain") {
+    const chainOptions = { rpcUrl: cfg.rpc_url!, chainId: cfg.chain_id, contract: cfg.verifying_contract as `0x${string}`, timeoutMs: cfg.rpc_timeout_ms };
+    const client = createPublic(chainOptions);
+    accounts = cachedAccountReader(createAccountReader(client, chainOptions.contract), { ttlMs: cfg.account_cache_ms, now: options.now });
+    client.getChainId().then(
+      (id) => id !== cfg.chain_id && options.log("error", `spend_auth: the RPC reports chain ${id}, but spend_auth.chain_id is ${cfg.chain_id}; authorizations will not settle`),
+      (err) => options.log("warn", "spend_auth: the RPC did not answer at start-up", { error: String((err as Error)?.message ?? err).split("\n")[0] }),
+    );
+    if (cfg.operator_key) {
+      const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
+      worker = startSettlementWorker({ db: options.db, settler, reservations, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log });
+    }
+  }
+  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, reservations });
+  const pruner = setInterval(() => {
+    nonces.prune(options.now());
+    reservations.sweep(options.now());
+  }, PRUNE_INTERVAL_MS);
+  pruner.unref?.();
+  return {
+    hook,
+    mode,
+    settling: worker !== null,
+    worker,
+    statusSection: () => ({ spend_auth: { mode, settling: worker !== null, settlements: settlementCounts(options.db) } }),
+    async stop() {
+      clearInterval(pruner);
+      await worker?.stop();
+    },
+  };
+}
+
+/** limits.spend_auth per commitment, through the shared limiter (x-ratelimit-* headers included). */
+export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limits">): SpendRateLimit {
+  const policy = policyFromLimit(config.limits.spend_auth);
+  return (commitment) => {
+    const decision = limiter.take(`commitment:${commitment}`, policy);
+    const headers = rateLimitHeaders(decision);
+    if (decision.allowed) return headers;
+    return new GatewayError(
+      "rate_limit_exceeded",
+      `Rate limit reached for this commitment: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s with the same authorization`,
+      { headers },
+    );
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * The settlement worker: claims served authorizations on-chain with the operator key, one
+ * transaction at a time, in nonce order per commitment (the contract requires strictly
+ * sequential nonces). Each row goes pending -> authorized (authorizeSpend mined) -> done
+ * (claimPayment mined). A failure is retried with exponential backoff; after
+ * spend_auth.settle_max_attempts, or once the authorization has expired, the row is dead.
+ * Before resubmitting, the worker asks the contract what already happened (a receipt can be
+ * lost), so a restart or a retry never pays twice: the contract itself refuses a double claim.
+ */
+import type { Db } from "../db/client";
+import type { SpendAuthorization } from "../auth/spendauth-parse";
+import type { Reservations } from "../auth/spendauth-replay";
+import { spendAuthHash } from "./abi";
+import type { Settler } from "./chain";
+import { readySettlements, updateSettlement, type SettlementRow } from "./queue";
+
+export interface SettlementWorkerOptions {
+  db: Db;
+  settler: Settler;
+  reservations: Reservations;
+  now: () => number;
+  intervalMs: number;
+  maxAttempts: number;
+  log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface SettlementWorker {
+  /** Works through every ready row once; resolves when done (tests and shutdown call it). */
+  runOnce(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const MAX_BACKOFF_MS = 60_000;
+
+export function startSettlementWorker(options: SettlementWorkerOptions): SettlementWorker {
+  let running: Promise<number> | null = null;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+
+  const runOnce = (): Promise<number> => (running ??= tick(options).finally(() => (running = null)));
+  const schedule = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => void runOnce().catch((err) => options.log("error", "settlement: tick failed", { error: String(err) })).finally(schedule), options.intervalMs);
+    timer.unref?.();
+  };
+  schedule();
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      if (running) await running.catch(() => 0);
+    },
+  };
+}
+
+async function tick(options: SettlementWorkerOptions): Promise<number> {
+  const rows = readySettlements(options.db, options.now(), 50);
+  const blocked = new Set<string>();
+  let settled = 0;
+  for (const row of rows) {
+    if (blocked.has(row.commitment)) continue;
+    const ok = await settleRow(options, row);
+    if (ok) settled += 1;
+    // Later nonces of this commitment cannot be authorized before this one.
+    else if (row.state === "pending") blocked.add(row.commitment);
+  }
+  return settled;
+}
+
+async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): Promise<boolean> {
+  const { db, settler, now } = options;
+  const auth = authorizationOf(row);
+  const authHash = (row.authHash as `0x${string}` | null) ?? spendAuthHash(auth);
+  if (Math.floor(now() / 1000) > row.expiry) {
+    const onChain = await settler.getSpendAuth(authHash).catch(() => null);
+    if (!onChain?.claimed) return fail(options, row, "the authorization expired before it could be settled", { dead: true });
+  }
+  try {
+    let state = row.state;
+    if (state === "pending") {
+      const existing = await settler.getSpendAuth(authHash);
+      if (existing.amount === 0n) await settler.authorizeSpend(auth);
+      state = "authorized";
+      updateSettlement(db, row.id, { state, authHash, lastError: null }, now());
+      options.reservations.remove(row.commitment, row.nonce);
+    }
+    const pending = await settler.getSpendAuth(authHash);
+    const txHash = pending.claimed ? row.txHash : await settler.claimPayment(authHash);
+    updateSettlement(db, row.id, { state: "done", authHash, txHash, lastError: null }, now());
+    options.log("info", "settlement: claimed", { id: row.id, commitment: row.commitment, nonce: row.nonce, amount: row.amount, tx: txHash });
+    return true;
+  } catch (err) {
+    return fail(options, row, shortError(err), { dead: false });
+  }
+}
+
+function fail(options: SettlementWorkerOptions, row: SettlementRow, error: string, how: { dead: boolean }): boolean {
+  const attempts = row.attempts + 1;
+  const dead = how.dead || attempts >= options.maxAttempts;
+  const backoff = Math.min(MAX_BACKOFF_MS, options.intervalMs * 2 ** (attempts - 1));
+  updateSettlement(options.db, row.id, { state: dead ? "dead" : row.state, attempts, nextAttemptAt: options.now() + backoff, lastError: error }, options.now());
+  if (dead) options.reservations.remove(row.commitment, row.nonce);
+  options.log(dead ? "error" : "warn", dead ? "settlement: dead" : "settlement: will retry", { id: row.id, commitment: row.commitment, nonce: row.nonce, attempts, error });
+  return false;
+}
+
+function authorizationOf(row: SettlementRow): SpendAuthorization {
+  const raw = JSON.parse(row.authorization) as Record<string, string | number>;
+  return {
+    commitment: raw.commitment as `0x${string}`,
+    serviceId: BigInt(raw.serviceId),
+    jobIndex: Number(raw.jobIndex),
+    amount: BigInt(raw.amount),
+    operator: raw.operator as `0x${string}`,
+    nonce: BigInt(raw.nonce),
+    expiry: BigInt(raw.expiry),
+    signature: raw.signature as `0x${string}`,
+  };
+}
+
+/** The first line of a viem error (its reason), without request bodies or URLs' query strings. */
+function shortError(err: unknown): string {
+  const e = err as { shortMessage?: string; message?: string };
+  return String(e?.shortMessage ?? e?.message ?? err).split("\n")[0].slice(0, 300);
+}

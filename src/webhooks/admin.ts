@@ -1,0 +1,100 @@
+/**
+ * Inspecting and replaying the outbox: `modelgate jobs list|retry` and the /api/status section.
+ * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call back
+ * to pending with a fresh attempt budget; a leased call is refused (its consumer may still run).
+ */
+import { and, asc, count, desc, eq, inArray, min, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { webhookJobs } from "../db/schema";
+import type { JobState } from "./store";
+
+export const JOB_STATES: readonly JobState[] = ["pending", "leased", "done", "dead"];
+
+export interface JobSummary {
+  callId: number;
+  jobId: number;
+  state: JobState;
+  attempts: number;
+  path: string;
+  name: string | null;
+  bytes: number;
+  createdAt: number;
+  leaseUntil: number | null;
+  lastError: string | null;
+}
+
+export function listJobs(db: Db, options: { state?: JobState; limit?: number } = {}): JobSummary[] {
+  const where: SQL | undefined = options.state ? eq(webhookJobs.state, options.state) : undefined;
+  const rows = db
+    .select({
+      callId: webhookJobs.callId,
+      jobId: webhookJobs.jobId,
+      state: webhookJobs.state,
+      attempts: webhookJobs.attempts,
+      path: webhookJobs.path,
+      name: webhookJobs.name,
+      body: webhookJobs.body,
+      createdAt: webhookJobs.createdAt,
+      leaseUntil: webhookJobs.leaseUntil,
+      lastError: webhookJobs.lastError,
+    })
+    .from(webhookJobs)
+    .where(where)
+    .orderBy(desc(webhookJobs.callId))
+    .limit(options.limit ?? 100)
+    .all();
+  return rows.map(({ body, ...row }) => ({ ...row, bytes: body.length }));
+}
+
+export type RetryResult =
+  | { ok: true; previous: JobState }
+  | { ok: false; reason: "not_found" | "leased" };
+
+export function retryJob(db: Db, callId: number): RetryResult {
+  const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
+  if (!row) return { ok: false, reason: "not_found" };
+  if (row.state === "leased") return { ok: false, reason: "leased" };
+  const updated = db
+    .update(webhookJobs)
+    .set({ state: "pending", attempts: 0, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
+    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["pending", "done", "dead"])))
+    .returning({ callId: webhookJobs.callId })
+    .all();
+  if (updated.length !== 1) return { ok: false, reason: "leased" };
+  return { ok: true, previous: row.state };
+}
+
+export interface OutboxStats {
+  pending: number;
+  leased: number;
+  dead: number;
+  /** pending + leased: accepted calls not yet done. */
+  outbox_depth: number;
+  oldest_pending_age_ms: number | null;
+}
+
+/** Counts the undone states only: done rows may be many and are not worth a scan per request. */
+export function outboxStats(db: Db, now: number): OutboxStats {
+  const counts = db
+    .select({ state: webhookJobs.state, n: count() })
+    .from(webhookJobs)
+    .where(inArray(webhookJobs.state, ["pending", "leased", "dead"]))
+    .groupBy(webhookJobs.state)
+    .orderBy(asc(webhookJobs.state))
+    .all();
+  const by = Object.fromEntries(counts.map((c) => [c.state, c.n])) as Partial<Record<JobState, number>>;
+  const oldest = db
+    .select({ at: min(webhookJobs.createdAt) })
+    .from(webhookJobs)
+    .where(eq(webhookJobs.state, "pending"))
+    .get();
+  const pending = by.pending ?? 0;
+  const leased = by.leased ?? 0;
+  return {
+    pending,
+    leased,
+    dead: by.dead ?? 0,
+    outbox_depth: pending + leased,
+    oldest_pending_age_ms: oldest?.at == null ? null : Math.max(0, now - oldest.at),
+  };
+}

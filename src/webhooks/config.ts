@@ -1,0 +1,118 @@
+/**
+ * Loading and checking the webhook config before the schema sees it.
+ *
+ * - mergeWebhooksFile: `[webhooks] config = "webhooks.toml"` names a file in the Blueprint SDK
+ *   webhook crate's format (top-level `bind_address`, `[[endpoints]]`), read relative to the main
+ *   config file and merged under `[webhooks]`. A key may be set in one place only.
+ * - checkWebhooks: the crate's validation with messages naming the key path: at least one
+ *   endpoint when enabled, path starts with '/', no duplicate or reserved paths, a known auth
+ *   mode, a secret where the mode needs one; `[[jobs]]` handlers have exactly one action.
+ * Both work on the raw TOML document (untrusted shapes), so they narrow every value they read.
+ */
+import { readFileSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { ConfigError } from "../config/load";
+import { AUTH_MODES } from "../config/webhooks-schema";
+
+type Raw = Record<string, unknown>;
+
+/** Paths the gateway serves itself; an endpoint may not take them. */
+export const HEALTH_PATH = "/webhooks/health";
+export const PULL_PREFIX = "/webhooks/jobs/";
+
+/** Keys a webhooks.toml may carry. `service_id` is accepted and ignored, as by the crate. */
+const FILE_KEYS = new Set([
+  "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
+  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id",
+]);
+const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key"]);
+
+function isObject(value: unknown): value is Raw {
+  return value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
+}
+
+/** Returns the document with the webhooks file (if any) merged under `[webhooks]`. */
+export function mergeWebhooksFile(raw: Raw, baseDir: string): Raw {
+  const section = raw.webhooks;
+  if (!isObject(section) || section.config === undefined) return raw;
+  if (typeof section.config !== "string" || section.config === "") {
+    throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
+  }
+  const file = isAbsolute(section.config) ? section.config : resolve(baseDir, section.config);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError(`webhooks.config: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  let doc: Raw;
+  try {
+    doc = parseToml(text) as Raw;
+  } catch (err) {
+    throw new ConfigError(`webhooks.config: ${file}: invalid TOML: ${(err as Error).message.split("\n")[0]}`);
+  }
+  const merged: Raw = { ...section };
+  for (const [key, value] of Object.entries(doc)) {
+    if (!FILE_KEYS.has(key)) throw new ConfigError(`${file}: ${key}: unknown key`);
+    if (key === "service_id") continue;
+    if (key in section) {
+      throw new ConfigError(`webhooks.${key}: set both inline and in ${file}; keep one`);
+    }
+    merged[key] = value;
+  }
+  if (Array.isArray(doc.endpoints)) checkEndpoints(doc.endpoints, `${file}: endpoints`);
+  return { ...raw, webhooks: merged };
+}
+
+/** Structural checks with clear messages; type and range errors are left to the schema. */
+export function checkWebhooks(raw: Raw): void {
+  const section = raw.webhooks;
+  if (isObject(section)) {
+    if ("service_id" in section) {
+      throw new ConfigError("webhooks.service_id: set at run time with --service-id or $MODELGATE_SERVICE_ID, not in TOML");
+    }
+    const endpoints = section.endpoints;
+    if (Array.isArray(endpoints)) checkEndpoints(endpoints, "webhooks.endpoints");
+    const count = Array.isArray(endpoints) ? endpoints.length : 0;
+    if (section.enabled === true && count === 0) {
+      throw new ConfigError("webhooks.endpoints: at least one endpoint is required when webhooks are enabled");
+    }
+  }
+  if (Array.isArray(raw.jobs)) checkJobs(raw.jobs);
+}
+
+function checkEndpoints(endpoints: unknown[], label: string): void {
+  const seen = new Map<string, number>();
+  endpoints.forEach((endpoint, i) => {
+    const at = `${label}[${i}]`;
+    if (!isObject(endpoint)) return;
+    const { path, auth, secret } = endpoint;
+    if (typeof path === "string") {
+      if (!path.startsWith("/")) throw new ConfigError(`${at}.path: must start with "/" (got "${path}")`);
+      if (path === HEALTH_PATH || path.startsWith(PULL_PREFIX)) {
+        throw new ConfigError(`${at}.path: "${path}" is reserved by the gateway`);
+      }
+      const first = seen.get(path);
+      if (first !== undefined) throw new ConfigError(`${at}.path: duplicate path "${path}" (also ${label}[${first}])`);
+      seen.set(path, i);
+    }
+    if (auth !== undefined && !(AUTH_MODES as readonly unknown[]).includes(auth)) {
+      throw new ConfigError(`${at}.auth: unknown auth mode ${JSON.stringify(auth)} (expected one of ${AUTH_MODES.join(", ")})`);
+    }
+    if (typeof auth === "string" && SECRET_MODES.has(auth) && (typeof secret !== "string" || secret === "")) {
+      throw new ConfigError(`${at}.secret: required for auth "${auth}"`);
+    }
+  });
+}
+
+function checkJobs(jobs: unknown[]): void {
+  const seen = new Set<unknown>();
+  jobs.forEach((job, i) => {
+    if (!isObject(job)) return;
+    const actions = [job.command, job.forward].filter((a) => a !== undefined).length;
+    if (actions !== 1) throw new ConfigError(`jobs[${i}]: set exactly one of "command" or "forward"`);
+    if (seen.has(job.job_id)) throw new ConfigError(`jobs[${i}].job_id: another [[jobs]] handler already takes job ${job.job_id}`);
+    seen.add(job.job_id);
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * WebhookGateway: the webhook ingress, a Bun.serve of its own on `bind_address` (separate from
+ * the main app, so a flood of alerts never queues behind model traffic, and it stays a plain
+ * fetch handler with a Map lookup per request).
+ *
+ * Per request, in this order: 404 unknown path; 405 (with Allow) for anything but POST; 413 when
+ * Content-Length is over max_body_bytes; header-only auth (bearer, api-key) -> 401; the body is
+ * read up to the limit (413 also for chunked bodies); HMAC over the raw bytes -> 401; durable
+ * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
+ * written the answer is 503 with Retry-After, because senders such as Alertmanager retry only
+ * 5xx. The body is stored exactly as received. `GET /webhooks/health` answers `ok`, and the pull
+ * API for external runners lives under /webhooks/jobs/ when a pull_token is configured.
+ */
+import type { Server } from "bun";
+import type { WebhooksConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
+import { createVerifier, type Verifier } from "./auth";
+import { HEALTH_PATH, PULL_PREFIX } from "./config";
+import type { Outbox } from "./outbox";
+import { WebhookProducer, type ProducerOptions } from "./producer";
+import { createPullApi } from "./pull-api";
+
+export interface GatewayOptions {
+  config: WebhooksConfig;
+  outbox: Outbox;
+  serviceId: number;
+  log?: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+}
+
+interface Route {
+  endpoint: WebhookEndpointConfig;
+  verifier: Verifier;
+  name: string | null;
+  dedupeHeader: string | null;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
+export class WebhookGateway {
+  private readonly routes = new Map<string, Route>();
+  private readonly pull: ((request: Request, path: string) => Promise<Response>) | null;
+  private server: Server<undefined> | null = null;
+  private readonly retryAfter: string;
+  private readonly maxBody: number;
+
+  constructor(private readonly options: GatewayOptions) {
+    const { config } = options;
+    for (const endpoint of config.endpoints) {
+      this.routes.set(endpoint.path, {
+        endpoint,
+        verifier: createVerifier(endpoint),
+        name: endpoint.name ?? null,
+        dedupeHeader: endpoint.dedupe_header ?? null,
+      });
+    }
+    this.pull = config.pull_token ? createPullApi(options.outbox, config.pull_token) : null;
+    this.retryAfter = String(config.retry_after_s);
+    this.maxBody = config.max_body_bytes;
+  }
+
+  get port(): number | null {
+    return this.server?.port ?? null;
+  }
+
+  /** Listens on `bind_address` (or an explicit address, e.g. port 0 in tests). */
+  start(address: { hostname: string; port: number } = parseBindAddress(this.options.config.bind_address)): number {
+    this.server = Bun.serve({
+      hostname: address.hostname,
+      port: address.port,
+      // Bun's own cap sits above ours so that our 413 (and its JSON body) is what senders see.
+      maxRequestBodySize: this.maxBody + 65_536,
+      idleTimeout: 60,
+      fetch: (request) => this.fetch(request),
+      error: () => json(503, { error: "unavailable" }, { "retry-after": this.retryAfter }),
+    });
+    return this.server.port!;
+  }
+
+  /** Stops accepting, lets in-flight requests finish, then commits whatever is queued. */
+  async stop(): Promise<void> {
+    await this.server?.stop(false);
+    this.server = null;
+    this.options.outbox.flush();
+  }
+
+  producer(options: ProducerOptions = {}): WebhookProducer {
+    return new WebhookProducer(this.options.outbox, options);
+  }
+
+  /** The whole ingress as a fetch handler (also how the in-process tests drive it). */
+  fetch = async (request: Request): Promise<Response> => {
+    const path = pathOf(request.url);
+    const route = this.routes.get(path);
+    if (route === undefined) return this.other(request, path);
+    if (request.method !== "POST") return json(405, { error: "method_not_allowed" }, { allow: "POST" });
+    const declared = request.headers.get("content-length");
+    if (declared !== null && Number(declared) > this.maxBody) return this.tooLarge();
+    const { verifier } = route;
+    if (!verifier.needsBody && !verifier.verify(request.headers, null)) return json(401, { error: "unauthorized" });
+    let body: Uint8Array | null;
+    try {
+      body = await readBody(request, this.maxBody);
+    } catch {
+      return json(400, { error: "bad_request" });
+    }
+    if (body === null) return this.tooLarge();
+    if (verifier.needsBody && !verifier.verify(request.headers, body)) return json(401, { error: "unauthorized" });
+    return this.accept(route, request, body);
+  };
+
+  private async accept(route: Route, request: Request, body: Uint8Array): Promise<Response> {
+    const { endpoint } = route;
+    const delivery = route.dedupeHeader === null ? null : request.headers.get(route.dedupeHeader);
+    try {
+      const result = await this.options.outbox.append({
+        jobId: endpoint.job_id,
+        serviceId: this.options.serviceId,
+        path: endpoint.path,
+        name: route.name,
+        body,
+        contentType: request.headers.get("content-type"),
+        dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
+      });
+      return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
+    } catch (error) {
+      this.options.log?.("error", "webhook outbox unavailable; answering 503", {
+        path: endpoint.path,
+        error: String((error as Error)?.message ?? error),
+      });
+      return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+    }
+  }
+
+  private other(request: Request, path: string): Promise<Response> | Response {
+    if (path === HEALTH_PATH) {
+      if (request.method === "GET" || request.method === "HEAD") {
+        return new Response("ok", { headers: { "content-type": "text/plain; charset=utf-8" } });
+      }
+      return json(405, { error: "method_not_allowed" }, { allow: "GET, HEAD" });
+    }
+    if (this.pull !== null && path.startsWith(PULL_PREFIX)) return this.pull(request, path);
+    return json(404, { error: "not_found" });
+  }
+
+  private tooLarge(): Response {
+    return json(413, { error: "payload_too_large", limit: this.maxBody });
+  }
+}
+
+/** The path of an absolute request URL without allocating a URL object. */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
+/** The raw body, or null once it exceeds `limit` bytes (counted as chunks arrive). */
+async function readBody(request: Request, limit: number): Promise<Uint8Array | null> {
+  if (request.headers.get("content-length") !== null) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    return bytes.byteLength > limit ? null : bytes;
+  }
+  if (request.body === null) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) return null;
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0] : new Uint8Array(Buffer.concat(chunks));
+}
+
+export function parseBindAddress(bind: string): { hostname: string; port: number } {
+  const index = bind.lastIndexOf(":");
+  const hostname = bind.slice(0, index).replace(/^\[(.*)\]$/, "$1") || "0.0.0.0";
+  return { hostname, port: Number(bind.slice(index + 1)) };
+}

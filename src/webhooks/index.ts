@@ -1,0 +1,110 @@
+/**
+ * The webhook feature as serve.ts starts it when `[webhooks] enabled = true`: the outbox on its
+ * own connection to modelgate.db, the WebhookGateway on bind_address, the `[[jobs]]` runner, and
+ * an hourly prune of done calls older than retain_done_hours. Also the library entry point:
+ * TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
+ */
+import { join } from "node:path";
+import type { Config } from "../config/schema";
+import { WebhookGateway, parseBindAddress } from "./gateway";
+import { startJobRunner } from "./jobs";
+import { Outbox } from "./outbox";
+import type { OutboxStats } from "./admin";
+import type { GaugeSource } from "../metrics/gateway";
+
+export { WebhookGateway } from "./gateway";
+export { WebhookProducer, type JobCall, type ProducerOptions } from "./producer";
+export { Outbox } from "./outbox";
+
+/** Status must render even when the database is failing (that is when it matters most). */
+function safeStats(outbox: Outbox): OutboxStats | { error: string } {
+  try {
+    return outbox.stats();
+  } catch (error) {
+    return { error: `outbox unreadable: ${(error as Error)?.message ?? error}` };
+  }
+}
+
+type Log = (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+
+export interface WebhooksService {
+  gateway: WebhookGateway;
+  outbox: Outbox;
+  port: number;
+  /** A section for /api/status. */
+  status(): Record<string, unknown>;
+  /** Calls per undone state, for /metrics. */
+  outboxGauge: GaugeSource;
+  stop(): Promise<void>;
+}
+
+export function outboxFor(config: Config, file: string, now?: () => number): Outbox {
+  const w = config.webhooks;
+  return new Outbox(file, {
+    now,
+    dedupeWindowMs: w.dedupe_window_s * 1000,
+    leaseMs: w.lease_ms,
+    maxAttempts: w.max_attempts,
+    backoffMs: w.backoff_ms,
+    backoffMaxMs: w.backoff_max_ms,
+  });
+}
+
+export function startWebhooks(config: Config, options: { serviceId: number; log: Log }): WebhooksService {
+  const { log, serviceId } = options;
+  const w = config.webhooks;
+  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"));
+  const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
+  const address = parseBindAddress(w.bind_address);
+  const port = gateway.start(address);
+  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
+  const retainMs = w.retain_done_hours * 3_600_000;
+  const prune = (): void => {
+    outbox.prune(retainMs).then(
+      (n) => n > 0 && log("info", `pruned ${n} done webhook call(s)`),
+      (error) => log("warn", "webhook prune failed", { error: String(error?.message ?? error) }),
+    );
+  };
+  prune();
+  const pruneTimer = setInterval(prune, 3_600_000);
+  pruneTimer.unref?.();
+  if (serviceId === 0) {
+    log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");
+  }
+  log("info", `webhook gateway listening on http://${address.hostname}:${port}`, {
+    endpoints: w.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),
+    jobs: config.jobs.map((j) => j.job_id),
+    pull_api: w.pull_token !== undefined,
+    service_id: serviceId,
+  });
+  return {
+    gateway,
+    outbox,
+    port,
+    status: () => ({
+      webhooks: {
+        bind_address: w.bind_address,
+        ...safeStats(outbox),
+        accepted_since_start: outbox.counters.accepted,
+        duplicates_since_start: outbox.counters.duplicates,
+        commits_since_start: outbox.counters.commits,
+        failed_commits_since_start: outbox.counters.failedCommits,
+      },
+    }),
+    outboxGauge: {
+      name: "modelgate_webhook_outbox_calls",
+      help: "Webhook calls in the outbox that are not done, by state",
+      collect: () => {
+        const stats = safeStats(outbox);
+        if (!("pending" in stats)) return [];
+        return (["pending", "leased", "dead"] as const).map((state) => ({ labels: { state }, value: stats[state] }));
+      },
+    },
+    async stop() {
+      clearInterval(pruneTimer);
+      await gateway.stop();
+      await runner.stop(config.server.shutdown_grace_ms);
+      outbox.close();
+    },
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The `[[jobs]]` handlers from config, keyed by job_id, each consuming its calls through a
+ * WebhookProducer with `concurrency` workers:
+ * - `command = ["argv", ...]`: runs the program with the body on stdin and the metadata in the
+ *   environment (X_GATEWAY_SERVICE_ID, X_GATEWAY_CALL_ID, X_WEBHOOK_PATH, X_WEBHOOK_NAME if
+ *   named, X_WEBHOOK_ORIGIN, X_GATEWAY_JOB_ID, X_GATEWAY_ATTEMPT). Exit 0 acks; any other exit,
+ *   a signal or `timeout_ms` (the process is killed) fails the attempt.
+ * - `forward = "https://..."`: POSTs the body with the metadata as headers; a 2xx acks, anything
+ *   else (or no answer within `timeout_ms`) fails the attempt.
+ * Failed attempts are retried by the outbox with backoff until max_attempts, then dead. While a
+ * handler runs, its lease is extended every third of the lease, so a long job is never handed to
+ * a second worker; if this process dies, the lease runs out and the call is delivered again.
+ */
+import type { JobHandlerConfig } from "../config/webhooks-schema";
+import type { Outbox } from "./outbox";
+import { WebhookProducer, type JobCall } from "./producer";
+
+export type Outcome = { ok: true } | { ok: false; error: string };
+
+export interface JobRunnerOptions {
+  leaseMs: number;
+  pollMs?: number;
+  log?: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface JobRunner {
+  /** Stops taking calls and waits up to `graceMs` for running ones. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** Metadata as environment variables: header names with `-` turned into `_`. */
+export function metadataEnv(call: JobCall): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(call.metadata)) env[key.replaceAll("-", "_")] = value;
+  env.X_GATEWAY_JOB_ID = String(call.jobId);
+  env.X_GATEWAY_ATTEMPT = String(call.attempt);
+  return env;
+}
+
+export async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number): Promise<Outcome> {
+  let child;
+  try {
+    child = Bun.spawn([...argv], {
+      stdin: new Blob([call.body]),
+      stdout: "ignore",
+      stderr: "pipe",
+      env: { ...process.env, ...metadataEnv(call) },
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
+    });
+  } catch (error) {
+    return { ok: false, error: `cannot start ${argv[0]}: ${(error as Error).message}` };
+  }
+  const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+  if (code === 0) return { ok: true };
+  const tail = stderr.trim().slice(-500);
+  const why = child.signalCode ? (child.signalCode === "SIGKILL" ? `killed (timeout ${timeoutMs} ms or SIGKILL)` : `killed by ${child.signalCode}`) : `exit code ${code}`;
+  return { ok: false, error: tail ? `${why}: ${tail}` : why };
+}
+
+export async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      body: call.body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: {
+        "content-type": call.contentType ?? "application/octet-stream",
+        ...call.metadata,
+        "X-GATEWAY-JOB-ID": String(call.jobId),
+        "X-GATEWAY-ATTEMPT": String(call.attempt),
+      },
+    });
+    await response.body?.cancel();
+    return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status} from ${url}` };
+  } catch (error) {
+    const name = (error as Error)?.name;
+    return { ok: false, error: name === "TimeoutError" ? `no answer from ${url} within ${timeoutMs} ms` : `${url}: ${(error as Error)?.message ?? error}` };
+  }
+}
+
+export function runHandler(handler: JobHandlerConfig, call: JobCall): Promise<Outcome> {
+  if (handler.command) return runCommand(handler.command, call, handler.timeout_ms);
+  return forwardCall(handler.forward!, call, handler.timeout_ms);
+}
+
+export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): JobRunner {
+  const producers: WebhookProducer[] = [];
+  const workers: Promise<void>[] = [];
+  for (const handler of handlers) {
+    for (let slot = 0; slot < handler.concurrency; slot++) {
+      const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
+      producers.push(producer);
+      workers.push(work(producer, handler, options));
+    }
+  }
+  return {
+    async stop(graceMs) {
+      for (const producer of producers) producer.close();
+      await Promise.race([Promise.all(workers), Bun.sleep(graceMs)]);
+    },
+  };
+}
+
+async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions): Promise<void> {
+  for await (const call of producer) {
+    const heartbeat = setInterval(() => void call.extend().catch(() => {}), Math.max(50, Math.floor(options.leaseMs / 3)));
+    let outcome: Outcome;
+    try {
+      outcome = await runHandler(handler, call);
+    } catch (error) {
+      outcome = { ok: false, error: String((error as Error)?.message ?? error) };
+    } finally {
+      clearInterval(heartbeat);
+    }
+    try {
+      if (outcome.ok) await call.ack();
+      else {
+        const state = await call.fail(outcome.error);
+        options.log?.(state === "dead" ? "error" : "warn", `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`, { error: outcome.error });
+      }
+    } catch (error) {
+      // The outbox is unwritable; the lease will expire and the call will be delivered again.
+      options.log?.("error", "cannot record job outcome", { call_id: call.callId, error: String((error as Error)?.message ?? error) });
+    }
+  }
+}

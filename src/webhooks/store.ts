@@ -1,0 +1,220 @@
+/**
+ * The outbox table's operations as plain synchronous functions over a bun:sqlite handle, so the
+ * gateway (through the group committer in outbox.ts), the CLI and the tests share one
+ * implementation. The table itself is declared in src/db/schema.ts (Drizzle owns migrations);
+ * these hot-path operations use cached prepared statements instead of the query builder.
+ *
+ * Invariants:
+ * - call_id is the AUTOINCREMENT row id: unique and increasing across restarts and pruning.
+ * - A row is claimable when pending and due, or leased with an expired lease_until (the lease
+ *   runs from the claim, never from created_at, so a long-queued job is not requeued while it
+ *   runs). A claim increments `attempts`; ack/fail/extend must present the attempt they hold,
+ *   which fences a consumer whose lease was taken over.
+ * - After max_attempts deliveries a failed or abandoned row becomes `dead` and stays until
+ *   `jobs retry`.
+ */
+import type { Database, Statement } from "bun:sqlite";
+
+export type JobState = "pending" | "leased" | "done" | "dead";
+
+export interface AppendInput {
+  jobId: number;
+  serviceId: number;
+  path: string;
+  name: string | null;
+  body: Uint8Array;
+  contentType: string | null;
+  /** `path NUL delivery-id` when the endpoint dedupes, else null. */
+  dedupeKey: string | null;
+}
+
+export interface AppendResult {
+  callId: number;
+  /** True when this was a redelivery inside the dedupe window: callId is the original's. */
+  duplicate: boolean;
+}
+
+export interface ClaimedRow {
+  callId: number;
+  jobId: number;
+  serviceId: number;
+  path: string;
+  name: string | null;
+  body: Uint8Array;
+  contentType: string | null;
+  attempt: number;
+  leaseUntil: number;
+  createdAt: number;
+}
+
+export interface ClaimOptions {
+  now: number;
+  leaseMs: number;
+  maxAttempts: number;
+  limit: number;
+  /** Only these job ids; all when absent. */
+  jobIds?: readonly number[];
+}
+
+export interface FailOptions {
+  now: number;
+  maxAttempts: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  error: string;
+}
+
+interface Statements {
+  insert: Statement;
+  findDedupe: Statement<{ call_id: number; created_at: number }>;
+  clearDedupe: Statement;
+  candidates: Statement<{ call_id: number; state: JobState; attempts: number }>;
+  lease: Statement<RawRow>;
+  kill: Statement;
+  ack: Statement;
+  fail: Statement<{ state: JobState }>;
+  extend: Statement;
+  release: Statement;
+  prune: Statement;
+}
+
+interface RawRow {
+  call_id: number;
+  job_id: number;
+  service_id: number;
+  path: string;
+  name: string | null;
+  body: Uint8Array;
+  content_type: string | null;
+  attempts: number;
+  lease_until: number;
+  created_at: number;
+}
+
+const cache = new WeakMap<Database, Statements>();
+
+function statements(sqlite: Database): Statements {
+  let found = cache.get(sqlite);
+  if (found) return found;
+  found = {
+    insert: sqlite.prepare(
+      `INSERT INTO webhook_jobs (job_id, service_id, path, name, body, content_type, dedupe_key, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    findDedupe: sqlite.prepare("SELECT call_id, created_at FROM webhook_jobs WHERE dedupe_key = ?"),
+    clearDedupe: sqlite.prepare("UPDATE webhook_jobs SET dedupe_key = NULL WHERE call_id = ?"),
+    candidates: sqlite.prepare(
+      `SELECT call_id, state, attempts FROM webhook_jobs
+       WHERE ((state = 'pending' AND next_attempt_at <= ?1) OR (state = 'leased' AND lease_until <= ?1))
+         AND (?2 IS NULL OR job_id IN (SELECT value FROM json_each(?2)))
+       ORDER BY call_id LIMIT ?3`,
+    ),
+    lease: sqlite.prepare(
+      `UPDATE webhook_jobs SET state = 'leased', attempts = attempts + 1, lease_until = ?2
+       WHERE call_id = ?1
+       RETURNING call_id, job_id, service_id, path, name, body, content_type, attempts, lease_until, created_at`,
+    ),
+    kill: sqlite.prepare(
+      "UPDATE webhook_jobs SET state = 'dead', lease_until = NULL, last_error = ?2 WHERE call_id = ?1",
+    ),
+    ack: sqlite.prepare(
+      `UPDATE webhook_jobs SET state = 'done', done_at = ?3, lease_until = NULL, last_error = NULL
+       WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2`,
+    ),
+    fail: sqlite.prepare(
+      `UPDATE webhook_jobs
+       SET state = CASE WHEN attempts >= ?3 THEN 'dead' ELSE 'pending' END,
+           next_attempt_at = ?4, lease_until = NULL, last_error = ?5
+       WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2
+       RETURNING state`,
+    ),
+    extend: sqlite.prepare(
+      "UPDATE webhook_jobs SET lease_until = ?3 WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2",
+    ),
+    release: sqlite.prepare(
+      `UPDATE webhook_jobs SET state = 'pending', attempts = attempts - 1, lease_until = NULL
+       WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2`,
+    ),
+    prune: sqlite.prepare("DELETE FROM webhook_jobs WHERE state = 'done' AND done_at < ?"),
+  };
+  cache.set(sqlite, found);
+  return found;
+}
+
+/** Appends one call (inside the caller's transaction). Redeliveries inside the window fold. */
+export function appendCall(sqlite: Database, input: AppendInput, now: number, dedupeWindowMs: number): AppendResult {
+  const s = statements(sqlite);
+  if (input.dedupeKey !== null) {
+    const previous = s.findDedupe.get(input.dedupeKey);
+    if (previous && previous.created_at > now - dedupeWindowMs) return { callId: previous.call_id, duplicate: true };
+    if (previous) s.clearDedupe.run(previous.call_id);
+  }
+  const result = s.insert.run(
+    input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.dedupeKey, now,
+  );
+  return { callId: Number(result.lastInsertRowid), duplicate: false };
+}
+
+/** Leases up to `limit` due calls, oldest first; abandoned calls out of attempts become dead. */
+export function claimCalls(sqlite: Database, options: ClaimOptions): ClaimedRow[] {
+  const s = statements(sqlite);
+  const filter = options.jobIds ? JSON.stringify(options.jobIds) : null;
+  const claimed: ClaimedRow[] = [];
+  const rows = s.candidates.all(options.now, filter, options.limit);
+  for (const row of rows) {
+    if (row.state === "leased" && row.attempts >= options.maxAttempts) {
+      s.kill.run(row.call_id, `lease expired on attempt ${row.attempts} of ${options.maxAttempts}`);
+      continue;
+    }
+    const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
+    if (leased) claimed.push(toClaimed(leased));
+  }
+  return claimed;
+}
+
+function toClaimed(row: RawRow): ClaimedRow {
+  return {
+    callId: row.call_id,
+    jobId: row.job_id,
+    serviceId: row.service_id,
+    path: row.path,
+    name: row.name,
+    body: row.body,
+    contentType: row.content_type,
+    attempt: row.attempts,
+    leaseUntil: row.lease_until,
+    createdAt: row.created_at,
+  };
+}
+
+/** Marks a leased call done; false when the lease was lost (taken over or already settled). */
+export function ackCall(sqlite: Database, callId: number, attempt: number, now: number): boolean {
+  return statements(sqlite).ack.run(callId, attempt, now).changes === 1;
+}
+
+/** Returns the call to pending after a backoff, or dead when out of attempts; null if lease lost. */
+export function failCall(sqlite: Database, callId: number, attempt: number, options: FailOptions): JobState | null {
+  const delay = backoffDelay(attempt, options.backoffMs, options.backoffMaxMs);
+  const row = statements(sqlite).fail.get(callId, attempt, options.maxAttempts, options.now + delay, options.error.slice(0, 2000));
+  return row ? row.state : null;
+}
+
+/** Moves lease_until to `until` while the caller still holds the lease. */
+export function extendLease(sqlite: Database, callId: number, attempt: number, until: number): boolean {
+  return statements(sqlite).extend.run(callId, attempt, until).changes === 1;
+}
+
+/** Gives an unstarted lease back without spending the attempt. */
+export function releaseCall(sqlite: Database, callId: number, attempt: number): boolean {
+  return statements(sqlite).release.run(callId, attempt).changes === 1;
+}
+
+/** Deletes done calls finished before `before`; returns how many. */
+export function pruneDone(sqlite: Database, before: number): number {
+  return statements(sqlite).prune.run(before).changes;
+}
+
+/** base * 2^(attempt-1), capped. */
+export function backoffDelay(attempt: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
+}

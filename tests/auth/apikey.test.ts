@@ -1,0 +1,111 @@
+import { describe, expect, test } from "bun:test";
+import { openDatabase } from "../../src/db/client";
+import { createUser } from "../../src/auth/users";
+import { createApiKey, createKeyVerifier, createLastUsed, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { sha256Hex } from "../../src/auth/tokens";
+
+async function setup() {
+  const opened = openDatabase(":memory:");
+  const user = await createUser(opened.db, { email: "k@example.com" });
+  if ("error" in user) throw new Error(user.error);
+  return { ...opened, user };
+}
+
+describe("key format", () => {
+  test("sk-mg- + 46 base32 characters, unique, with a valid checksum", () => {
+    const keys = new Set(Array.from({ length: 1000 }, generateApiKey));
+    expect(keys.size).toBe(1000);
+    for (const key of keys) {
+      expect(key).toMatch(/^sk-mg-[a-z2-7]{46}$/);
+      expect(parseApiKey(key).ok).toBe(true);
+    }
+  });
+
+  test("every single-character change is caught by the checksum", () => {
+    const key = generateApiKey();
+    let caught = 0;
+    for (let i = "sk-mg-".length; i < key.length; i++) {
+      const swapped = key.slice(0, i) + (key[i] === "a" ? "b" : "a") + key.slice(i + 1);
+      const parsed = parseApiKey(swapped);
+      if (!parsed.ok && parsed.message.includes("checksum")) caught++;
+    }
+    expect(caught).toBe(key.length - "sk-mg-".length);
+  });
+
+  test("malformed and bad-checksum keys are refused without touching the database", async () => {
+    const { db, close, user } = await setup();
+    const key = createApiKey(db, { userId: user.id, name: "n" }).key;
+    const verify = createKeyVerifier(db, Date.now);
+    close(); // any database read from here on would throw
+    const bad = key.slice(0, -1) + (key.endsWith("a") ? "b" : "a");
+    for (const presented of ["", "sk-mg-", "sk-mg-abc", key.toUpperCase(), `${key}a`, key.replace("sk-mg-", "sk-xx-"), bad]) {
+      const result = verify(presented);
+      expect(result.ok).toBe(false);
+    }
+    expect(() => verify(key)).toThrow(); // a well-formed key does read (and the database is closed)
+  });
+});
+
+describe("storage", () => {
+  test("only the SHA-256 is stored; the key is returned once", async () => {
+    const { db, sqlite, user } = await setup();
+    const created = createApiKey(db, { userId: user.id, name: "laptop" });
+    const row = sqlite.query<Record<string, unknown>, []>("SELECT * FROM api_keys").get()!;
+    expect(row.key_hash).toBe(sha256Hex(created.key));
+    expect(JSON.stringify(row)).not.toContain(created.key.slice("sk-mg-".length));
+    expect(created.displayPrefix).toBe(created.key.slice(0, 12));
+    const listed = listApiKeys(db, { userId: user.id });
+    expect(listed).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(created.key);
+    expect(listed[0]).toMatchObject({ id: created.id, name: "laptop", email: "k@example.com", revokedAt: null });
+  });
+
+  test("revocation is soft, owner-checked with userId, and idempotent", async () => {
+    const { db, user } = await setup();
+    const other = await createUser(db, { email: "other@example.com" });
+    if ("error" in other) throw new Error(other.error);
+    const { id, key } = createApiKey(db, { userId: user.id, name: "n" });
+    const verify = createKeyVerifier(db, Date.now);
+    expect(verify(key).ok).toBe(true);
+    expect(revokeApiKey(db, id, { userId: other.id })).toBe("not_found");
+    expect(verify(key).ok).toBe(true);
+    expect(revokeApiKey(db, id, { userId: user.id, now: 123 })).toBe("revoked");
+    expect(revokeApiKey(db, id)).toBe("already_revoked");
+    expect(revokeApiKey(db, "key_nope")).toBe("not_found");
+    const result = verify(key);
+    expect(result.ok).toBe(false);
+    expect(listApiKeys(db)[0].revokedAt).toBe(123);
+  });
+
+  test("expiry is checked against the injected clock", async () => {
+    const { db, user } = await setup();
+    let now = 1_000_000;
+    const { key } = createApiKey(db, { userId: user.id, name: "n", expiresAt: 2_000_000 });
+    const verify = createKeyVerifier(db, () => now);
+    expect(verify(key).ok).toBe(true);
+    now = 2_000_000;
+    const expired = verify(key);
+    expect(expired.ok).toBe(false);
+    if (!expired.ok) expect(expired.message).toContain("expired");
+  });
+
+  test("last_used_at is written behind, at most once a minute per key", async () => {
+    const { db, sqlite, user } = await setup();
+    const { id } = createApiKey(db, { userId: user.id, name: "n" });
+    let now = 10_000_000;
+    const lastUsed = createLastUsed(db, () => now);
+    const read = () => sqlite.query<{ last_used_at: number | null }, [string]>("SELECT last_used_at FROM api_keys WHERE id = ?").get(id)!.last_used_at;
+    lastUsed.touch(id);
+    expect(read()).toBeNull(); // nothing written on the request path
+    lastUsed.flush();
+    expect(read()).toBe(10_000_000);
+    now += 59_999;
+    for (let i = 0; i < 100; i++) lastUsed.touch(id);
+    lastUsed.flush();
+    expect(read()).toBe(10_000_000);
+    now += 1;
+    lastUsed.touch(id);
+    lastUsed.close();
+    expect(read()).toBe(10_060_000);
+  });
+});

@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { buildAuthApp, type AuthTestApp } from "./support";
+
+let t: AuthTestApp;
+afterEach(() => t?.close());
+
+const form = (fields: Record<string, string>, headers: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+  body: new URLSearchParams(fields).toString(),
+});
+const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", accept: "application/json", ...headers },
+  body: JSON.stringify(body),
+});
+const cookieOf = (response: Response): string => response.headers.get("set-cookie")!.split(";")[0];
+const expiresOf = (t: AuthTestApp): number => t.deps.db.$client.query<{ expires_at: number }, []>("SELECT expires_at FROM sessions").get()!.expires_at;
+
+describe("password sign-in", () => {
+  test("a form post sets an HttpOnly, SameSite=Lax session cookie and redirects to the dashboard", async () => {
+    t = buildAuthApp();
+    await t.user("ann@example.com", { password: "correct horse" });
+    const response = await t.request("/auth/login", form({ email: "Ann@Example.com ", password: "correct horse" }));
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("/dashboard");
+    const cookie = response.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Expires=/);
+    expect(cookie).not.toContain("Secure");
+    const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
+    expect((await me.json()).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
+  });
+
+  test("JSON in, JSON out; Secure cookie behind an https public_url", async () => {
+    t = buildAuthApp({ server: { public_url: "https://gw.example.com" } });
+    await t.user("ann@example.com", { password: "correct horse" });
+    const response = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }));
+    expect(response.status).toBe(200);
+    expect((await response.json()).user.email).toBe("ann@example.com");
+    expect(response.headers.get("set-cookie")).toContain("; Secure");
+  });
+
+  test("wrong password and unknown account get the same 401", async () => {
+    t = buildAuthApp();
+    await t.user("ann@example.com", { password: "correct horse" });
+    const wrong = await t.request("/auth/login", json({ email: "ann@example.com", password: "wrong horse" }));
+    const unknown = await t.request("/auth/login", json({ email: "nobody@example.com", password: "wrong horse" }));
+    for (const response of [wrong, unknown]) {
+      expect(response.status).toBe(401);
+      expect(response.headers.get("set-cookie")).toBeNull();
+      expect(await response.json()).toEqual({ error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials" } });
+    }
+  });
+
+  test("a login form posted from another site is refused", async () => {
+    t = buildAuthApp();
+    await t.user("ann@example.com", { password: "correct horse" });
+    const response = await t.request("/auth/login", form({ email: "ann@example.com", password: "correct horse" }, { origin: "https://evil.example" }));
+    expect(response.status).toBe(403);
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+  });
+
+  test("throttled per account: 5 attempts, then 429 with Retry-After, then one a minute", async () => {
+    t = buildAuthApp();
+    await t.user("ann@example.com", { password: "correct horse" });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await t.request("/auth/login", json({ email: "ann@example.com", password: `guess ${i}` }))).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    const blocked = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }));
+    expect(blocked.status).toBe(429);
+    expect(blocked.headers.get("retry-after")).toBe("60");
+    expect((await blocked.json()).error.code).toBe("rate_limit_exceeded");
+    // Another account from the same address is not affected.
+    expect((await t.request("/auth/login", json({ email: "bob@example.com", password: "x" }))).status).toBe(401);
+    t.clock.advance(60_000);
+    expect((await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }))).status).toBe(200);
+  });
+
+  test("throttled per address across accounts: 20 attempts", async () => {
+    t = buildAuthApp();
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push((await t.request("/auth/login", json({ email: `u${i}@example.com`, password: "x" }))).status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(20);
+    expect(statuses[20]).toBe(429);
+  });
+});
+
+describe("session lifetime", () => {
+  test("sliding expiry is written at most once an hour; an idle session expires", async () => {
+    t = buildAuthApp({ auth: { session_days: 30 } });
+    const user = await t.user("ann@example.com");
+    const cookie = `mg_session=${t.session(user.id)}`;
+    const created = expiresOf(t);
+    const me = () => t.request("/auth/me", { headers: { cookie } });
+    t.clock.advance(59 * 60_000);
+    expect((await me()).status).toBe(200);
+    expect(expiresOf(t)).toBe(created);
+    t.clock.advance(60_000);
+    expect((await me()).status).toBe(200);
+    expect(expiresOf(t)).toBe(created + 3_600_000);
+    t.clock.advance(30 * 86_400_000);
+    const expired = await me();
+    expect(expired.status).toBe(401);
+    expect((await expired.json()).error.message).toContain("expired");
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+  });
+
+  test("sign-out deletes the session and clears the cookie", async () => {
+    t = buildAuthApp();
+    const user = await t.user("ann@example.com");
+    const cookie = `mg_session=${t.session(user.id)}`;
+    const out = await t.request("/auth/logout", { method: "POST", headers: { cookie } });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toMatch(/^mg_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0/);
+    expect((await t.request("/auth/me", { headers: { cookie } })).status).toBe(401);
+    expect((await t.chat({ model: "free-model", messages: [{ role: "user", content: "hi" }] }, { cookie })).status).toBe(401);
+  });
+});
+
+describe("sign-up policy", () => {
+  test("closed: refused", async () => {
+    t = buildAuthApp();
+    const response = await t.request("/auth/signup", json({ email: "new@example.com", password: "long enough" }));
+    expect(response.status).toBe(403);
+    expect((await response.json()).error.message).toContain("closed");
+  });
+
+  test("open: creates the account and signs in; a second sign-up with the email is refused", async () => {
+    t = buildAuthApp({ auth: { signup: "open" } });
+    const response = await t.request("/auth/signup", form({ email: "new@example.com", password: "long enough" }));
+    expect(response.status).toBe(303);
+    expect((await t.request("/auth/me", { headers: { cookie: cookieOf(response) } })).status).toBe(200);
+    const again = await t.request("/auth/signup", json({ email: "NEW@example.com", password: "long enough" }));
+    expect(again.status).toBe(400);
+    expect((await again.json()).error.param).toBe("email");
+    const short = await t.request("/auth/signup", json({ email: "short@example.com", password: "short" }));
+    expect(short.status).toBe(400);
+    expect((await short.json()).error.param).toBe("password");
+  });
+
+  test("domain: only allowed_domains", async () => {
+    t = buildAuthApp({ auth: { signup: "domain", allowed_domains: ["example.com"] } });
+    expect((await t.request("/auth/signup", json({ email: "a@example.com", password: "long enough" }))).status).toBe(200);
+    const other = await t.request("/auth/signup", json({ email: "a@example.org", password: "long enough" }));
+    expect(other.status).toBe(403);
+    expect((await other.json()).error.message).toContain("example.com");
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * In-process app with the real identities (gate, auth routes, limiter, meter) over an in-memory
+ * database, a mock upstream serving a free and a paid model, and an injected clock.
+ */
+import { buildConfig } from "../../src/config/load";
+import { openDatabase } from "../../src/db/client";
+import { createApp } from "../../src/app";
+import type { AppDeps, RequestRecord } from "../../src/deps";
+import { ModelRegistry } from "../../src/router/registry";
+import { buildIdentities, type Identities } from "../../src/auth/wire";
+import { createUser, type User } from "../../src/auth/users";
+import { createApiKey } from "../../src/auth/apikey";
+import { createSession } from "../../src/auth/session";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+
+/** Paid model price: 10 micro-credits a prompt token, 20 a completion token. */
+export const PAID_PRICE = { prompt: 10, completion: 20 };
+
+export interface AuthTestApp {
+  app: ReturnType<typeof createApp>;
+  deps: AppDeps;
+  identities: Identities;
+  upstream: MockUpstream;
+  records: RequestRecord[];
+  clock: { now: number; advance(ms: number): void };
+  request(path: string, init?: RequestInit): Promise<Response>;
+  chat(body: unknown, headers?: Record<string, string>): Promise<Response>;
+  user(email: string, options?: { password?: string; isAdmin?: boolean }): Promise<User>;
+  key(userId: number, options?: { expiresAt?: number; perMinute?: number }): string;
+  session(userId: number): string;
+  close(): void;
+}
+
+export function modelsConfig(upstreamUrl: string): Record<string, unknown> {
+  return {
+    upstreams: [{ name: "mock", base_url: upstreamUrl }],
+    models: [
+      { id: "free-model", targets: [{ upstream: "mock", model: "mock-small" }], free: true },
+      { id: "paid-model", targets: [{ upstream: "mock", model: "mock-large" }], price: PAID_PRICE },
+    ],
+  };
+}
+
+export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
+  const upstream = startMockUpstream();
+  const { config } = buildConfig({ ...modelsConfig(upstream.url), ...raw }, { env: {} });
+  const { db, close } = openDatabase(":memory:");
+  const clock = { now: Date.UTC(2026, 5, 16, 12), advance(ms: number) { clock.now += ms; } };
+  const now = () => clock.now;
+  const identities = buildIdentities({ db, config, now });
+  const records: RequestRecord[] = [];
+  const deps: AppDeps = {
+    config, db, registry: new ModelRegistry(config), gate: identities.gate, now,
+    version: "test", startedAt: clock.now, onRequestDone: (r) => records.push(r), statusSections: [],
+  };
+  const app = createApp(deps, [identities.routes]);
+  const request = (path: string, init?: RequestInit) => app.handle(new Request(`http://localhost${path}`, init));
+  return {
+    app, deps, identities, upstream, records, clock, request,
+    chat: (body, headers = {}) => request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+    async user(email, options = {}) {
+      const created = await createUser(db, { email, ...options });
+      if ("error" in created) throw new Error(created.error);
+      return created;
+    },
+    key: (userId, options = {}) => createApiKey(db, { userId, name: "test", now: clock.now, ...options }).key,
+    session: (userId) => createSession(db, { userId, now: clock.now, durationMs: config.auth.session_days * 86_400_000 }).token,
+    close() {
+      identities.close();
+      upstream.stop();
+      close();
+    },
+  };
+}
+
+export const HELLO = { model: "paid-model", messages: [{ role: "user", content: "Hello" }] };

@@ -1,0 +1,270 @@
+/**
+ * The dashboard in a real browser (Debian's chromium through playwright-core) against the
+ * compiled binary and the mock model server: first-run setup, sign-up and sign-in, credits
+ * granted by an admin, a key created in the page and used with the `openai` SDK until it is
+ * revoked, the playground streaming, the usage chart counting the calls, admin pages closed to
+ * non-admins. One browser and one gateway for the whole file; tests run in order and build on
+ * each other (like a person clicking through). Screenshots go to test-output/screenshots/.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import type { Cookie, Page } from "playwright-core";
+import { startGateway, type RunningGateway } from "../support/binary";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+import { eventually, expectAttribute, expectCount, expectText, launchBrowser, type TestBrowser } from "../support/browser";
+
+const WORDS = ["Streaming", " one", " token", " at", " a", " time", " from", " the", " mock", "."];
+const ADMIN = { email: "root@example.com", password: "admin-password-1" };
+const CAROL = { email: "carol@example.com", password: "carol-password-1" };
+
+let mock: MockUpstream;
+let gw: RunningGateway;
+let browser: TestBrowser;
+let page: Page;
+const jars = new Map<string, Cookie[]>();
+let carolKey = "";
+
+beforeAll(async () => {
+  mock = startMockUpstream({ words: WORDS, chunkDelayMs: 60 });
+  gw = await startGateway(`
+[auth]
+signup = "open"
+
+[[upstreams]]
+name = "mock"
+base_url = "${mock.url}"
+
+[[models]]
+id = "mock-small"
+targets = [{ upstream = "mock" }]
+free = true
+
+[[models]]
+id = "mock-large"
+targets = [{ upstream = "mock" }]
+price = { prompt = 1000, completion = 2000 }
+`);
+  browser = await launchBrowser();
+  page = browser.page;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.stop();
+  mock?.stop();
+});
+
+/** Switches the browser to a user signed in earlier (their cookies were kept). */
+async function actAs(email: string): Promise<void> {
+  await browser.signOut();
+  const jar = jars.get(email);
+  if (!jar) throw new Error(`${email} never signed in`);
+  await browser.context.addCookies(jar);
+}
+
+async function keep(email: string): Promise<void> {
+  jars.set(email, await browser.context.cookies());
+}
+
+async function signInThroughForm(who: { email: string; password: string }): Promise<void> {
+  await browser.signOut();
+  await page.goto(`${gw.url}/dashboard/signin`);
+  await page.getByLabel("Email").fill(who.email);
+  await page.getByLabel("Password").fill(who.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(/\/dashboard\/(keys|usage|models|playground|admin)/);
+}
+
+/** The session's usage page once the write-behind request log has caught up with `requests`. */
+async function usageShowing(requests: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    await page.goto(`${gw.url}/dashboard/usage`);
+    const total = Number(await page.locator("#chart-requests svg").getAttribute("data-total"));
+    if (total >= requests || Date.now() > deadline) return;
+    await page.waitForTimeout(100);
+  }
+}
+
+describe("dashboard in chromium", () => {
+  test("the first-run setup link creates the administrator", async () => {
+    const link = /https?:\/\/\S+\/setup\?token=[a-z2-7]+/.exec(gw.output())?.[0];
+    expect(link).toBeDefined();
+    const url = new URL(link!);
+    await page.goto(`${gw.url}${url.pathname}${url.search}`);
+    await browser.screenshot("setup");
+    await page.getByLabel(/email/i).fill(ADMIN.email);
+    await page.getByLabel(/password/i).fill(ADMIN.password);
+    await page.getByRole("button").click();
+    await page.waitForURL(/\/dashboard/);
+    await signInThroughForm(ADMIN);
+    await expectText(page.locator(".who"), ADMIN.email);
+    await page.getByRole("link", { name: "Admin" }).waitFor();
+    await keep(ADMIN.email);
+  });
+
+  test("sign up, sign out, and sign in again", async () => {
+    await browser.signOut();
+    await page.goto(`${gw.url}/dashboard/keys`);
+    expect(page.url()).toContain("/dashboard/signin");
+    await browser.screenshot("signin");
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Email").fill(CAROL.email);
+    await page.getByLabel(/^Password/).fill(CAROL.password);
+    await browser.screenshot("signup");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(/\/dashboard\/keys/);
+    await expectText(page.locator(".who"), CAROL.email);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/dashboard\/signin/);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    expect(page.url()).toContain("/dashboard/signin");
+
+    await page.getByLabel("Email").fill(CAROL.email);
+    await page.getByLabel("Password").fill("wrong-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(/\/dashboard\/signin/);
+    await page.getByRole("alert").waitFor();
+
+    await signInThroughForm(CAROL);
+    await keep(CAROL.email);
+  });
+
+  test("a non-admin cannot open admin pages", async () => {
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    await expectCount(page.getByRole("link", { name: "Admin" }), 0);
+    const response = await page.goto(`${gw.url}/dashboard/admin`);
+    expect(response!.status()).toBe(403);
+    await expectText(page.locator("h1"), "Not allowed", { exact: true });
+    await expectCount(page.locator("#users"), 0);
+  });
+
+  test("an admin grants credits", async () => {
+    await actAs(ADMIN.email);
+    await page.goto(`${gw.url}/dashboard/admin`);
+    await page.getByLabel("User", { exact: true }).selectOption({ label: CAROL.email });
+    await page.getByLabel(/^Amount/).fill("25.5");
+    await page.getByLabel(/^Note/).fill("welcome");
+    await page.getByRole("button", { name: "Grant" }).click();
+    await page.waitForURL(/done=credits/);
+    await expectText(page.getByRole("status"), "Credits granted");
+    await expectAttribute(page.locator(`tr[data-user="${CAROL.email}"] [data-balance]`), "data-balance", "25500000");
+    await browser.screenshot("admin");
+
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/usage`);
+    await expectAttribute(page.locator("#balance"), "data-micro", "25500000");
+  });
+
+  test("a key created in the page works with the openai SDK until it is revoked", async () => {
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/keys`);
+    await page.getByLabel("Name").fill("sdk test");
+    await page.getByLabel("Expires").selectOption("30d");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const keyBox = page.locator("#new-key");
+    await keyBox.waitFor();
+    carolKey = await keyBox.inputValue();
+    expect(carolKey).toMatch(/^sk-mg-[a-z2-7]{46}$/);
+    await expectText(page.locator("#new-key-card"), "will not be shown again");
+    await browser.screenshot("key-created");
+
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: carolKey, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: "mock-large", messages: [{ role: "user", content: "hi" }] });
+    expect(completion.choices[0].message.content).toBe(WORDS.join(""));
+
+    // last_used_at is written behind (at most once a minute per key): reload until it shows.
+    const row = page.locator("tr", { hasText: "sdk test" });
+    await eventually(async () => {
+      await page.goto(`${gw.url}/dashboard/keys`);
+      return await row.getAttribute("data-last-used");
+    }, (value) => Boolean(value), "the key's last-used time");
+    expect(await page.content()).not.toContain(carolKey);
+    await expectAttribute(row, "data-status", "active");
+    expect(await row.locator("td").nth(4).locator("time").count()).toBe(1);
+
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.getByRole("button", { name: /Revoke/ }).click();
+    await page.waitForURL(/revoked=1/);
+    await expectAttribute(page.locator("tr", { hasText: "sdk test" }), "data-status", "revoked");
+    await browser.screenshot("keys");
+
+    const error = await client.chat.completions.create({ model: "mock-large", messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
+  });
+
+  test("the playground streams the answer in as it arrives", async () => {
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/playground`);
+    await page.getByLabel("Model").selectOption("mock-large");
+    await page.getByLabel(/^Prompt/).fill("Say something slowly");
+    // Record every length the answer passes through while it streams (page code as a string:
+    // the tests are type-checked without the DOM library).
+    await page.evaluate(`
+      window.seen = [];
+      new MutationObserver(() => {
+        const answer = document.querySelector(".msg.assistant");
+        if (answer) window.seen.push(answer.textContent.length);
+      }).observe(document.getElementById("transcript"), { subtree: true, childList: true, characterData: true });
+    `);
+    await page.getByRole("button", { name: "Send" }).click();
+    const answer = page.locator(".msg.assistant").last();
+    await expectAttribute(answer, "aria-busy", "true");
+    await expectAttribute(answer, "data-done", "true");
+    await expectText(answer, WORDS.join(""), { exact: true });
+    expect(await answer.getAttribute("data-chunks")).toBe(String(WORDS.length));
+    const seen = (await page.evaluate("window.seen")) as number[];
+    const partial = new Set(seen.filter((n) => n > 0 && n < WORDS.join("").length));
+    expect(partial.size).toBeGreaterThanOrEqual(WORDS.length - 2);
+    await expectText(page.locator("#pg-status"), "completion tokens");
+    await browser.screenshot("playground");
+  });
+
+  test("the usage chart and table reflect the calls", async () => {
+    await actAs(CAROL.email);
+    await usageShowing(2);
+    await expectAttribute(page.locator("#chart-requests svg"), "data-total", "2");
+    const tokens = Number(await page.locator("#chart-tokens svg").getAttribute("data-total"));
+    expect(tokens).toBeGreaterThanOrEqual(2 * WORDS.length);
+    const spent = Number(await page.locator("#chart-credits svg").getAttribute("data-total"));
+    expect(spent).toBeGreaterThan(0);
+    const today = new Date().toISOString().slice(0, 10);
+    await expectAttribute(page.locator(`#chart-requests g[data-day="${today}"]`), "data-value", "2");
+    await expectText(page.locator("#chart-requests .legend"), "mock-large");
+    await expectCount(page.locator("#recent tbody tr"), 2);
+    await expectText(page.locator("#recent tbody tr").first(), "mock-large");
+    const balance = Number(await page.locator("#balance").getAttribute("data-micro"));
+    expect(balance).toBeLessThan(25_500_000);
+    await browser.screenshot("usage");
+  });
+
+  test("the models page shows prices, the free badge and upstream health", async () => {
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/models`);
+    await expectText(page.locator('tr[data-model="mock-small"]'), "free");
+    await expectText(page.locator('tr[data-model="mock-large"]'), "2000");
+    await expectText(page.locator("#upstreams"), "healthy");
+    await browser.screenshot("models");
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto(`${gw.url}/dashboard/usage`);
+    const overflow = (await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")) as number;
+    expect(overflow).toBeLessThanOrEqual(0);
+    await browser.screenshot("usage-phone");
+    await page.setViewportSize({ width: 1100, height: 800 });
+  });
+
+  test("no secret reaches the pages or the log", async () => {
+    expect(gw.output()).not.toContain(carolKey);
+    expect(gw.output()).not.toContain(CAROL.password);
+    await actAs(ADMIN.email);
+    await page.goto(`${gw.url}/dashboard/admin`);
+    expect(await page.content()).not.toContain(carolKey);
+    const cookies = await browser.context.cookies();
+    const session = cookies.find((c) => c.name === "mg_session");
+    expect(session?.httpOnly).toBe(true);
+    expect(await page.content()).not.toContain(session!.value);
+  });
+});

@@ -1,0 +1,240 @@
+/**
+ * The dashboard in process (app.handle over an in-memory database, real auth functions):
+ * session and role checks on every page, CSRF and Origin on every form, a created key shown in
+ * exactly one response, escaping of untrusted names, and the usage queries behind the chart.
+ */
+import { describe, expect, test } from "bun:test";
+import { buildTestApp } from "../support/app";
+import { createApp } from "../../src/app";
+import { dashboardRoutes } from "../../src/dashboard";
+import { csrfToken } from "../../src/dashboard/csrf";
+import { createUser, type User } from "../../src/auth/users";
+import { createSession } from "../../src/auth/session";
+import { requestLog, apiKeys } from "../../src/db/schema";
+import { dailyUsage, recentRequests } from "../../src/dashboard/usage-query";
+import { barChart } from "../../src/dashboard/chart";
+import { escapeHtml } from "../../src/dashboard/html";
+
+const NOW = Date.UTC(2026, 5, 16, 12, 0, 0);
+const ORIGIN = "http://localhost";
+
+async function setup(extra: Record<string, unknown> = {}) {
+  const t = buildTestApp(
+    {
+      ...extra,
+      upstreams: [{ name: "local", base_url: "http://127.0.0.1:9/v1" }],
+      models: [
+        { id: "free-<b>model</b>", targets: [{ upstream: "local" }], free: true },
+        { id: "paid-model", targets: [{ upstream: "local" }], price: { prompt: 1.5, completion: 3 } },
+      ],
+    },
+    { now: () => NOW },
+  );
+  const app = createApp(t.deps, [dashboardRoutes(t.deps)]);
+  const signIn = async (email: string, options: { admin?: boolean } = {}) => {
+    const user = (await createUser(t.deps.db, { email, password: "correct horse", isAdmin: options.admin ?? false })) as User;
+    const { token } = createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
+    return { user, cookie: `mg_session=${token}`, csrf: csrfToken(token) };
+  };
+  const get = (path: string, cookie?: string) => app.handle(new Request(`${ORIGIN}${path}`, { headers: cookie ? { cookie } : {} }));
+  const post = (path: string, form: Record<string, string>, options: { cookie?: string; origin?: string } = {}) =>
+    app.handle(
+      new Request(`${ORIGIN}${path}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: options.origin ?? ORIGIN,
+          ...(options.cookie ? { cookie: options.cookie } : {}),
+        },
+        body: new URLSearchParams(form).toString(),
+      }),
+    );
+  return { ...t, app, signIn, get, post };
+}
+
+describe("dashboard pages", () => {
+  test("every page but sign-in needs a session and redirects there", async () => {
+    const t = await setup();
+    for (const path of ["/dashboard", "/dashboard/keys", "/dashboard/usage", "/dashboard/models", "/dashboard/playground", "/dashboard/admin"]) {
+      const res = await t.get(path, "mg_session=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+      expect(res.status).toBe(303);
+      expect(res.headers.get("location")).toStartWith("/dashboard/signin");
+    }
+    const signin = await t.get("/dashboard/signin");
+    expect(signin.status).toBe(200);
+    expect(signin.headers.get("content-type")).toContain("text/html");
+    expect(await signin.text()).toContain('action="/auth/login"');
+  });
+
+  test("sign-in offers sign-up and OAuth buttons only as configured", async () => {
+    const closed = await setup();
+    const closedPage = await (await closed.get("/dashboard/signin")).text();
+    expect(closedPage).not.toContain("Create an account");
+    expect(closedPage).not.toContain("Continue with");
+    expect(await (await closed.get("/dashboard/signup")).text()).not.toContain('action="/auth/signup"');
+
+    const open = await setup({
+      auth: { signup: "open", github: { client_id: "id", client_secret: "github-client-secret" }, google: { client_id: "gid", client_secret: "google-client-secret" } },
+    });
+    const openPage = await (await open.get("/dashboard/signin?next=/dashboard/usage")).text();
+    expect(openPage).toContain('href="/dashboard/signup"');
+    expect(openPage).toContain('href="/auth/github"');
+    expect(openPage).toContain("Continue with Google");
+    expect(openPage).toContain('data-next="/dashboard/usage"');
+    expect(openPage).not.toContain("client-secret");
+    expect(await (await open.get("/dashboard/signup")).text()).toContain('action="/auth/signup"');
+    const offsite = await (await open.get("/dashboard/signin?next=https://evil.example/")).text();
+    expect(offsite).toContain('data-next="/dashboard"');
+  });
+
+  test("a non-admin gets 403 on every admin page and form, and nothing changes", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    expect((await t.get("/dashboard/admin", alice.cookie)).status).toBe(403);
+    const grant = await t.post("/dashboard/admin/credits", { csrf: alice.csrf, user_id: String(alice.user.id), amount: "100" }, { cookie: alice.cookie });
+    expect(grant.status).toBe(403);
+    const create = await t.post("/dashboard/admin/users", { csrf: alice.csrf, email: "mallory@example.com", password: "whatever123", admin: "1" }, { cookie: alice.cookie });
+    expect(create.status).toBe(403);
+    const users = t.deps.db.$client.query("SELECT email FROM users").all();
+    expect(users).toEqual([{ email: "alice@example.com" }]);
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM ledger").get()).toEqual({ n: 0 });
+  });
+
+  test("an unknown dashboard path is a 404 page for the signed in, a redirect for others", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const missing = await t.get("/dashboard/nope", alice.cookie);
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("content-type")).toContain("text/html");
+    expect((await t.get("/dashboard/nope")).status).toBe(303);
+  });
+
+  test("models page lists every route with price, free badge and upstream state, escaped", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const body = await (await t.get("/dashboard/models", alice.cookie)).text();
+    expect(body).toContain("free-&lt;b&gt;model&lt;/b&gt;");
+    expect(body).not.toContain("<b>model</b>");
+    expect(body).toContain('data-model="paid-model"');
+    expect(body).toMatch(/<td class="num">1.5<\/td>\s*<td class="num">3<\/td>/);
+    expect(body).toContain('<span class="badge ok">free</span>');
+    expect(body).toContain("healthy");
+  });
+
+  test("creating a key needs the CSRF token and our origin; the key is shown once", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const count = () => (t.deps.db.$client.query("SELECT count(*) AS n FROM api_keys").get() as { n: number }).n;
+
+    const noToken = await t.post("/dashboard/keys", { name: "ci", expires: "never" }, { cookie: alice.cookie });
+    expect(noToken.status).toBe(403);
+    const wrongToken = await t.post("/dashboard/keys", { name: "ci", expires: "never", csrf: csrfToken("someone-else") }, { cookie: alice.cookie });
+    expect(wrongToken.status).toBe(403);
+    const crossSite = await t.post("/dashboard/keys", { name: "ci", expires: "never", csrf: alice.csrf }, { cookie: alice.cookie, origin: "https://evil.example" });
+    expect(crossSite.status).toBe(403);
+    const badExpiry = await t.post("/dashboard/keys", { name: "ci", expires: "forever", csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(badExpiry.status).toBe(400);
+    expect(count()).toBe(0);
+
+    const created = await t.post("/dashboard/keys", { name: "ci <script>", expires: "30d", csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(created.status).toBe(200);
+    expect(created.headers.get("cache-control")).toBe("no-store");
+    const page = await created.text();
+    const key = /value="(sk-mg-[a-z2-7]+)"/.exec(page)?.[1];
+    expect(key).toBeDefined();
+    expect(page).toContain("ci &lt;script&gt;");
+    const row = t.deps.db.select().from(apiKeys).get()!;
+    expect(row.expiresAt).toBe(NOW + 30 * 86_400_000);
+    expect(row.keyHash).not.toContain(key!);
+
+    const list = await (await t.get("/dashboard/keys", alice.cookie)).text();
+    expect(list).not.toContain(key!);
+    expect(list).toContain(row.displayPrefix);
+  });
+
+  test("a user can revoke only their own keys; revoked keys stay listed", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const bob = await t.signIn("bob@example.com");
+    await t.post("/dashboard/keys", { name: "bobs", expires: "never", csrf: bob.csrf }, { cookie: bob.cookie });
+    const bobKey = t.deps.db.select().from(apiKeys).get()!;
+    const stolen = await t.post(`/dashboard/keys/${bobKey.id}/revoke`, { csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(stolen.status).toBe(404);
+    expect(t.deps.db.select().from(apiKeys).get()!.revokedAt).toBeNull();
+
+    const revoked = await t.post(`/dashboard/keys/${bobKey.id}/revoke`, { csrf: bob.csrf }, { cookie: bob.cookie });
+    expect(revoked.status).toBe(303);
+    expect(t.deps.db.select().from(apiKeys).get()!.revokedAt).toBe(NOW);
+    const list = await (await t.get("/dashboard/keys", bob.cookie)).text();
+    expect(list).toContain('data-status="revoked"');
+  });
+
+  test("an admin grants credits and disables a user, whose session then stops working", async () => {
+    const t = await setup();
+    const admin = await t.signIn("root@example.com", { admin: true });
+    const alice = await t.signIn("alice@example.com");
+    const bad = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "1.2345678" }, { cookie: admin.cookie });
+    expect(bad.status).toBe(400);
+    const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5" }, { cookie: admin.cookie });
+    expect(grant.status).toBe(303);
+    const usage = await (await t.get("/dashboard/usage", alice.cookie)).text();
+    expect(usage).toContain('data-micro="12500000"');
+
+    const disable = await t.post(`/dashboard/admin/users/${alice.user.id}/disable`, { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(disable.status).toBe(303);
+    expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(303);
+  });
+
+  test("sign-out needs the CSRF token, then ends the session", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    await t.post("/dashboard/signout", {}, { cookie: alice.cookie });
+    expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
+    const out = await t.post("/dashboard/signout", { csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
+    expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(303);
+  });
+
+  test("assets are served from the binary with a content type", async () => {
+    const t = await setup();
+    const css = await t.get("/dashboard/assets/style.css");
+    expect(css.headers.get("content-type")).toContain("text/css");
+    expect(await css.text()).toContain(".chart");
+    const js = await t.get("/dashboard/assets/app.js");
+    expect(js.headers.get("content-type")).toContain("javascript");
+    expect(await js.text()).toContain("/v1/chat/completions");
+  });
+});
+
+describe("usage queries and chart", () => {
+  test("daily usage groups by UTC day and model, only for the user, within the window", async () => {
+    const t = await setup();
+    const day = 86_400_000;
+    const row = (userId: number | null, model: string, createdAt: number, tokens: number, cost: number) => ({
+      requestId: `req_${Math.random()}`, createdAt, identity: "api_key", userId, keyId: null, model, upstream: "local",
+      status: 200, promptTokens: tokens, completionTokens: 1, costMicro: cost, latencyMs: 5,
+    });
+    t.deps.db.insert(requestLog).values([
+      row(1, "a", NOW, 10, 100), row(1, "a", NOW - 1000, 5, 50), row(1, "b", NOW - day, 1, 7),
+      row(1, "a", NOW - 40 * day, 99, 99), row(2, "a", NOW, 1000, 1000), row(null, "a", NOW, 1, 1),
+    ]).run();
+    const rows = dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
+    expect(rows.sort((x, y) => x.day.localeCompare(y.day))).toEqual([
+      { day: "2026-06-15", model: "b", requests: 1, tokens: 2, costMicro: 7 },
+      { day: "2026-06-16", model: "a", requests: 2, tokens: 17, costMicro: 150 },
+    ]);
+    expect(recentRequests(t.deps.db, { userId: 1, limit: 2 }).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
+  });
+
+  test("the SVG chart totals per day and escapes model names", () => {
+    const svg = barChart({
+      id: "c", title: "Requests", days: ["2026-06-15", "2026-06-16"],
+      series: [{ name: "<x>", values: [1, 2] }, { name: "y", values: [0, 3] }], format: String,
+    }).value;
+    expect(svg).toContain('data-total="6"');
+    expect(svg).toContain('data-day="2026-06-16" data-value="5"');
+    expect(svg).toContain(escapeHtml("<x>"));
+    expect(svg).not.toContain("<x>");
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * Load balancing, the circuit breaker with an injected clock, aliases and discovery, with mock
+ * upstreams over loopback.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { buildConfig } from "../../src/config/load";
+import { ModelRegistry } from "../../src/router/registry";
+import { orderTargets } from "../../src/router/select";
+import { discoverOnce } from "../../src/router/discover";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+import { HELLO, json, routerApp, seededRandom } from "./helpers";
+
+const mocks: MockUpstream[] = [];
+function mock(behaviour: Parameters<typeof startMockUpstream>[0] = {}): MockUpstream {
+  const m = startMockUpstream(behaviour);
+  mocks.push(m);
+  return m;
+}
+afterEach(() => {
+  while (mocks.length) mocks.pop()!.stop();
+});
+
+describe("weighted", () => {
+  test("splits requests by weight within a tolerance", async () => {
+    const [a, b, c] = [mock(), mock(), mock()];
+    const gw = routerApp(
+      {
+        upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }, { name: "c", base_url: c.url }],
+        models: [{ id: "m", free: true, strategy: "weighted", targets: [{ upstream: "a", weight: 6 }, { upstream: "b", weight: 3 }, { upstream: "c", weight: 1 }] }],
+      },
+      { random: seededRandom(7) },
+    );
+    const n = 600;
+    for (let i = 0; i < n; i++) expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount() + b.chatCount() + c.chatCount()).toBe(n);
+    expect(Math.abs(a.chatCount() / n - 0.6)).toBeLessThan(0.06);
+    expect(Math.abs(b.chatCount() / n - 0.3)).toBeLessThan(0.06);
+    expect(Math.abs(c.chatCount() / n - 0.1)).toBeLessThan(0.04);
+  });
+
+  test("a weight-0 target is never picked first but still serves as the last fallback", () => {
+    const { config } = buildConfig({
+      upstreams: [{ name: "a", base_url: "http://127.0.0.1:1/v1" }, { name: "z", base_url: "http://127.0.0.1:2/v1" }],
+      models: [{ id: "m", strategy: "weighted", targets: [{ upstream: "z", weight: 0 }, { upstream: "a", weight: 1 }] }],
+    }, { env: {} });
+    const route = new ModelRegistry(config).resolve("m")!;
+    const random = seededRandom(1);
+    for (let i = 0; i < 50; i++) expect(orderTargets(route, 0, random).map((t) => t.upstream.name)).toEqual(["a", "z"]);
+  });
+});
+
+describe("least-latency", () => {
+  test("unmeasured targets go first, then the lowest moving average of time to first byte", () => {
+    const { config } = buildConfig({
+      upstreams: ["a", "b", "c"].map((name, i) => ({ name, base_url: `http://127.0.0.1:${i + 1}/v1` })),
+      models: [{ id: "m", strategy: "least-latency", targets: [{ upstream: "a" }, { upstream: "b" }, { upstream: "c" }] }],
+    }, { env: {} });
+    const registry = new ModelRegistry(config);
+    const route = registry.resolve("m")!;
+    registry.upstreams.get("a")!.ttfbEwmaMs = 80;
+    registry.upstreams.get("b")!.ttfbEwmaMs = 20;
+    expect(orderTargets(route, 0).map((t) => t.upstream.name)).toEqual(["c", "b", "a"]);
+    registry.upstreams.get("c")!.ttfbEwmaMs = 50;
+    expect(orderTargets(route, 0).map((t) => t.upstream.name)).toEqual(["b", "c", "a"]);
+  });
+});
+
+describe("cooldown", () => {
+  function setup() {
+    let clock = 1_000_000;
+    const a = mock({ failWith: 503 });
+    const b = mock();
+    const gw = routerApp(
+      {
+        upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }],
+        models: [{ id: "m", free: true, targets: [{ upstream: "a" }, { upstream: "b" }] }],
+        routing: { cooldown_failures: 2, cooldown_ms: 10_000, retry_backoff_ms: 0 },
+      },
+      { now: () => clock },
+    );
+    const stateOf = async (name: string): Promise<string> =>
+      (await json(await gw.request("/api/status"))).upstreams.find((u: { name: string }) => u.name === name).state;
+    return { a, b, gw, stateOf, advance: (ms: number) => (clock += ms) };
+  }
+
+  test("a failing target is skipped while cooling down, probed once, and readmitted on success", async () => {
+    const { a, b, gw, stateOf, advance } = setup();
+    for (let i = 0; i < 2; i++) expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount()).toBe(2);
+    expect(await stateOf("a")).toBe("open");
+    const models = await json(await gw.request("/v1/models"));
+    expect(models.data[0].upstreams).toEqual(["open", "closed"]);
+    expect(models.data[0].targets[0]).toMatchObject({ upstream: "a", state: "open" });
+
+    // Open: a is not even tried.
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount()).toBe(2);
+    advance(9_999);
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount()).toBe(2);
+
+    // Cooldown over: half-open, the next request probes a, which has recovered.
+    advance(1);
+    expect(await stateOf("a")).toBe("half-open");
+    a.behaviour.failWith = undefined;
+    const before = b.chatCount();
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount()).toBe(3);
+    expect(b.chatCount()).toBe(before);
+    expect(await stateOf("a")).toBe("closed");
+    expect(gw.records.at(-1)!.upstream).toBe("a");
+  });
+
+  test("a failed probe opens the circuit again for a full cooldown", async () => {
+    const { a, gw, stateOf, advance } = setup();
+    for (let i = 0; i < 2; i++) await gw.chat({ model: "m", messages: HELLO });
+    advance(10_000);
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    expect(a.chatCount()).toBe(3);
+    expect(await stateOf("a")).toBe("open");
+    advance(9_999);
+    await gw.chat({ model: "m", messages: HELLO });
+    expect(a.chatCount()).toBe(3);
+  });
+
+  test("when every target is cooling down: 503 with Retry-After, no upstream called", async () => {
+    let clock = 0;
+    const a = mock({ failWith: 500 });
+    const gw = routerApp(
+      {
+        upstreams: [{ name: "a", base_url: a.url }],
+        models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+        routing: { cooldown_failures: 1, cooldown_ms: 5_000, max_attempts: 1 },
+      },
+      { now: () => clock },
+    );
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(502);
+    clock += 1_000;
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("4");
+    expect((await json(res)).error.code).toBe("service_unavailable");
+    expect(a.chatCount()).toBe(1);
+  });
+});
+
+describe("aliases", () => {
+  test("an alias routes to its model; the upstream gets the target's model name", async () => {
+    const a = mock();
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url }],
+      models: [{ id: "llama", free: true, aliases: ["default", "fast"], targets: [{ upstream: "a", model: "llama3.1:8b" }] }],
+    });
+    const res = await gw.chat({ model: "fast", messages: HELLO });
+    expect(res.status).toBe(200);
+    expect(a.requests[0].body.model).toBe("llama3.1:8b");
+    expect(gw.records[0].model).toBe("llama");
+    const models = (await json(await gw.request("/v1/models"))).data;
+    expect(models.map((m: { id: string }) => m.id)).toEqual(["llama"]);
+    expect(models[0].aliases).toEqual(["default", "fast"]);
+    expect((await gw.chat({ model: "slow", messages: HELLO })).status).toBe(404);
+  });
+});
+
+describe("discover", () => {
+  test("routes follow the models an upstream adds and drops; a failed poll keeps the last list", async () => {
+    const up = mock({ models: ["m1", "m2"] });
+    const gw = routerApp({ upstreams: [{ name: "up", base_url: up.url, discover: true, discover_free: true }] });
+    const upstream = gw.deps.config.upstreams[0];
+    const ids = async (): Promise<string[]> => (await json(await gw.request("/v1/models"))).data.map((m: { id: string }) => m.id);
+    expect(await ids()).toEqual([]);
+    expect(await discoverOnce(gw.deps.registry, upstream)).toBe(true);
+    expect(await ids()).toEqual(["m1", "m2"]);
+    expect((await gw.chat({ model: "m1", messages: HELLO })).status).toBe(200);
+
+    up.behaviour.models = ["m2", "m3"];
+    await discoverOnce(gw.deps.registry, upstream);
+    expect(await ids()).toEqual(["m2", "m3"]);
+    const gone = await gw.chat({ model: "m1", messages: HELLO });
+    expect(gone.status).toBe(404);
+    expect((await json(gone)).error.code).toBe("model_not_found");
+    expect((await gw.chat({ model: "m3", messages: HELLO })).status).toBe(200);
+    expect(up.requests.at(-1)!.body.model).toBe("m3");
+
+    up.stop();
+    expect(await discoverOnce(gw.deps.registry, upstream)).toBe(false);
+    expect(await ids()).toEqual(["m2", "m3"]);
+  });
+
+  test("a configured model wins over a discovered one with the same id", async () => {
+    const up = mock({ models: ["shared", "other"] });
+    const gw = routerApp({
+      upstreams: [{ name: "up", base_url: up.url, discover: true }],
+      models: [{ id: "shared", free: true, price: { prompt: 2 }, targets: [{ upstream: "up", model: "real-name" }] }],
+    });
+    await discoverOnce(gw.deps.registry, gw.deps.config.upstreams[0]);
+    const models = (await json(await gw.request("/v1/models"))).data;
+    expect(models.map((m: { id: string; source: string }) => `${m.id}:${m.source}`)).toEqual(["shared:config", "other:discovered"]);
+    await gw.chat({ model: "shared", messages: HELLO });
+    expect(up.requests[0].body.model).toBe("real-name");
+  });
+});

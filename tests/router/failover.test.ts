@@ -1,0 +1,178 @@
+/**
+ * Failover and retries with real mock upstreams over loopback: refused connections, 503s and
+ * timeouts move to the next target before the first byte; nothing is retried after it.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { freePort } from "../support/binary";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+import { HELLO, json, routerApp, sseData } from "./helpers";
+
+const mocks: MockUpstream[] = [];
+function mock(behaviour: Parameters<typeof startMockUpstream>[0] = {}): MockUpstream {
+  const m = startMockUpstream(behaviour);
+  mocks.push(m);
+  return m;
+}
+afterEach(() => {
+  while (mocks.length) mocks.pop()!.stop();
+});
+
+function twoTargets(a: string, b: string, extra: Record<string, unknown> = {}, routing: Record<string, unknown> = {}) {
+  return routerApp({
+    upstreams: [
+      { name: "a", base_url: a, ...extra },
+      { name: "b", base_url: b, ...extra },
+    ],
+    models: [{ id: "m", free: true, targets: [{ upstream: "a" }, { upstream: "b" }] }],
+    routing: { retry_backoff_ms: 0, ...routing },
+  });
+}
+
+describe("failover before the first byte", () => {
+  test("a refused connection moves on to the next target", async () => {
+    const b = mock();
+    const gw = twoTargets(`http://127.0.0.1:${freePort()}/v1`, b.url);
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(200);
+    expect((await json(res)).choices[0].message.content).toBe("Hello from the mock upstream.");
+    expect(b.chatCount()).toBe(1);
+    expect(gw.records[0].upstream).toBe("b");
+    const status = await json(await gw.request("/api/status"));
+    const a = status.upstreams.find((u: { name: string }) => u.name === "a");
+    expect(a.consecutive_failures).toBe(1);
+    expect(a.last_error).toContain("unreachable");
+  });
+
+  test("a 503 moves on to the next target; the upstream model name is sent", async () => {
+    const a = mock({ failWith: 503 });
+    const b = mock();
+    const gw = twoTargets(a.url, b.url);
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(200);
+    expect(a.chatCount()).toBe(1);
+    expect(b.chatCount()).toBe(1);
+    expect(b.requests[0].body.model).toBe("m");
+  });
+
+  test("a 429 from an upstream moves on as well", async () => {
+    const a = mock({ failWith: 429 });
+    const b = mock();
+    const res = await twoTargets(a.url, b.url).chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(200);
+    expect(b.chatCount()).toBe(1);
+  });
+
+  test("a first-byte timeout moves on to the next target", async () => {
+    const a = mock({ delayMs: 5_000 });
+    const b = mock();
+    const gw = twoTargets(a.url, b.url, { first_byte_timeout_ms: 100 });
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(200);
+    expect(b.chatCount()).toBe(1);
+    expect(gw.records[0].upstream).toBe("b");
+  });
+
+  test("a 400 from an upstream is the answer, not a reason to fail over", async () => {
+    const a = mock({ failWith: 400 });
+    const b = mock();
+    const res = await twoTargets(a.url, b.url).chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(400);
+    expect(b.chatCount()).toBe(0);
+  });
+
+  test("when every target fails: 502 in OpenAI's shape with request id and overhead headers", async () => {
+    const a = mock({ failWith: 500 });
+    const b = mock({ failWith: 503 });
+    const gw = twoTargets(a.url, b.url);
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(502);
+    const body = await json(res);
+    expect(body.error).toEqual({ message: expect.stringMatching(/upstream "(a|b)" answered 50[03]/), type: "api_error", param: null, code: "upstream_error" });
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+    expect(Number(res.headers.get("x-gateway-overhead-ms"))).toBeGreaterThanOrEqual(0);
+    expect(gw.records.map((r) => r.status)).toEqual([502]);
+    // max_attempts = 3 over two targets: a, b, then a again.
+    expect([a.chatCount(), b.chatCount()]).toEqual([2, 1]);
+  });
+
+  test("when every target times out: 504", async () => {
+    const a = mock({ delayMs: 5_000 });
+    const res = await routerApp({
+      upstreams: [{ name: "a", base_url: a.url, first_byte_timeout_ms: 50 }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+    }).chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(504);
+    expect((await json(res)).error.code).toBe("upstream_timeout");
+    // A timed-out target is not tried again within the same request.
+    expect(a.chatCount()).toBe(1);
+  });
+
+  test("retries are bounded by max_attempts, repeating a lone target after backoff", async () => {
+    const a = mock({ failWith: 503 });
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+      routing: { max_attempts: 3, retry_backoff_ms: 1, cooldown_failures: 10 },
+    });
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(502);
+    expect(a.chatCount()).toBe(3);
+  });
+
+  test("max_attempts = 1 never fails over", async () => {
+    const a = mock({ failWith: 503 });
+    const b = mock();
+    const res = await twoTargets(a.url, b.url, {}, { max_attempts: 1 }).chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(502);
+    expect(b.chatCount()).toBe(0);
+  });
+});
+
+describe("after the first byte", () => {
+  test("a stream that breaks is not retried: error event in OpenAI's shape, then [DONE], usage metered", async () => {
+    const a = mock({ breakAfterChunks: 3, chunkDelayMs: 10 });
+    const b = mock();
+    const gw = twoTargets(a.url, b.url);
+    const res = await gw.chat({ model: "m", messages: HELLO, stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    expect(Number(res.headers.get("x-gateway-overhead-ms"))).toBeGreaterThanOrEqual(0);
+    const events = sseData(await res.text());
+    expect(events.at(-1)).toBe("[DONE]");
+    const error = JSON.parse(events.at(-2)!);
+    expect(error.error).toMatchObject({ type: "api_error", code: "upstream_error", param: null });
+    expect(error.error.message).toContain("broke");
+    const content = events.slice(0, -2).map((e) => JSON.parse(e).choices[0].delta.content).join("");
+    expect(content).toBe("Hello from the");
+    expect(b.chatCount()).toBe(0);
+    const [record] = gw.records;
+    expect(record.status).toBe(502);
+    expect(record.upstream).toBe("a");
+    expect(record.promptTokens).toBeGreaterThan(0);
+    expect(record.completionTokens).toBe(3);
+    // The broken stream counts against the upstream's health.
+    expect(gw.deps.registry.upstreams.get("a")!.consecutiveFailures).toBe(1);
+  });
+
+  test("a stream that stalls ends after idle_timeout_ms with the error event and [DONE]", async () => {
+    const a = mock({ stallAfterChunks: 2 });
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url, idle_timeout_ms: 100 }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+    });
+    const events = sseData(await (await gw.chat({ model: "m", messages: HELLO, stream: true })).text());
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(JSON.parse(events.at(-2)!).error.message).toContain("sent nothing for 100 ms");
+    expect(gw.records[0].status).toBe(502);
+    expect(gw.records[0].completionTokens).toBe(2);
+  });
+
+  test("a complete stream keeps upstream usage and drops the usage chunk the client did not ask for", async () => {
+    const a = mock();
+    const gw = routerApp({ upstreams: [{ name: "a", base_url: a.url }], models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }] });
+    const events = sseData(await (await gw.chat({ model: "m", messages: HELLO, stream: true })).text());
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(events.some((e) => e.includes('"usage":{'))).toBe(false);
+    expect(a.requests[0].body.stream_options).toEqual({ include_usage: true });
+    expect(gw.records[0]).toMatchObject({ status: 200, completionTokens: 6 });
+  });
+});

@@ -1,0 +1,179 @@
+/**
+ * /metrics counters move with traffic (parsed from the Prometheus text), the bearer token guards
+ * the endpoint when set, and request log lines are batched, filtered by level and carry no secret.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { GatewayError } from "../../src/errors";
+import type { Gate } from "../../src/auth/types";
+import { createLogger } from "../../src/log";
+import type { RequestRecord } from "../../src/deps";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+import { HELLO, parseMetrics, routerApp, sample } from "./helpers";
+
+const mocks: MockUpstream[] = [];
+afterEach(() => {
+  while (mocks.length) mocks.pop()!.stop();
+});
+
+function gateway(options: { token?: string; gate?: Gate } = {}) {
+  const a = startMockUpstream({ failWith: 503 });
+  const b = startMockUpstream();
+  mocks.push(a, b);
+  const gw = routerApp(
+    {
+      upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }],
+      models: [{ id: "m", price: { prompt: 1_000, completion: 2_000 }, targets: [{ upstream: "a" }, { upstream: "b" }] }],
+      routing: { retry_backoff_ms: 0, max_attempts: 2, cooldown_failures: 100 },
+      metrics: options.token ? { token: options.token } : {},
+    },
+    { gate: options.gate },
+  );
+  return { a, b, gw };
+}
+
+async function scrape(gw: ReturnType<typeof routerApp>, headers: Record<string, string> = {}): Promise<Map<string, number>> {
+  const res = await gw.request("/metrics", { headers });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+  return parseMetrics(await res.text());
+}
+
+describe("/metrics", () => {
+  test("request, token, credit, latency and upstream series move as expected", async () => {
+    const { gw } = gateway();
+    const before = await scrape(gw);
+    expect(sample(before, "modelgate_requests_total")).toBe(0);
+    expect(sample(before, "modelgate_upstream_up", { upstream: "a" })).toBe(1);
+
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const streamed = await gw.chat({ model: "m", messages: HELLO, stream: true });
+      expect(streamed.status).toBe(200);
+      await streamed.text();
+    }
+    const m = await scrape(gw);
+
+    const ok = { model: "m", upstream: "b", identity: "anonymous", status: "200" };
+    expect(sample(m, "modelgate_requests_total", ok)).toBe(3);
+    const prompt = gw.records.reduce((n, r) => n + r.promptTokens, 0);
+    expect(prompt).toBeGreaterThan(0);
+    expect(sample(m, "modelgate_tokens_total", { model: "m", type: "prompt" })).toBe(prompt);
+    expect(sample(m, "modelgate_tokens_total", { model: "m", type: "completion" })).toBe(18);
+    const micro = gw.records.reduce((n, r) => n + r.costMicro, 0);
+    expect(micro).toBe(prompt * 1_000 + 18 * 2_000);
+    expect(sample(m, "modelgate_credits_total", { model: "m" })).toBeCloseTo(micro / 1_000_000, 9);
+    expect(sample(m, "modelgate_request_duration_seconds_count", { model: "m" })).toBe(3);
+    expect(sample(m, "modelgate_request_duration_seconds_bucket", { model: "m", le: "+Inf" })).toBe(3);
+    expect(sample(m, "modelgate_upstream_duration_seconds_count", { upstream: "b" })).toBe(3);
+    expect(sample(m, "modelgate_gateway_overhead_seconds_count")).toBe(3);
+    expect(sample(m, "modelgate_upstream_attempts_total", { upstream: "a", outcome: "failure" })).toBe(3);
+    expect(sample(m, "modelgate_upstream_attempts_total", { upstream: "b", outcome: "success" })).toBe(3);
+    expect(sample(m, "modelgate_upstream_consecutive_failures", { upstream: "a" })).toBe(3);
+    expect(sample(m, "modelgate_upstream_circuit_state", { upstream: "a", state: "closed" })).toBe(1);
+    expect(sample(m, "modelgate_models")).toBe(1);
+    expect(sample(m, "modelgate_build_info", { version: "test" })).toBe(1);
+  });
+
+  test("upstream failures and rate-limit rejections are counted by status", async () => {
+    let limited = true;
+    const gate: Gate = {
+      admit(input) {
+        if (limited) return new GatewayError("rate_limit_exceeded", "slow down", { headers: { "retry-after": "1" } });
+        return { identity: { kind: "api_key", userId: 1, keyId: "k1", subject: "k1" }, headers: {}, settle() {} };
+      },
+    };
+    const { gw, b } = gateway({ gate });
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(429);
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(429);
+    limited = false;
+    b.behaviour.failWith = 500;
+    expect((await gw.chat({ model: "m", messages: HELLO })).status).toBe(502);
+    const m = await scrape(gw);
+    expect(sample(m, "modelgate_rate_limited_total", { identity: "anonymous" })).toBe(2);
+    expect(sample(m, "modelgate_requests_total", { status: "429" })).toBe(2);
+    expect(sample(m, "modelgate_requests_total", { model: "m", upstream: "", identity: "api_key", status: "502" })).toBe(1);
+  });
+
+  test("extra gauges registered by other parts appear in the scrape", async () => {
+    const { gw } = gateway();
+    let depth = 7;
+    gw.metrics.registerGauge({ name: "modelgate_webhook_outbox_depth", help: "Jobs waiting in the outbox.", collect: () => depth });
+    expect(sample(await scrape(gw), "modelgate_webhook_outbox_depth")).toBe(7);
+    depth = 0;
+    expect(sample(await scrape(gw), "modelgate_webhook_outbox_depth")).toBe(0);
+  });
+
+  test("with [metrics] token set, a scrape needs that bearer token", async () => {
+    const { gw } = gateway({ token: "scrape-secret" });
+    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "scrape-secret" }] as Record<string, string>[]) {
+      const res = await gw.request("/metrics", { headers });
+      expect(res.status).toBe(401);
+      const body = await res.text();
+      expect(body).not.toContain("scrape-secret");
+      expect(JSON.parse(body).error.code).toBe("authentication_required");
+    }
+    await scrape(gw, { authorization: "Bearer scrape-secret" });
+  });
+
+  test("[metrics] enabled = false removes the endpoint", async () => {
+    const gw = routerApp({ metrics: { enabled: false } });
+    expect((await gw.request("/metrics")).status).toBe(404);
+  });
+});
+
+describe("request log lines", () => {
+  const record: RequestRecord = {
+    requestId: "req_1",
+    createdAt: Date.UTC(2026, 0, 1),
+    identity: "api_key",
+    userId: 3,
+    keyId: "key_abc",
+    model: "m",
+    upstream: "b",
+    status: 200,
+    promptTokens: 10,
+    completionTokens: 5,
+    costMicro: 20_000,
+    latencyMs: 12.3456,
+    upstreamMs: 10.1,
+  };
+
+  function capture(options: { level: "debug" | "info" | "warn" | "error"; requests: boolean }) {
+    const writes: string[] = [];
+    const logger = createLogger({ ...options, write: (text) => void writes.push(text), flushMs: 60_000 });
+    return { logger, writes, lines: () => writes.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l)) };
+  }
+
+  test("are queued and written together in one batch, one JSON object per line", () => {
+    const { logger, writes, lines } = capture({ level: "info", requests: true });
+    logger.request(record);
+    logger.request({ ...record, requestId: "req_2", status: 502, upstream: null });
+    expect(writes).toEqual([]);
+    logger.flush();
+    expect(writes.length).toBe(1);
+    expect(lines()).toEqual([
+      {
+        time: "2026-01-01T00:00:00.000Z", level: "info", msg: "request", request_id: "req_1", identity: "api_key", user_id: 3,
+        key_id: "key_abc", model: "m", upstream: "b", status: 200, prompt_tokens: 10, completion_tokens: 5, cost_micro: 20_000,
+        duration_ms: 12.35, upstream_ms: 10.1, overhead_ms: 2.25,
+      },
+      expect.objectContaining({ request_id: "req_2", level: "warn", status: 502, upstream: null }),
+    ]);
+    logger.close();
+  });
+
+  test("follow [log] level and [log] requests", () => {
+    const warn = capture({ level: "warn", requests: true });
+    warn.logger.request(record);
+    warn.logger.request({ ...record, requestId: "req_bad", status: 503 });
+    warn.logger.log("info", "hidden");
+    warn.logger.log("error", "shown");
+    warn.logger.flush();
+    expect(warn.lines().map((l) => l.request_id ?? l.msg)).toEqual(["shown", "req_bad"]);
+
+    const off = capture({ level: "debug", requests: false });
+    off.logger.request(record);
+    off.logger.flush();
+    expect(off.writes).toEqual([]);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * SpendAuth configuration checks (ConfigErrors naming the key) and the settlement worker's
+ * retry and dead states when the chain cannot be reached.
+ */
+import { describe, expect, test } from "bun:test";
+import { buildConfig, ConfigError } from "../../src/config/load";
+import { openDatabase } from "../../src/db/client";
+import { setupSpendAuth } from "../../src/spendauth/setup";
+import { createPublic, createSettler } from "../../src/spendauth/chain";
+import { enqueueSettlement, listSettlements, retrySettlement, settlementCounts } from "../../src/spendauth/queue";
+import { startSettlementWorker } from "../../src/spendauth/worker";
+import { Reservations } from "../../src/auth/spendauth-replay";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { CHAIN_ID, CONTRACT, KEYS, OPERATOR, signedHeader } from "./helpers";
+
+function setupWith(spendAuth: Record<string, unknown>): () => void {
+  const { config } = buildConfig({ spend_auth: spendAuth }, { env: {} });
+  const { db } = openDatabase(":memory:");
+  return () => void setupSpendAuth({ config, db, now: Date.now, log: () => {} }).stop();
+}
+
+describe("configuration", () => {
+  const base = { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address };
+  test("operator_key without rpc_url names the key", () => {
+    expect(setupWith({ ...base, allowed_signers: [OPERATOR.address], operator_key: KEYS.operator })).toThrow(new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url"));
+  });
+  test("an operator_key for another address is refused", () => {
+    expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })).toThrow(/spend_auth\.operator_key: controls 0x/);
+  });
+  test("a malformed operator_key is refused without echoing it", () => {
+    const run = setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: "0x1234" });
+    expect(run).toThrow("spend_auth.operator_key: not a 32-byte hex private key");
+  });
+  test("allowed_signers without an operator names spend_auth.operator", () => {
+    expect(setupWith({ verifying_contract: CONTRACT, allowed_signers: [OPERATOR.address] })).toThrow(/^spend_auth\.operator: required/);
+  });
+  test("with nothing configured SpendAuth is off and setup succeeds", () => {
+    expect(setupWith({})).not.toThrow();
+  });
+});
+
+describe("settlement worker failures", () => {
+  test("an unreachable chain is retried with backoff, then dead, and retry queues it again", async () => {
+    const { db } = openDatabase(":memory:");
+    let now = 1_000_000;
+    const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
+    enqueueSettlement(db, auth, "req_1", now);
+    const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000 }), {
+      rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000, operatorKey: KEYS.operator,
+    });
+    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => now, intervalMs: 3_600_000, maxAttempts: 3, log: () => {} });
+    expect(await worker.runOnce()).toBe(0);
+    let [row] = listSettlements(db);
+    expect(row).toMatchObject({ state: "pending", attempts: 1 });
+    expect(row.nextAttemptAt).toBe(now + 60_000); // backoff is capped at 60 s
+    expect(row.lastError).toBeTruthy();
+    expect(await worker.runOnce()).toBe(0); // not due yet: nothing happens
+    expect(listSettlements(db)[0].attempts).toBe(1);
+    for (let i = 0; i < 2; i++) {
+      now = listSettlements(db)[0].nextAttemptAt;
+      await worker.runOnce();
+    }
+    [row] = listSettlements(db);
+    expect(row).toMatchObject({ state: "dead", attempts: 3 });
+    expect(settlementCounts(db)).toEqual({ pending: 0, authorized: 0, done: 0, dead: 1 });
+    expect(retrySettlement(db, row.id, now)).toBe(true);
+    expect(listSettlements(db)[0]).toMatchObject({ state: "pending", attempts: 0 });
+    await worker.stop();
+  });
+
+  test("an expired authorization goes dead without retries", async () => {
+    const { db } = openDatabase(":memory:");
+    const auth = parseSpendAuthHeader(await signedHeader({ expiry: 1_000n })) as SpendAuthorization;
+    enqueueSettlement(db, auth, null, 5_000_000);
+    const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 500 }), {
+      rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 500, operatorKey: KEYS.operator,
+    });
+    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 5_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+    await worker.runOnce();
+    expect(listSettlements(db)[0]).toMatchObject({ state: "dead", attempts: 1, lastError: "the authorization expired before it could be settled" });
+    await worker.stop();
+  });
+});

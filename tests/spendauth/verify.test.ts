@@ -1,0 +1,224 @@
+/**
+ * SpendAuth verification through the in-process app: signatures made by viem's signTypedData
+ * with known keys verify; every mutation is refused with its own error; replays are refused, also
+ * under concurrency; the 402 tells the client what to sign.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+import { BASE_CONFIG, CHAIN_ID, CLIENT, COMMITMENT, CONTRACT, KEYS, OPERATOR, fields, header, sign, signedHeader, spendAuthApp } from "./helpers";
+import { concat, encodeAbiParameters, keccak256, parseAbiParameters, recoverAddress, toHex } from "viem";
+import { GatewayError } from "../../src/errors";
+import { listSettlements } from "../../src/spendauth/queue";
+
+let mock: MockUpstream;
+let config: typeof BASE_CONFIG;
+
+beforeAll(() => {
+  mock = startMockUpstream();
+  // One attempt and no cooldown, so a deliberately failing upstream does not trip the breaker.
+  config = { ...BASE_CONFIG, upstreams: [{ name: "mock", base_url: mock.url }], routing: { max_attempts: 1, cooldown_failures: 1000 } } as typeof BASE_CONFIG;
+});
+afterAll(() => mock.stop());
+
+const BODY = { model: "paid", messages: [{ role: "user", content: "hi" }], max_tokens: 100 };
+
+async function errorOf(response: Response): Promise<{ status: number; code: string; param: string | null; message: string }> {
+  const body = (await response.json()) as { error: { code: string; param: string | null; message: string } };
+  return { status: response.status, ...body.error };
+}
+
+describe("signatures from viem signTypedData", () => {
+  test("a known key's signature is byte-for-byte the expected vector", async () => {
+    const message = fields({ expiry: 1_900_000_000n, nonce: 7n, amount: 500_000n });
+    const signature = await sign(message);
+    expect(signature).toBe(
+      "0x994cdce282c01d10b6a0add10c14531f38a70584f6443166a1a5f4b549973486058a61922c6f3e91fa30b852259ee2bfe31950bdc9370d34f31d8ae9098f590c1c",
+    );
+    // The digest the contract computes by hand (abi.encode of the typehash and fields) is the one signed.
+    const typehash = keccak256(toHex("SpendAuthorization(bytes32 commitment,uint64 serviceId,uint8 jobIndex,uint256 amount,address operator,uint256 nonce,uint64 expiry)"));
+    const domainSeparator = keccak256(encodeAbiParameters(parseAbiParameters("bytes32, bytes32, bytes32, uint256, address"), [
+      keccak256(toHex("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")),
+      keccak256(toHex("ShieldedCredits")),
+      keccak256(toHex("1")),
+      BigInt(CHAIN_ID),
+      CONTRACT,
+    ]));
+    const structHash = keccak256(encodeAbiParameters(parseAbiParameters("bytes32, bytes32, uint64, uint8, uint256, address, uint256, uint64"), [
+      typehash, message.commitment, message.serviceId, message.jobIndex, message.amount, message.operator, message.nonce, message.expiry,
+    ]));
+    const digest = keccak256(concat(["0x1901", domainSeparator, structHash]));
+    expect(await recoverAddress({ hash: digest, signature })).toBe(CLIENT.address);
+  });
+
+  test("a valid authorization is served and queued for settlement", async () => {
+    const app = spendAuthApp(config);
+    const response = await app.chat(BODY, { "x-payment-signature": await signedHeader() });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { choices: unknown[] }).choices.length).toBe(1);
+    const rows = listSettlements(app.deps.db);
+    expect(rows.length).toBe(1);
+    expect(rows[0]).toMatchObject({ commitment: COMMITMENT, nonce: "0", amount: "1000000", state: "pending" });
+    expect(app.records.at(-1)?.identity).toBe("spend_auth");
+  });
+
+  test("hex-encoded JSON and JSON numbers are accepted", async () => {
+    const app = spendAuthApp(config);
+    const message = fields({ nonce: 3n });
+    const signature = await sign(message);
+    const json = JSON.stringify({ ...JSON.parse(header(message, signature)), serviceId: 1, nonce: 3, expiry: Number(message.expiry) });
+    const hex = `0x${Buffer.from(json).toString("hex")}`;
+    expect((await app.chat(BODY, { "x-payment-signature": hex })).status).toBe(200);
+  });
+
+  test("v given as y-parity (0/1) is accepted", async () => {
+    const app = spendAuthApp(config);
+    const message = fields({ nonce: 4n });
+    const signature = await sign(message);
+    const parity = (Number.parseInt(signature.slice(130), 16) - 27).toString(16).padStart(2, "0");
+    expect((await app.chat(BODY, { "x-payment-signature": header(message, signature.slice(0, 130) + parity) })).status).toBe(200);
+  });
+});
+
+describe("each mutation is refused with its own error", () => {
+  const flip = (hex: string, at: number): string => hex.slice(0, at) + (hex[at] === "1" ? "2" : "1") + hex.slice(at + 1);
+  const cases: Array<[string, (h: Record<string, unknown>) => void, Parameters<typeof sign>[1], { status: number; code: string; param: string | null }]> = [
+    ["amount raised after signing", (h) => (h.amount = "2000000"), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["operator", (h) => (h.operator = CLIENT.address), {}, { status: 401, code: "invalid_spend_auth", param: "operator" }],
+    ["serviceId", (h) => (h.serviceId = "2"), {}, { status: 401, code: "invalid_spend_auth", param: "serviceId" }],
+    ["nonce", (h) => (h.nonce = "99"), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["expiry extended", (h) => (h.expiry = String(Number(h.expiry) + 60)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["commitment", (h) => (h.commitment = flip(h.commitment as string, 10)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["chain id", () => {}, { chainId: 1 }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["verifying contract", () => {}, { contract: "0x000000000000000000000000000000000000dEaD" }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["v value flipped", (h) => (h.signature = (h.signature as string).slice(0, 130) + ((h.signature as string).endsWith("1b") ? "1c" : "1b")), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["v value out of range", (h) => (h.signature = (h.signature as string).slice(0, 130) + "1d"), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["truncated signature", (h) => (h.signature = (h.signature as string).slice(0, 128)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    ["signer not allowed", () => {}, { key: KEYS.stranger }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+  ];
+  for (const [name, mutate, signOptions, expected] of cases) {
+    test(name, async () => {
+      const app = spendAuthApp(config);
+      const h = JSON.parse(await signedHeader({}, signOptions)) as Record<string, unknown>;
+      mutate(h);
+      const error = await errorOf(await app.chat(BODY, { "x-payment-signature": JSON.stringify(h) }));
+      expect(error).toMatchObject(expected);
+      expect(listSettlements(app.deps.db).length).toBe(0);
+    });
+  }
+
+  test("an expired authorization names expiry", async () => {
+    const app = spendAuthApp(config);
+    const h = await signedHeader({ expiry: BigInt(Math.floor(Date.now() / 1000) - 31) });
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 401, code: "invalid_spend_auth", param: "expiry" });
+  });
+
+  test("within the 30 s skew an expired authorization still passes", async () => {
+    const app = spendAuthApp(config);
+    const h = await signedHeader({ expiry: BigInt(Math.floor(Date.now() / 1000) - 20) });
+    expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
+  });
+
+  for (const field of ["commitment", "serviceId", "jobIndex", "amount", "operator", "nonce", "expiry", "signature"]) {
+    test(`missing ${field} is named`, async () => {
+      const app = spendAuthApp(config);
+      const h = JSON.parse(await signedHeader()) as Record<string, unknown>;
+      delete h[field];
+      const error = await errorOf(await app.chat(BODY, { "x-payment-signature": JSON.stringify(h) }));
+      expect(error).toMatchObject({ status: 401, code: "invalid_spend_auth", param: field });
+      expect(error.message).toContain(field);
+    });
+  }
+
+  test("garbage that is not JSON is refused without a param", async () => {
+    const app = spendAuthApp(config);
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": "not json at all" }))).toMatchObject({ status: 401, code: "invalid_spend_auth", param: null });
+  });
+});
+
+describe("price", () => {
+  test("an amount below the request's maximum cost gets a 402 that says how much to sign", async () => {
+    const app = spendAuthApp(config);
+    // 100 max tokens at 2 credits/1M plus a small prompt at 1 credit/1M, in units_per_credit 1e6.
+    const response = await app.chat(BODY, { "x-payment-signature": await signedHeader({ amount: 10n }) });
+    const required = response.headers.get("x-payment-required");
+    expect(response.status).toBe(402);
+    expect(Number(required)).toBeGreaterThan(200);
+    expect(response.headers.get("x-payment-required-operator")).toBe(OPERATOR.address.toLowerCase());
+    expect(response.headers.get("x-payment-required-contract")).toBe(CONTRACT.toLowerCase());
+    expect(response.headers.get("x-payment-required-chain-id")).toBe(String(CHAIN_ID));
+    const body = (await response.json()) as { error: { code: string; required_amount: string } };
+    expect(body.error).toMatchObject({ code: "payment_required", required_amount: required! });
+    const again = await app.chat(BODY, { "x-payment-signature": await signedHeader({ amount: BigInt(required!) }) });
+    expect(again.status).toBe(200);
+  });
+
+  test("a free model takes an amount of zero", async () => {
+    const app = spendAuthApp(config);
+    const response = await app.chat({ ...BODY, model: "free" }, { "x-payment-signature": await signedHeader({ amount: 0n }) });
+    expect(response.status).toBe(200);
+  });
+});
+
+describe("replay", () => {
+  test("a second use of one authorization is nonce_replay", async () => {
+    const app = spendAuthApp(config);
+    const h = await signedHeader({ nonce: 42n });
+    expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 401, code: "nonce_replay", param: "nonce" });
+  });
+
+  test("concurrent replays of one nonce let exactly one through", async () => {
+    const app = spendAuthApp(config);
+    const h = await signedHeader({ nonce: 77n });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => app.chat(BODY, { "x-payment-signature": h })));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200).length).toBe(1);
+    expect(statuses.filter((s) => s === 401).length).toBe(49);
+    expect(listSettlements(app.deps.db).length).toBe(1);
+  });
+
+  test("when nothing was served the nonce is released and the same authorization can be retried", async () => {
+    const app = spendAuthApp(config);
+    const h = await signedHeader({ nonce: 5n });
+    mock.behaviour.failWith = 500;
+    try {
+      const failed = await app.chat(BODY, { "x-payment-signature": h });
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+    } finally {
+      mock.behaviour.failWith = undefined;
+    }
+    expect(listSettlements(app.deps.db).length).toBe(0);
+    expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
+    expect(listSettlements(app.deps.db).length).toBe(1);
+  });
+
+  test("a rate-limited request releases its nonce", async () => {
+    let allow = false;
+    const app = spendAuthApp(config, {
+      rateLimit: () => (allow ? { "x-ratelimit-limit-requests": "120" } : new GatewayError("rate_limit_exceeded", "slow down", { headers: { "retry-after": "1" } })),
+    });
+    const h = await signedHeader({ nonce: 6n });
+    expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(429);
+    allow = true;
+    const ok = await app.chat(BODY, { "x-payment-signature": h });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("120");
+  });
+});
+
+describe("modes", () => {
+  test("with neither rpc_url nor allowed_signers the header is refused as disabled", async () => {
+    const app = spendAuthApp({ ...config, spend_auth: { ...config.spend_auth, allowed_signers: [] } });
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": await signedHeader() }))).toMatchObject({ status: 401, code: "spend_auth_disabled" });
+  });
+
+  test("an unreachable RPC is a 502, never a pass", async () => {
+    const { createAccountReader, createPublic } = await import("../../src/spendauth/chain");
+    const rpcUrl = "http://127.0.0.1:9";
+    const accounts = createAccountReader(createPublic({ rpcUrl, chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 2000 }), CONTRACT);
+    const app = spendAuthApp({ ...config, spend_auth: { ...config.spend_auth, rpc_url: rpcUrl, allowed_signers: [] } }, { accounts });
+    const h = await signedHeader({ nonce: 8n });
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 502, code: "chain_unavailable" });
+    expect(listSettlements(app.deps.db).length).toBe(0);
+  });
+});

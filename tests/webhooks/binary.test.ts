@@ -1,0 +1,162 @@
+// Against the compiled binary over loopback: a burst of signed requests, kill -9 at a random
+// moment, restart: every call_id that got a 202 is in the outbox exactly once with its body,
+// repeated over several rounds. Also: a job handler killed with the process is redelivered after
+// its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413.
+import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { signBody } from "../../src/webhooks/auth";
+import { freePort, startGateway, type RunningGateway } from "../support/binary";
+
+const SECRET = "durable-secret";
+const running: RunningGateway[] = [];
+afterAll(async () => {
+  for (const gateway of running) if (gateway.proc.exitCode === null) await gateway.stop("SIGKILL");
+});
+
+function webhooksToml(port: number, extra = ""): string {
+  return `[webhooks]
+enabled = true
+bind_address = "127.0.0.1:${port}"
+lease_ms = 500
+${extra}
+[[webhooks.endpoints]]
+path = "/hooks/alert"
+job_id = 3
+auth = "hmac-sha256"
+secret = "${SECRET}"
+name = "Alerts"
+`;
+}
+
+async function start(dir: string, extra = "", args: string[] = ["--service-id", "9"], tail = ""): Promise<{ gateway: RunningGateway; hooks: string }> {
+  const port = freePort();
+  const gateway = await startGateway(`${webhooksToml(port, extra)}\n${tail}`, { dir, args });
+  running.push(gateway);
+  const hooks = `http://127.0.0.1:${port}`;
+  expect(await (await fetch(`${hooks}/webhooks/health`)).text()).toBe("ok");
+  return { gateway, hooks };
+}
+
+function send(hooks: string, body: string): Promise<Response> {
+  return fetch(`${hooks}/hooks/alert`, { method: "POST", body, headers: { "X-Hub-Signature-256": `sha256=${signBody(SECRET, body)}`, "content-type": "application/json" } });
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+describe("durability under kill -9", () => {
+  test("every 202 survives a kill -9 at a random moment, exactly once, over several rounds", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-durable-"));
+    const acked = new Map<number, string>();
+    let previousMax = 0;
+    const rounds = 6;
+    for (let round = 0; round < rounds; round++) {
+      const { gateway, hooks } = await start(dir);
+      let stop = false;
+      let sent = 0;
+      const roundIds: number[] = [];
+      const worker = async (): Promise<void> => {
+        while (!stop) {
+          const body = JSON.stringify({ round, n: sent++, nonce: crypto.randomUUID() });
+          try {
+            const response = await send(hooks, body);
+            if (response.status === 202) {
+              const { call_id } = (await response.json()) as { call_id: number };
+              acked.set(call_id, body);
+              roundIds.push(call_id);
+            }
+          } catch {
+            return; // the process is gone
+          }
+        }
+      };
+      const workers = Array.from({ length: 24 }, worker);
+      await until(() => roundIds.length >= 20, "the first accepted requests");
+      await Bun.sleep(Math.floor(Math.random() * 150)); // a random moment inside the burst
+      gateway.proc.kill("SIGKILL");
+      await gateway.proc.exited;
+      stop = true;
+      await Promise.all(workers);
+      expect(Math.min(...roundIds)).toBeGreaterThan(previousMax);
+      previousMax = Math.max(...roundIds);
+    }
+    const db = new Database(join(dir, "data", "modelgate.db"));
+    const rows = db.query<{ call_id: number; body: Uint8Array }, []>("SELECT call_id, body FROM webhook_jobs").all();
+    db.close();
+    const byId = new Map(rows.map((r) => [r.call_id, Buffer.from(r.body).toString()]));
+    const bodyCounts = new Map<string, number>();
+    for (const body of byId.values()) bodyCounts.set(body, (bodyCounts.get(body) ?? 0) + 1);
+    expect(acked.size).toBeGreaterThan(rounds * 20);
+    for (const [callId, body] of acked) {
+      expect(byId.get(callId)).toBe(body);
+      expect(bodyCounts.get(body)).toBe(1);
+    }
+  }, 60_000);
+});
+
+describe("the webhook feature in the binary", () => {
+  test("a handler killed with the process is redelivered after its lease", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-redeliver-"));
+    const marks = join(dir, "attempts");
+    const job = `[[jobs]]\njob_id = 3\ncommand = ["sh", "-c", "echo $X_GATEWAY_ATTEMPT >> ${marks}; [ $X_GATEWAY_ATTEMPT -ge 2 ] || sleep 30"]\ntimeout_ms = 60000\n`;
+    // [[jobs]] sits at the top level of modelgate.toml, after the [webhooks] tables.
+    const withJob = await start(dir, "", ["--service-id", "9"], job);
+    const { hooks } = withJob;
+    const response = await send(hooks, '{"work":1}');
+    expect(response.status).toBe(202);
+    const { call_id } = (await response.json()) as { call_id: number };
+    await until(() => existsSync(marks) && readFileSync(marks, "utf8") === "1\n", "the first attempt to start");
+    withJob.gateway.proc.kill("SIGKILL"); // the consumer dies mid-job
+    await withJob.gateway.proc.exited;
+    const restarted = (await start(dir, "", ["--service-id", "9"], job)).gateway;
+    await until(async () => {
+      const list = await restarted.cli(["jobs", "list", "--state", "done", "--json"]);
+      return (JSON.parse(list.stdout) as Array<{ callId: number }>).some((j) => j.callId === call_id);
+    }, "the redelivered call to finish");
+    expect(readFileSync(marks, "utf8")).toBe("1\n2\n");
+    await restarted.stop();
+  }, 60_000);
+
+  test("jobs list and retry, the status section, and the service_id warning", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-jobs-cli-"));
+    const { gateway, hooks } = await start(dir, "", []);
+    expect(gateway.output()).toContain("service_id is 0");
+    const response = await send(hooks, '{"a":1}');
+    const { call_id } = (await response.json()) as { call_id: number };
+    const table = await gateway.cli(["jobs", "list"]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain("CALL_ID");
+    expect(table.stdout).toMatch(new RegExp(`^${call_id}\\s+3\\s+pending`, "m"));
+    const status = (await (await fetch(`${gateway.url}/api/status`)).json()) as { webhooks: Record<string, unknown> };
+    expect(status.webhooks.outbox_depth).toBe(1);
+    expect(status.webhooks.pending).toBe(1);
+    expect((await gateway.cli(["jobs", "list", "--state", "bogus"])).code).toBe(2);
+    const retried = await gateway.cli(["jobs", "retry", String(call_id)]);
+    expect(retried.code).toBe(0);
+    expect((await gateway.cli(["jobs", "retry", "987654"])).code).toBe(1);
+    await gateway.stop();
+  }, 30_000);
+
+  test("a chunked body over the limit is 413 over real HTTP", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-413-"));
+    const { gateway, hooks } = await start(dir, "max_body_bytes = 1000");
+    let left = 3;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (left-- > 0) controller.enqueue(new Uint8Array(600).fill(120));
+        else controller.close();
+      },
+    });
+    const response = await fetch(`${hooks}/hooks/alert`, { method: "POST", body, headers: { "X-Hub-Signature-256": "sha256=00" } });
+    expect(response.status).toBe(413);
+    await gateway.stop();
+  }, 30_000);
+});

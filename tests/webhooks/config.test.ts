@@ -1,0 +1,150 @@
+// The webhook config: the Blueprint SDK crate's webhooks.toml loads unchanged, inline keys work,
+// and every validation error is a ConfigError naming the key path.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildConfig, ConfigError, loadConfig, redactedConfig } from "../../src/config/load";
+
+const CRATE_FILE = `# webhooks.toml as documented by the blueprint-webhooks crate
+bind_address = "127.0.0.1:9091"
+
+[[endpoints]]
+path = "/hooks/tradingview"
+job_id = 30
+auth = "hmac-sha256"
+secret = "my-secret-key"
+
+[[endpoints]]
+path = "/hooks/price-alert"
+job_id = 7
+auth = "bearer"
+secret = "env:PRICE_ALERT_TOKEN"
+name = "Price Alert"
+
+[[endpoints]]
+path = "/hooks/legacy"
+job_id = 9
+auth = "api-key"
+secret = "k"
+api_key_header = "X-Legacy-Key"
+
+[[endpoints]]
+path = "/hooks/open"
+job_id = 1
+`;
+
+function dirWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-wh-config-"));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function configError(raw: Record<string, unknown>, env: Record<string, string> = {}): string {
+  try {
+    buildConfig(raw, { env });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const on = (endpoints: unknown[], extra: Record<string, unknown> = {}) => ({ webhooks: { enabled: true, endpoints, ...extra } });
+
+describe("loading", () => {
+  test("a crate-format webhooks.toml loads unchanged via [webhooks] config, relative to the main file", () => {
+    const dir = dirWith({
+      "webhooks.toml": CRATE_FILE,
+      "modelgate.toml": `[webhooks]\nenabled = true\nconfig = "webhooks.toml"\n`,
+    });
+    const { config } = loadConfig(join(dir, "modelgate.toml"), { PRICE_ALERT_TOKEN: "from-env" });
+    const w = config.webhooks;
+    expect(w.bind_address).toBe("127.0.0.1:9091");
+    expect(w.endpoints.map((e) => [e.path, e.job_id, e.auth])).toEqual([
+      ["/hooks/tradingview", 30, "hmac-sha256"],
+      ["/hooks/price-alert", 7, "bearer"],
+      ["/hooks/legacy", 9, "api-key"],
+      ["/hooks/open", 1, "none"],
+    ]);
+    expect(w.endpoints[0].secret).toBe("my-secret-key");
+    expect(w.endpoints[1].secret).toBe("from-env");
+    expect(w.endpoints[1].name).toBe("Price Alert");
+    expect(w.endpoints[2].api_key_header).toBe("X-Legacy-Key");
+    expect(w.max_body_bytes).toBe(1_048_576);
+  });
+
+  test("the same keys inline under [webhooks], with defaults filled", () => {
+    const { config } = buildConfig(on([{ path: "/a", job_id: 1, auth: "bearer", secret: "literal" }]), { env: {} });
+    expect(config.webhooks.endpoints[0].secret).toBe("literal");
+    expect(config.webhooks.bind_address).toBe("0.0.0.0:9090");
+    expect(config.webhooks.lease_ms).toBe(30_000);
+    expect(config.webhooks.max_attempts).toBe(5);
+  });
+
+  test("secrets and the pull token are redacted by config check", () => {
+    const loaded = buildConfig(on([{ path: "/a", job_id: 1, auth: "bearer", secret: "env:TOK" }], { pull_token: "pt-literal" }), { env: { TOK: "tok" } });
+    const text = JSON.stringify(redactedConfig(loaded));
+    expect(text).not.toContain("pt-literal");
+    expect(text).not.toContain('"tok"');
+    expect(text).toContain("<redacted>");
+  });
+
+  test("service_id in a crate file is ignored; in modelgate.toml it is an error", () => {
+    const dir = dirWith({ "w.toml": `service_id = 5\n[[endpoints]]\npath = "/x"\njob_id = 1\n` });
+    expect(buildConfig({ webhooks: { enabled: true, config: "w.toml" } }, { env: {}, baseDir: dir }).config.webhooks.endpoints).toHaveLength(1);
+    expect(configError({ webhooks: { service_id: 3 } })).toStartWith("webhooks.service_id:");
+  });
+});
+
+describe("validation errors name the path", () => {
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ["no endpoints when enabled", { webhooks: { enabled: true } }, "webhooks.endpoints: at least one endpoint"],
+    ["path without a leading slash", on([{ path: "hooks/x", job_id: 1 }]), 'webhooks.endpoints[0].path: must start with "/"'],
+    ["duplicate path", on([{ path: "/x", job_id: 1 }, { path: "/x", job_id: 2 }]), 'webhooks.endpoints[1].path: duplicate path "/x"'],
+    ["reserved path", on([{ path: "/webhooks/health", job_id: 1 }]), "webhooks.endpoints[0].path: \"/webhooks/health\" is reserved"],
+    ["bearer without secret", on([{ path: "/x", job_id: 1, auth: "bearer" }]), 'webhooks.endpoints[0].secret: required for auth "bearer"'],
+    ["hmac without secret", on([{ path: "/x", job_id: 1, auth: "hmac-sha256" }]), 'webhooks.endpoints[0].secret: required for auth "hmac-sha256"'],
+    ["api-key without secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "" }]), 'webhooks.endpoints[0].secret: required for auth "api-key"'],
+    ["unknown auth mode", on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]), 'webhooks.endpoints[0].auth: unknown auth mode "oauth2"'],
+    ["missing job_id", on([{ path: "/x" }]), "webhooks.endpoints[0].job_id"],
+    ["unknown endpoint key", on([{ path: "/x", job_id: 1, colour: "red" }]), "webhooks.endpoints[0].colour: unknown key"],
+    ["job handler with two actions", { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] }, 'jobs[0]: set exactly one of "command" or "forward"'],
+    ["job handler with no action", { jobs: [{ job_id: 1 }] }, "jobs[0]: set exactly one"],
+    ["two handlers for one job", { jobs: [{ job_id: 1, command: ["true"] }, { job_id: 1, command: ["true"] }] }, "jobs[1].job_id: another [[jobs]] handler"],
+  ];
+  for (const [name, raw, message] of cases) {
+    test(name, () => {
+      expect(configError(raw)).toContain(message);
+    });
+  }
+
+  test("an unset env: secret is a start-up error naming the variable", () => {
+    const message = configError(on([{ path: "/x", job_id: 1, auth: "bearer", secret: "env:NOT_SET_ANYWHERE" }]));
+    expect(message).toBe("webhooks.endpoints[0].secret: environment variable NOT_SET_ANYWHERE is not set");
+  });
+
+  test("errors inside the crate file name the file", () => {
+    const dir = dirWith({ "w.toml": `[[endpoints]]\npath = "x"\njob_id = 1\n`, "bad.toml": "endpoints = [", "extra.toml": "colour = 1\n" });
+    const file = (name: string) => ({ webhooks: { enabled: true, config: name } });
+    const load = (name: string) => {
+      try {
+        buildConfig(file(name), { env: {}, baseDir: dir });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      return "no error";
+    };
+    expect(load("w.toml")).toContain(`${join(dir, "w.toml")}: endpoints[0].path: must start with "/"`);
+    expect(load("bad.toml")).toContain("invalid TOML");
+    expect(load("extra.toml")).toContain("colour: unknown key");
+    expect(load("missing.toml")).toContain("webhooks.config: cannot read");
+  });
+
+  test("a key set both inline and in the file is refused", () => {
+    const dir = dirWith({ "w.toml": CRATE_FILE });
+    expect(() => buildConfig({ webhooks: { enabled: true, config: "w.toml", endpoints: [] } }, { env: { PRICE_ALERT_TOKEN: "t" }, baseDir: dir }))
+      .toThrow("webhooks.endpoints: set both inline and in");
+  });
+});

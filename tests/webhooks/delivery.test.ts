@@ -1,0 +1,166 @@
+// At-least-once delivery: leases (from the claim, not the creation), fencing of a consumer whose
+// lease was taken over, the attempt limit and dead state, retry, retention; the pull API.
+import { afterAll, describe, expect, test } from "bun:test";
+import { retryJob, listJobs } from "../../src/webhooks/admin";
+import { buildTestGateway } from "./support";
+
+const LEASE = 30_000;
+const t = buildTestGateway({
+  endpoints: [{ path: "/a", job_id: 1 }, { path: "/b", job_id: 2 }, { path: "/c", job_id: 3 }, { path: "/pull", job_id: 4 }],
+  lease_ms: LEASE,
+  max_attempts: 3,
+  backoff_ms: 1_000,
+  backoff_max_ms: 60_000,
+  retain_done_hours: 1,
+  pull_token: "pull-secret",
+});
+afterAll(() => t.close());
+
+async function enqueue(path: string, body: string): Promise<number> {
+  const response = await t.post(path, body);
+  expect(response.status).toBe(202);
+  return ((await response.json()) as { call_id: number }).call_id;
+}
+
+function stateOf(callId: number): { state: string; attempts: number } {
+  return t.outbox.sqlite.query<{ state: string; attempts: number }, [number]>("SELECT state, attempts FROM webhook_jobs WHERE call_id = ?").get(callId)!;
+}
+
+describe("leases", () => {
+  test("a consumer that dies mid-job gets its call redelivered after the lease, not before", async () => {
+    const callId = await enqueue("/a", "work");
+    const [first] = await t.outbox.claim({ jobIds: [1] });
+    expect(first.callId).toBe(callId);
+    expect(first.attempt).toBe(1);
+    // The consumer dies here: no ack, no fail.
+    t.clock.advance(LEASE - 1);
+    expect(await t.outbox.claim({ jobIds: [1] })).toEqual([]);
+    t.clock.advance(1);
+    const [again] = await t.outbox.claim({ jobIds: [1] });
+    expect(again.callId).toBe(callId);
+    expect(again.attempt).toBe(2);
+    expect(Buffer.from(again.body).toString()).toBe("work");
+    // A late ack from the dead consumer's attempt is refused; the live one counts.
+    expect(await t.outbox.ack(callId, 1)).toBe(false);
+    expect(await t.outbox.ack(callId, 2)).toBe(true);
+    expect(stateOf(callId)).toEqual({ state: "done", attempts: 2 });
+  });
+
+  test("a long-queued call is not requeued while it runs: the lease starts at the claim", async () => {
+    const callId = await enqueue("/b", "old");
+    t.clock.advance(10 * 3_600_000);
+    const producer = t.gateway.producer({ jobIds: [2], pollMs: 10 });
+    const call = (await producer.next())!;
+    producer.close();
+    expect(call.callId).toBe(callId);
+    t.clock.advance(LEASE / 2);
+    expect(await t.outbox.claim({ jobIds: [2] })).toEqual([]);
+    expect(await call.extend()).toBe(true);
+    t.clock.advance(LEASE - 1);
+    expect(await t.outbox.claim({ jobIds: [2] })).toEqual([]);
+    expect(await call.ack()).toBe(true);
+  });
+
+  test("the attempt limit leads to dead; jobs retry revives it", async () => {
+    const callId = await enqueue("/c", "flaky");
+    const states: Array<string | null> = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      t.clock.advance(60_000); // past any backoff
+      const [call] = await t.outbox.claim({ jobIds: [3] });
+      expect(call.attempt).toBe(attempt);
+      states.push(await t.outbox.fail(callId, attempt, `boom ${attempt}`));
+    }
+    expect(states).toEqual(["pending", "pending", "dead"]);
+    t.clock.advance(3_600_000);
+    expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
+    const dead = listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)!;
+    expect(dead.lastError).toBe("boom 3");
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: true, previous: "dead" });
+    const [revived] = await t.outbox.claim({ jobIds: [3] });
+    expect(revived.callId).toBe(callId);
+    expect(revived.attempt).toBe(1);
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
+    expect(retryJob(t.main.db, 999_999)).toEqual({ ok: false, reason: "not_found" });
+    await t.outbox.ack(callId, 1);
+  });
+
+  test("failures back off exponentially", async () => {
+    const callId = await enqueue("/c", "backoff");
+    const [c1] = await t.outbox.claim({ jobIds: [3] });
+    await t.outbox.fail(callId, c1.attempt, "x");
+    t.clock.advance(999);
+    expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
+    t.clock.advance(1);
+    const [c2] = await t.outbox.claim({ jobIds: [3] });
+    await t.outbox.fail(callId, c2.attempt, "x");
+    t.clock.advance(1_999);
+    expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
+    t.clock.advance(1);
+    const [c3] = await t.outbox.claim({ jobIds: [3] });
+    expect(c3.attempt).toBe(3);
+    await t.outbox.ack(callId, 3);
+  });
+
+  test("a call abandoned on its last attempt becomes dead when the lease runs out", async () => {
+    const callId = await enqueue("/c", "abandoned");
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const [call] = await t.outbox.claim({ jobIds: [3] });
+      expect(call.attempt).toBe(attempt);
+      t.clock.advance(LEASE);
+    }
+    expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
+    expect(stateOf(callId).state).toBe("dead");
+  });
+
+  test("done calls are pruned after retain_done_hours; call_ids keep increasing", async () => {
+    const callId = await enqueue("/a", "prune me");
+    const [call] = await t.outbox.claim({ jobIds: [1] });
+    await t.outbox.ack(call.callId, call.attempt);
+    await t.outbox.prune(3_600_000); // older done calls from the tests above go
+    expect(t.outbox.sqlite.query("SELECT 1 FROM webhook_jobs WHERE call_id = ?").get(callId)).not.toBeNull();
+    t.clock.advance(3_600_001);
+    expect(await t.outbox.prune(3_600_000)).toBeGreaterThanOrEqual(1);
+    expect(t.outbox.sqlite.query("SELECT 1 FROM webhook_jobs WHERE call_id = ?").get(callId)).toBeNull();
+    expect(await enqueue("/a", "next")).toBeGreaterThan(callId);
+  });
+});
+
+describe("pull API", () => {
+  const pull = (path: string, body: unknown, token = "pull-secret") =>
+    t.request(`/webhooks/jobs/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+  test("needs the pull token", async () => {
+    expect((await pull("claim", {}, "wrong")).status).toBe(401);
+    expect((await t.request("/webhooks/jobs/claim", { method: "POST" })).status).toBe(401);
+  });
+
+  test("claim, extend, ack, and a lost lease is 409", async () => {
+    const payload = new Uint8Array([0, 1, 2, 250, 255]);
+    expect((await t.post("/pull", payload)).status).toBe(202);
+    const claimed = (await (await pull("claim", { max: 10, job_ids: [4] })).json()) as { jobs: any[] };
+    expect(claimed.jobs).toHaveLength(1);
+    const job = claimed.jobs[0];
+    expect(job.job_id).toBe(4);
+    expect(job.attempt).toBe(1);
+    expect(job.metadata["X-WEBHOOK-PATH"]).toBe("/pull");
+    expect(job.metadata["X-WEBHOOK-ORIGIN"]).toBe("webhook");
+    expect(Buffer.from(job.body_base64, "base64").equals(Buffer.from(payload))).toBe(true);
+    const extended = await (await pull(`${job.call_id}/extend`, { attempt: 1, lease_ms: 60_000 })).json();
+    expect(extended).toEqual({ call_id: job.call_id, lease_until: t.clock.now() + 60_000 });
+    expect((await pull(`${job.call_id}/ack`, { attempt: 2 })).status).toBe(409);
+    expect(await (await pull(`${job.call_id}/ack`, { attempt: 1 })).json()).toEqual({ call_id: job.call_id, state: "done" });
+    expect((await pull(`${job.call_id}/ack`, { attempt: 1 })).status).toBe(409);
+  });
+
+  test("fail puts the call back; bad input is 400, never 500", async () => {
+    expect((await t.post("/pull", "again")).status).toBe(202);
+    const { jobs } = (await (await pull("claim", { job_ids: [4] })).json()) as { jobs: any[] };
+    const response = await pull(`${jobs[0].call_id}/fail`, { attempt: 1, error: "runner crashed" });
+    expect(await response.json()).toEqual({ call_id: jobs[0].call_id, state: "pending" });
+    expect((await pull("claim", { max: 0 })).status).toBe(400);
+    expect((await pull("claim", { job_ids: "x" })).status).toBe(400);
+    expect((await pull(`${jobs[0].call_id}/ack`, {})).status).toBe(400);
+    expect((await t.request("/webhooks/jobs/claim", { method: "POST", headers: { authorization: "Bearer pull-secret" }, body: "{not json" })).status).toBe(400);
+    expect((await pull("nothing-here", {})).status).toBe(404);
+  });
+});

@@ -1,0 +1,130 @@
+// `[[jobs]]` handlers: a command gets the body on stdin and the metadata in its environment and
+// its exit code decides; a timeout kills it; a long job keeps its lease; `forward` POSTs with the
+// metadata as headers and is retried until a 2xx.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startJobRunner } from "../../src/webhooks/jobs";
+import { buildTestGateway } from "./support";
+
+const out = mkdtempSync(join(tmpdir(), "modelgate-jobs-out-"));
+const forwarded: Array<{ body: string; headers: Record<string, string> }> = [];
+const receiver = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    forwarded.push({ body: await request.text(), headers: Object.fromEntries(request.headers) });
+    return new Response(null, { status: forwarded.length === 1 ? 500 : 200 });
+  },
+});
+
+const t = buildTestGateway(
+  {
+    endpoints: [
+      { path: "/cmd", job_id: 1, name: "Command hook" },
+      { path: "/flaky", job_id: 2 },
+      { path: "/slow", job_id: 3 },
+      { path: "/hang", job_id: 4 },
+      { path: "/fwd", job_id: 5, name: "Forwarded" },
+    ],
+    lease_ms: 300,
+    max_attempts: 3,
+    backoff_ms: 0,
+  },
+  {
+    realClock: true,
+    jobs: [
+      { job_id: 1, command: ["sh", "-c", `cat > "${out}/$X_GATEWAY_CALL_ID.body"; env | grep '^X_' | sort > "${out}/$X_GATEWAY_CALL_ID.env"`] },
+      { job_id: 2, command: ["sh", "-c", 'echo "try $X_GATEWAY_ATTEMPT" >&2; [ "$X_GATEWAY_ATTEMPT" -ge 2 ]'] },
+      { job_id: 3, command: ["sh", "-c", `echo run >> "${out}/slow.runs"; sleep 1`], timeout_ms: 10_000 },
+      { job_id: 4, command: ["sleep", "30"], timeout_ms: 150 },
+      { job_id: 5, forward: `http://127.0.0.1:${receiver.port}/hook`, timeout_ms: 5_000 },
+    ],
+    serviceId: 7,
+  },
+);
+const runner = startJobRunner(t.outbox, t.config.jobs, { leaseMs: t.config.webhooks.lease_ms, pollMs: 20 });
+afterAll(async () => {
+  await runner.stop(2_000);
+  receiver.stop(true);
+  t.close();
+});
+
+async function enqueue(path: string, body: string | Uint8Array): Promise<number> {
+  const response = await t.post(path, body, { "content-type": "text/plain" });
+  expect(response.status).toBe(202);
+  return ((await response.json()) as { call_id: number }).call_id;
+}
+
+function row(callId: number): { state: string; attempts: number; last_error: string | null } {
+  return t.outbox.sqlite
+    .query<{ state: string; attempts: number; last_error: string | null }, [number]>("SELECT state, attempts, last_error FROM webhook_jobs WHERE call_id = ?")
+    .get(callId)!;
+}
+
+/** Waits for a condition (not for time): polls until it holds or a generous deadline passes. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
+describe("command handlers", () => {
+  test("body on stdin byte for byte, metadata in the environment, exit 0 acks", async () => {
+    const body = new Uint8Array([0x7b, 0x22, 0xc3, 0xa9, 0x22, 0x7d, 0x0a, 0x00, 0xff]);
+    const callId = await enqueue("/cmd", body);
+    await until(() => row(callId).state === "done", "the command call to finish");
+    expect(readFileSync(join(out, `${callId}.body`)).equals(Buffer.from(body))).toBe(true);
+    const env = readFileSync(join(out, `${callId}.env`), "utf8").trim().split("\n");
+    expect(env).toEqual([
+      "X_GATEWAY_ATTEMPT=1",
+      `X_GATEWAY_CALL_ID=${callId}`,
+      "X_GATEWAY_JOB_ID=1",
+      "X_GATEWAY_SERVICE_ID=7",
+      "X_WEBHOOK_NAME=Command hook",
+      "X_WEBHOOK_ORIGIN=webhook",
+      "X_WEBHOOK_PATH=/cmd",
+    ]);
+  });
+
+  test("a non-zero exit fails the attempt and the call is retried", async () => {
+    const callId = await enqueue("/flaky", "x");
+    await until(() => row(callId).state === "done", "the flaky call to succeed on its second attempt");
+    expect(row(callId).attempts).toBe(2);
+  });
+
+  test("a job longer than the lease keeps its lease and runs once", async () => {
+    const callId = await enqueue("/slow", "x");
+    await until(() => row(callId).state === "done", "the slow call to finish");
+    expect(row(callId).attempts).toBe(1);
+    expect(readFileSync(join(out, "slow.runs"), "utf8")).toBe("run\n");
+  });
+
+  test("a command past timeout_ms is killed; after max_attempts the call is dead", async () => {
+    const callId = await enqueue("/hang", "x");
+    await until(() => row(callId).state === "dead", "the hanging call to die");
+    expect(row(callId).attempts).toBe(3);
+    expect(row(callId).last_error).toContain("killed");
+  });
+});
+
+describe("forward handlers", () => {
+  test("POSTs the body with metadata headers; a 500 is retried until a 2xx", async () => {
+    const callId = await enqueue("/fwd", '{"ping":1}');
+    await until(() => row(callId).state === "done", "the forwarded call to be acknowledged");
+    expect(row(callId).attempts).toBe(2);
+    expect(forwarded).toHaveLength(2);
+    const last = forwarded[1];
+    expect(last.body).toBe('{"ping":1}');
+    expect(last.headers["content-type"]).toBe("text/plain");
+    expect(last.headers["x-gateway-service-id"]).toBe("7");
+    expect(last.headers["x-gateway-call-id"]).toBe(String(callId));
+    expect(last.headers["x-webhook-path"]).toBe("/fwd");
+    expect(last.headers["x-webhook-name"]).toBe("Forwarded");
+    expect(last.headers["x-webhook-origin"]).toBe("webhook");
+    expect(last.headers["x-gateway-attempt"]).toBe("2");
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * An in-process webhook gateway over a real SQLite file in a fresh temporary directory, with an
+ * injected clock. Requests go through `gateway.fetch`, the same handler Bun.serve runs.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildConfig } from "../../src/config/load";
+import type { Config } from "../../src/config/schema";
+import { openDatabase, type OpenedDb } from "../../src/db/client";
+import { WebhookGateway } from "../../src/webhooks/gateway";
+import { outboxFor } from "../../src/webhooks";
+import type { Outbox } from "../../src/webhooks/outbox";
+
+export interface TestClock {
+  now: () => number;
+  advance(ms: number): void;
+}
+
+export function testClock(start = 1_800_000_000_000): TestClock {
+  let t = start;
+  return { now: () => t, advance: (ms) => void (t += ms) };
+}
+
+export interface TestGateway {
+  config: Config;
+  gateway: WebhookGateway;
+  outbox: Outbox;
+  clock: TestClock;
+  dir: string;
+  /** The main connection (migrated), as the CLI would open it. */
+  main: OpenedDb;
+  post(path: string, body: string | Uint8Array, headers?: Record<string, string>): Promise<Response>;
+  request(path: string, init?: RequestInit): Promise<Response>;
+  close(): void;
+}
+
+export function buildTestGateway(webhooks: Record<string, unknown>, options: { jobs?: unknown[]; serviceId?: number; env?: Record<string, string>; realClock?: true } = {}): TestGateway {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-webhooks-"));
+  const raw: Record<string, unknown> = { server: { data_dir: dir }, webhooks: { enabled: true, ...webhooks } };
+  if (options.jobs) raw.jobs = options.jobs;
+  const { config } = buildConfig(raw, { env: options.env ?? {}, baseDir: dir });
+  const main = openDatabase(dir);
+  const clock = testClock();
+  const outbox = outboxFor(config, join(dir, "modelgate.db"), options.realClock ? Date.now : clock.now);
+  const gateway = new WebhookGateway({ config: config.webhooks, outbox, serviceId: options.serviceId ?? 42 });
+  const request = (path: string, init?: RequestInit) => gateway.fetch(new Request(`http://localhost${path}`, init));
+  return {
+    config,
+    gateway,
+    outbox,
+    clock,
+    dir,
+    main,
+    request,
+    post: (path, body, headers = {}) => request(path, { method: "POST", body, headers }),
+    close: () => {
+      outbox.close();
+      main.close();
+    },
+  };
+}
