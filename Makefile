@@ -17,7 +17,7 @@ run: build
 build: dist/modelgate
 
 dist/modelgate: node_modules/.installed $(SOURCES)
-	$(BUN) build --compile --minify --sourcemap=none src/main.ts --outfile dist/modelgate
+	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none src/main.ts --outfile dist/modelgate
 
 install: node_modules/.installed
 

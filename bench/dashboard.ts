@@ -44,7 +44,7 @@ free = true
     for (const path of PAGES) {
       const times: number[] = [];
       let bytes = 0;
-      const headers = path === "/dashboard/signin" ? {} : { cookie };
+      const headers: Record<string, string> = path === "/dashboard/signin" ? {} : { cookie };
       for (let i = 0; i < 50; i++) {
         const started = performance.now();
         const response = await fetch(`${gw.url}${path}`, { headers, redirect: "manual" });

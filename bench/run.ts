@@ -3,7 +3,7 @@
  * completion, the mock upstream called directly, modelgate (the compiled binary), a bare Bun
  * pass-through proxy and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios
  * against the targets of issue 2 and writes it to bench/results.md, followed by the sections other
- * parts contribute (bench/webhooks.ts, bench/spendauth.ts, bench/routing.ts, when present).
+ * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, dashboard.ts, when present).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
  * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
  * Knobs: BENCH_ROUNDS (3), BENCH_DURATION_S (2, per round), BENCH_WARMUP_S (1), BENCH_CONCURRENCY (32), BENCH_PEERS=0 (skip Portkey).
@@ -129,7 +129,7 @@ async function measureAll(targets: Target[]): Promise<TargetResult[]> {
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
   const sections: string[] = [];
-  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"]];
+  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["dashboard.ts", "runDashboardBench"]];
   for (const [file, exportName] of modules) {
     const path = join(import.meta.dir, file);
     if (!existsSync(path)) continue;
@@ -153,7 +153,7 @@ function loadAverage(): number {
 
 function loadNote(before: number): string {
   const text = `Load average ${before.toFixed(2)} before the run, ${loadAverage().toFixed(2)} after.`;
-  return before > 1 ? `${text} **Other work was running: latencies are noisy; CPU µs/req is the steadier figure.**` : text;
+  return before > 1.5 ? `${text} **Other work was running: latencies are noisy; CPU µs/req is the steadier figure.**` : text;
 }
 
 async function main(): Promise<void> {

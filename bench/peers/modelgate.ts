@@ -7,7 +7,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BINARY, freePort, startGateway, type RunningGateway } from "../../tests/support/binary";
+import type { Subprocess } from "bun";
+import { BINARY, freePort } from "../../tests/support/binary";
 import { median } from "../load";
 
 export const BENCH_MODEL = "mock-small";
@@ -32,15 +33,51 @@ export function benchConfig(upstreamBaseUrl: string): string {
   ].join("\n");
 }
 
-export function startModelgate(upstreamBaseUrl: string): Promise<RunningGateway> {
-  return startGateway(benchConfig(upstreamBaseUrl));
+export interface BenchGateway {
+  url: string;
+  proc: Subprocess;
+  /** Runs a CLI command of the same binary against the same config. */
+  cli(args: string[]): Promise<{ code: number; stdout: string }>;
+}
+
+/**
+ * Starts the binary with its logs going to a file in its temporary directory, as they would go to
+ * a journal: a pipe into this process would make the harness (sharing the load generator's CPU)
+ * read every request line.
+ */
+export async function startModelgate(upstreamBaseUrl: string): Promise<BenchGateway> {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-"));
+  const port = freePort();
+  const file = join(dir, "modelgate.toml");
+  writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
+  const env = { ...process.env, MODELGATE_CONFIG: file };
+  const log = Bun.file(join(dir, "modelgate.log"));
+  const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  while (!(await fetch(`${url}/api/health`).then((r) => r.ok, () => false))) {
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill();
+      throw new Error(`modelgate did not become healthy (log: ${join(dir, "modelgate.log")})`);
+    }
+    await Bun.sleep(20);
+  }
+  return {
+    url,
+    proc,
+    cli: async (args) => {
+      const child = Bun.spawn([BINARY, ...args], { cwd: dir, env, stdout: "pipe", stderr: "ignore", stdin: "ignore" });
+      const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+      return { code, stdout };
+    },
+  };
 }
 
 /**
  * Creates a user and an API key through the CLI; null while the binary has no such commands (the
  * API-key scenario then stays out of the table).
  */
-export async function createApiKey(gateway: RunningGateway): Promise<string | null> {
+export async function createApiKey(gateway: BenchGateway): Promise<string | null> {
   const email = "bench@modelgate.invalid";
   const user = await gateway.cli(["user", "add", email]);
   if (user.code !== 0) return null;
@@ -48,11 +85,15 @@ export async function createApiKey(gateway: RunningGateway): Promise<string | nu
   return key.code === 0 ? (key.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0] ?? null) : null;
 }
 
-/** Resident set of a process in MB, from /proc (Linux only). */
-export function rssMb(pid: number): number {
+/** A /proc/PID/status field in MB (Linux only). */
+function statusMb(pid: number, field: "VmRSS" | "RssAnon" | "RssFile"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(status.match(/^VmRSS:\s+(\d+)\s+kB/m)?.[1] ?? NaN);
-  return kb / 1024;
+  return Number(status.match(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m"))?.[1] ?? NaN) / 1024;
+}
+
+/** Resident set of a process in MB. */
+export function rssMb(pid: number): number {
+  return statusMb(pid, "VmRSS");
 }
 
 export interface StartupResult {
@@ -63,13 +104,16 @@ export interface StartupResult {
   starts: number;
   /** RSS in MB of a fresh process after start-up and a few chat requests, left idle a moment. */
   idleRssMb: number;
+  /** Of which anonymous memory (heap, stacks) and file-backed pages (the mapped executable). */
+  idleAnonMb: number;
+  idleFileMb: number;
 }
 
 export async function measureStartup(upstreamBaseUrl: string, options: { starts: number; pin: (pid: number) => void }): Promise<StartupResult> {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-start-"));
   const file = join(dir, "modelgate.toml");
   const times: number[] = [];
-  let idleRssMb = Number.NaN;
+  let idle = { rss: Number.NaN, anon: Number.NaN, file: Number.NaN };
   for (let i = 0; i <= options.starts; i++) {
     const port = freePort();
     writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
@@ -86,18 +130,18 @@ export async function measureStartup(upstreamBaseUrl: string, options: { starts:
       await Bun.sleep(1);
     }
     times.push(performance.now() - started);
-    if (i === options.starts) idleRssMb = await idleRss(proc.pid, url);
+    if (i === options.starts) idle = await idleRss(proc.pid, url);
     proc.kill("SIGTERM");
     await proc.exited;
   }
-  return { coldMs: times[0], warmMs: median(times.slice(1)), starts: times.length, idleRssMb };
+  return { coldMs: times[0], warmMs: median(times.slice(1)), starts: times.length, idleRssMb: idle.rss, idleAnonMb: idle.anon, idleFileMb: idle.file };
 }
 
-async function idleRss(pid: number, url: string): Promise<number> {
+async function idleRss(pid: number, url: string): Promise<{ rss: number; anon: number; file: number }> {
   const body = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
   for (let i = 0; i < 20; i++) {
     await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.text());
   }
   await Bun.sleep(500);
-  return rssMb(pid);
+  return { rss: statusMb(pid, "VmRSS"), anon: statusMb(pid, "RssAnon"), file: statusMb(pid, "RssFile") };
 }

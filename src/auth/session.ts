@@ -55,8 +55,9 @@ export function createSessionValidator(
 ): (token: string) => { ok: true; session: SessionUser } | { ok: false; message: string } {
   const byHash = db.$client.query<SessionRow, [string]>(
     `SELECT s.token_hash AS tokenHash, s.user_id AS userId, s.expires_at AS expiresAt, u.email AS email,
-            u.is_admin AS isAdmin, u.disabled_at AS disabledAt, COALESCE(b.micro, 0) AS balance
-       FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN balances b ON b.user_id = s.user_id
+            u.is_admin AS isAdmin, u.disabled_at AS disabledAt,
+            COALESCE((SELECT micro FROM balances WHERE user_id = s.user_id), 0) AS balance
+       FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.token_hash = ?`,
   );
   const slide = db.$client.query<unknown, [number, string]>("UPDATE sessions SET expires_at = ? WHERE token_hash = ?");

@@ -39,12 +39,8 @@ export interface SpendAuthDeps {
   reservations?: Reservations;
 }
 
-export type SpendAuthMode = "chain" | "allowlist" | "off";
-
-export function spendAuthMode(config: Pick<Config, "spend_auth">): SpendAuthMode {
-  if (config.spend_auth.rpc_url) return "chain";
-  return config.spend_auth.allowed_signers.length > 0 ? "allowlist" : "off";
-}
+export { spendAuthMode, type SpendAuthMode } from "./spendauth-mode";
+import { spendAuthMode } from "./spendauth-mode";
 
 export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const cfg = deps.config.spend_auth;

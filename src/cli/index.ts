@@ -67,6 +67,7 @@ const USAGE = `usage: modelgate <command> [--config FILE]
   key list [--user EMAIL] | key revoke KEY_ID
   credits grant --user EMAIL --amount 12.50
   jobs list [--state pending|leased|done|dead] | jobs retry CALL_ID
+  settlements list [--state STATE] [--json] | settlements retry ID
   version`;
 
 export async function runCli(argv: string[]): Promise<number | null> {

@@ -1,7 +1,7 @@
 /**
  * The dashboard at /dashboard: one Elysia controller of server-rendered pages, the embedded
  * stylesheet and client script, and the form handlers behind the pages. Invariants: every page
- * but sign-in/sign-up/setup needs a session (else a redirect to sign-in), admin pages need an
+ * but sign-in and sign-up needs a session (else a redirect to sign-in), admin pages need an
  * admin (else 403), every state-changing form needs a same-origin request and the session's
  * CSRF token, and a created key appears in exactly one response.
  */

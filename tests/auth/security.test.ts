@@ -8,7 +8,7 @@ import { eq } from "drizzle-orm";
 import { generateApiKey } from "../../src/auth/apikey";
 import { randomToken, sha256Hex } from "../../src/auth/tokens";
 import { grantCredits } from "../../src/credits/ledger";
-import { buildAuthApp, type AuthTestApp } from "./support";
+import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
 
 let t: AuthTestApp;
 const creds: Record<string, Record<string, string>> = {};
@@ -159,7 +159,7 @@ describe("sessions and Origin", () => {
     const headers = { ...creds["valid session"], origin: "https://evil.example" };
     const chat = await t.chat(chatFree, headers);
     expect(chat.status).toBe(403);
-    expect((await chat.json()).error.code).toBe("forbidden");
+    expect((await jsonOf(chat)).error.code).toBe("forbidden");
     const admin = await t.request("/api/admin/credits", { method: "POST", headers: { ...creds["admin session"], origin: "https://evil.example", "content-type": "application/json" }, body: "{}" });
     expect(admin.status).toBe(403);
   });

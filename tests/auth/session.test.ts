@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { buildAuthApp, type AuthTestApp } from "./support";
+import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
@@ -28,7 +28,7 @@ describe("password sign-in", () => {
     expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Expires=/);
     expect(cookie).not.toContain("Secure");
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
-    expect((await me.json()).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
+    expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
   });
 
   test("JSON in, JSON out; Secure cookie behind an https public_url", async () => {
@@ -36,7 +36,7 @@ describe("password sign-in", () => {
     await t.user("ann@example.com", { password: "correct horse" });
     const response = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }));
     expect(response.status).toBe(200);
-    expect((await response.json()).user.email).toBe("ann@example.com");
+    expect((await jsonOf(response)).user.email).toBe("ann@example.com");
     expect(response.headers.get("set-cookie")).toContain("; Secure");
   });
 
@@ -48,7 +48,7 @@ describe("password sign-in", () => {
     for (const response of [wrong, unknown]) {
       expect(response.status).toBe(401);
       expect(response.headers.get("set-cookie")).toBeNull();
-      expect(await response.json()).toEqual({ error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials" } });
+      expect(await jsonOf(response)).toEqual({ error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials" } });
     }
   });
 
@@ -69,7 +69,7 @@ describe("password sign-in", () => {
     const blocked = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }));
     expect(blocked.status).toBe(429);
     expect(blocked.headers.get("retry-after")).toBe("60");
-    expect((await blocked.json()).error.code).toBe("rate_limit_exceeded");
+    expect((await jsonOf(blocked)).error.code).toBe("rate_limit_exceeded");
     // Another account from the same address is not affected.
     expect((await t.request("/auth/login", json({ email: "bob@example.com", password: "x" }))).status).toBe(401);
     t.clock.advance(60_000);
@@ -101,7 +101,7 @@ describe("session lifetime", () => {
     t.clock.advance(30 * 86_400_000);
     const expired = await me();
     expect(expired.status).toBe(401);
-    expect((await expired.json()).error.message).toContain("expired");
+    expect((await jsonOf(expired)).error.message).toContain("expired");
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
   });
 
@@ -122,7 +122,7 @@ describe("sign-up policy", () => {
     t = buildAuthApp();
     const response = await t.request("/auth/signup", json({ email: "new@example.com", password: "long enough" }));
     expect(response.status).toBe(403);
-    expect((await response.json()).error.message).toContain("closed");
+    expect((await jsonOf(response)).error.message).toContain("closed");
   });
 
   test("open: creates the account and signs in; a second sign-up with the email is refused", async () => {
@@ -132,10 +132,10 @@ describe("sign-up policy", () => {
     expect((await t.request("/auth/me", { headers: { cookie: cookieOf(response) } })).status).toBe(200);
     const again = await t.request("/auth/signup", json({ email: "NEW@example.com", password: "long enough" }));
     expect(again.status).toBe(400);
-    expect((await again.json()).error.param).toBe("email");
+    expect((await jsonOf(again)).error.param).toBe("email");
     const short = await t.request("/auth/signup", json({ email: "short@example.com", password: "short" }));
     expect(short.status).toBe(400);
-    expect((await short.json()).error.param).toBe("password");
+    expect((await jsonOf(short)).error.param).toBe("password");
   });
 
   test("domain: only allowed_domains", async () => {
@@ -143,6 +143,6 @@ describe("sign-up policy", () => {
     expect((await t.request("/auth/signup", json({ email: "a@example.com", password: "long enough" }))).status).toBe(200);
     const other = await t.request("/auth/signup", json({ email: "a@example.org", password: "long enough" }));
     expect(other.status).toBe(403);
-    expect((await other.json()).error.message).toContain("example.com");
+    expect((await jsonOf(other)).error.message).toContain("example.com");
   });
 });

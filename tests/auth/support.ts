@@ -78,3 +78,8 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
 }
 
 export const HELLO = { model: "paid-model", messages: [{ role: "user", content: "Hello" }] };
+
+/** A response body parsed as JSON, typed loosely for assertions. */
+export async function jsonOf(response: Response): Promise<any> {
+  return response.json();
+}

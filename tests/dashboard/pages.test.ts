@@ -10,7 +10,7 @@ import { dashboardRoutes } from "../../src/dashboard";
 import { csrfToken } from "../../src/dashboard/csrf";
 import { createUser, type User } from "../../src/auth/users";
 import { createSession } from "../../src/auth/session";
-import { requestLog, apiKeys } from "../../src/db/schema";
+import { requestLog, apiKeys, webhookJobs } from "../../src/db/schema";
 import { dailyUsage, recentRequests } from "../../src/dashboard/usage-query";
 import { barChart } from "../../src/dashboard/chart";
 import { escapeHtml } from "../../src/dashboard/html";
@@ -183,6 +183,24 @@ describe("dashboard pages", () => {
     const disable = await t.post(`/dashboard/admin/users/${alice.user.id}/disable`, { csrf: admin.csrf }, { cookie: admin.cookie });
     expect(disable.status).toBe(303);
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(303);
+  });
+
+  test("the admin page shows the webhook outbox when webhooks are enabled", async () => {
+    const off = await setup();
+    const offAdmin = await off.signIn("root@example.com", { admin: true });
+    expect(await (await off.get("/dashboard/admin", offAdmin.cookie)).text()).not.toContain("Webhook outbox");
+
+    const t = await setup({ webhooks: { enabled: true, endpoints: [{ path: "/hooks/alert", job_id: 7 }] } });
+    const admin = await t.signIn("root@example.com", { admin: true });
+    t.deps.db.insert(webhookJobs).values([
+      { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "pending" },
+      { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "dead", lastError: "exit <1>" },
+    ]).run();
+    const page = await (await t.get("/dashboard/admin", admin.cookie)).text();
+    expect(page).toContain("Webhook outbox");
+    expect(page).toContain("pending: 1");
+    expect(page).toContain("dead: 1");
+    expect(page).toContain("exit &lt;1&gt;");
   });
 
   test("sign-out needs the CSRF token, then ends the session", async () => {

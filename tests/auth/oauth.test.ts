@@ -1,0 +1,140 @@
+/**
+ * GitHub and Google sign-in through the real routes (/auth/{provider} and its callback) against a
+ * loopback stand-in for the providers' authorize, token and profile endpoints.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { startOAuthStandIn, type OAuthStandIn } from "./oauth-provider";
+import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
+
+let provider: OAuthStandIn;
+let t: AuthTestApp;
+
+beforeAll(() => {
+  provider = startOAuthStandIn({ id: "client-123", secret: "secret-456" });
+});
+afterAll(() => provider.stop());
+afterEach(() => t?.close());
+
+function app(auth: Record<string, unknown> = {}): AuthTestApp {
+  const endpoints = { client_id: "client-123", client_secret: "secret-456", authorize_url: `${provider.url}/authorize`, token_url: `${provider.url}/token`, api_url: `${provider.url}/api` };
+  return buildAuthApp({ auth: { github: endpoints, google: endpoints, ...auth } });
+}
+
+interface Flow {
+  start: Response;
+  callback: Response;
+}
+
+/** Browser steps: start, let the provider approve, come back to the callback with the cookies. */
+async function signIn(name: "github" | "google", tamper: { state?: string; cookies?: (c: string[]) => string[] } = {}): Promise<Flow> {
+  const start = await t.request(`/auth/${name}`);
+  expect(start.status).toBe(302);
+  let cookies = start.headers.getSetCookie().map((c) => c.split(";")[0]);
+  if (tamper.cookies) cookies = tamper.cookies(cookies);
+  const approved = await fetch(start.headers.get("location")!, { redirect: "manual" });
+  expect(approved.status).toBe(302);
+  const back = new URL(approved.headers.get("location")!);
+  expect(back.origin + back.pathname).toBe(`http://localhost:8080/auth/${name}/callback`);
+  if (tamper.state) back.searchParams.set("state", tamper.state);
+  const callback = await t.request(back.pathname + back.search, { headers: { cookie: cookies.join("; ") } });
+  return { start, callback };
+}
+
+async function signedInEmail(response: Response): Promise<string> {
+  const cookie = response.headers.getSetCookie().find((c) => c.startsWith("mg_session="))!.split(";")[0];
+  const me = await t.request("/auth/me", { headers: { cookie } });
+  return (await jsonOf(me)).user.email;
+}
+
+const count = (table: string): number => t.deps.db.$client.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+
+describe("GitHub", () => {
+  test("a new user with a verified email signs up (open policy) and lands on the dashboard", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "101", email: "Octo@Example.com", verified: true };
+    const { start, callback } = await signIn("github");
+    const authorize = new URL(start.headers.get("location")!);
+    expect(authorize.searchParams.get("scope")).toBe("read:user user:email");
+    expect(start.headers.getSetCookie()[0]).toMatch(/^mg_oauth_state=[^;]+; Path=\/auth; HttpOnly; SameSite=Lax; Max-Age=600/);
+    expect(callback.status).toBe(303);
+    expect(callback.headers.get("location")).toBe("/dashboard");
+    expect(callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_state=; Path=/auth") && c.includes("Max-Age=0"))).toBe(true);
+    expect(await signedInEmail(callback)).toBe("octo@example.com");
+    expect(t.deps.db.$client.query("SELECT provider, provider_user_id, user_id FROM oauth_accounts").all()).toEqual([{ provider: "github", provider_user_id: "101", user_id: 1 }]);
+  });
+
+  test("links to an existing user by verified email even with sign-up closed, then by account id", async () => {
+    t = app();
+    const existing = await t.user("dev@example.com", { password: "long enough" });
+    provider.account = { id: "202", email: "dev@example.com", verified: true };
+    expect((await signIn("github")).callback.status).toBe(303);
+    provider.account = { id: "202", email: "changed@example.com", verified: true };
+    const again = await signIn("github");
+    expect(await signedInEmail(again.callback)).toBe("dev@example.com");
+    expect(count("users")).toBe(1);
+    expect(t.deps.db.$client.query("SELECT user_id FROM oauth_accounts").get()).toEqual({ user_id: existing.id });
+  });
+
+  test("an unverified email never links or creates an account", async () => {
+    t = app({ signup: "open" });
+    await t.user("victim@example.com");
+    provider.account = { id: "303", email: "victim@example.com", verified: false };
+    const { callback } = await signIn("github");
+    expect(callback.status).toBe(403);
+    expect((await jsonOf(callback)).error.message).toContain("no verified email");
+    expect(count("oauth_accounts")).toBe(0);
+    expect(count("sessions")).toBe(0);
+  });
+
+  test("closed sign-up refuses a new account", async () => {
+    t = app();
+    provider.account = { id: "404", email: "stranger@example.com", verified: true };
+    const { callback } = await signIn("github");
+    expect(callback.status).toBe(403);
+    expect((await jsonOf(callback)).error.message).toContain("closed");
+    expect(count("users")).toBe(0);
+  });
+
+  test("a state mismatch is rejected before the code is exchanged", async () => {
+    t = app({ signup: "open" });
+    const before = provider.tokenRequests;
+    const forged = await signIn("github", { state: "forged-state" });
+    expect(forged.callback.status).toBe(400);
+    expect((await jsonOf(forged.callback)).error.message).toContain("state mismatch");
+    const noCookie = await signIn("github", { cookies: () => [] });
+    expect(noCookie.callback.status).toBe(400);
+    expect(provider.tokenRequests).toBe(before);
+    expect(count("sessions")).toBe(0);
+  });
+
+  test("a cancelled sign-in and an unconfigured provider get clear errors", async () => {
+    t = buildAuthApp();
+    expect((await t.request("/auth/github")).status).toBe(404);
+    const cancelled = await t.request("/auth/github/callback?error=access_denied&state=x");
+    expect(cancelled.status).toBe(400);
+    expect((await jsonOf(cancelled)).error.message).toContain("access_denied");
+  });
+});
+
+describe("Google", () => {
+  test("PKCE: the verifier from the cookie completes the exchange", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "g-1", email: "gee@example.com", verified: true };
+    const { start, callback } = await signIn("google");
+    const authorize = new URL(start.headers.get("location")!);
+    expect(authorize.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(authorize.searchParams.get("scope")).toBe("openid email profile");
+    expect(callback.status).toBe(303);
+    expect(await signedInEmail(callback)).toBe("gee@example.com");
+  });
+
+  test("a wrong PKCE verifier fails the exchange and signs nobody in", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "g-2", email: "gee2@example.com", verified: true };
+    const { callback } = await signIn("google", {
+      cookies: (c) => c.map((cookie) => (cookie.startsWith("mg_oauth_verifier=") ? "mg_oauth_verifier=wrong-verifier-wrong-verifier-wrong-verifier" : cookie)),
+    });
+    expect(callback.status).toBe(502);
+    expect(count("sessions")).toBe(0);
+  });
+});

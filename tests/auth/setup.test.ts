@@ -1,0 +1,45 @@
+import { describe, expect, test } from "bun:test";
+import { openDatabase } from "../../src/db/client";
+import { completeSetup, issueSetupLink, setupTokenValid } from "../../src/auth/setup";
+import { createUser, findUserByEmail, hasAdmin, verifyPassword } from "../../src/auth/users";
+
+const NOW = 1_800_000_000_000;
+const tokenOf = (link: string): string => new URL(link).searchParams.get("token")!;
+
+describe("first-run setup", () => {
+  test("one link per start; only its hash is stored; none once an admin exists", async () => {
+    const { db, sqlite } = openDatabase(":memory:");
+    const first = issueSetupLink(db, { now: NOW, publicUrl: "https://gw.example.com/" })!;
+    expect(first).toMatch(/^https:\/\/gw\.example\.com\/setup\?token=[a-z2-7]{32}$/);
+    const second = issueSetupLink(db, { now: NOW, publicUrl: "https://gw.example.com" })!;
+    expect(setupTokenValid(db, tokenOf(first), NOW)).toBe(false); // replaced
+    expect(setupTokenValid(db, tokenOf(second), NOW)).toBe(true);
+    expect(JSON.stringify(sqlite.query("SELECT * FROM setup_tokens").all())).not.toContain(tokenOf(second));
+    await createUser(db, { email: "root@example.com", isAdmin: true });
+    expect(issueSetupLink(db, { now: NOW, publicUrl: "https://gw.example.com" })).toBeNull();
+    expect(setupTokenValid(db, tokenOf(second), NOW)).toBe(false);
+  });
+
+  test("two concurrent posts of one link: exactly one creates the administrator", async () => {
+    const { db } = openDatabase(":memory:");
+    const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    const results = await Promise.all(["a@example.com", "b@example.com"].map((email) => completeSetup(db, { token, email, password: "long enough pw", now: NOW })));
+    expect(results.filter((r) => "error" in r)).toHaveLength(1);
+    expect([findUserByEmail(db, "a@example.com"), findUserByEmail(db, "b@example.com")].filter((u) => u?.isAdmin)).toHaveLength(1);
+  });
+
+  test("a refused post changes nothing; an existing user is promoted; the link expires after 24 h", async () => {
+    const { db } = openDatabase(":memory:");
+    await createUser(db, { email: "existing@example.com", password: "old password" });
+    const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    expect(await completeSetup(db, { token, email: "existing@example.com", password: "short", now: NOW })).toMatchObject({ param: "password" });
+    expect(await completeSetup(db, { token: "a".repeat(32), email: "existing@example.com", password: "new password!", now: NOW })).toHaveProperty("error");
+    expect(await verifyPassword(db, "existing@example.com", "old password")).not.toBeNull();
+    expect(await completeSetup(db, { token, email: "existing@example.com", password: "new password!", now: NOW + 86_400_000 })).toHaveProperty("error");
+    expect(hasAdmin(db)).toBe(false);
+    const later = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    const admin = await completeSetup(db, { token: later, email: "Existing@example.com", password: "new password!", now: NOW });
+    expect(admin).toMatchObject({ email: "existing@example.com", isAdmin: true });
+    expect(await verifyPassword(db, "existing@example.com", "new password!")).not.toBeNull();
+  });
+});

@@ -1,0 +1,178 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { formatCredits, parseCredits } from "../../src/credits/amount";
+import { getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
+import { recentUsage } from "../../src/credits/usage";
+import { buildAuthApp, HELLO, PAID_PRICE, type AuthTestApp, jsonOf } from "../auth/support";
+
+let t: AuthTestApp;
+afterEach(() => t?.close());
+
+/** Mock upstream usage for HELLO: prompt = JSON of the messages / 4, completion = 6 words. */
+const HELLO_USAGE = { prompt: JSON.stringify(HELLO.messages).length >> 2, completion: 6 };
+const HELLO_COST = HELLO_USAGE.prompt * PAID_PRICE.prompt + HELLO_USAGE.completion * PAID_PRICE.completion;
+
+async function paying(micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
+  const user = await t.user(`payer${Math.random()}@example.com`);
+  if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
+  return { userId: user.id, auth: { authorization: `Bearer ${t.key(user.id)}` } };
+}
+
+const ledgerSumMatchesBalance = (userId: number): void => {
+  const sum = listLedger(t.deps.db, { userId, limit: 10_000 }).reduce((acc, row) => acc + row.micro, 0);
+  expect(sum).toBe(getBalance(t.deps.db, userId));
+};
+
+describe("amounts", () => {
+  test("decimal strings and numbers to exact micro-credits", () => {
+    expect(parseCredits("12.50")).toBe(12_500_000);
+    expect(parseCredits(12.5)).toBe(12_500_000);
+    expect(parseCredits("0.000001")).toBe(1);
+    expect(parseCredits(" 3 ")).toBe(3_000_000);
+    expect(parseCredits("1000000000")).toBe(1e15);
+    for (const bad of ["0", "-1", "1.0000001", "1e3", "abc", "", "1,5", "1000000001", null, undefined, NaN, Infinity, -2, {}]) {
+      expect(parseCredits(bad)).toBeNull();
+    }
+    expect(formatCredits(12_500_000)).toBe("12.500000");
+    expect(formatCredits(-50)).toBe("-0.000050");
+  });
+});
+
+describe("ledger", () => {
+  test("grants and refunds move the balance, and the ledger sums to it", async () => {
+    t = buildAuthApp();
+    const { userId } = await paying(0);
+    expect(getBalance(t.deps.db, userId)).toBe(0);
+    expect(grantCredits(t.deps.db, { userId, micro: 2_000_000, note: "welcome" })).toBe(2_000_000);
+    expect(refundCredits(t.deps.db, { userId, micro: 500, requestId: "req_x" })).toBe(2_000_500);
+    expect(() => grantCredits(t.deps.db, { userId, micro: 0 })).toThrow();
+    expect(() => grantCredits(t.deps.db, { userId, micro: 1.5 })).toThrow();
+    ledgerSumMatchesBalance(userId);
+  });
+});
+
+describe("spending", () => {
+  test("a JSON completion debits the reported usage at the model's price", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(1_000_000);
+    const response = await t.chat(HELLO, auth);
+    expect(response.status).toBe(200);
+    const body = await jsonOf(response);
+    expect(body.usage.prompt_tokens).toBe(HELLO_USAGE.prompt);
+    expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST); // queued, not yet written
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
+    t.identities.meter.flush();
+    expect(t.identities.meter.outstanding(userId)).toBe(0);
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
+    const debit = listLedger(t.deps.db, { userId })[0];
+    expect(debit).toMatchObject({ kind: "debit", micro: -HELLO_COST, model: "paid-model", requestId: response.headers.get("x-request-id") });
+    expect(t.records.at(-1)?.costMicro).toBe(HELLO_COST);
+    ledgerSumMatchesBalance(userId);
+  });
+
+  test("a streamed completion is debited from the usage chunk, which the client did not ask for and does not see", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(1_000_000);
+    const response = await t.chat({ ...HELLO, stream: true }, auth);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain("data: [DONE]");
+    expect(text).not.toContain('"choices":[]'); // the usage-only chunk is stripped
+    expect(text).not.toContain('"prompt_tokens"');
+    t.identities.meter.flush();
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
+    ledgerSumMatchesBalance(userId);
+  });
+
+  test("402 insufficient_credits at zero and below zero; free models still work and are never debited", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(0);
+    const refused = await t.chat(HELLO, auth);
+    expect(refused.status).toBe(402);
+    expect(refused.headers.get("x-ratelimit-limit-requests")).toBe("60");
+    const body = await jsonOf(refused);
+    expect(body.error).toMatchObject({ code: "insufficient_credits", type: "insufficient_quota" });
+    expect(body.error.message).toContain("0.000000");
+    const before = t.upstream.chatCount();
+    const free = await t.chat({ ...HELLO, model: "free-model" }, auth);
+    expect(free.status).toBe(200);
+    await t.chat({ ...HELLO, model: "free-model", stream: true }, auth).then((r) => r.text());
+    t.identities.meter.flush();
+    expect(t.upstream.chatCount()).toBe(before + 2);
+    expect(listLedger(t.deps.db, { userId })).toHaveLength(0);
+    // Below zero (after an overdraw) is refused too.
+    t.deps.db.$client.run("INSERT INTO balances (user_id, micro) VALUES (?, -5)", [userId]);
+    expect((await t.chat(HELLO, auth)).status).toBe(402);
+  });
+
+  test("session callers are metered like key callers", async () => {
+    t = buildAuthApp();
+    const user = await t.user("web@example.com");
+    grantCredits(t.deps.db, { userId: user.id, micro: 1_000_000 });
+    const response = await t.chat(HELLO, { cookie: `mg_session=${t.session(user.id)}`, origin: "http://localhost" });
+    expect(response.status).toBe(200);
+    t.identities.meter.flush();
+    expect(getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);
+    expect(t.records.at(-1)).toMatchObject({ identity: "session", userId: user.id, costMicro: HELLO_COST });
+  });
+
+  test("a failed upstream call releases its reservation and costs nothing", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(1_000_000);
+    t.upstream.behaviour.failWith = 500;
+    expect((await t.chat(HELLO, auth)).status).toBe(502);
+    t.identities.meter.flush();
+    expect(t.identities.meter.outstanding(userId)).toBe(0);
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
+  });
+});
+
+describe("concurrency bound", () => {
+  test("a burst never overdraws by more than one request's reserved maximum cost", async () => {
+    t = buildAuthApp();
+    const body = { ...HELLO, max_tokens: 10 };
+    const text = JSON.stringify(body);
+    // The prompt estimate is Content-Length / 4, as every HTTP client sends it.
+    const reservation = Math.ceil(text.length / 4) * PAID_PRICE.prompt + 10 * PAID_PRICE.completion;
+    // Enough for three reservations and a bit: the fourth is admitted on the remainder.
+    const { userId, auth } = await paying(3 * reservation + 1);
+    const headers = { ...auth, "content-length": String(text.length) };
+    const statuses = await Promise.all(Array.from({ length: 50 }, () => t.chat(text, headers).then(async (r) => (await r.text(), r.status))));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(46);
+    t.identities.meter.flush();
+    const balance = getBalance(t.deps.db, userId);
+    expect(balance).toBe(3 * reservation + 1 - 4 * HELLO_COST);
+    expect(balance).toBeGreaterThanOrEqual(-reservation);
+    ledgerSumMatchesBalance(userId);
+  });
+
+  test("with one micro-credit left, exactly one of a burst is served and the overdraw stays within one reservation", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(1);
+    const statuses = await Promise.all(Array.from({ length: 30 }, () => t.chat({ ...HELLO, max_tokens: 6 }, auth).then(async (r) => (await r.text(), r.status))));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    t.identities.meter.flush();
+    expect(getBalance(t.deps.db, userId)).toBe(1 - HELLO_COST);
+    expect((await t.chat(HELLO, auth)).status).toBe(402);
+  });
+});
+
+describe("recent usage", () => {
+  test("per-model totals from the request log", async () => {
+    t = buildAuthApp();
+    const { userId } = await paying(0);
+    const now = t.clock.now;
+    const row = (model: string, cost: number) => t.deps.db.$client.run(
+      "INSERT INTO request_log (request_id, created_at, identity, user_id, model, status, prompt_tokens, completion_tokens, cost_micro) VALUES ('r', ?, 'api_key', ?, ?, 200, 3, 4, ?)",
+      [now, userId, model, cost],
+    );
+    row("a", 10);
+    row("a", 15);
+    row("b", 100);
+    expect(recentUsage(t.deps.db, { userId, since: now - 1 })).toEqual([
+      { model: "b", requests: 1, promptTokens: 3, completionTokens: 4, costMicro: 100 },
+      { model: "a", requests: 2, promptTokens: 6, completionTokens: 8, costMicro: 25 },
+    ]);
+    expect(recentUsage(t.deps.db, { since: now + 1 })).toEqual([]);
+  });
+});
