@@ -10,7 +10,7 @@
  * retried; nothing is dropped. Overdraw bound: see docs/readme/identities.md (Credits).
  */
 import type { Db } from "../db/client";
-import { applyDebits, type Debit } from "./ledger";
+import { createDebitWriter, type Debit } from "./ledger";
 
 export interface Hold {
   readonly userId: number;
@@ -34,6 +34,7 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
   const reserved = new Map<number, number>();
   const queued = new Map<number, number>();
   const maxBatch = options.maxBatch ?? 500;
+  const writeDebits = createDebitWriter(db);
   let queue: Debit[] = [];
 
   function adjust(map: Map<number, number>, userId: number, delta: number): void {
@@ -47,7 +48,7 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     const batch = queue;
     queue = [];
     try {
-      applyDebits(db, batch);
+      writeDebits(batch);
     } catch (err) {
       queue = batch.concat(queue);
       console.error(JSON.stringify({ level: "error", msg: `credits: writing ${batch.length} debit(s) failed; will retry`, error: String(err) }));

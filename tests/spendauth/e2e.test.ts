@@ -87,7 +87,13 @@ describe("SpendAuth through the compiled binary and a local chain", () => {
     expect(claimed).toBe(true);
     expect(await deployed.tokenBalance(OPERATOR.address)).toBe(5_000n);
 
-    const status = (await (await fetch(`${gateway.url}/api/status`)).json()) as { spend_auth: { mode: string; settling: boolean; settlements: Record<string, number> } };
+    // The claim is mined before the worker reads its receipt and marks the row done.
+    type Status = { spend_auth: { mode: string; settling: boolean; settlements: Record<string, number> } };
+    let status = (await (await fetch(`${gateway.url}/api/status`)).json()) as Status;
+    while (!(status.spend_auth.settlements.done >= 1) && Date.now() < deadline) {
+      await Bun.sleep(50);
+      status = (await (await fetch(`${gateway.url}/api/status`)).json()) as Status;
+    }
     expect(status.spend_auth).toMatchObject({ mode: "chain", settling: true });
     expect(status.spend_auth.settlements.done).toBeGreaterThanOrEqual(1);
     const listed = await gateway.cli(["settlements", "list", "--state", "done"]);
