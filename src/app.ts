@@ -5,16 +5,21 @@
  */
 import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
-import { errorBody, GatewayError } from "./errors";
+import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
+import { describeViolation } from "./validation";
 import { apiRoutes } from "./api";
+import { createChatEndpoint } from "./router/endpoint";
 import { modelRoutes } from "./router/routes";
 import { swaggerRoutes } from "./swagger";
 
 export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
   const trusted = new Set(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
-  let app = new Elysia({ name: "modelgate" })
+  const chat = createChatEndpoint(deps);
+  // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
+  // framework entirely. app.handle (tests) reaches the same function through the Elysia route.
+  let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": { POST: chat } } } })
     .error({ GatewayError })
     .onRequest(({ request, set }) => {
       const meta = startRequest(request, trusted);
@@ -27,7 +32,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .onError(({ code, error, request }) => {
       const id = requestMeta(request).id;
       if (error instanceof GatewayError) return render(error, id);
-      if (code === "VALIDATION") return render(new GatewayError("invalid_request_error", validationMessage(error as ValidationError)), id);
+      if (code === "VALIDATION") return render(new GatewayError("invalid_request_error", describeViolation((error as ValidationError).all?.[0])), id);
       if (code === "PARSE") {
         // Our body reader throws GatewayError (413, 400); Elysia wraps what a parser throws.
         const cause = (error as Error).cause;
@@ -39,7 +44,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     })
     .use(swaggerRoutes())
     .use(apiRoutes(deps))
-    .use(modelRoutes(deps));
+    .use(modelRoutes(deps, chat));
   for (const feature of features) app = app.use(feature);
   return app;
 }
@@ -47,21 +52,5 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
 export type App = ReturnType<typeof createApp>;
 
 function render(error: GatewayError, requestId: string): Response {
-  return new Response(JSON.stringify(errorBody(error)), {
-    status: error.status,
-    headers: { "content-type": "application/json", "x-request-id": requestId, ...error.options.headers },
-  });
-}
-
-/** The first schema violation as `path: reason`, e.g. `messages[0].role: must be one of ...`. */
-function validationMessage(error: ValidationError): string {
-  const first = error.all?.[0] as { path?: string; message?: string; schema?: { anyOf?: { const?: unknown }[] } } | undefined;
-  if (!first) return "The request body does not match the ChatCompletionRequest schema";
-  const path = (first.path ?? "").split("/").filter(Boolean)
-    .reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
-  const options = first.schema?.anyOf;
-  const reason = options?.every((o) => "const" in o)
-    ? `must be one of ${options.map((o) => o.const).join(", ")}`
-    : (first.message ?? "is invalid").replace(/^Expected/, "expected");
-  return `Invalid request body: ${path || "body"}: ${reason}`;
+  return errorResponse(error, { "x-request-id": requestId });
 }

@@ -1,18 +1,24 @@
 /**
  * Per-request facts set once when a request arrives: its id, its start time, and how to find the
  * client's address (the socket's, or X-Forwarded-For's when the socket is a trusted proxy).
+ * Ids are `req_` + a random per-process prefix + a counter: unique across restarts, and far
+ * cheaper than a UUID per request.
  */
 const metas = new WeakMap<Request, RequestMeta>();
+const PROCESS_PREFIX = `req_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+const NO_PROXIES: ReadonlySet<string> = new Set();
+let counter = 0;
 
 export interface RequestMeta {
   id: string;
   startedAt: number;
-  clientIp: (server: { requestIP(r: Request): { address: string } | null } | null) => string;
+  clientIp: (server: { requestIP(r: Request): { address: string } | null } | null | undefined) => string;
 }
 
 export function startRequest(request: Request, trustedProxies: ReadonlySet<string>): RequestMeta {
+  counter = (counter + 1) % 0x1_0000_0000_0000;
   const meta: RequestMeta = {
-    id: `req_${crypto.randomUUID().replaceAll("-", "")}`,
+    id: PROCESS_PREFIX + counter.toString(16).padStart(12, "0"),
     startedAt: performance.now(),
     clientIp: (server) => clientAddress(request, server?.requestIP(request)?.address ?? "127.0.0.1", trustedProxies),
   };
@@ -20,8 +26,9 @@ export function startRequest(request: Request, trustedProxies: ReadonlySet<strin
   return meta;
 }
 
-export function requestMeta(request: Request): RequestMeta {
-  return metas.get(request) ?? startRequest(request, new Set());
+/** The meta started for this request, or a new one (requests that bypass the app's hook). */
+export function requestMeta(request: Request, trustedProxies: ReadonlySet<string> = NO_PROXIES): RequestMeta {
+  return metas.get(request) ?? startRequest(request, trustedProxies);
 }
 
 function clientAddress(request: Request, socket: string, trusted: ReadonlySet<string>): string {

@@ -52,6 +52,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
   const headers: Record<string, string> = {
     ...admission.headers,
+    "x-request-id": ctx.requestId,
     "content-type": response.headers.get("content-type") ?? "application/json",
     "x-gateway-overhead-ms": Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2),
   };

@@ -2,33 +2,13 @@
  * The model-facing controller: GET /v1/models and POST /v1/chat/completions. Handlers are thin;
  * the work happens in handleChat and the registry.
  */
-import { Elysia, t } from "elysia";
+import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { requestMeta } from "../request-meta";
-import { readJsonBody } from "../body";
-import { handleChat } from "./chat";
+import type { ChatEndpoint } from "./endpoint";
+import { ChatCompletionRequest } from "./schema";
 import { circuitState } from "./upstream-state";
 
-const Message = t.Object(
-  {
-    role: t.Union([t.Literal("system"), t.Literal("user"), t.Literal("assistant"), t.Literal("tool")]),
-    content: t.Union([t.String(), t.Array(t.Unknown())]),
-  },
-  { additionalProperties: true },
-);
-
-export const ChatCompletionRequest = t.Object(
-  {
-    model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
-    messages: t.Array(Message, { minItems: 1 }),
-    stream: t.Optional(t.Boolean()),
-    temperature: t.Optional(t.Number()),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: true },
-);
-
-export function modelRoutes(deps: AppDeps) {
+export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
   return new Elysia({ name: "modelgate.v1" })
     .get(
       "/v1/models",
@@ -59,27 +39,15 @@ export function modelRoutes(deps: AppDeps) {
       },
       { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"] } },
     )
-    .post(
-      "/v1/chat/completions",
-      ({ request, body, server }) => {
-        const meta = requestMeta(request);
-        return handleChat(deps, {
-          request,
-          body,
-          requestId: meta.id,
-          startedAt: meta.startedAt,
-          clientIp: meta.clientIp(server),
-        });
+    .post("/v1/chat/completions", ({ request, server }) => chat(request, server), {
+      // The endpoint reads and checks the body itself (see endpoint.ts); the schema is for the docs.
+      parse: "none",
+      detail: {
+        operationId: "createChatCompletion",
+        summary: "Create a chat completion (JSON, or an event stream with stream: true)",
+        tags: ["chat"],
+        security: [{ bearer: [] }, { session: [] }, { spendAuth: [] }, {}],
+        requestBody: { required: true, content: { "application/json": { schema: ChatCompletionRequest as any } } },
       },
-      {
-        parse: ({ request }) => readJsonBody(request, deps.config.server.max_body_bytes),
-        body: ChatCompletionRequest,
-        detail: {
-          operationId: "createChatCompletion",
-          summary: "Create a chat completion (JSON, or an event stream with stream: true)",
-          tags: ["chat"],
-          security: [{ bearer: [] }, { session: [] }, { spendAuth: [] }, {}],
-        },
-      },
-    );
+    });
 }

@@ -1,0 +1,39 @@
+/**
+ * POST /v1/chat/completions as one function from Request to Response: request id, body limit,
+ * JSON parse, schema check, handleChat, and error rendering. The server mounts it as a plain Bun
+ * route, so no framework work sits on the hot path; the Elysia app mounts the same function for
+ * in-process requests and the OpenAPI document. Both paths therefore behave identically.
+ */
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { AppDeps } from "../deps";
+import { errorResponse, GatewayError } from "../errors";
+import { readJsonBody } from "../body";
+import { requestMeta, type RequestMeta } from "../request-meta";
+import { describeViolation } from "../validation";
+import { handleChat } from "./chat";
+import { ChatCompletionRequest } from "./schema";
+import { log } from "../log";
+
+type Server = Parameters<RequestMeta["clientIp"]>[0];
+export type ChatEndpoint = (request: Request, server: Server) => Promise<Response>;
+
+const checker = TypeCompiler.Compile(ChatCompletionRequest);
+
+export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
+  const trusted = new Set(deps.config.server.trusted_proxies);
+  const maxBody = deps.config.server.max_body_bytes;
+  return async function serveChat(request, server) {
+    const meta = requestMeta(request, trusted);
+    try {
+      const body = await readJsonBody(request, maxBody);
+      if (!checker.Check(body)) {
+        throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
+      }
+      return await handleChat(deps, { request, body, requestId: meta.id, startedAt: meta.startedAt, clientIp: meta.clientIp(server) });
+    } catch (err) {
+      if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id });
+      log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });
+      return errorResponse(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
+    }
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
+ * assistant, tool; content a string or an array), optional stream, temperature, max_tokens.
+ * Additional properties are allowed everywhere and passed to the upstream untouched.
+ */
+import { t } from "elysia";
+
+const Message = t.Object(
+  {
+    role: t.Union([t.Literal("system"), t.Literal("user"), t.Literal("assistant"), t.Literal("tool")]),
+    content: t.Union([t.String(), t.Array(t.Unknown())]),
+  },
+  { additionalProperties: true },
+);
+
+export const ChatCompletionRequest = t.Object(
+  {
+    model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
+    messages: t.Array(Message, { minItems: 1 }),
+    stream: t.Optional(t.Boolean()),
+    temperature: t.Optional(t.Number()),
+    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: true },
+);
