@@ -37,7 +37,7 @@ class Entry {
 
 export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLimiter {
   const now = options.now ?? Date.now;
-  const maxSubjects = options.maxSubjects ?? 500_000;
+  const maxSubjects = options.maxSubjects ?? 250_000;
   const entries = new Map<string, Entry>();
 
   function sweep(): void {

@@ -24,6 +24,7 @@ export interface MockUpstream {
   url: string;
   port: number;
   behaviour: MockBehaviour;
+  /** The first RECORDED_LIMIT chat requests (a long benchmark run must not grow without bound). */
   requests: Array<{ path: string; body: any; headers: Record<string, string> }>;
   /** Streams the client (the gateway) cancelled before they ended. */
   cancelledStreams: number;
@@ -31,10 +32,12 @@ export interface MockUpstream {
   stop(): void;
 }
 
+const RECORDED_LIMIT = 10_000;
 const DEFAULT_WORDS = ["Hello", " from", " the", " mock", " upstream", "."];
 
 export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): MockUpstream {
   const requests: MockUpstream["requests"] = [];
+  let chats = 0;
   const server = Bun.serve({
     port,
     hostname: "127.0.0.1",
@@ -49,7 +52,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
       const body = (await request.json()) as Record<string, any>;
-      requests.push({ path: url.pathname, body, headers: Object.fromEntries(request.headers) });
+      chats += 1;
+      if (requests.length < RECORDED_LIMIT) requests.push({ path: url.pathname, body, headers: Object.fromEntries(request.headers) });
       if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
       if (behaviour.failWith) {
         return Response.json(
@@ -83,7 +87,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
     behaviour,
     requests,
     cancelledStreams: 0,
-    chatCount: () => requests.length,
+    chatCount: () => chats,
     stop: () => server.stop(true),
   };
   return mock;
