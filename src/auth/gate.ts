@@ -105,7 +105,7 @@ export function createGate(deps: GateDeps): Gate {
     if (!input.route.free) {
       return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
     }
-    const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${input.clientIp}` };
+    const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${input.clientIp()}` };
     const decision = limiter.take(identity.subject, policies.anonymous);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {

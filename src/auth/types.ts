@@ -19,7 +19,8 @@ export interface Identity {
 
 export interface AdmitInput {
   request: Request;
-  clientIp: string;
+  /** The client address, resolved on demand: only anonymous callers need it. */
+  clientIp: () => string;
   requestId: string;
   route: ModelRoute;
   /** The validated chat request body. */
@@ -50,7 +51,7 @@ export interface Gate {
 export const openGate: Gate = {
   admit(input) {
     return {
-      identity: { kind: "anonymous", userId: null, keyId: null, subject: input.clientIp },
+      identity: { kind: "anonymous", userId: null, keyId: null, subject: input.clientIp() },
       headers: {},
       settle() {},
     };

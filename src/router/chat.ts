@@ -15,7 +15,7 @@ export interface ChatContext {
   request: Request;
   body: AdmitInput["body"];
   requestId: string;
-  clientIp: string;
+  clientIp: () => string;
   startedAt: number;
 }
 
