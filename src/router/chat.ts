@@ -24,7 +24,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   if (!route) {
     throw new GatewayError("model_not_found", `The model "${ctx.body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
   }
-  const admission = await deps.gate.admit({ ...ctx, route });
+  const admission = await deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, route });
   if (admission instanceof GatewayError) {
     const denied = record(ctx, route.id, "anonymous", admission.status);
     deps.onRequestDone(denied);
@@ -32,12 +32,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     throw admission;
   }
   const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-  const upstreamBody = ctx.body.stream === true
-    ? { ...ctx.body, stream_options: { ...(ctx.body.stream_options as object | undefined), include_usage: true } }
-    : ctx.body;
+  // The parsed body is ours: amend it in place rather than copying it per request.
+  if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
   const forwarded = await forwardChat({
     route,
-    body: upstreamBody,
+    body: ctx.body,
     clientSignal: ctx.request.signal,
     routing: deps.config.routing,
     now: deps.now,
@@ -69,11 +68,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     } catch {
       clearTimeout(timer);
       if (!ctx.request.signal.aborted) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
-      finish(deps, ctx, admission, { ...done, status: 502, usage: null, upstreamMs: forwarded.upstreamMs + performance.now() - bodyStartedAt });
+      finish(deps, ctx, admission, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
     }
     clearTimeout(timer);
-    finish(deps, ctx, admission, { ...done, status: response.status, usage: usageFromJson(text), upstreamMs: forwarded.upstreamMs + performance.now() - bodyStartedAt });
+    finish(deps, ctx, admission, outcome(done, response.status, usageFromJson(text), forwarded.upstreamMs + performance.now() - bodyStartedAt));
     return new Response(text, { status: response.status, headers });
   }
   headers["cache-control"] = "no-cache";
@@ -85,7 +84,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       if (result.outcome === "upstream_error") recordFailure(target.upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
       const usage = result.usage ?? (result.outcome === "complete" ? null : estimatedUsage(ctx, result.events));
       const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-      finish(deps, ctx, admission, { ...done, status: result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs });
+      finish(deps, ctx, admission, outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
     },
   });
   return new Response(stream, { status: 200, headers });
@@ -100,16 +99,24 @@ interface Outcome {
   upstreamMs: number;
 }
 
+function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: number, usage: Usage | null, upstreamMs: number): Outcome {
+  return { upstream: done.upstream, price: done.price, model: done.model, status, usage, upstreamMs };
+}
+
 /** Settles the admission and emits the request record; returns the total latency, ms. */
 function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: Outcome): number {
   const latencyMs = performance.now() - ctx.startedAt;
   admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
   const { identity } = admission;
   deps.onRequestDone({
-    ...record(ctx, outcome.model, identity.kind, outcome.status),
+    requestId: ctx.requestId,
+    createdAt: Date.now(),
+    identity: identity.kind,
     userId: identity.userId,
     keyId: identity.keyId,
+    model: outcome.model,
     upstream: outcome.upstream,
+    status: outcome.status,
     promptTokens: outcome.usage?.prompt_tokens ?? 0,
     completionTokens: outcome.usage?.completion_tokens ?? 0,
     costMicro: costMicro(outcome.usage, outcome.price),
@@ -119,6 +126,7 @@ function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: 
   return latencyMs;
 }
 
+/** The record of a request refused before any upstream was called. */
 function record(ctx: ChatContext, model: string, identity: RequestRecord["identity"], status: number): RequestRecord {
   return {
     requestId: ctx.requestId,

@@ -58,7 +58,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     upstreamMs += elapsed;
     if (!("failure" in outcome)) {
       recordSuccess(target.upstream, now(), elapsed);
-      return { ...outcome, target, upstreamMs, attempts: i + 1 };
+      return { response: outcome.response, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
     }
     if (input.clientSignal.aborted) {
       abandonAttempt(target.upstream);
@@ -109,11 +109,13 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
   }, upstream.config.first_byte_timeout_ms);
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (upstream.authorization) headers.authorization = upstream.authorization;
+  // The body is the gateway's own parse of the request: set the target's model name in place.
+  input.body.model = target.model;
   try {
     const response = await fetch(upstream.chatUrl, {
       method: "POST",
       headers,
-      body: JSON.stringify({ ...input.body, model: target.model }),
+      body: JSON.stringify(input.body),
       signal: controller.signal,
     });
     clearTimeout(timer);
