@@ -15,6 +15,7 @@ import type { Db } from "../db/client";
 import { oauthAccounts } from "../db/schema";
 import { createUser, findUserByEmail, findUserById, normalizeEmail, signupRefusal, type User } from "./users";
 import { equalSecrets } from "./tokens";
+import type { RefusalCode } from "./refusal";
 
 export type Provider = "github" | "google";
 export const STATE_COOKIE = "mg_oauth_state";
@@ -73,7 +74,8 @@ export function startOAuth(config: Config, provider: Provider): { url: URL; stat
   return { url, state, verifier };
 }
 
-export type OAuthFailure = { error: string; status: 400 | 403 | 502 };
+/** `error` for JSON callers; `reason` picks the message the sign-in page shows (refusal.ts). */
+export type OAuthFailure = { error: string; status: 400 | 403 | 502; reason: RefusalCode };
 
 /** Checks the state, exchanges the code and reads the provider's profile. */
 export async function finishOAuth(
@@ -82,22 +84,22 @@ export async function finishOAuth(
   input: { code: string | null; state: string | null; expectedState: string | null; verifier: string | null },
 ): Promise<OAuthProfile | OAuthFailure> {
   const p = setup(config, provider);
-  if (!p) return { error: `${provider} sign-in is not configured`, status: 400 };
+  if (!p) return { error: `${provider} sign-in is not configured`, status: 400, reason: "oauth_unavailable" };
   if (!input.state || !input.expectedState || !equalSecrets(input.state, input.expectedState)) {
-    return { error: "OAuth state mismatch: start signing in again", status: 400 };
+    return { error: "OAuth state mismatch: start signing in again", status: 400, reason: "oauth_state" };
   }
-  if (!input.code) return { error: "the provider sent no authorization code", status: 400 };
-  if (provider === "google" && !input.verifier) return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400 };
+  if (!input.code) return { error: "the provider sent no authorization code", status: 400, reason: "oauth_failed" };
+  if (provider === "google" && !input.verifier) return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400, reason: "oauth_state" };
   let accessToken: string;
   try {
     accessToken = (await p.client.validateAuthorizationCode(p.token, input.code, input.verifier)).accessToken();
   } catch {
-    return { error: `${provider} did not accept the authorization code`, status: 502 };
+    return { error: `${provider} did not accept the authorization code`, status: 502, reason: "oauth_failed" };
   }
   try {
     return provider === "github" ? await githubProfile(p.api, accessToken) : await googleProfile(p.api, accessToken);
   } catch {
-    return { error: `could not read the ${provider} profile`, status: 502 };
+    return { error: `could not read the ${provider} profile`, status: 502, reason: "oauth_failed" };
   }
 }
 
@@ -138,17 +140,17 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
   let user = link ? findUserById(db, link.userId) : null;
   if (!user) {
     const email = profile.emailVerified ? normalizeEmail(profile.email) : null;
-    if (email === null) return { error: `your ${name} account has no verified email address`, status: 403 };
+    if (email === null) return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
     user = findUserByEmail(db, email);
     if (!user) {
       const refusal = signupRefusal(config.auth, email);
-      if (refusal) return { error: refusal, status: 403 };
+      if (refusal) return { error: refusal, status: 403, reason: config.auth.signup === "closed" ? "signup_closed" : "signup_domain" };
       const created = await createUser(db, { email });
-      if ("error" in created) return { error: created.error, status: 400 };
+      if ("error" in created) return { error: created.error, status: 400, reason: "oauth_failed" };
       user = created;
     }
     db.insert(oauthAccounts).values({ provider: profile.provider, providerUserId: profile.providerUserId, userId: user.id }).onConflictDoNothing().run();
   }
-  if (user.disabledAt !== null) return { error: "this account is disabled", status: 403 };
+  if (user.disabledAt !== null) return { error: "this account is disabled", status: 403, reason: "disabled" };
   return user;
 }

@@ -1,26 +1,32 @@
 /**
  * The browser-facing auth controller; its paths and answers are a contract the dashboard builds on:
- *   POST /auth/signup, /auth/login   form-encoded or JSON {email, password}: sets mg_session, then
- *                                    303 -> /dashboard, or 200 {user} when Accept is application/json
+ *   POST /auth/signup, /auth/login   form-encoded or JSON {email, password, next?}: sets mg_session.
+ *                                    With Accept: application/json: 200 {user} or the gateway's error
+ *                                    body. Otherwise (a plain form post): 303 -> `next` when it is a
+ *                                    safe /dashboard path (refusal.ts), else /dashboard; a refusal is
+ *                                    303 -> the form's page with ?error=CODE (and next), never JSON.
  *   POST /auth/logout                deletes the session, clears the cookie (303 or 200 the same way)
  *   GET  /auth/me, /auth/providers   the signed-in user; which sign-in methods are on
- *   GET  /auth/{github,google}[/callback]   OAuth redirect and callback (oauth.ts)
- *   GET  /setup?token=, POST /setup  the first-run admin form (setup.ts)
+ *   GET  /auth/{github,google}[?next=]   OAuth redirect (oauth.ts); next waits in a short cookie
+ *   GET  /auth/{github,google}/callback  signs in, 303 -> next; a failure 303 -> sign-in ?error=CODE
+ *   POST /setup                      the first-run admin form (setup.ts); a refused form post goes
+ *                                    303 -> /setup?token=&error=CODE (GET /setup is the dashboard's page)
  *   POST /api/admin/credits          {email, amount} for administrators
- * Errors use the gateway's one error shape. Every POST here checks Origin; the argon2 forms are
- * throttled per address and per account (throttle.ts).
+ * Only a code from refusal.ts ever travels in a redirect: no email, password or provider text.
+ * Every POST here checks Origin; the argon2 forms are throttled per address and per account.
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { GatewayError } from "../errors";
+import { errorResponse, GatewayError, type ErrorCode } from "../errors";
 import { requestMeta } from "../request-meta";
 import { parseCredits, formatCredits } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
 import { createSession, deleteSession, originAllowed, readCookie, serializeCookie, SESSION_COOKIE } from "./session";
-import { createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, verifyPassword, type User } from "./users";
+import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
-import { completeSetup, setupPage, setupTokenValid } from "./setup";
+import { completeSetup, setupTokenValid } from "./setup";
+import { safeNext, type RefusalCode } from "./refusal";
 import type { SignInThrottle } from "./throttle";
 
 export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
@@ -28,6 +34,32 @@ export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
 }
 
 type Server = { requestIP(r: Request): { address: string } | null } | null;
+
+const SIGNIN = "/dashboard/signin";
+const SIGNUP = "/dashboard/signup";
+const NEXT_COOKIE = "mg_oauth_next";
+
+/** A refusal: the code a page explains, and the error a JSON caller gets. */
+interface Refusal {
+  reason: RefusalCode;
+  error: GatewayError;
+}
+
+/** Where a refused form post goes back to, and what it keeps. */
+interface Back {
+  page: string;
+  next?: string;
+  token?: string;
+  cookies?: string[];
+}
+
+function refusal(reason: RefusalCode, code: ErrorCode, message: string, options: { param?: string; headers?: Record<string, string> } = {}): Refusal {
+  return { reason, error: new GatewayError(code, message, options) };
+}
+
+function incorrect(): Refusal {
+  return refusal("credentials", "invalid_credentials", "The email or password is incorrect");
+}
 
 function field(body: unknown, name: string): string | undefined {
   const value = body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
@@ -42,49 +74,72 @@ function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; e
   return { id: user.id, email: user.email, is_admin: user.isAdmin };
 }
 
+/** JSON callers get the error body; a form post goes back to its page with the refusal's code. */
+function refuse(request: Request, back: Back, refused: Refusal): Response {
+  const id = requestMeta(request).id;
+  let response: Response;
+  if (wantsJson(request)) {
+    response = errorResponse(refused.error, { "x-request-id": id });
+  } else {
+    const query = new URLSearchParams();
+    if (back.token !== undefined) query.set("token", back.token);
+    query.set("error", refused.reason);
+    if (back.next !== undefined && back.next !== "/dashboard") query.set("next", back.next);
+    response = new Response(null, { status: 303, headers: { location: `${back.page}?${query}`, "cache-control": "no-store", "x-request-id": id } });
+  }
+  for (const cookie of back.cookies ?? []) response.headers.append("set-cookie", cookie);
+  return response;
+}
+
 export function authRoutes(deps: AuthRoutesDeps) {
   const { db, config, throttle } = deps;
   const secure = config.server.public_url.startsWith("https://");
   const durationMs = config.auth.session_days * 86_400_000;
-  const clearOAuth = [STATE_COOKIE, VERIFIER_COOKIE].map((name) => serializeCookie(name, "", { secure, maxAgeS: 0, path: "/auth" }));
+  const clearOAuth = [STATE_COOKIE, VERIFIER_COOKIE, NEXT_COOKIE].map((name) => serializeCookie(name, "", { secure, maxAgeS: 0, path: "/auth" }));
 
   function checkOrigin(request: Request): void {
     if (!originAllowed(request, config.server.public_url)) throw new GatewayError("forbidden", "Cross-origin form posts are refused");
   }
 
-  function throttled(request: Request, server: Server, account?: string): void {
+  function originRefusal(request: Request): Refusal | null {
+    return originAllowed(request, config.server.public_url) ? null : refusal("origin", "forbidden", "Cross-origin form posts are refused");
+  }
+
+  function throttleRefusal(request: Request, server: Server, account?: string): Refusal | null {
     const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), account });
-    if (wait !== null) {
-      throw new GatewayError("rate_limit_exceeded", `Too many attempts; try again in ${wait} s`, { headers: { "retry-after": String(Math.max(1, wait)) } });
-    }
+    if (wait === null) return null;
+    return refusal("throttled", "rate_limit_exceeded", `Too many attempts; try again in ${wait} s`, { headers: { "retry-after": String(Math.max(1, wait)) } });
   }
 
   /** Starts a session for `user` and answers the way the form or the script expects. */
-  function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, extraCookies: string[] = []): Response {
+  function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[] }): Response {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, expiresAt: session.expiresAt }));
-    for (const cookie of extraCookies) headers.append("set-cookie", cookie);
+    for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {
       headers.set("content-type", "application/json");
       return new Response(JSON.stringify({ user: userJson(user), expires_at: session.expiresAt }), { status: 200, headers });
     }
-    headers.set("location", "/dashboard");
+    headers.set("location", options.next ?? "/dashboard");
     return new Response(null, { status: 303, headers });
   }
 
-  function startSignIn(request: Request, provider: Provider): Response {
+  function startSignIn(request: Request, provider: Provider, next: string): Response {
     const started = startOAuth(config, provider);
-    if (!started) throw new GatewayError("not_found", `${provider} sign-in is not configured on this gateway`);
+    if (!started) return refuse(request, { page: SIGNIN, next }, refusal("oauth_unavailable", "not_found", `${provider} sign-in is not configured on this gateway`));
     const headers = new Headers({ location: started.url.toString(), "x-request-id": requestMeta(request).id });
-    headers.append("set-cookie", serializeCookie(STATE_COOKIE, started.state, { secure, maxAgeS: 600, path: "/auth" }));
-    if (started.verifier) headers.append("set-cookie", serializeCookie(VERIFIER_COOKIE, started.verifier, { secure, maxAgeS: 600, path: "/auth" }));
+    const cookie = (name: string, value: string): string => serializeCookie(name, value, { secure, maxAgeS: 600, path: "/auth" });
+    headers.append("set-cookie", cookie(STATE_COOKIE, started.state));
+    if (started.verifier) headers.append("set-cookie", cookie(VERIFIER_COOKIE, started.verifier));
+    headers.append("set-cookie", cookie(NEXT_COOKIE, next));
     return new Response(null, { status: 302, headers });
   }
 
   async function finishSignIn(request: Request, provider: Provider, query: Record<string, string | undefined>): Promise<Response> {
+    const back: Back = { page: SIGNIN, next: safeNext(readCookie(request, NEXT_COOKIE)), cookies: clearOAuth };
     if (typeof query.error === "string") {
-      throw new GatewayError("invalid_request_error", `Sign-in was not completed at ${provider} (${query.error.slice(0, 100)})`);
+      return refuse(request, back, refusal("oauth_cancelled", "invalid_request_error", `Sign-in was not completed at ${provider} (${query.error.slice(0, 100)})`));
     }
     const profile = await finishOAuth(config, provider, {
       code: query.code ?? null,
@@ -95,13 +150,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
     const user = "error" in profile ? profile : await userForProfile(db, config, profile);
     if ("error" in user) {
       const code = user.status === 403 ? "forbidden" : user.status === 502 ? "upstream_error" : "invalid_request_error";
-      throw new GatewayError(code, user.error);
+      return refuse(request, back, refusal(user.reason, code, user.error));
     }
-    return signedIn(request, user, clearOAuth);
-  }
-
-  function htmlResponse(body: string, status: number): Response {
-    return new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+    return signedIn(request, user, { next: back.next, cookies: clearOAuth });
   }
 
   return new Elysia({ name: "modelgate.auth-routes" })
@@ -114,28 +165,32 @@ export function authRoutes(deps: AuthRoutesDeps) {
     }))
     .get("/auth/me", ({ user }) => ({ user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt }), { session: true })
     .post("/auth/signup", async ({ request, body, server }) => {
-      checkOrigin(request);
-      throttled(request, server);
+      const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
+      const refused = originRefusal(request) ?? throttleRefusal(request, server);
+      if (refused) return refuse(request, back, refused);
+      if (config.auth.signup === "closed") return refuse(request, back, refusal("signup_closed", "forbidden", signupRefusal(config.auth, "")!));
       const email = normalizeEmail(field(body, "email"));
-      if (config.auth.signup === "closed") throw new GatewayError("forbidden", signupRefusal(config.auth, "")!);
-      if (email === null) throw new GatewayError("invalid_request_error", "Enter a valid email address", { param: "email" });
-      const refusal = signupRefusal(config.auth, email);
-      if (refusal) throw new GatewayError("forbidden", refusal);
+      if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
+      const policy = signupRefusal(config.auth, email);
+      if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
       const created = await createUser(db, { email, password: field(body, "password") ?? "" });
-      if ("error" in created) throw new GatewayError("invalid_request_error", created.error, { param: created.param });
-      return signedIn(request, created);
+      if ("error" in created) {
+        return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
+      }
+      return signedIn(request, created, { next: back.next });
     })
     .post("/auth/login", async ({ request, body, server }) => {
-      checkOrigin(request);
+      const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
-      throttled(request, server, email ?? undefined);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined);
+      if (refused) return refuse(request, back, refused);
       const password = field(body, "password");
-      if (email === null || password === undefined || password.length > PASSWORD_MAX) {
-        throw new GatewayError("invalid_credentials", "The email or password is incorrect");
+      if (email === null || password === undefined || password.length > PASSWORD_MAX) return refuse(request, back, incorrect());
+      const checked = await checkPassword(db, email, password);
+      if (!checked.ok) {
+        return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
       }
-      const user = await verifyPassword(db, email, password);
-      if (user === null) throw new GatewayError("invalid_credentials", "The email or password is incorrect");
-      return signedIn(request, user);
+      return signedIn(request, checked.user, { next: back.next });
     })
     .post("/auth/logout", ({ request }) => {
       checkOrigin(request);
@@ -150,25 +205,18 @@ export function authRoutes(deps: AuthRoutesDeps) {
       headers.set("location", "/dashboard");
       return new Response(null, { status: 303, headers });
     })
-    .get("/setup", ({ query }) => {
-      const token = typeof query.token === "string" ? query.token : "";
-      if (!setupTokenValid(db, token, deps.now())) {
-        return htmlResponse("<!doctype html><title>modelgate setup</title><p>This setup link is invalid, expired or already used.</p>", 404);
-      }
-      return htmlResponse(setupPage({ token }), 200);
-    })
     .post("/setup", async ({ request, body, server }) => {
-      checkOrigin(request);
-      throttled(request, server);
       const token = field(body, "token") ?? "";
+      // The form goes back to the link only while the link still works.
+      const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
+      const refused = originRefusal(request) ?? throttleRefusal(request, server);
+      if (refused) return refuse(request, back(), refused);
       const result = await completeSetup(db, { token, email: field(body, "email"), password: field(body, "password"), now: deps.now() });
       if ("error" in result) {
-        if (wantsJson(request) || !setupTokenValid(db, token, deps.now())) {
-          throw new GatewayError("invalid_request_error", result.error, { param: result.param ?? "token" });
-        }
-        return htmlResponse(setupPage({ token, error: result.error }), 400);
+        const reason = result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid";
+        return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
       }
-      return signedIn(request, result);
+      return signedIn(request, result, {});
     })
     .post(
       "/api/admin/credits",
@@ -185,8 +233,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
       },
       { admin: true },
     )
-    .get("/auth/github", ({ request }) => startSignIn(request, "github"))
-    .get("/auth/google", ({ request }) => startSignIn(request, "google"))
+    .get("/auth/github", ({ request, query }) => startSignIn(request, "github", safeNext(query.next)))
+    .get("/auth/google", ({ request, query }) => startSignIn(request, "google", safeNext(query.next)))
     .get("/auth/github/callback", ({ request, query }) => finishSignIn(request, "github", query))
     .get("/auth/google/callback", ({ request, query }) => finishSignIn(request, "google", query));
 }

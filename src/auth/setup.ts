@@ -7,6 +7,8 @@
  *   issueSetupLink(db, { now, publicUrl }) -> link | null (null: an admin exists)
  *   setupTokenValid(db, token, now) -> boolean
  *   completeSetup(db, { token, email, password, now }) -> User | { error, param? }
+ * The form itself is the dashboard's page (GET /setup, src/dashboard/pages/setup.ts); the post
+ * goes to the identities routes (POST /setup, routes.ts).
  */
 import { and, eq, gt } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -59,23 +61,4 @@ export async function completeSetup(
     return tx.insert(users).values({ email, passwordHash, isAdmin: true }).returning().get();
   });
   return result ?? { error: "This setup link is invalid, expired or already used" };
-}
-
-export function setupPage(input: { token: string; error?: string }): string {
-  const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>modelgate setup</title>
-<style>body{font:16px system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem}label{display:block;margin:1rem 0 .25rem}input{width:100%;padding:.5rem;box-sizing:border-box}button{margin-top:1.5rem;padding:.6rem 1.2rem}.error{color:#b00020}</style>
-</head><body>
-<h1>Set up modelgate</h1>
-<p>Choose the administrator's email and password. This link works once.</p>
-${input.error ? `<p class="error" role="alert">${esc(input.error)}</p>` : ""}
-<form method="post" action="/setup">
-<input type="hidden" name="token" value="${esc(input.token)}">
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
-<label for="password">Password (at least 8 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="8" required>
-<button type="submit">Create administrator</button>
-</form>
-</body></html>`;
 }

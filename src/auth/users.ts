@@ -5,14 +5,23 @@
  *
  *   createUser(db, { email, password?, isAdmin? }) -> User | UserError
  *   findUserByEmail(db, email) / findUserById(db, id) -> User | null
- *   verifyPassword(db, email, password) -> User | null   (constant work whether or not the user exists)
+ *   checkPassword(db, email, password) -> { ok, user } | { ok: false, reason }   (constant work
+ *     whether or not the user exists; "disabled" only once the password matched)
+ *   verifyPassword(db, email, password) -> User | null   (an enabled account whose password matches)
  *   hasAdmin(db), setAdmin(db, userId), setPassword(db, userId, password)
- *   signupAllowed(config.auth, email) -> null | reason
+ *   disableUser(db, userId, { now? }) / enableUser(db, userId) -> what happened
+ *   signupRefusal(config.auth, email) -> null | reason
+ *
+ * A disabled user keeps their row, keys and ledger. Disabling ends their sessions in the same
+ * transaction; their API keys are refused from the next request on, because the gate reads the
+ * owner's state with every key (apikey.ts caches nothing). Enabling lets the keys work again;
+ * sessions stay ended (the user signs in again).
  */
 import { eq } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { users } from "../db/schema";
+import { deleteUserSessions } from "./session";
 
 export type User = typeof users.$inferSelect;
 export interface UserError {
@@ -75,16 +84,25 @@ export function findUserById(db: Db, id: number): User | null {
   return db.select().from(users).where(eq(users.id, id)).get() ?? null;
 }
 
-/** The user when the email and password match an enabled account, else null. */
-export async function verifyPassword(db: Db, email: string, password: string): Promise<User | null> {
+export type PasswordCheck = { ok: true; user: User } | { ok: false; reason: "credentials" | "disabled" };
+
+/** Whether the email and password match an enabled account; "disabled" only after they matched. */
+export async function checkPassword(db: Db, email: string, password: string): Promise<PasswordCheck> {
   const user = findUserByEmail(db, email);
   if (user === null || user.passwordHash === null) {
     dummyHash ??= hashPassword("modelgate timing equaliser");
     await Bun.password.verify(password, await dummyHash).catch(() => false);
-    return null;
+    return { ok: false, reason: "credentials" };
   }
   const ok = await Bun.password.verify(password, user.passwordHash).catch(() => false);
-  return ok && user.disabledAt === null ? user : null;
+  if (!ok) return { ok: false, reason: "credentials" };
+  return user.disabledAt === null ? { ok: true, user } : { ok: false, reason: "disabled" };
+}
+
+/** The user when the email and password match an enabled account, else null. */
+export async function verifyPassword(db: Db, email: string, password: string): Promise<User | null> {
+  const checked = await checkPassword(db, email, password);
+  return checked.ok ? checked.user : null;
 }
 
 export function hasAdmin(db: Db): boolean {
@@ -93,6 +111,31 @@ export function hasAdmin(db: Db): boolean {
 
 export function setAdmin(db: Db, userId: number): void {
   db.update(users).set({ isAdmin: true }).where(eq(users.id, userId)).run();
+}
+
+/** Disables the account and ends its sessions (see the header); a second call changes nothing. */
+export function disableUser(db: Db, userId: number, options: { now?: number } = {}): "disabled" | "already_disabled" | "not_found" {
+  return db.transaction((tx) => {
+    const t = tx as unknown as Db;
+    const row = t.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).get();
+    if (row === undefined) return "not_found";
+    if (row.disabledAt !== null) return "already_disabled";
+    t.update(users).set({ disabledAt: options.now ?? Date.now() }).where(eq(users.id, userId)).run();
+    deleteUserSessions(t, userId);
+    return "disabled";
+  });
+}
+
+/** Enables a disabled account again: its keys work from the next request. */
+export function enableUser(db: Db, userId: number): "enabled" | "already_enabled" | "not_found" {
+  return db.transaction((tx) => {
+    const t = tx as unknown as Db;
+    const row = t.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).get();
+    if (row === undefined) return "not_found";
+    if (row.disabledAt === null) return "already_enabled";
+    t.update(users).set({ disabledAt: null }).where(eq(users.id, userId)).run();
+    return "enabled";
+  });
 }
 
 export async function setPassword(db: Db, userId: number, password: string): Promise<void> {

@@ -63,6 +63,7 @@ const USAGE = `usage: modelgate <command> [--config FILE]
   migrate                                      apply embedded database migrations
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
+  user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that
   key create --user EMAIL [--name N] [--expires 30d]   create an API key (printed once)
   key list [--user EMAIL] | key revoke KEY_ID
   credits grant --user EMAIL --amount 12.50

@@ -2,16 +2,18 @@
  * CLI for identities and credits, on the same database the server uses (WAL + busy timeout make
  * that safe while it runs; the server reads key rows per request, so a revocation here takes
  * effect on its next request):
- *   user add EMAIL [--admin] [--password-stdin]
+ *   user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL
  *   key create --user EMAIL [--name N] [--expires 30d|12h|2027-01-01] [--per-minute N]
  *   key list [--user EMAIL] [--json] | key revoke KEY_ID
  *   credits grant --user EMAIL --amount 12.50 [--note TEXT] | credits balance --user EMAIL
  * `key create` prints the key alone on stdout (shown this once); notes go to stderr.
+ * `user disable` ends the user's sessions and stops their keys from the server's next request;
+ * `user enable` lets the keys work again.
  */
 import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import type { Db } from "../db/client";
-import { createUser, findUserByEmail, setAdmin, type User } from "../auth/users";
+import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { formatCredits, parseCredits } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
@@ -52,9 +54,24 @@ async function readPassword(): Promise<string> {
   return text.replace(/\r?\n$/, "");
 }
 
+const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL";
+
 registerCommand("user", async (ctx) => {
   const [, sub, email] = ctx.args.positionals;
-  if (sub !== "add" || !email) throw new UsageError("usage: modelgate user add EMAIL [--admin] [--password-stdin]");
+  if (!email) throw new UsageError(USER_USAGE);
+  if (sub === "disable") {
+    const result = withDb(ctx, (db) => disableUser(db, requireUser(db, email).id));
+    ctx.print(result === "disabled"
+      ? `disabled ${email}: their sessions ended and their API keys are refused from the next request (modelgate user enable ${email} undoes it)`
+      : `${email} was already disabled`);
+    return 0;
+  }
+  if (sub === "enable") {
+    const result = withDb(ctx, (db) => enableUser(db, requireUser(db, email).id));
+    ctx.print(result === "enabled" ? `enabled ${email}: their API keys work again; they sign in again for a session` : `${email} was not disabled`);
+    return 0;
+  }
+  if (sub !== "add") throw new UsageError(USER_USAGE);
   const password = ctx.args.flags.has("password-stdin") ? await readPassword() : undefined;
   const isAdmin = ctx.args.flags.has("admin");
   const opened = ctx.openDb();

@@ -1,17 +1,16 @@
 /**
  * The dashboard's adapter over the identities, credits and webhooks parts (src/auth,
  * src/credits, src/webhooks): the few operations the pages need, shaped as the pages want them,
- * as plain calls over the database. The one thing written here rather than there is a user's
- * disabled flag (with their sessions ended), which no other part exposes yet.
+ * as plain calls over the database; nothing here writes a table itself.
  * The dashboard never holds a secret beyond handing a freshly created key to the page that
  * shows it once.
  */
 import { desc, eq } from "drizzle-orm";
 import type { AppDeps } from "../deps";
 import { balances, users } from "../db/schema";
-import { createSessionValidator, deleteUserSessions, readCookie, SESSION_COOKIE } from "../auth/session";
+import { createSessionValidator, readCookie, SESSION_COOKIE } from "../auth/session";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
-import { createUser } from "../auth/users";
+import { createUser, disableUser, enableUser } from "../auth/users";
 import { getBalance, grantCredits } from "../credits/ledger";
 import { listJobs, outboxStats } from "../webhooks/admin";
 import type { PageUser } from "./layout";
@@ -79,12 +78,8 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
       return "error" in created ? { ok: false, message: capitalise(created.error) } : { ok: true, value: { id: created.id } };
     },
     setUserDisabled(userId, options) {
-      if (!userExists(userId)) return false;
-      db.transaction((tx) => {
-        tx.update(users).set({ disabledAt: options.disabled ? now() : null }).where(eq(users.id, userId)).run();
-        if (options.disabled) deleteUserSessions(tx as unknown as typeof db, userId);
-      });
-      return true;
+      const result = options.disabled ? disableUser(db, userId, { now: now() }) : enableUser(db, userId);
+      return result !== "not_found";
     },
     grantCredits(input) {
       if (!userExists(input.userId)) return { ok: false, message: "No such user." };

@@ -1,8 +1,10 @@
 /**
  * The signed-out side of the dashboard: GET /dashboard/signin and /dashboard/signup render the
- * forms (the identities part handles the POSTs), and POST /dashboard/signout ends the session
- * (same origin and CSRF token required).
- * A signed-in visitor of sign-in or sign-up goes straight to the dashboard.
+ * forms, GET /setup the first-run administrator form (the identities part handles the POSTs and
+ * sends a refused form post back here with ?error=CODE), and POST /dashboard/signout ends the
+ * session (same origin and CSRF token required).
+ * A signed-in visitor of sign-in or sign-up goes straight on to `next`. Messages come only from
+ * the fixed table in src/auth/refusal.ts; an unknown code shows nothing.
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
@@ -10,7 +12,10 @@ import { deleteSession, serializeCookie, SESSION_COOKIE } from "../auth/session"
 import type { DashboardAccounts } from "./accounts";
 import { sameOrigin, verifyCsrf } from "./csrf";
 import { redirect, renderPage } from "./layout";
-import { safeNext, signinPage, signupPage } from "./pages/signin";
+import { refusalMessage, safeNext } from "../auth/refusal";
+import { setupTokenValid } from "../auth/setup";
+import { signinPage, signupPage } from "./pages/signin";
+import { setupLinkInvalidPage, setupPage } from "./pages/setup";
 
 export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
   const { auth } = deps.config;
@@ -20,12 +25,19 @@ export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     .get("/dashboard/signin", ({ request, query }) => {
       const next = safeNext(query.next);
       if (accounts.sessionUser(request)) return redirect(next);
-      return renderPage({ title: "Sign in", user: null }, signinPage({ auth, next }));
+      return renderPage({ title: "Sign in", user: null }, signinPage({ auth, next, error: refusalMessage(query.error, auth) }));
     }, hidden)
     .get("/dashboard/signup", ({ request, query }) => {
       const next = safeNext(query.next);
       if (accounts.sessionUser(request)) return redirect(next);
-      return renderPage({ title: "Create an account", user: null }, signupPage({ auth, next }));
+      return renderPage({ title: "Create an account", user: null }, signupPage({ auth, next, error: refusalMessage(query.error, auth) }));
+    }, hidden)
+    .get("/setup", ({ query }) => {
+      const token = typeof query.token === "string" ? query.token : "";
+      if (!setupTokenValid(deps.db, token, deps.now())) {
+        return renderPage({ title: "Set up modelgate", user: null, status: 404 }, setupLinkInvalidPage(refusalMessage("setup_invalid", auth)!));
+      }
+      return renderPage({ title: "Set up modelgate", user: null }, setupPage({ token, error: refusalMessage(query.error, auth) }));
     }, hidden)
     .post("/dashboard/signout", ({ request, body }) => {
       const signed = accounts.sessionUser(request);

@@ -1,11 +1,12 @@
 /**
- * End to end against the compiled binary: first-run setup link, the CLI on the database of the
- * running server, the official `openai` SDK with a key the CLI created, metering, and a CLI
- * revocation taking effect on the running server at once.
+ * End to end against the compiled binary: first-run setup link and its page (refusals shown on
+ * the page, JSON callers answered in JSON), the CLI on the database of the running server, the
+ * official `openai` SDK with a key the CLI created, metering, and a CLI revocation taking effect
+ * on the running server at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startGateway, type RunningGateway } from "../support/binary";
+import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { PAID_PRICE, jsonOf } from "./support";
 import { formatCredits } from "../../src/credits/amount";
@@ -46,27 +47,59 @@ afterAll(async () => {
 });
 
 describe("first start", () => {
-  test("logs a one-time setup link; the form creates the administrator once", async () => {
+  test("logs a one-time setup link; the styled form shows refusals and creates the administrator once", async () => {
     const match = /open (http:\/\/localhost:8080\/setup\?token=([a-z2-7]{32}))/.exec(gw.output());
     expect(match).not.toBeNull();
     const token = match![2];
     const page = await fetch(`${gw.url}/setup?token=${token}`);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<form method="post" action="/setup">');
-    const post = (email: string) => fetch(`${gw.url}/setup`, {
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const form = await page.text();
+    expect(form).toContain('<form method="post" action="/setup">');
+    expect(form).toContain('<link rel="stylesheet" href="/dashboard/assets/style.css');
+    expect(form).toContain('<label for="email">Administrator email</label>');
+    expect(form).not.toContain("<style>");
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) => fetch(`${gw.url}/setup`, {
       method: "POST",
       redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: gw.url },
-      body: new URLSearchParams({ token, email, password: "a long admin password" }),
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: gw.url, ...headers },
+      body: new URLSearchParams(fields),
     });
-    const created = await post("admin@example.com");
+    const admin = { token, email: "admin@example.com", password: "a long admin password" };
+
+    // Refused form posts go back to the form with a message from the fixed table; nothing changes.
+    const short = await post({ ...admin, password: "hunter2" });
+    expect(short.status).toBe(303);
+    expect(short.headers.get("location")).toBe(`/setup?token=${token}&error=password`);
+    const shown = await fetch(`${gw.url}${short.headers.get("location")}`);
+    expect(shown.status).toBe(200);
+    const shownText = await shown.text();
+    expect(shownText).toContain('role="alert">The password must be 8 to 256 characters.</p>');
+    expect(shownText).not.toContain("hunter2");
+    const crossSite = await post(admin, { origin: "https://evil.example" });
+    expect(crossSite.headers.get("location")).toBe(`/setup?token=${token}&error=origin`);
+    // JSON callers keep JSON answers.
+    const json = await fetch(`${gw.url}/setup`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", origin: gw.url },
+      body: JSON.stringify({ ...admin, email: "not an email" }),
+    });
+    expect(json.status).toBe(400);
+    expect((await jsonOf(json)).error).toMatchObject({ code: "invalid_request_error", param: "email" });
+
+    // The link still works after every refusal.
+    const created = await post(admin);
     expect(created.status).toBe(303);
+    expect(created.headers.get("location")).toBe("/dashboard");
     const cookie = created.headers.getSetCookie()[0].split(";")[0];
     const me = await fetch(`${gw.url}/auth/me`, { headers: { cookie } });
     expect((await jsonOf(me)).user).toMatchObject({ email: "admin@example.com", is_admin: true });
-    const replay = await post("intruder@example.com");
-    expect(replay.status).toBe(400);
-    expect((await fetch(`${gw.url}/setup?token=${token}`)).status).toBe(404);
+    const replay = await post({ ...admin, email: "intruder@example.com" });
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get("location")).toBe("/setup?error=setup_invalid");
+    const used = await fetch(`${gw.url}/setup?token=${token}`);
+    expect(used.status).toBe(404);
+    expect(await used.text()).toContain("This setup link is invalid, expired or already used.");
     // The admin grants credits over HTTP (the dashboard's route).
     await cli(["user", "add", "sdk@example.com"]);
     const grant = await fetch(`${gw.url}/api/admin/credits`, {
@@ -80,8 +113,7 @@ describe("first start", () => {
 
 describe("the openai SDK with a key from the CLI", () => {
   test("completes (JSON and stream), is metered, and stops at once when the CLI revokes the key", async () => {
-    await cli(["credits", "grant", "--user", "sdk@example.com", "--amount", "1.5"]);
-    const key = (await cli(["key", "create", "--user", "sdk@example.com", "--name", "ci", "--expires", "30d"])).trim();
+    const { key, id } = await createUserKey(gw, { email: "sdk@example.com", name: "ci", expires: "30d", credits: "1.5" });
     expect(key).toMatch(/^sk-mg-[a-z2-7]{46}$/);
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
 
@@ -99,7 +131,7 @@ describe("the openai SDK with a key from the CLI", () => {
 
     const listed = await cli(["key", "list", "--user", "sdk@example.com", "--json"]);
     const [info] = JSON.parse(listed);
-    expect(info).toMatchObject({ name: "ci", email: "sdk@example.com", revokedAt: null });
+    expect(info).toMatchObject({ id, name: "ci", email: "sdk@example.com", revokedAt: null });
     expect(listed).not.toContain(key);
 
     expect((await cli(["key", "revoke", info.id])).trim()).toBe(`revoked ${info.id}`);

@@ -1,6 +1,8 @@
 /**
  * GitHub and Google sign-in through the real routes (/auth/{provider} and its callback) against a
- * loopback stand-in for the providers' authorize, token and profile endpoints.
+ * loopback stand-in for the providers' authorize, token and profile endpoints. A browser (no
+ * `Accept: application/json`) always ends on a dashboard page: `next` on success, the sign-in page
+ * with an error code on failure; JSON callers get the gateway's error body.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { startOAuthStandIn, type OAuthStandIn } from "./oauth-provider";
@@ -25,9 +27,14 @@ interface Flow {
   callback: Response;
 }
 
+const JSON_ACCEPT = { accept: "application/json" };
+
 /** Browser steps: start, let the provider approve, come back to the callback with the cookies. */
-async function signIn(name: "github" | "google", tamper: { state?: string; cookies?: (c: string[]) => string[] } = {}): Promise<Flow> {
-  const start = await t.request(`/auth/${name}`);
+async function signIn(
+  name: "github" | "google",
+  tamper: { state?: string; cookies?: (c: string[]) => string[]; headers?: Record<string, string>; next?: string } = {},
+): Promise<Flow> {
+  const start = await t.request(`/auth/${name}${tamper.next === undefined ? "" : `?next=${encodeURIComponent(tamper.next)}`}`);
   expect(start.status).toBe(302);
   let cookies = start.headers.getSetCookie().map((c) => c.split(";")[0]);
   if (tamper.cookies) cookies = tamper.cookies(cookies);
@@ -36,7 +43,7 @@ async function signIn(name: "github" | "google", tamper: { state?: string; cooki
   const back = new URL(approved.headers.get("location")!);
   expect(back.origin + back.pathname).toBe(`http://localhost:8080/auth/${name}/callback`);
   if (tamper.state) back.searchParams.set("state", tamper.state);
-  const callback = await t.request(back.pathname + back.search, { headers: { cookie: cookies.join("; ") } });
+  const callback = await t.request(back.pathname + back.search, { headers: { cookie: cookies.join("; "), ...tamper.headers } });
   return { start, callback };
 }
 
@@ -79,9 +86,13 @@ describe("GitHub", () => {
     t = app({ signup: "open" });
     await t.user("victim@example.com");
     provider.account = { id: "303", email: "victim@example.com", verified: false };
-    const { callback } = await signIn("github");
+    const { callback } = await signIn("github", { headers: JSON_ACCEPT });
     expect(callback.status).toBe(403);
     expect((await jsonOf(callback)).error.message).toContain("no verified email");
+    const browser = (await signIn("github")).callback;
+    expect(browser.status).toBe(303);
+    expect(browser.headers.get("location")).toBe("/dashboard/signin?error=oauth_unverified");
+    expect(browser.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_state=;") && c.includes("Max-Age=0"))).toBe(true);
     expect(count("oauth_accounts")).toBe(0);
     expect(count("sessions")).toBe(0);
   });
@@ -89,30 +100,50 @@ describe("GitHub", () => {
   test("closed sign-up refuses a new account", async () => {
     t = app();
     provider.account = { id: "404", email: "stranger@example.com", verified: true };
-    const { callback } = await signIn("github");
+    const { callback } = await signIn("github", { headers: JSON_ACCEPT });
     expect(callback.status).toBe(403);
     expect((await jsonOf(callback)).error.message).toContain("closed");
+    const browser = (await signIn("github", { next: "/dashboard/usage" })).callback;
+    expect(browser.headers.get("location")).toBe("/dashboard/signin?error=signup_closed&next=%2Fdashboard%2Fusage");
     expect(count("users")).toBe(0);
   });
 
   test("a state mismatch is rejected before the code is exchanged", async () => {
     t = app({ signup: "open" });
     const before = provider.tokenRequests;
-    const forged = await signIn("github", { state: "forged-state" });
+    const forged = await signIn("github", { state: "forged-state", headers: JSON_ACCEPT });
     expect(forged.callback.status).toBe(400);
     expect((await jsonOf(forged.callback)).error.message).toContain("state mismatch");
     const noCookie = await signIn("github", { cookies: () => [] });
-    expect(noCookie.callback.status).toBe(400);
+    expect(noCookie.callback.status).toBe(303);
+    expect(noCookie.callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_state");
     expect(provider.tokenRequests).toBe(before);
     expect(count("sessions")).toBe(0);
   });
 
   test("a cancelled sign-in and an unconfigured provider get clear errors", async () => {
     t = buildAuthApp();
-    expect((await t.request("/auth/github")).status).toBe(404);
-    const cancelled = await t.request("/auth/github/callback?error=access_denied&state=x");
+    expect((await t.request("/auth/github", { headers: JSON_ACCEPT })).status).toBe(404);
+    expect((await t.request("/auth/github")).headers.get("location")).toBe("/dashboard/signin?error=oauth_unavailable");
+    const cancelled = await t.request("/auth/github/callback?error=access_denied&state=x", { headers: JSON_ACCEPT });
     expect(cancelled.status).toBe(400);
     expect((await jsonOf(cancelled)).error.message).toContain("access_denied");
+    // The provider's text never reaches the page: only the code travels.
+    const browser = await t.request("/auth/github/callback?error=%3Cscript%3Ephish%3C%2Fscript%3E&state=x");
+    expect(browser.status).toBe(303);
+    expect(browser.headers.get("location")).toBe("/dashboard/signin?error=oauth_cancelled");
+  });
+
+  test("success goes on to a safe next; an off-site next is ignored", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "505", email: "next@example.com", verified: true };
+    const usage = await signIn("github", { next: "/dashboard/usage" });
+    expect(usage.start.headers.getSetCookie()).toContain("mg_oauth_next=/dashboard/usage; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=600");
+    expect(usage.callback.headers.get("location")).toBe("/dashboard/usage");
+    expect(usage.callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_next=;") && c.includes("Max-Age=0"))).toBe(true);
+    for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../../evil", "/\\evil.example", "javascript:alert(1)"]) {
+      expect((await signIn("github", { next })).callback.headers.get("location")).toBe("/dashboard");
+    }
   });
 });
 
@@ -134,7 +165,8 @@ describe("Google", () => {
     const { callback } = await signIn("google", {
       cookies: (c) => c.map((cookie) => (cookie.startsWith("mg_oauth_verifier=") ? "mg_oauth_verifier=wrong-verifier-wrong-verifier-wrong-verifier" : cookie)),
     });
-    expect(callback.status).toBe(502);
+    expect(callback.status).toBe(303);
+    expect(callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_failed");
     expect(count("sessions")).toBe(0);
   });
 });

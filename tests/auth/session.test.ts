@@ -56,7 +56,11 @@ describe("password sign-in", () => {
     t = buildAuthApp();
     await t.user("ann@example.com", { password: "correct horse" });
     const response = await t.request("/auth/login", form({ email: "ann@example.com", password: "correct horse" }, { origin: "https://evil.example" }));
-    expect(response.status).toBe(403);
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("/dashboard/signin?error=origin");
+    expect(response.headers.get("set-cookie")).toBeNull();
+    const script = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }, { origin: "https://evil.example" }));
+    expect(script.status).toBe(403);
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
   });
 

@@ -3,13 +3,14 @@
  * compiled binary and the mock model server: first-run setup, sign-up and sign-in, credits
  * granted by an admin, a key created in the page and used with the `openai` SDK until it is
  * revoked, the playground streaming, the usage chart counting the calls, admin pages closed to
- * non-admins. One browser and one gateway for the whole file; tests run in order and build on
+ * non-admins, sign-in without JavaScript, an admin disabling a user whose key then stops working.
+ * One browser and one gateway for the whole file; tests run in order and build on
  * each other (like a person clicking through). Screenshots go to test-output/screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Cookie, Page } from "playwright-core";
-import { startGateway, type RunningGateway } from "../support/binary";
+import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { eventually, expectAttribute, expectCount, expectText, launchBrowser, type TestBrowser } from "../support/browser";
 
@@ -129,6 +130,30 @@ describe("dashboard in chromium", () => {
 
     await signInThroughForm(CAROL);
     await keep(CAROL.email);
+  });
+
+  test("without JavaScript, a refused sign-in shows its message on the page and success goes to next", async () => {
+    await browser.signOut();
+    await page.route("**/dashboard/assets/app.js*", (route) => route.abort());
+    try {
+      await page.goto(`${gw.url}/dashboard/usage`);
+      expect(page.url()).toEndWith("/dashboard/signin?next=%2Fdashboard%2Fusage");
+      await page.getByLabel("Email").fill(CAROL.email);
+      await page.getByLabel("Password").fill("not-carols-password");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL(/\/dashboard\/signin\?error=credentials&next=%2Fdashboard%2Fusage$/);
+      await expectText(page.getByRole("alert"), "The email or password is incorrect.", { exact: true });
+      expect(page.url()).not.toContain("carol");
+      expect(await page.content()).not.toContain("not-carols-password");
+      await browser.screenshot("signin-refused");
+      await page.getByLabel("Email").fill(CAROL.email);
+      await page.getByLabel("Password").fill(CAROL.password);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.waitForURL(/\/dashboard\/usage$/);
+      await expectText(page.locator(".who"), CAROL.email);
+    } finally {
+      await page.unroute("**/dashboard/assets/app.js*");
+    }
   });
 
   test("a non-admin cannot open admin pages", async () => {
@@ -266,5 +291,29 @@ describe("dashboard in chromium", () => {
     const session = cookies.find((c) => c.name === "mg_session");
     expect(session?.httpOnly).toBe(true);
     expect(await page.content()).not.toContain(session!.value);
+  });
+
+  // Last: disabling Carol ends her sessions, which the tests above rely on.
+  test("an admin disables a user in the page: their key (made with the CLI) gets 401 until re-enabled", async () => {
+    const { key } = await createUserKey(gw, { email: CAROL.email, name: "cli key" });
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
+    const ask = () => client.chat.completions.create({ model: "mock-small", messages: [{ role: "user", content: "hi" }] });
+    expect((await ask()).choices[0].message.content).toBe(WORDS.join(""));
+
+    await actAs(ADMIN.email);
+    await page.goto(`${gw.url}/dashboard/admin`);
+    const row = page.locator(`tr[data-user="${CAROL.email}"]`);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.getByRole("button", { name: `Disable ${CAROL.email}` }).click();
+    await page.waitForURL(/done=disable/);
+    await expectText(row.locator(".badge.bad"), "disabled");
+    const refused = await ask().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((refused as Error).message).toContain("disabled");
+
+    await row.getByRole("button", { name: `Enable ${CAROL.email}` }).click();
+    await page.waitForURL(/done=enable/);
+    await expectText(row.locator(".badge.ok"), "active");
+    expect((await ask()).choices[0].message.content).toBe(WORDS.join(""));
   });
 });

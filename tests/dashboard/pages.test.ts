@@ -77,8 +77,9 @@ describe("dashboard pages", () => {
       auth: { signup: "open", github: { client_id: "id", client_secret: "github-client-secret" }, google: { client_id: "gid", client_secret: "google-client-secret" } },
     });
     const openPage = await (await open.get("/dashboard/signin?next=/dashboard/usage")).text();
-    expect(openPage).toContain('href="/dashboard/signup"');
-    expect(openPage).toContain('href="/auth/github"');
+    expect(openPage).toContain('href="/dashboard/signup?next=%2Fdashboard%2Fusage"');
+    expect(openPage).toContain('href="/auth/github?next=%2Fdashboard%2Fusage"');
+    expect(openPage).toContain('<input type="hidden" name="next" value="/dashboard/usage">');
     expect(openPage).toContain("Continue with Google");
     expect(openPage).toContain('data-next="/dashboard/usage"');
     expect(openPage).not.toContain("client-secret");
@@ -169,7 +170,7 @@ describe("dashboard pages", () => {
     expect(list).toContain('data-status="revoked"');
   });
 
-  test("an admin grants credits and disables a user, whose session then stops working", async () => {
+  test("an admin grants credits, disables a user (their sessions end) and enables them again", async () => {
     const t = await setup();
     const admin = await t.signIn("root@example.com", { admin: true });
     const alice = await t.signIn("alice@example.com");
@@ -183,6 +184,17 @@ describe("dashboard pages", () => {
     const disable = await t.post(`/dashboard/admin/users/${alice.user.id}/disable`, { csrf: admin.csrf }, { cookie: admin.cookie });
     expect(disable.status).toBe(303);
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(303);
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions WHERE user_id = ?").get(alice.user.id)).toEqual({ n: 0 });
+    const adminPage = await (await t.get("/dashboard/admin", admin.cookie)).text();
+    expect(adminPage).toContain(`action="/dashboard/admin/users/${alice.user.id}/enable"`);
+
+    const enable = await t.post(`/dashboard/admin/users/${alice.user.id}/enable`, { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(enable.status).toBe(303);
+    expect(t.deps.db.$client.query("SELECT disabled_at FROM users WHERE id = ?").get(alice.user.id)).toEqual({ disabled_at: null });
+    const self = await t.post(`/dashboard/admin/users/${admin.user.id}/disable`, { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(self.status).toBe(400);
+    const missing = await t.post("/dashboard/admin/users/999/disable", { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(missing.status).toBe(404);
   });
 
   test("the admin page shows the webhook outbox when webhooks are enabled", async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startGateway, BINARY, type RunningGateway } from "../support/binary";
+import { createUserKey, startGateway, BINARY, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 
 let mock: MockUpstream;
@@ -13,15 +13,6 @@ let slow: MockUpstream;
 let gw: RunningGateway;
 let client: OpenAI;
 let apiKey: string;
-
-/** A real key, made the way an operator makes one: with the binary's own CLI. */
-async function createKey(gateway: RunningGateway): Promise<string> {
-  const email = `sdk-${crypto.randomUUID().slice(0, 8)}@example.com`;
-  expect((await gateway.cli(["user", "add", email])).code).toBe(0);
-  const created = await gateway.cli(["key", "create", "--user", email, "--name", "sdk"]);
-  expect(created.code).toBe(0);
-  return created.stdout.trim();
-}
 
 const config = (mockUrl: string, slowUrl: string) => `
 [limits]
@@ -50,7 +41,8 @@ beforeAll(async () => {
   mock = startMockUpstream();
   slow = startMockUpstream({ words: Array.from({ length: 40 }, (_, i) => ` w${i}`), chunkDelayMs: 50 });
   gw = await startGateway(config(mock.url, slow.url));
-  apiKey = await createKey(gw);
+  // A real key, made the way an operator makes one: with the binary's own CLI.
+  apiKey = (await createUserKey(gw, { name: "sdk" })).key;
   client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey, maxRetries: 0 });
 });
 
@@ -129,7 +121,7 @@ targets = [{ upstream = "gone" }]
 free = true
 `);
     try {
-      const sdk = new OpenAI({ baseURL: `${dead.url}/v1`, apiKey: await createKey(dead), maxRetries: 0 });
+      const sdk = new OpenAI({ baseURL: `${dead.url}/v1`, apiKey: (await createUserKey(dead)).key, maxRetries: 0 });
       const error = await sdk.chat.completions.create({ model: "gone", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
       expect(error).toBeInstanceOf(OpenAI.APIError);
       expect(error.status).toBe(502);
@@ -173,7 +165,7 @@ describe("command line", () => {
 describe("graceful shutdown", () => {
   test("SIGTERM lets an in-flight stream finish, then exits 0", async () => {
     const own = await startGateway(config(mock.url, slow.url));
-    const sdk = new OpenAI({ baseURL: `${own.url}/v1`, apiKey: await createKey(own), maxRetries: 0 });
+    const sdk = new OpenAI({ baseURL: `${own.url}/v1`, apiKey: (await createUserKey(own)).key, maxRetries: 0 });
     const stream = await sdk.chat.completions.create({ model: "slow-stream", messages: [{ role: "user", content: "x" }], stream: true });
     let text = "";
     let signalled = false;

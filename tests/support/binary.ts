@@ -21,6 +21,40 @@ export interface RunningGateway {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
+export interface UserKey {
+  email: string;
+  /** The API key itself (`sk-mg-…`), as `key create` printed it. */
+  key: string;
+  /** Its id (`key_…`) for `key revoke`. */
+  id: string;
+}
+
+/**
+ * A user and an API key made the way an operator makes them, with the binary's own CLI against
+ * the running gateway's database: `user add` (skipped when the user already exists), `key create`,
+ * and `credits grant` when `credits` is given. Fails the test with the CLI's stderr otherwise.
+ */
+export async function createUserKey(
+  gateway: Pick<RunningGateway, "cli">,
+  options: { email?: string; name?: string; expires?: string; credits?: string; admin?: boolean } = {},
+): Promise<UserKey> {
+  const email = options.email ?? `user-${crypto.randomUUID().slice(0, 8)}@example.com`;
+  const run = async (args: string[], allow: (stderr: string) => boolean = () => false): Promise<string> => {
+    const result = await gateway.cli(args);
+    if (result.code !== 0 && !allow(result.stderr)) throw new Error(`modelgate ${args.join(" ")} exited ${result.code}: ${result.stderr}`);
+    return result.stdout;
+  };
+  await run(["user", "add", email, ...(options.admin ? ["--admin"] : [])], (stderr) => stderr.includes("already exists"));
+  const create = ["key", "create", "--user", email, "--name", options.name ?? "test"];
+  if (options.expires !== undefined) create.push("--expires", options.expires);
+  const result = await gateway.cli(create);
+  const key = result.stdout.trim();
+  const id = /created (key_[a-z2-7]+)/.exec(result.stderr)?.[1];
+  if (result.code !== 0 || !key.startsWith("sk-mg-") || id === undefined) throw new Error(`modelgate ${create.join(" ")} exited ${result.code}: ${result.stderr}`);
+  if (options.credits !== undefined) await run(["credits", "grant", "--user", email, "--amount", options.credits]);
+  return { email, key, id };
+}
+
 export function freePort(): number {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
   const port = server.port!;
