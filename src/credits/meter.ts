@@ -7,7 +7,7 @@
  * Invariant (this process): available = stored balance - queued debits - open reservations, and
  * flush() commits a batch and forgets its queued amounts in the same synchronous step, so no
  * request ever sees a debit twice or not at all. A batch that fails to write stays queued and is
- * retried; nothing is dropped. Overdraw bound: see docs/readme/identities.md (Credits).
+ * retried; nothing is dropped. Overdraw bound: see the README (Credits).
  */
 import type { Db } from "../db/client";
 import { createDebitWriter, type Debit } from "./ledger";
