@@ -59,6 +59,7 @@ CREATE TABLE `request_log` (
 );
 --> statement-breakpoint
 CREATE INDEX `request_log_user_time` ON `request_log` (`user_id`,`created_at`);--> statement-breakpoint
+CREATE INDEX `request_log_time` ON `request_log` (`created_at`);--> statement-breakpoint
 CREATE TABLE `sessions` (
 	`token_hash` text PRIMARY KEY NOT NULL,
 	`user_id` integer NOT NULL,

@@ -32,7 +32,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   setLogger(logger);
   const database = openDatabase(config.server.data_dir);
   const registry = new ModelRegistry(config);
-  const requestLog = createRequestLog(database.db);
+  const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();
   // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
   const metrics = createGatewayMetrics({ registry, version: VERSION, startedAt, now: Date.now });

@@ -22,6 +22,8 @@ const Server = T.Object(
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
     trusted_proxies: T.Array(T.String(), { default: [] }),
     shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0 }),
+    /** Rows of the request log (the dashboard's usage history) older than this are pruned. */
+    request_log_days: T.Integer({ default: 90, minimum: 1 }),
   },
   { additionalProperties: false, default: {} },
 );

@@ -2,5 +2,5 @@
 import m0 from "../../drizzle/0000_init.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
-  { tag: "0000_init", when: 1795316022198, sql: m0 },
+  { tag: "0000_init", when: 1795320266897, sql: m0 },
 ];

@@ -100,7 +100,7 @@ export const requestLog = sqliteTable(
     costMicro: integer("cost_micro").notNull().default(0),
     latencyMs: integer("latency_ms").notNull().default(0),
   },
-  (t) => [index("request_log_user_time").on(t.userId, t.createdAt)],
+  (t) => [index("request_log_user_time").on(t.userId, t.createdAt), index("request_log_time").on(t.createdAt)],
 );
 
 /** SpendAuth replay protection: (commitment, nonce) seen, kept at least until expiry. */

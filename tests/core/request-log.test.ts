@@ -1,0 +1,39 @@
+import { describe, expect, test } from "bun:test";
+import { openDatabase } from "../../src/db/client";
+import { createRequestLog, pruneRequestLog } from "../../src/request-log";
+import type { RequestRecord } from "../../src/deps";
+
+const DAY = 86_400_000;
+
+function record(createdAt: number, requestId: string): RequestRecord {
+  return {
+    requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+    status: 200, promptTokens: 3, completionTokens: 4, costMicro: 7, latencyMs: 1.6, upstreamMs: 1,
+  };
+}
+
+describe("request log", () => {
+  test("rows are written behind: nothing until a flush, then every field", () => {
+    const { db, sqlite } = openDatabase(":memory:");
+    const log = createRequestLog(db, { retainDays: 90, now: Date.now });
+    log.push(record(1_000, "req_a"));
+    expect(sqlite.query("SELECT count(*) AS n FROM request_log").get()).toEqual({ n: 0 });
+    log.flush();
+    const row = sqlite.query("SELECT * FROM request_log").get() as Record<string, unknown>;
+    expect(row).toMatchObject({ request_id: "req_a", created_at: 1_000, identity: "anonymous", model: "m", upstream: "u", status: 200, prompt_tokens: 3, completion_tokens: 4, cost_micro: 7, latency_ms: 2 });
+    log.close();
+  });
+
+  test("pruning deletes only rows older than the cut-off, across several chunks", async () => {
+    const { db, sqlite } = openDatabase(":memory:");
+    const log = createRequestLog(db, { retainDays: 90, now: Date.now });
+    const now = 200 * DAY;
+    for (let i = 0; i < 12_000; i++) log.push(record(now - 100 * DAY + i, `old_${i}`));
+    for (let i = 0; i < 30; i++) log.push(record(now - DAY + i, `new_${i}`));
+    log.close();
+    expect(await pruneRequestLog(db, now - 90 * DAY)).toBe(12_000);
+    const left = sqlite.query("SELECT request_id FROM request_log ORDER BY id").all() as { request_id: string }[];
+    expect(left).toHaveLength(30);
+    expect(left.every((r) => r.request_id.startsWith("new_"))).toBe(true);
+  });
+});
