@@ -4,7 +4,7 @@
  * limits and a per-key override.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { startGateway, type RunningGateway } from "../support/binary";
+import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { buildAuthApp, type AuthTestApp, jsonOf } from "../auth/support";
 
@@ -21,8 +21,7 @@ describe("a burst of 1,000 simultaneous requests on one fresh key (compiled bina
   });
 
   test("lets exactly 60 through; the rest get 429 rate_limit_exceeded with Retry-After", async () => {
-    expect((await gw.cli(["user", "add", "burst@example.com"])).code).toBe(0);
-    const key = (await gw.cli(["key", "create", "--user", "burst@example.com"])).stdout.trim();
+    const { key } = await createUserKey(gw, { email: "burst@example.com" });
     const body = JSON.stringify({ model: "free-model", messages: [{ role: "user", content: "hi" }] });
     const responses = await Promise.all(
       Array.from({ length: 1000 }, async () => {
