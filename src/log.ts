@@ -81,25 +81,17 @@ export function createLogger(options: LoggerOptions): Logger {
   };
 }
 
+/**
+ * One request as a JSON line, written as a template: every field is a number, null, or a string
+ * the gateway made itself (ids, identity kind); the strings that come from config (model,
+ * upstream) go through JSON.stringify. Cheaper than stringifying an object per request.
+ */
 function requestLine(r: RequestRecord, level: LogLevel): string {
-  return JSON.stringify({
-    time: new Date(r.createdAt).toISOString(),
-    level,
-    msg: "request",
-    request_id: r.requestId,
-    identity: r.identity,
-    user_id: r.userId,
-    key_id: r.keyId,
-    model: r.model,
-    upstream: r.upstream,
-    status: r.status,
-    prompt_tokens: r.promptTokens,
-    completion_tokens: r.completionTokens,
-    cost_micro: r.costMicro,
-    duration_ms: round(r.latencyMs),
-    upstream_ms: round(r.upstreamMs),
-    overhead_ms: round(Math.max(0, r.latencyMs - r.upstreamMs)),
-  });
+  return `{"time":"${new Date(r.createdAt).toISOString()}","level":"${level}","msg":"request","request_id":"${r.requestId}",`
+    + `"identity":"${r.identity}","user_id":${r.userId},"key_id":${r.keyId === null ? "null" : `"${r.keyId}"`},`
+    + `"model":${JSON.stringify(r.model)},"upstream":${r.upstream === null ? "null" : JSON.stringify(r.upstream)},`
+    + `"status":${r.status},"prompt_tokens":${r.promptTokens},"completion_tokens":${r.completionTokens},"cost_micro":${r.costMicro},`
+    + `"duration_ms":${round(r.latencyMs)},"upstream_ms":${round(r.upstreamMs)},"overhead_ms":${round(Math.max(0, r.latencyMs - r.upstreamMs))}}`;
 }
 
 function round(ms: number): number {
