@@ -107,14 +107,12 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
     timedOut = true;
     controller.abort(new Error("timeout"));
   }, upstream.config.first_byte_timeout_ms);
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-  if (upstream.authorization) headers.authorization = upstream.authorization;
   // The body is the gateway's own parse of the request: set the target's model name in place.
   input.body.model = target.model;
   try {
     const response = await fetch(upstream.chatUrl, {
       method: "POST",
-      headers,
+      headers: upstream.chatHeaders,
       body: JSON.stringify(input.body),
       signal: controller.signal,
     });

@@ -19,6 +19,8 @@ export interface UpstreamState {
   hostname: string;
   port: number;
   authorization: string | null;
+  /** Headers of every chat request to this upstream, built once (fetch copies them). */
+  chatHeaders: Readonly<Record<string, string>>;
   consecutiveFailures: number;
   cooldownUntil: number;
   /** A half-open probe is in flight; no other request may use this upstream until it ends. */
@@ -48,6 +50,11 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
     port: url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80,
     authorization: config.api_key ? `Bearer ${config.api_key}` : null,
+    chatHeaders: Object.freeze({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(config.api_key ? { authorization: `Bearer ${config.api_key}` } : {}),
+    }),
     consecutiveFailures: 0,
     cooldownUntil: 0,
     probing: false,
