@@ -22,6 +22,7 @@ import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
 import type { Admission, AdmitInput, Gate, Identity } from "./types";
 import { createKeyVerifier } from "./apikey";
+import { bearerToken } from "./tokens";
 import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
 
 export interface GateDeps {
@@ -79,10 +80,11 @@ export function createGate(deps: GateDeps): Gate {
   }
 
   function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
-    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") {
+    const token = bearerToken(authorization);
+    if (token === null) {
       return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
     }
-    const check = verifyKey(authorization.slice(7).trim());
+    const check = verifyKey(token);
     if (!check.ok) return new GatewayError("invalid_api_key", check.message);
     const row = check.row;
     deps.lastUsed.touch(row.id);

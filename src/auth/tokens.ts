@@ -16,6 +16,13 @@ export function sha256Hex(text: string): string {
   return Bun.SHA256.hash(text, "hex");
 }
 
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or null. */
+export function bearerToken(header: string | null): string | null {
+  if (header === null || header.length < 8 || header.slice(0, 7).toLowerCase() !== "bearer ") return null;
+  const token = header.slice(7).trim();
+  return token.length > 0 ? token : null;
+}
+
 /** Constant-time equality of two strings of the same length (hashes, states). */
 export function equalSecrets(a: string, b: string): boolean {
   if (a.length !== b.length) return false;

@@ -9,6 +9,7 @@ import { sha256 } from "@oslojs/crypto/sha2";
 import { constantTimeEqual } from "@oslojs/crypto/subtle";
 import type { Config } from "../config/schema";
 import { GatewayError } from "../errors";
+import { bearerToken } from "../auth/tokens";
 import type { GatewayMetrics } from "./gateway";
 
 const encoder = new TextEncoder();
@@ -32,7 +33,6 @@ export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics
 }
 
 function bearerMatches(header: string | null, expected: Uint8Array): boolean {
-  const match = header?.match(/^Bearer\s+(.+)$/i);
-  if (!match) return false;
-  return constantTimeEqual(sha256(encoder.encode(match[1].trim())), expected);
+  const token = bearerToken(header);
+  return token !== null && constantTimeEqual(sha256(encoder.encode(token)), expected);
 }

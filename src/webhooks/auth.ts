@@ -10,6 +10,7 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { WebhookEndpointConfig } from "../config/webhooks-schema";
+import { bearerToken } from "../auth/tokens";
 
 export const SIGNATURE_HEADERS = ["x-signature-256", "x-hub-signature-256", "x-webhook-signature"] as const;
 const HEX_64 = /^[0-9a-fA-F]{64}$/;
@@ -36,11 +37,6 @@ function tokenVerifier(secret: string, read: (headers: Headers) => string | null
   };
 }
 
-function bearerToken(headers: Headers): string | null {
-  const value = headers.get("authorization");
-  if (value === null || value.length < 7 || value.slice(0, 7).toLowerCase() !== "bearer ") return null;
-  return value.slice(7).trim();
-}
 
 /** HMAC-SHA256 of `body` under `secret`, as lowercase hex (also used by tests and the bench). */
 export function signBody(secret: string, body: Uint8Array | string): string {
@@ -70,7 +66,7 @@ export function createVerifier(endpoint: WebhookEndpointConfig): Verifier {
     case "none":
       return { needsBody: false, verify: () => true };
     case "bearer":
-      return tokenVerifier(secret, bearerToken);
+      return tokenVerifier(secret, (headers) => bearerToken(headers.get("authorization")));
     case "api-key": {
       const header = (endpoint.api_key_header ?? "X-API-Key").toLowerCase();
       return tokenVerifier(secret, (headers) => headers.get(header));

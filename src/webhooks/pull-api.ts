@@ -12,6 +12,7 @@
  * (it expired and another runner took the call). Bodies travel as base64 so they stay byte exact.
  */
 import { timingSafeEqual } from "node:crypto";
+import { bearerToken } from "../auth/tokens";
 import type { Outbox } from "./outbox";
 import { jobMetadata } from "./producer";
 import { PULL_PREFIX } from "./config";
@@ -45,9 +46,8 @@ async function readObject(request: Request): Promise<Record<string, unknown> | n
 export function createPullApi(outbox: Outbox, token: string): (request: Request, path: string) => Promise<Response> {
   const expected = digest(token);
   const authorized = (request: Request): boolean => {
-    const header = request.headers.get("authorization") ?? "";
-    const presented = header.toLowerCase().startsWith("bearer ") ? header.slice(7).trim() : "";
-    return timingSafeEqual(digest(presented), expected);
+    const presented = bearerToken(request.headers.get("authorization"));
+    return presented !== null && timingSafeEqual(digest(presented), expected);
   };
 
   return async (request, path) => {
