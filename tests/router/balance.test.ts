@@ -2,23 +2,14 @@
  * Load balancing, the circuit breaker with an injected clock, aliases and discovery, with mock
  * upstreams over loopback.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load";
 import { ModelRegistry } from "../../src/router/registry";
 import { orderTargets } from "../../src/router/select";
 import { discoverOnce } from "../../src/router/discover";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
-import { HELLO, json, routerApp, seededRandom } from "./helpers";
+import { HELLO, json, mockUpstreams, routerApp, seededRandom } from "./helpers";
 
-const mocks: MockUpstream[] = [];
-function mock(behaviour: Parameters<typeof startMockUpstream>[0] = {}): MockUpstream {
-  const m = startMockUpstream(behaviour);
-  mocks.push(m);
-  return m;
-}
-afterEach(() => {
-  while (mocks.length) mocks.pop()!.stop();
-});
+const mock = mockUpstreams();
 
 describe("weighted", () => {
   test("splits requests by weight within a tolerance", async () => {

@@ -2,20 +2,11 @@
  * Failover and retries with real mock upstreams over loopback: refused connections, 503s and
  * timeouts move to the next target before the first byte; nothing is retried after it.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { freePort } from "../support/binary";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
-import { HELLO, json, routerApp, sseData } from "./helpers";
+import { HELLO, json, mockUpstreams, routerApp, sseData } from "./helpers";
 
-const mocks: MockUpstream[] = [];
-function mock(behaviour: Parameters<typeof startMockUpstream>[0] = {}): MockUpstream {
-  const m = startMockUpstream(behaviour);
-  mocks.push(m);
-  return m;
-}
-afterEach(() => {
-  while (mocks.length) mocks.pop()!.stop();
-});
+const mock = mockUpstreams();
 
 function twoTargets(a: string, b: string, extra: Record<string, unknown> = {}, routing: Record<string, unknown> = {}) {
   return routerApp({

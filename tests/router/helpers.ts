@@ -3,6 +3,7 @@
  * over an in-memory database, with an injectable clock and random source; plus a small parser of
  * the Prometheus text format and an SSE reader.
  */
+import { afterEach } from "bun:test";
 import { buildConfig } from "../../src/config/load";
 import { openDatabase } from "../../src/db/client";
 import { createApp } from "../../src/app";
@@ -11,6 +12,20 @@ import { openGate, type Gate } from "../../src/auth/types";
 import { ModelRegistry } from "../../src/router/registry";
 import { createGatewayMetrics, type GatewayMetrics } from "../../src/metrics/gateway";
 import { metricsRoutes } from "../../src/metrics/routes";
+import { startMockUpstream, type MockBehaviour, type MockUpstream } from "../support/mock-upstream";
+
+/** A starter of mock upstreams for one test file; every one started is stopped after each test. */
+export function mockUpstreams(): (behaviour?: MockBehaviour) => MockUpstream {
+  const started: MockUpstream[] = [];
+  afterEach(() => {
+    while (started.length) started.pop()!.stop();
+  });
+  return (behaviour = {}) => {
+    const upstream = startMockUpstream(behaviour);
+    started.push(upstream);
+    return upstream;
+  };
+}
 
 export interface RouterApp {
   deps: AppDeps;
