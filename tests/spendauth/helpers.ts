@@ -8,6 +8,7 @@ import { GatewayError } from "../../src/errors";
 import { openGate, type Gate } from "../../src/auth/types";
 import { createSpendAuth, SPEND_AUTH_HEADER, type SpendAuthDeps } from "../../src/auth/spendauth";
 import { SPEND_AUTH_TYPES } from "../../src/auth/spendauth-verify";
+import type { SpendAuthorization } from "../../src/auth/spendauth-parse";
 import { buildTestApp, type TestApp } from "../support/app";
 
 export const KEYS = {
@@ -23,15 +24,8 @@ export const CONTRACT = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 export const CHAIN_ID = 31337;
 export const COMMITMENT = `0x${"11".repeat(32)}` as const;
 
-export interface AuthFields {
-  commitment: `0x${string}`;
-  serviceId: bigint;
-  jobIndex: number;
-  amount: bigint;
-  operator: `0x${string}`;
-  nonce: bigint;
-  expiry: bigint;
-}
+/** The signed message: an authorization without its signature. */
+export type AuthFields = Omit<SpendAuthorization, "signature">;
 
 export function fields(overrides: Partial<AuthFields> = {}, nowMs = Date.now()): AuthFields {
   return {
