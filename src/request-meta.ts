@@ -15,20 +15,25 @@ export interface RequestMeta {
   clientIp: (server: { requestIP(r: Request): { address: string } | null } | null | undefined) => string;
 }
 
+/** Starts a request's meta and keeps it for the handlers after the app's hook (requestMeta). */
 export function startRequest(request: Request, trustedProxies: ReadonlySet<string>): RequestMeta {
-  counter = (counter + 1) % 0x1_0000_0000_0000;
-  const meta: RequestMeta = {
-    id: PROCESS_PREFIX + counter.toString(16).padStart(12, "0"),
-    startedAt: performance.now(),
-    clientIp: (server) => clientAddress(request, server?.requestIP(request)?.address ?? "127.0.0.1", trustedProxies),
-  };
+  const meta = newMeta(request, trustedProxies);
   metas.set(request, meta);
   return meta;
 }
 
-/** The meta started for this request, or a new one (requests that bypass the app's hook). */
+/** The meta started for this request, or a new one for a request no hook saw (the chat route). */
 export function requestMeta(request: Request, trustedProxies: ReadonlySet<string> = NO_PROXIES): RequestMeta {
-  return metas.get(request) ?? startRequest(request, trustedProxies);
+  return metas.get(request) ?? newMeta(request, trustedProxies);
+}
+
+function newMeta(request: Request, trustedProxies: ReadonlySet<string>): RequestMeta {
+  counter = (counter + 1) % 0x1_0000_0000_0000;
+  return {
+    id: PROCESS_PREFIX + counter.toString(16).padStart(12, "0"),
+    startedAt: performance.now(),
+    clientIp: (server) => clientAddress(request, server?.requestIP(request)?.address ?? "127.0.0.1", trustedProxies),
+  };
 }
 
 function clientAddress(request: Request, socket: string, trusted: ReadonlySet<string>): string {

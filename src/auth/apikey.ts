@@ -15,7 +15,6 @@
  *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
  */
 import { and, desc, eq } from "drizzle-orm";
-import { encodeBase32LowerCaseNoPadding } from "@oslojs/encoding";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
@@ -58,9 +57,14 @@ export interface KeyRow {
   balance: number;
 }
 
+const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
+
+/** The CRC-32 of `body` as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero bits. */
 function checksum(body: string): string {
-  const crc = Bun.hash.crc32(body);
-  return encodeBase32LowerCaseNoPadding(new Uint8Array([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255]));
+  const bits = Bun.hash.crc32(body) * 8; // 35 bits: exact in a double
+  let out = "";
+  for (let shift = 2 ** 30; shift >= 1; shift /= 32) out += BASE32[Math.floor(bits / shift) % 32];
+  return out;
 }
 
 export function generateApiKey(): string {

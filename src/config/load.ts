@@ -126,6 +126,9 @@ function checkReferences(config: Config): void {
   const upstreams = new Set<string>();
   config.upstreams.forEach((u, i) => {
     if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);
+    if (u.api_key !== undefined && /[\r\n]/.test(u.api_key)) {
+      throw new ConfigError(`upstreams[${i}].api_key: contains a line break (a trailing newline in the environment variable?)`);
+    }
     upstreams.add(u.name);
   });
   const names = new Set<string>();

@@ -9,6 +9,7 @@ import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
 import { recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
+import { watchClient, type ClientWatch } from "./client-watch";
 import { costMicro, estimateTokens, usageFromJson, type Usage } from "./usage";
 
 export interface ChatContext {
@@ -34,29 +35,30 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   // The parsed body is ours: amend it in place rather than copying it per request.
   if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+  const client = watchClient(ctx.request);
   const forwarded = await forwardChat({
     route,
     body: ctx.body,
-    clientSignal: ctx.request.signal,
+    client,
     routing: deps.config.routing,
     now: deps.now,
     random: deps.registry.random,
   });
   if (forwarded instanceof GatewayError) {
-    const latencyMs = finish(deps, ctx, admission, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    const latencyMs = finish(deps, ctx, admission, client, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
     forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": latencyMs.toFixed(2) };
     throw forwarded;
   }
-  const { response, target } = forwarded;
+  const { reply, target } = forwarded;
   // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
   const headers: Record<string, string> = {
     ...admission.headers,
     "x-request-id": ctx.requestId,
-    "content-type": response.headers.get("content-type") ?? "application/json",
+    "content-type": reply.header("content-type") ?? "application/json",
     "x-gateway-overhead-ms": Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2),
   };
   const done = { upstream: target.upstream.name, price: route.price, model: route.id };
-  const isStream = response.ok && ctx.body.stream === true && response.body !== null && headers["content-type"].includes("text/event-stream");
+  const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
   const bodyStartedAt = performance.now();
   const idleTimeoutMs = target.upstream.config.idle_timeout_ms;
   if (!isStream) {
@@ -64,19 +66,19 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
     let text: string;
     try {
-      text = await response.text();
+      text = await reply.text();
     } catch {
       clearTimeout(timer);
-      if (!ctx.request.signal.aborted) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
-      finish(deps, ctx, admission, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      if (!client.gone) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
+      finish(deps, ctx, admission, client, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
     }
     clearTimeout(timer);
-    finish(deps, ctx, admission, outcome(done, response.status, usageFromJson(text), forwarded.upstreamMs + performance.now() - bodyStartedAt));
-    return new Response(text, { status: response.status, headers });
+    finish(deps, ctx, admission, client, outcome(done, reply.status, usageFromJson(text), forwarded.upstreamMs + performance.now() - bodyStartedAt));
+    return new Response(text, { status: reply.status, headers });
   }
   headers["cache-control"] = "no-cache";
-  const stream = relaySse(response.body!, {
+  const stream = relaySse(reply.body(), {
     clientWantsUsage,
     idleTimeoutMs,
     abortUpstream: forwarded.abort,
@@ -84,7 +86,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       if (result.outcome === "upstream_error") recordFailure(target.upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
       const usage = result.usage ?? (result.outcome === "complete" ? null : estimatedUsage(ctx, result.events));
       const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-      finish(deps, ctx, admission, outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
+      finish(deps, ctx, admission, client, outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
     },
   });
   return new Response(stream, { status: 200, headers });
@@ -104,7 +106,8 @@ function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: nu
 }
 
 /** Settles the admission and emits the request record; returns the total latency, ms. */
-function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, outcome: Outcome): number {
+function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, client: ClientWatch, outcome: Outcome): number {
+  client.done();
   const latencyMs = performance.now() - ctx.startedAt;
   admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
   const { identity } = admission;

@@ -9,21 +9,23 @@ import type { Config } from "../config/schema";
 import { GatewayError } from "../errors";
 import { checkConnect } from "./connect";
 import type { ModelRoute, Target } from "./registry";
+import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
+import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { abandonAttempt, beginAttempt, isAvailable, recordFailure, recordSuccess } from "./upstream-state";
 
 export interface ForwardInput {
   route: ModelRoute;
   body: Record<string, unknown>;
-  /** Aborted when the client goes away. */
-  clientSignal: AbortSignal;
+  /** Reports a client that went away; each attempt points its onGone at its own exchange. */
+  client: ClientWatch;
   routing: Config["routing"];
   now: () => number;
   random?: () => number;
 }
 
 export interface Forwarded {
-  response: Response;
+  reply: UpstreamReply;
   target: Target;
   /** Aborts the chosen upstream request (idle timeout, client gone). */
   abort: (reason: string) => void;
@@ -34,7 +36,6 @@ export interface Forwarded {
 
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
-const USES_PROXY = Boolean(process.env.HTTP_PROXY || process.env.HTTPS_PROXY || process.env.http_proxy || process.env.https_proxy);
 
 export async function forwardChat(input: ForwardInput): Promise<Forwarded | GatewayError> {
   const { route, routing, now } = input;
@@ -50,7 +51,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
       if (timedOut?.has(target) || !isAvailable(target.upstream, now())) continue;
       if (routing.retry_backoff_ms > 0) await Bun.sleep(routing.retry_backoff_ms * 2 ** (round - 1));
     }
-    if (input.clientSignal.aborted) break;
+    if (input.client.gone) break;
     beginAttempt(target.upstream, now());
     const started = performance.now();
     const outcome = await attempt(target, input, now());
@@ -58,9 +59,9 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     upstreamMs += elapsed;
     if (!("failure" in outcome)) {
       recordSuccess(target.upstream, now(), elapsed);
-      return { response: outcome.response, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
+      return { reply: outcome.reply, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
     }
-    if (input.clientSignal.aborted) {
+    if (input.client.gone) {
       abandonAttempt(target.upstream);
       break;
     }
@@ -68,7 +69,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     if (outcome.failure === "timeout") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;
   }
-  if (input.clientSignal.aborted) return new GatewayError("upstream_error", "the client went away before an upstream answered");
+  if (input.client.gone) return new GatewayError("upstream_error", "the client went away before an upstream answered");
   return new GatewayError(lastFailure!.failure === "timeout" ? "upstream_timeout" : "upstream_error", lastFailure!.message);
 }
 
@@ -89,54 +90,53 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
   );
 }
 
-async function attempt(target: Target, input: ForwardInput, now: number): Promise<Pick<Forwarded, "response" | "abort"> | AttemptFailure> {
+async function attempt(target: Target, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
   const upstream = target.upstream;
   const cold = upstream.lastContactAt === null || now - upstream.lastContactAt > COLD_AFTER_MS;
-  if (cold && !USES_PROXY) {
+  if (upstream.viaFetch && cold && !USES_PROXY) {
     const reach = await checkConnect(upstream.hostname, upstream.port, upstream.config.connect_timeout_ms);
     if (reach === "timeout") {
       return { failure: "timeout", message: `upstream "${upstream.name}" did not accept a connection within ${upstream.config.connect_timeout_ms} ms` };
     }
     if (reach === "refused") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (connection refused)` };
   }
-  const controller = new AbortController();
-  const onClientAbort = (): void => controller.abort(new Error("client closed"));
-  input.clientSignal.addEventListener("abort", onClientAbort, { once: true });
+  // The body is the gateway's own parse of the request: set the target's model name in place.
+  input.body.model = target.model;
+  const exchange = upstream.postChat(JSON.stringify(input.body));
+  const abort = (reason: string): void => exchange.abort(reason);
+  input.client.onGone = abort;
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new Error("timeout"));
+    exchange.abort("timeout");
   }, upstream.config.first_byte_timeout_ms);
-  // The body is the gateway's own parse of the request: set the target's model name in place.
-  input.body.model = target.model;
   try {
-    const response = await fetch(upstream.chatUrl, {
-      method: "POST",
-      headers: upstream.chatHeaders,
-      body: JSON.stringify(input.body),
-      signal: controller.signal,
-    });
+    const reply = await exchange.reply;
     clearTimeout(timer);
     upstream.lastContactAt = now;
-    if (response.status === 429 || response.status >= 500) {
-      input.clientSignal.removeEventListener("abort", onClientAbort);
-      await discard(response);
-      return { failure: "error", message: `upstream "${upstream.name}" answered ${response.status}` };
+    if (reply.status === 429 || reply.status >= 500) {
+      input.client.onGone = null;
+      await discard(reply, exchange, upstream.config.idle_timeout_ms);
+      return { failure: "error", message: `upstream "${upstream.name}" answered ${reply.status}` };
     }
-    return { response, abort: (reason) => controller.abort(new Error(reason)) };
-  } catch {
+    return { reply, abort };
+  } catch (err) {
     clearTimeout(timer);
-    input.clientSignal.removeEventListener("abort", onClientAbort);
+    input.client.onGone = null;
     if (timedOut) {
       return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${upstream.config.first_byte_timeout_ms} ms` };
     }
+    if (err instanceof UpstreamFailure && err.kind === "connect_timeout") return { failure: "timeout", message: err.message };
+    if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };
     return { failure: "error", message: `upstream "${upstream.name}" is unreachable` };
   }
 }
 
-/** Reads a small error body to its end so the keep-alive connection is reused; cancels a large one. */
-async function discard(response: Response): Promise<void> {
-  const length = Number(response.headers.get("content-length") ?? Infinity);
-  if (length <= 65_536) await response.arrayBuffer().catch(() => {});
-  else await response.body?.cancel().catch(() => {});
+/** Reads a small error body to its end so the keep-alive connection is reused; gives up on a large or slow one. */
+async function discard(reply: UpstreamReply, exchange: UpstreamExchange, timeoutMs: number): Promise<void> {
+  const length = Number(reply.header("content-length") ?? Infinity);
+  if (length > 65_536) return exchange.abort("discarded");
+  const timer = setTimeout(() => exchange.abort("discarded"), timeoutMs);
+  await reply.text().catch(() => {});
+  clearTimeout(timer);
 }

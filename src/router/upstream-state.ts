@@ -6,6 +6,9 @@
  * request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
+import { VERSION } from "../version";
+import { http1Post } from "./http1";
+import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
 
 export type CircuitState = "closed" | "open" | "half-open";
 
@@ -19,8 +22,10 @@ export interface UpstreamState {
   hostname: string;
   port: number;
   authorization: string | null;
-  /** Headers of every chat request to this upstream, built once (fetch copies them). */
-  chatHeaders: Readonly<Record<string, string>>;
+  /** Sends one chat request body (JSON text) to this upstream; see ./upstream-client.ts. */
+  postChat: (body: string) => UpstreamExchange;
+  /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
+  viaFetch: boolean;
   consecutiveFailures: number;
   cooldownUntil: number;
   /** A half-open probe is in flight; no other request may use this upstream until it ends. */
@@ -41,20 +46,33 @@ export interface UpstreamState {
 
 export function createUpstreamState(config: UpstreamConfig): UpstreamState {
   const base = config.base_url.replace(/\/+$/, "");
-  const url = new URL(base);
+  const chatUrl = new URL(`${base}/chat/completions`);
+  const hostname = chatUrl.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = chatUrl.port ? Number(chatUrl.port) : chatUrl.protocol === "https:" ? 443 : 80;
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "user-agent": `modelgate/${VERSION}`,
+  };
+  if (config.api_key) headers.authorization = `Bearer ${config.api_key}`;
+  const viaFetch = chatUrl.protocol !== "http:" || USES_PROXY;
+  const origin = {
+    hostname,
+    port,
+    name: config.name,
+    connectTimeoutMs: config.connect_timeout_ms,
+    requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
+  };
   return {
     name: config.name,
     config,
-    chatUrl: `${base}/chat/completions`,
+    chatUrl: chatUrl.href,
     modelsUrl: `${base}/models`,
-    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
-    port: url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80,
-    authorization: config.api_key ? `Bearer ${config.api_key}` : null,
-    chatHeaders: Object.freeze({
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...(config.api_key ? { authorization: `Bearer ${config.api_key}` } : {}),
-    }),
+    hostname,
+    port,
+    authorization: headers.authorization ?? null,
+    postChat: viaFetch ? (body) => fetchPost(chatUrl.href, headers, body) : (body) => http1Post(origin, body),
+    viaFetch,
     consecutiveFailures: 0,
     cooldownUntil: 0,
     probing: false,

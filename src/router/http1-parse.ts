@@ -1,0 +1,141 @@
+/**
+ * The response side of HTTP/1.1 (RFC 9112) as the upstream client needs it: the status line and
+ * header block, how the body is framed, and a decoder for chunked bodies. Pure functions over
+ * bytes, so every boundary case (a head split across packets, a chunk size split mid-digit) is
+ * testable without a socket.
+ */
+
+/** Longest status line plus header block accepted from an upstream. */
+export const MAX_HEAD_BYTES = 65_536;
+/** Longest chunk-size or trailer line accepted. */
+const MAX_LINE_BYTES = 4_096;
+
+export type Framing = "length" | "chunked" | "until-close" | "empty";
+
+export interface ResponseHead {
+  status: number;
+  /** Lower-case names; a repeated header's values are joined with ", ". */
+  headers: Record<string, string>;
+  framing: Framing;
+  /** Body length when framing is "length". */
+  length: number;
+  /** Whether the connection may carry another request once this body is complete. */
+  keepAlive: boolean;
+  /** Bytes of `buffer` the head took, the blank line included. */
+  size: number;
+}
+
+export class ProtocolError extends Error {}
+
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+
+/** Parses the head at the start of `buffer`; null while it is incomplete. Throws ProtocolError. */
+export function parseHead(buffer: Buffer): ResponseHead | null {
+  const end = buffer.indexOf("\r\n\r\n");
+  if (end === -1) {
+    if (buffer.length > MAX_HEAD_BYTES) throw new ProtocolError("the response head is too large");
+    return null;
+  }
+  const text = buffer.toString("latin1", 0, end);
+  let lineEnd = text.indexOf("\r\n");
+  if (lineEnd === -1) lineEnd = text.length;
+  const statusLine = STATUS_LINE.exec(text.slice(0, lineEnd));
+  if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify(text.slice(0, Math.min(lineEnd, 40)))}`);
+  const headers: Record<string, string> = Object.create(null); // no inherited names: "constructor" is a header like any other
+  while (lineEnd < text.length) {
+    const start = lineEnd + 2;
+    lineEnd = text.indexOf("\r\n", start);
+    if (lineEnd === -1) lineEnd = text.length;
+    const colon = text.indexOf(":", start);
+    if (colon <= start || colon >= lineEnd) throw new ProtocolError("malformed header line");
+    const name = text.slice(start, colon).trim().toLowerCase();
+    const value = text.slice(colon + 1, lineEnd).trim();
+    headers[name] = headers[name] !== undefined ? `${headers[name]}, ${value}` : value;
+  }
+  const status = Number(statusLine[2]);
+  const http11 = statusLine[1] === "1";
+  const connection = headers.connection?.toLowerCase() ?? "";
+  let keepAlive = http11 ? !connection.includes("close") : connection.includes("keep-alive");
+  let framing: Framing;
+  let length = 0;
+  if (status < 200 || status === 204 || status === 304) {
+    framing = "empty";
+  } else if (headers["transfer-encoding"] !== undefined) {
+    framing = /(?:^|,)\s*chunked\s*$/i.test(headers["transfer-encoding"]) ? "chunked" : "until-close";
+  } else if (headers["content-length"] !== undefined) {
+    length = contentLength(headers["content-length"]);
+    framing = "length";
+  } else {
+    framing = "until-close";
+  }
+  if (framing === "until-close") keepAlive = false;
+  return { status, headers, framing, length, keepAlive, size: end + 4 };
+}
+
+/** A Content-Length value; repeated identical values are allowed, anything else is refused. */
+function contentLength(value: string): number {
+  if (/^\d{1,15}$/.test(value)) return Number(value);
+  const values = value.split(",").map((v) => v.trim());
+  if (!values.every((v) => /^\d{1,15}$/.test(v) && v === values[0])) throw new ProtocolError("invalid Content-Length");
+  return Number(values[0]);
+}
+
+const enum ChunkState {
+  Size,
+  Data,
+  DataEnd,
+  Trailer,
+  Done,
+}
+
+/**
+ * Decodes a chunked body incrementally. feed() hands the data bytes to `emit` as they arrive and
+ * returns how many bytes of `input` belonged to the body (all of them until the last chunk and
+ * its trailer have been read; then `done` is true).
+ */
+export class ChunkedDecoder {
+  done = false;
+  private state = ChunkState.Size;
+  private remaining = 0;
+  private line = "";
+
+  feed(input: Buffer, emit: (data: Buffer) => void): number {
+    let i = 0;
+    while (i < input.length && this.state !== ChunkState.Done) {
+      if (this.state === ChunkState.Data) {
+        const take = Math.min(this.remaining, input.length - i);
+        emit(input.subarray(i, i + take));
+        i += take;
+        this.remaining -= take;
+        if (this.remaining === 0) this.state = ChunkState.DataEnd;
+        continue;
+      }
+      const newline = input.indexOf(10, i);
+      const stop = newline === -1 ? input.length : newline;
+      this.line += input.toString("latin1", i, stop);
+      if (this.line.length > MAX_LINE_BYTES) throw new ProtocolError("a chunk line is too long");
+      i = stop;
+      if (newline === -1) break;
+      i += 1;
+      const line = this.line.endsWith("\r") ? this.line.slice(0, -1) : this.line;
+      this.line = "";
+      this.endLine(line);
+    }
+    return i;
+  }
+
+  private endLine(line: string): void {
+    if (this.state === ChunkState.DataEnd) {
+      if (line !== "") throw new ProtocolError("chunk data is longer than its size");
+      this.state = ChunkState.Size;
+    } else if (this.state === ChunkState.Size) {
+      const size = line.split(";", 1)[0].trim();
+      if (!/^[0-9a-fA-F]{1,12}$/.test(size)) throw new ProtocolError("invalid chunk size");
+      this.remaining = parseInt(size, 16);
+      this.state = this.remaining === 0 ? ChunkState.Trailer : ChunkState.Data;
+    } else if (line === "") {
+      this.state = ChunkState.Done;
+      this.done = true;
+    }
+  }
+}

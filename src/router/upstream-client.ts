@@ -1,0 +1,77 @@
+/**
+ * How a chat request reaches an upstream. Plain-http upstreams (the usual model server on the
+ * same machine or LAN) go through the gateway's own keep-alive HTTP/1.1 client (./http1.ts),
+ * which runs on the server's event loop; https upstreams, and every upstream when an HTTP proxy is
+ * set in the environment, go through fetch, for its TLS and proxy support. Both give the same
+ * UpstreamExchange, so forwarding and relaying do not know which one carried a request.
+ */
+
+export interface UpstreamExchange {
+  /** Settles once the status line and headers have arrived; rejects with an UpstreamFailure. */
+  reply: Promise<UpstreamReply>;
+  /** Gives up on the request (timeout, client gone): the reply or its body fails, the connection closes. */
+  abort(reason: string): void;
+}
+
+export interface UpstreamReply {
+  status: number;
+  /** A response header by lower-case name. */
+  header(name: string): string | null;
+  /** The whole body as text; rejects if the body breaks off or the exchange is aborted. */
+  text(): Promise<string>;
+  /** The body as it arrives; errors if it breaks off. Cancelling it aborts the exchange. */
+  body(): ReadableStream<Uint8Array>;
+}
+
+export type FailureKind = "connect_timeout" | "refused" | "broken" | "aborted";
+
+/** Why an exchange failed, as a plain value the forwarder maps to its error messages. */
+export class UpstreamFailure extends Error {
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const USES_PROXY = Boolean(process.env.HTTP_PROXY || process.env.HTTPS_PROXY || process.env.http_proxy || process.env.https_proxy);
+
+/** POSTs `body` through fetch. */
+export function fetchPost(url: string, headers: Readonly<Record<string, string>>, body: string): UpstreamExchange {
+  const controller = new AbortController();
+  const reply = fetch(url, { method: "POST", headers, body, signal: controller.signal }).then(
+    (response) => new FetchReply(response, controller),
+    (err: unknown) => {
+      throw controller.signal.aborted
+        ? new UpstreamFailure("aborted", String(controller.signal.reason?.message ?? "aborted"))
+        : new UpstreamFailure("refused", String((err as Error)?.message ?? err));
+    },
+  );
+  return { reply, abort: (reason) => controller.abort(new Error(reason)) };
+}
+
+class FetchReply implements UpstreamReply {
+  readonly status: number;
+
+  constructor(
+    private readonly response: Response,
+    private readonly controller: AbortController,
+  ) {
+    this.status = response.status;
+  }
+
+  header(name: string): string | null {
+    return this.response.headers.get(name);
+  }
+
+  text(): Promise<string> {
+    return this.response.text().catch((err: unknown) => {
+      throw new UpstreamFailure(this.controller.signal.aborted ? "aborted" : "broken", String((err as Error)?.message ?? err));
+    });
+  }
+
+  body(): ReadableStream<Uint8Array> {
+    return this.response.body ?? new Response("").body!;
+  }
+}
