@@ -37,7 +37,7 @@ export interface SettleInput {
 
 export interface Admission {
   identity: Identity;
-  /** Headers for the client response (x-ratelimit-*). */
+  /** Headers for the client response (x-ratelimit-*): a new object per request, which the caller completes. */
   headers: Record<string, string>;
   /** Called exactly once per admitted request; must not throw and must not block. */
   settle(input: SettleInput): void;

@@ -25,7 +25,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   if (!route) {
     throw new GatewayError("model_not_found", `The model "${ctx.body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
   }
-  const admission = await deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, route });
+  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, route });
+  // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
+  const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
     const denied = record(ctx, route.id, "anonymous", admission.status);
     deps.onRequestDone(denied);
@@ -51,19 +53,18 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   }
   const { reply, target } = forwarded;
   // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
-  const headers: Record<string, string> = {
-    ...admission.headers,
-    "x-request-id": ctx.requestId,
-    "content-type": reply.header("content-type") ?? "application/json",
-    "x-gateway-overhead-ms": Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2),
-  };
+  // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
+  const headers = admission.headers;
+  headers["x-request-id"] = ctx.requestId;
+  headers["content-type"] = reply.header("content-type") ?? "application/json";
+  headers["x-gateway-overhead-ms"] = Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2);
   const done = { upstream: target.upstream.name, price: route.price, model: route.id };
   const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
   const bodyStartedAt = performance.now();
   const idleTimeoutMs = target.upstream.config.idle_timeout_ms;
   if (!isStream) {
     // A body that does not complete within idle_timeout_ms of its headers is abandoned.
-    const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
+    const timer = reply.complete ? undefined : setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
     let text: string;
     try {
       text = await reply.text();

@@ -22,6 +22,10 @@ export class Http1Reply implements UpstreamReply {
     private readonly conn: Connection,
   ) {}
 
+  get complete(): boolean {
+    return this.ended;
+  }
+
   header(name: string): string | null {
     return this.headers[name] ?? null;
   }

@@ -15,6 +15,8 @@ export interface UpstreamExchange {
 
 export interface UpstreamReply {
   status: number;
+  /** The whole body has already arrived (text() will not wait). */
+  readonly complete: boolean;
   /** A response header by lower-case name. */
   header(name: string): string | null;
   /** The whole body as text; rejects if the body breaks off or the exchange is aborted. */
@@ -53,6 +55,7 @@ export function fetchPost(url: string, headers: Readonly<Record<string, string>>
 
 class FetchReply implements UpstreamReply {
   readonly status: number;
+  readonly complete = false;
 
   constructor(
     private readonly response: Response,
