@@ -4,10 +4,8 @@
  * Only the SHA-256 of a key is stored; createApiKey returns the key itself once and never again.
  * Rows are soft-revoked (`revoked_at`), never deleted, for the audit trail.
  *
- * The request path (createKeyVerifier) reads the key row by hash with one prepared statement on
- * every request and caches nothing, so a revocation by the CLI (another process, same database)
- * takes effect on the very next request. `last_used_at` is written behind, at most once a minute
- * per key (createLastUsed).
+ * The request path checks keys in ./key-verifier.ts. `last_used_at` is written behind, at most
+ * once a minute per key (createLastUsed).
  *
  *   createApiKey(db, { userId, name, expiresAt?, perMinute? }) -> { id, key, displayPrefix }
  *   listApiKeys(db, { userId? })    -> ApiKeyInfo[] (no secrets)
@@ -18,7 +16,7 @@ import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
-import { randomToken, sha256Hex, equalSecrets } from "./tokens";
+import { randomToken, sha256Hex } from "./tokens";
 
 export const KEY_PREFIX = "sk-mg-";
 const BODY_LENGTH = 39;
@@ -30,6 +28,31 @@ const LAST_USED_EVERY_MS = 60_000;
 export interface KeyDenial {
   ok: false;
   message: string;
+}
+
+/** What the request path needs of a key: the row with its owner's state (./key-verifier.ts). */
+export interface KeyRow {
+  id: string;
+  userId: number;
+  keyHash: string;
+  perMinute: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  disabledAt: number | null;
+}
+
+const verifiedKeys = new WeakMap<Db["$client"], Map<string, KeyRow>>();
+
+/** The request path's cache of key rows by key hash, one per database (./key-verifier.ts). */
+export function verifiedKeyCache(db: Db): Map<string, KeyRow> {
+  let cache = verifiedKeys.get(db.$client);
+  if (!cache) verifiedKeys.set(db.$client, (cache = new Map()));
+  return cache;
+}
+
+/** Empties that cache: call after changing a key or its owner's state. */
+export function forgetVerifiedKeys(db: Db): void {
+  verifiedKeys.get(db.$client)?.clear();
 }
 
 export interface ApiKeyInfo {
@@ -45,17 +68,6 @@ export interface ApiKeyInfo {
   lastUsedAt: number | null;
 }
 
-/** The row the request path needs, read in one statement with the owner's state and balance. */
-export interface KeyRow {
-  id: string;
-  userId: number;
-  keyHash: string;
-  perMinute: number | null;
-  expiresAt: number | null;
-  revokedAt: number | null;
-  disabledAt: number | null;
-  balance: number;
-}
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
 
@@ -131,31 +143,8 @@ export function revokeApiKey(db: Db, keyId: string, options: { userId?: number; 
   if (!row) return "not_found";
   if (row.revokedAt !== null) return "already_revoked";
   db.update(apiKeys).set({ revokedAt: options.now ?? Date.now() }).where(owned).run();
+  forgetVerifiedKeys(db);
   return "revoked";
-}
-
-/** The request-path check of a presented key: format, checksum, then one indexed read. */
-export function createKeyVerifier(db: Db, now: () => number): (key: string) => { ok: true; row: KeyRow } | KeyDenial {
-  const byHash = db.$client.query<KeyRow, [string]>(
-    // Scalar subqueries, not joins: the same three index lookups, measured 3x faster in SQLite.
-    `SELECT k.id AS id, k.user_id AS userId, k.key_hash AS keyHash, k.per_minute AS perMinute,
-            k.expires_at AS expiresAt, k.revoked_at AS revokedAt,
-            (SELECT disabled_at FROM users WHERE id = k.user_id) AS disabledAt,
-            COALESCE((SELECT micro FROM balances WHERE user_id = k.user_id), 0) AS balance
-       FROM api_keys k WHERE k.key_hash = ?`,
-  );
-  return (key) => {
-    const parsed = parseApiKey(key);
-    if (!parsed.ok) return parsed;
-    const row = byHash.get(parsed.hash);
-    if (row === null || !equalSecrets(row.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
-    if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
-    if (row.expiresAt !== null && row.expiresAt <= now()) {
-      return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
-    }
-    if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
-    return { ok: true, row };
-  };
 }
 
 /** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */

@@ -9,7 +9,8 @@
  * then, for API key and session callers on non-free models, credits: 402 unless the balance left
  * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
  * memory and settle() debits what the upstream reported. Free models are never debited.
- * Per request: two indexed reads at most (key or session row with balance), no writes.
+ * Per request: no writes; an API key's row comes from memory after its first use (./key-verifier.ts),
+ * a session's row with its balance is one indexed read, a paid model reads the key owner's balance.
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
@@ -21,7 +22,7 @@ import { maxCostMicro } from "../credits/price";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
 import type { Admission, AdmitInput, Gate, Identity } from "./types";
-import { createKeyVerifier } from "./apikey";
+import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
 
@@ -40,7 +41,7 @@ const NO_SETTLE = (): void => {};
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
-  const verifyKey = createKeyVerifier(deps.db, deps.now);
+  const keys = createKeyVerifier(deps.db, deps.now);
   const validateSession = createSessionValidator(deps.db, { now: deps.now, durationMs: config.auth.session_days * 86_400_000 });
   const policies = {
     api_key: policyFromLimit(config.limits.api_key),
@@ -57,7 +58,8 @@ export function createGate(deps: GateDeps): Gate {
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, storedBalance: number, who: string): Admission | GatewayError {
+  /** `balanceOf` reads the stored balance; only paid models need it. */
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, balanceOf: () => number, who: string): Admission | GatewayError {
     const decision = limiter.take(identity.subject, policy);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
@@ -66,6 +68,7 @@ export function createGate(deps: GateDeps): Gate {
     const { route } = input;
     if (route.free) return { identity, headers, settle: NO_SETTLE };
     const userId = identity.userId!;
+    const storedBalance = balanceOf();
     const available = meter.available(userId, storedBalance);
     if (available <= 0) {
       const inFlight = available < storedBalance ? ` (${formatCredits(storedBalance - available)} held by requests in flight)` : "";
@@ -84,12 +87,12 @@ export function createGate(deps: GateDeps): Gate {
     if (token === null) {
       return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
     }
-    const check = verifyKey(token);
+    const check = keys.verify(token);
     if (!check.ok) return new GatewayError("invalid_api_key", check.message);
     const row = check.row;
     deps.lastUsed.touch(row.id);
     const identity: Identity = { kind: "api_key", userId: row.userId, keyId: row.id, subject: `key:${row.id}` };
-    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, row.balance, "this API key");
+    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, () => keys.readBalance(row.userId), "this API key");
   }
 
   function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
@@ -100,7 +103,7 @@ export function createGate(deps: GateDeps): Gate {
     }
     const { session } = check;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
+    return admitIdentified(input, identity, policies.session, () => session.balance, "this account's sessions");
   }
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError {

@@ -21,6 +21,7 @@ import { eq } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { users } from "../db/schema";
+import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
 
 export type User = typeof users.$inferSelect;
@@ -121,6 +122,7 @@ export function disableUser(db: Db, userId: number, options: { now?: number } = 
     if (row === undefined) return "not_found";
     if (row.disabledAt !== null) return "already_disabled";
     t.update(users).set({ disabledAt: options.now ?? Date.now() }).where(eq(users.id, userId)).run();
+    forgetVerifiedKeys(db);
     deleteUserSessions(t, userId);
     return "disabled";
   });
@@ -134,6 +136,7 @@ export function enableUser(db: Db, userId: number): "enabled" | "already_enabled
     if (row === undefined) return "not_found";
     if (row.disabledAt === null) return "already_enabled";
     t.update(users).set({ disabledAt: null }).where(eq(users.id, userId)).run();
+    forgetVerifiedKeys(db);
     return "enabled";
   });
 }

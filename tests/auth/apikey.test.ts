@@ -1,7 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { createUser } from "../../src/auth/users";
-import { createApiKey, createKeyVerifier, createLastUsed, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createApiKey, createLastUsed, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createKeyVerifier } from "../../src/auth/key-verifier";
 import { sha256Hex } from "../../src/auth/tokens";
 
 async function setup() {
@@ -35,7 +39,7 @@ describe("key format", () => {
   test("malformed and bad-checksum keys are refused without touching the database", async () => {
     const { db, close, user } = await setup();
     const key = createApiKey(db, { userId: user.id, name: "n" }).key;
-    const verify = createKeyVerifier(db, Date.now);
+    const verify = createKeyVerifier(db, Date.now).verify;
     close(); // any database read from here on would throw
     const bad = key.slice(0, -1) + (key.endsWith("a") ? "b" : "a");
     for (const presented of ["", "sk-mg-", "sk-mg-abc", key.toUpperCase(), `${key}a`, key.replace("sk-mg-", "sk-xx-"), bad]) {
@@ -65,7 +69,7 @@ describe("storage", () => {
     const other = await createUser(db, { email: "other@example.com" });
     if ("error" in other) throw new Error(other.error);
     const { id, key } = createApiKey(db, { userId: user.id, name: "n" });
-    const verify = createKeyVerifier(db, Date.now);
+    const verify = createKeyVerifier(db, Date.now).verify;
     expect(verify(key).ok).toBe(true);
     expect(revokeApiKey(db, id, { userId: other.id })).toBe("not_found");
     expect(verify(key).ok).toBe(true);
@@ -77,11 +81,31 @@ describe("storage", () => {
     expect(listApiKeys(db)[0].revokedAt).toBe(123);
   });
 
+  test("a revocation committed by another connection (the CLI) is noticed within a moment", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-keys-"));
+    const server = openDatabase(dir);
+    const user = await createUser(server.db, { email: "cli@example.com" });
+    if ("error" in user) throw new Error(user.error);
+    const { id, key } = createApiKey(server.db, { userId: user.id, name: "n" });
+    const verify = createKeyVerifier(server.db, Date.now).verify;
+    expect(verify(key).ok).toBe(true); // now kept in memory
+    const cli = openDatabase(dir);
+    expect(revokeApiKey(cli.db, id)).toBe("revoked");
+    cli.close();
+    let refused = false;
+    for (let i = 0; i < 100 && !refused; i++) {
+      refused = !verify(key).ok;
+      if (!refused) await Bun.sleep(10);
+    }
+    expect(refused).toBe(true);
+    server.close();
+  });
+
   test("expiry is checked against the injected clock", async () => {
     const { db, user } = await setup();
     let now = 1_000_000;
     const { key } = createApiKey(db, { userId: user.id, name: "n", expiresAt: 2_000_000 });
-    const verify = createKeyVerifier(db, () => now);
+    const verify = createKeyVerifier(db, () => now).verify;
     expect(verify(key).ok).toBe(true);
     now = 2_000_000;
     const expired = verify(key);

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
+import { eventually } from "../support/eventually";
 import { disableUser, enableUser, findUserById } from "../../src/auth/users";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
@@ -72,7 +73,7 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     upstream?.stop();
   });
 
-  test("a disabled user's key gets 401 on the next request; enabling restores it", async () => {
+  test("a disabled user's key gets 401 within moments of the CLI change; enabling restores it", async () => {
     const { email, key } = await createUserKey(gw, { name: "disable-me" });
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
     const ask = () => client.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "hi" }] });
@@ -81,7 +82,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     const disabled = await gw.cli(["user", "disable", email]);
     expect(disabled.code).toBe(0);
     expect(disabled.stdout).toContain(`disabled ${email}`);
-    const refused = await ask().catch((e: unknown) => e);
+    // Another process's change reaches the server's key cache within its 50 ms poll.
+    let refused: unknown;
+    await eventually(async () => (refused = await ask().catch((e: unknown) => e)) instanceof OpenAI.AuthenticationError);
     expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((refused as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
     expect((refused as Error).message).toContain("disabled");
@@ -90,7 +93,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     const enabled = await gw.cli(["user", "enable", email]);
     expect(enabled.code).toBe(0);
     expect(enabled.stdout).toContain(`enabled ${email}`);
-    expect((await ask()).choices[0].message.content).toBe("Hello from the mock upstream.");
+    let answer: string | null | undefined;
+    await eventually(async () => (answer = await ask().then((r) => r.choices[0].message.content, () => undefined)) !== undefined);
+    expect(answer).toBe("Hello from the mock upstream.");
   });
 
   test("unknown users and missing arguments are usage errors that change nothing", async () => {

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
+import { eventually } from "../support/eventually";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { PAID_PRICE, jsonOf } from "./support";
@@ -135,7 +136,10 @@ describe("the openai SDK with a key from the CLI", () => {
     expect(listed).not.toContain(key);
 
     expect((await cli(["key", "revoke", info.id])).trim()).toBe(`revoked ${info.id}`);
-    const refused = await client.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "again" }] }).catch((e: unknown) => e);
+    // The CLI is another process: its change reaches the server's key cache within its 50 ms poll.
+    let refused: unknown;
+    const again = () => client.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "again" }] });
+    await eventually(async () => (refused = await again().catch((e: unknown) => e)) instanceof OpenAI.AuthenticationError);
     expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((refused as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
     expect((refused as Error).message).toContain("revoked");

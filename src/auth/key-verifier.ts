@@ -1,0 +1,71 @@
+/**
+ * The request-path check of a presented API key: format and checksum (no database), then the key
+ * row by the key's SHA-256. Rows found are kept in memory, because one SQLite read on a WAL
+ * database costs more than everything else the gate does (~7 µs of CPU in a running gateway,
+ * measured with `make bench`). What keeps the cache true:
+ * - this process's own changes (revokeApiKey, disableUser, enableUser) call forgetVerifiedKeys,
+ *   so a change in the dashboard applies to the very next request;
+ * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
+ *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
+ * - expiry is compared on every request; unknown keys are never kept (guessing costs a read each
+ *   time, as before) and the cache is emptied when it reaches MAX_KEYS.
+ * The balance is not kept: a paid model's request reads it fresh (readBalance).
+ */
+import type { Db } from "../db/client";
+import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow } from "./apikey";
+import { equalSecrets } from "./tokens";
+
+const CHANGE_POLL_MS = 50;
+const MAX_KEYS = 10_000;
+
+export interface KeyVerifier {
+  verify(key: string): { ok: true; row: KeyRow } | KeyDenial;
+  /** The owner's stored balance in micro-credits (0 without a row). */
+  readBalance(userId: number): number;
+}
+
+export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
+  const sqlite = db.$client;
+  const byHash = sqlite.query<KeyRow, [string]>(
+    // A scalar subquery, not a join: the same index lookups, measured faster in SQLite.
+    `SELECT k.id AS id, k.user_id AS userId, k.key_hash AS keyHash, k.per_minute AS perMinute,
+            k.expires_at AS expiresAt, k.revoked_at AS revokedAt,
+            (SELECT disabled_at FROM users WHERE id = k.user_id) AS disabledAt
+       FROM api_keys k WHERE k.key_hash = ?`,
+  );
+  const balance = sqlite.query<{ micro: number }, [number]>("SELECT micro FROM balances WHERE user_id = ?");
+  const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
+  const known = verifiedKeyCache(db);
+  let version = dataVersion.get()!.data_version;
+  const poll = setInterval(() => {
+    try {
+      const current = dataVersion.get()!.data_version;
+      if (current !== version) known.clear();
+      version = current;
+    } catch {
+      clearInterval(poll); // the database was closed: the process is stopping
+    }
+  }, CHANGE_POLL_MS);
+  poll.unref();
+
+  return {
+    verify(key) {
+      const parsed = parseApiKey(key);
+      if (!parsed.ok) return parsed;
+      let row = known.get(parsed.hash) ?? null;
+      if (row === null) {
+        row = byHash.get(parsed.hash);
+        if (row === null || !equalSecrets(row.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
+        if (known.size >= MAX_KEYS) known.clear();
+        known.set(parsed.hash, row);
+      }
+      if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
+      if (row.expiresAt !== null && row.expiresAt <= now()) {
+        return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
+      }
+      if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
+      return { ok: true, row };
+    },
+    readBalance: (userId) => balance.get(userId)?.micro ?? 0,
+  };
+}
