@@ -13,8 +13,9 @@
  *   signupRefusal(config.auth, email) -> null | reason
  *
  * A disabled user keeps their row, keys and ledger. Disabling ends their sessions in the same
- * transaction; their API keys are refused from the next request on, because the gate reads the
- * owner's state with every key (apikey.ts caches nothing). Enabling lets the keys work again;
+ * transaction and empties the verified-key cache, so their API keys are refused from the next
+ * request on (from another process: within the cache's poll, see key-verifier.ts). Enabling lets
+ * the keys work again;
  * sessions stay ended (the user signs in again).
  */
 import { eq } from "drizzle-orm";
