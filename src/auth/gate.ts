@@ -58,8 +58,8 @@ export function createGate(deps: GateDeps): Gate {
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
-  /** `balanceOf` reads the stored balance; only paid models need it. */
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, balanceOf: () => number, who: string): Admission | GatewayError {
+  /** `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model needs it. */
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string): Admission | GatewayError {
     const decision = limiter.take(identity.subject, policy);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
@@ -68,7 +68,7 @@ export function createGate(deps: GateDeps): Gate {
     const { route } = input;
     if (route.free) return { identity, headers, settle: NO_SETTLE };
     const userId = identity.userId!;
-    const storedBalance = balanceOf();
+    const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);
     if (available <= 0) {
       const inFlight = available < storedBalance ? ` (${formatCredits(storedBalance - available)} held by requests in flight)` : "";
@@ -92,7 +92,7 @@ export function createGate(deps: GateDeps): Gate {
     const row = check.row;
     deps.lastUsed.touch(row.id);
     const identity: Identity = { kind: "api_key", userId: row.userId, keyId: row.id, subject: `key:${row.id}` };
-    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, () => keys.readBalance(row.userId), "this API key");
+    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key");
   }
 
   function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
@@ -103,7 +103,7 @@ export function createGate(deps: GateDeps): Gate {
     }
     const { session } = check;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    return admitIdentified(input, identity, policies.session, () => session.balance, "this account's sessions");
+    return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
   }
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError {

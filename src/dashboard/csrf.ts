@@ -5,8 +5,8 @@
  * page that cannot read the HttpOnly cookie. Comparison is constant-time.
  */
 import { sha256 } from "@oslojs/crypto/sha2";
-import { constantTimeEqual } from "@oslojs/crypto/subtle";
 import { encodeBase64urlNoPadding } from "@oslojs/encoding";
+import { equalSecrets } from "../auth/tokens";
 
 const LABEL = new TextEncoder().encode("modelgate dashboard csrf v1\0");
 
@@ -20,9 +20,7 @@ export function csrfToken(sessionToken: string): string {
 
 export function verifyCsrf(sessionToken: string, presented: unknown): boolean {
   if (typeof presented !== "string" || presented.length === 0 || presented.length > 100) return false;
-  const expected = new TextEncoder().encode(csrfToken(sessionToken));
-  const given = new TextEncoder().encode(presented);
-  return expected.length === given.length && constantTimeEqual(expected, given);
+  return equalSecrets(csrfToken(sessionToken), presented);
 }
 
 /**

@@ -126,8 +126,8 @@ class Connection {
       clearTimeout(timer);
       if (conn.closed) return socket.terminate();
       conn.socket = socket;
-      if (exchange.settled) conn.release();
-      else conn.send(exchange, false);
+      // Still open means still wanted: every way the exchange can end before this closes `conn`.
+      conn.send(exchange, false);
     }, refused);
   }
 
