@@ -1,15 +1,18 @@
 /**
  * Structured JSON logs, one object per line. Service lines (start-up, shutdown, warnings) are
  * written at once; request lines, one per finished chat request, are queued as the records
- * themselves and serialised and written in one batch every `flushMs`, so a request never pays for
- * JSON.stringify or a write. Lines below `[log] level` are dropped; `[log] requests = false` drops
- * request lines. A record carries identity kind and ids, never a credential.
+ * themselves and serialised and written in one batch every `flushMs` or as soon as BATCH_LINES
+ * wait. A request never pays for JSON.stringify or a write, and under load a queued record is
+ * written before a young-generation collection would have to keep it. Lines below `[log] level`
+ * are dropped; `[log] requests = false` drops request lines. A record carries identity kind and
+ * ids, never a credential.
  */
 import type { RequestRecord } from "./deps";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const BATCH_LINES = 256;
 
 export interface Logger {
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
@@ -71,7 +74,7 @@ export function createLogger(options: LoggerOptions): Logger {
     request(record) {
       if (!logRequests) return;
       if (queue.length >= maxQueue) dropped += 1;
-      else queue.push(record);
+      else if (queue.push(record) === BATCH_LINES) queueMicrotask(flush);
     },
     flush,
     close() {

@@ -1,8 +1,9 @@
 /**
  * The request log: one row per finished chat request in `request_log`, written behind in batches
- * so that no request waits on the database. One prepared statement is reused for every row (a
- * query-builder insert per row costs ~30 µs; a bound prepared statement a few). Rows older than
- * `server.request_log_days` are pruned hourly, in small chunks so the event loop is never held long.
+ * so that no request waits on the database. Rows go in through prepared statements of
+ * ROWS_PER_INSERT rows each (a query-builder insert costs ~30 µs a row, a bound statement about 1).
+ * Rows older than `server.request_log_days` are pruned hourly, in small chunks so the event loop
+ * is never held long.
  */
 import type { Db } from "./db/client";
 import { createWriteBehind, type WriteBehind } from "./db/write-behind";
@@ -11,6 +12,11 @@ import type { RequestRecord } from "./deps";
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 const PRUNE_CHUNK = 5_000;
+/** Rows per INSERT statement: one statement of many rows costs about two thirds of as many single-row ones. */
+const ROWS_PER_INSERT = 32;
+const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, upstream, status,
+  prompt_tokens, completion_tokens, cost_micro, latency_ms) VALUES `;
+const ROW_PLACEHOLDERS = "(?,?,?,?,?,?,?,?,?,?,?,?)";
 
 export interface RequestLogOptions {
   retainDays: number;
@@ -19,15 +25,16 @@ export interface RequestLogOptions {
 
 export function createRequestLog(db: Db, options: RequestLogOptions): WriteBehind<RequestRecord> {
   const sqlite = db.$client;
-  const insert = sqlite.prepare(
-    `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, upstream, status,
-       prompt_tokens, completion_tokens, cost_micro, latency_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-  );
+  const insertOne = sqlite.prepare(INSERT + ROW_PLACEHOLDERS);
+  const insertMany = sqlite.prepare(INSERT + Array(ROWS_PER_INSERT).fill(ROW_PLACEHOLDERS).join(","));
   const insertAll = sqlite.transaction((rows: RequestRecord[]) => {
-    for (const r of rows) {
-      insert.run(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.upstream, r.status,
-        r.promptTokens, r.completionTokens, r.costMicro, Math.round(r.latencyMs));
+    let i = 0;
+    for (; i + ROWS_PER_INSERT <= rows.length; i += ROWS_PER_INSERT) {
+      const values: Array<string | number | null> = [];
+      for (let j = i; j < i + ROWS_PER_INSERT; j++) pushValues(values, rows[j]);
+      insertMany.run(...values);
     }
+    for (; i < rows.length; i++) insertOne.run(...pushValues([], rows[i]));
   });
   // Small, frequent batches: a flush holds the event loop for its batch only.
   const queue = createWriteBehind<RequestRecord>((rows) => insertAll(rows), { label: "request log", intervalMs: 100, maxBatch: 256 });
@@ -55,4 +62,10 @@ export async function pruneRequestLog(db: Db, before: number): Promise<number> {
     if (changes < PRUNE_CHUNK) return total;
     await Bun.sleep(0); // let requests in between chunks
   }
+}
+
+function pushValues(values: Array<string | number | null>, r: RequestRecord): Array<string | number | null> {
+  values.push(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.upstream, r.status,
+    r.promptTokens, r.completionTokens, r.costMicro, Math.round(r.latencyMs));
+  return values;
 }

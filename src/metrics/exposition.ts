@@ -1,6 +1,6 @@
 /**
  * Prometheus text exposition (format 0.0.4), hand-written: labelled counters and histograms that
- * cost one string key and one Map lookup per observation, and gauges computed at scrape time.
+ * cost a few Map lookups and no allocation per observation, and gauges computed at scrape time.
  * Series are created on first use and never removed, so label values must come from a bounded set
  * (configured models and upstreams, identity kinds, HTTP statuses), never from client input.
  */
@@ -10,33 +10,72 @@ export interface Sample {
   value: number;
 }
 
+/**
+ * Series by their label values, as nested Maps keyed by each value in turn: finding an existing
+ * series allocates nothing (no joined key), and label values from config are the same strings
+ * every time, so their hashes are already computed. Series are kept in creation order for render.
+ */
+class SeriesIndex<T extends { labels: string[] }> {
+  readonly all: T[] = [];
+  private readonly root = new Map<string, unknown>();
+  private only: T | null = null;
+
+  find(labels: string[], create: (labels: string[]) => T): T {
+    if (labels.length === 0) return (this.only ??= this.add(create(labels)));
+    let node = this.root;
+    const last = labels.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(labels[i]) as Map<string, unknown> | undefined;
+      if (next === undefined) node.set(labels[i], (next = new Map()));
+      node = next;
+    }
+    const found = node.get(labels[last]) as T | undefined;
+    if (found !== undefined) return found;
+    const series = this.add(create(labels));
+    node.set(labels[last], series);
+    return series;
+  }
+
+  peek(labels: string[]): T | undefined {
+    if (labels.length === 0) return this.only ?? undefined;
+    let node: unknown = this.root;
+    for (const label of labels) node = (node as Map<string, unknown> | undefined)?.get(label);
+    return node as T | undefined;
+  }
+
+  private add(series: T): T {
+    this.all.push(series);
+    return series;
+  }
+}
+
 export class Counter {
-  private readonly series = new Map<string, { labels: string[]; value: number }>();
+  private readonly series = new SeriesIndex<{ labels: string[]; value: number }>();
   constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[]) {}
 
   inc(labels: string[], by = 1): void {
-    const key = labels.join("\u0000");
-    const entry = this.series.get(key);
-    if (entry) entry.value += by;
-    else this.series.set(key, { labels, value: by });
+    this.series.find(labels, newCount).value += by;
   }
 
   /** Current value of one series (0 when never incremented). */
   get(labels: string[]): number {
-    return this.series.get(labels.join("\u0000"))?.value ?? 0;
+    return this.series.peek(labels)?.value ?? 0;
   }
 
   render(scale = 1): string {
     let out = header(this.name, this.help, "counter");
-    for (const { labels, value } of this.series.values()) {
+    for (const { labels, value } of this.series.all) {
       out += `${this.name}${labelSet(this.labelNames, labels)} ${formatNumber(value * scale)}\n`;
     }
     return out;
   }
 }
 
+const newCount = (labels: string[]) => ({ labels, value: 0 });
+
 export class Histogram {
-  private readonly series = new Map<string, { labels: string[]; counts: Float64Array; sum: number; count: number }>();
+  private readonly series = new SeriesIndex<{ labels: string[]; counts: Float64Array; sum: number; count: number }>();
+  private readonly newSeries = (labels: string[]) => ({ labels, counts: new Float64Array(this.buckets.length), sum: 0, count: 0 });
   constructor(
     readonly name: string,
     readonly help: string,
@@ -46,12 +85,7 @@ export class Histogram {
   ) {}
 
   observe(labels: string[], value: number): void {
-    const key = labels.join("\u0000");
-    let entry = this.series.get(key);
-    if (!entry) {
-      entry = { labels, counts: new Float64Array(this.buckets.length), sum: 0, count: 0 };
-      this.series.set(key, entry);
-    }
+    const entry = this.series.find(labels, this.newSeries);
     let i = 0;
     while (i < this.buckets.length && value > this.buckets[i]) i += 1;
     if (i < this.buckets.length) entry.counts[i] += 1;
@@ -61,7 +95,7 @@ export class Histogram {
 
   render(): string {
     let out = header(this.name, this.help, "histogram");
-    for (const { labels, counts, sum, count } of this.series.values()) {
+    for (const { labels, counts, sum, count } of this.series.all) {
       let cumulative = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulative += counts[i];

@@ -28,6 +28,23 @@ describe("request log line", () => {
     expect(lines[1]).toMatchObject({ request_id: "req_2", user_id: 7, key_id: "key_abc", upstream: 'up"stream' });
     logger.close();
   });
+
+  test("a full batch is written at once, without waiting for the flush interval", async () => {
+    const writes: string[] = [];
+    const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text), flushMs: 60_000 });
+    const record = (i: number): RequestRecord => ({
+      requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+      status: 200, promptTokens: 0, completionTokens: 0, costMicro: 0, latencyMs: 1, upstreamMs: 1,
+    });
+    for (let i = 0; i < 255; i++) logger.request(record(i));
+    await Promise.resolve();
+    expect(writes).toHaveLength(0);
+    logger.request(record(255));
+    await Promise.resolve();
+    const ids = writes.join("").trim().split("\n").map((l) => JSON.parse(l).request_id);
+    expect(ids).toEqual(Array.from({ length: 256 }, (_, i) => `req_${i}`));
+    logger.close();
+  });
 });
 
 describe("usage from a completion body", () => {

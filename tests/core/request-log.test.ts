@@ -24,6 +24,19 @@ describe("request log", () => {
     log.close();
   });
 
+  test("a batch larger than one multi-row insert lands whole, in order, each row with its own values", () => {
+    const { db, sqlite } = openDatabase(":memory:");
+    const log = createRequestLog(db, { retainDays: 90, now: Date.now });
+    // 70 rows: two full multi-row statements and a remainder of single-row ones.
+    for (let i = 0; i < 70; i++) log.push({ ...record(5_000 + i, `req_${i}`), userId: i % 3 === 0 ? null : i, keyId: i % 2 ? `key_${i}` : null, promptTokens: i, latencyMs: i + 0.4 });
+    log.flush();
+    const rows = sqlite.query("SELECT request_id, created_at, user_id, key_id, prompt_tokens, latency_ms FROM request_log ORDER BY id").all();
+    expect(rows).toEqual(Array.from({ length: 70 }, (_, i) => ({
+      request_id: `req_${i}`, created_at: 5_000 + i, user_id: i % 3 === 0 ? null : i, key_id: i % 2 ? `key_${i}` : null, prompt_tokens: i, latency_ms: i,
+    })));
+    log.close();
+  });
+
   test("pruning deletes only rows older than the cut-off, across several chunks", async () => {
     const { db, sqlite } = openDatabase(":memory:");
     const log = createRequestLog(db, { retainDays: 90, now: Date.now });
