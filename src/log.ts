@@ -1,25 +1,20 @@
 /**
  * Structured JSON logs, one object per line. Service lines (start-up, shutdown, warnings) are
- * written at once; request lines, one per finished chat request, are queued as the records
- * themselves and serialised and written in one batch every `flushMs` or as soon as BATCH_LINES
- * wait. A request never pays for JSON.stringify or a write, and under load a queued record is
- * written before a young-generation collection would have to keep it. Lines below `[log] level`
- * are dropped; `[log] requests = false` drops request lines. A record carries identity kind and
- * ids, never a credential.
+ * written at once; request lines, one per finished chat request, arrive in batches from the
+ * request sink (./request-sink.ts) and are written with one write per batch, so a request never
+ * pays for formatting or a write. Lines below `[log] level` are dropped; `[log] requests = false`
+ * drops request lines. A record carries identity kind and ids, never a credential.
  */
 import type { RequestRecord } from "./deps";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
-const BATCH_LINES = 256;
 
 export interface Logger {
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
-  /** Queues one request line; the line is built and written later, off the request path. */
-  request(record: RequestRecord): void;
-  flush(): void;
-  close(): void;
+  /** Writes one line per record, all in one write. */
+  requests(records: RequestRecord[]): void;
 }
 
 export interface LoggerOptions {
@@ -27,9 +22,6 @@ export interface LoggerOptions {
   requests: boolean;
   /** Where lines go; default stdout (and stderr for warn and error service lines). */
   write?: (text: string, level: LogLevel) => void;
-  flushMs?: number;
-  /** Request lines held at most; beyond it lines are dropped and counted. */
-  maxQueue?: number;
 }
 
 function defaultWrite(text: string, level: LogLevel): void {
@@ -40,59 +32,63 @@ function defaultWrite(text: string, level: LogLevel): void {
 export function createLogger(options: LoggerOptions): Logger {
   const threshold = RANK[options.level];
   const write = options.write ?? defaultWrite;
-  const maxQueue = options.maxQueue ?? 10_000;
   const logRequests = options.requests && threshold <= RANK.warn;
-  let queue: RequestRecord[] = [];
-  let dropped = 0;
+  const times = new IsoTimes();
+  const quote = memoQuote();
 
   function log(level: LogLevel, msg: string, fields: Record<string, unknown> = {}): void {
     if (RANK[level] < threshold) return;
     write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`, level);
   }
 
-  function flush(): void {
-    if (queue.length === 0 && dropped === 0) return;
-    const records = queue;
-    queue = [];
+  function requests(records: RequestRecord[]): void {
+    if (!logRequests) return;
     let text = "";
     for (const r of records) {
       const level: LogLevel = r.status >= 500 ? "warn" : "info";
-      if (RANK[level] >= threshold) text += `${requestLine(r, level)}\n`;
-    }
-    if (dropped > 0) {
-      text += `${JSON.stringify({ time: new Date().toISOString(), level: "warn", msg: `log queue full: ${dropped} request line(s) dropped` })}\n`;
-      dropped = 0;
+      if (RANK[level] >= threshold) text += `${requestLine(r, level, times.of(r.createdAt), quote)}\n`;
     }
     if (text) write(text, "info");
   }
 
-  const timer = setInterval(flush, options.flushMs ?? 100);
-  timer.unref?.();
+  return { log, requests };
+}
 
-  return {
-    log,
-    request(record) {
-      if (!logRequests) return;
-      if (queue.length >= maxQueue) dropped += 1;
-      else if (queue.push(record) === BATCH_LINES) queueMicrotask(flush);
-    },
-    flush,
-    close() {
-      clearInterval(timer);
-      flush();
-    },
+/** ISO-8601 times of epoch ms, remembering the last: records of one batch mostly share a millisecond. */
+class IsoTimes {
+  private ms = NaN;
+  private iso = "";
+  of(ms: number): string {
+    if (ms !== this.ms) {
+      this.ms = ms;
+      this.iso = new Date(ms).toISOString();
+    }
+    return this.iso;
+  }
+}
+
+/** JSON.stringify of strings from a small set (model and upstream names), remembered. */
+function memoQuote(): (text: string) => string {
+  const quoted = new Map<string, string>();
+  return (text) => {
+    let json = quoted.get(text);
+    if (json === undefined) {
+      if (quoted.size >= 1_000) quoted.clear();
+      quoted.set(text, (json = JSON.stringify(text)));
+    }
+    return json;
   };
 }
 
 /**
  * One request as a JSON line, written as a template: every field is a number, null, or a string
  * the gateway made itself (ids, identity kind); the strings that come from config (model,
- * upstream) go through JSON.stringify. Cheaper than stringifying an object per request.
+ * upstream) are JSON-quoted. Cheaper than stringifying an object per request.
  */
-function requestLine(r: RequestRecord, level: LogLevel): string {
-  return `{"time":"${new Date(r.createdAt).toISOString()}","level":"${level}","msg":"request","request_id":"${r.requestId}",`
+function requestLine(r: RequestRecord, level: LogLevel, time: string, quote: (text: string) => string): string {
+  return `{"time":"${time}","level":"${level}","msg":"request","request_id":"${r.requestId}",`
     + `"identity":"${r.identity}","user_id":${r.userId},"key_id":${r.keyId === null ? "null" : `"${r.keyId}"`},`
-    + `"model":${JSON.stringify(r.model)},"upstream":${r.upstream === null ? "null" : JSON.stringify(r.upstream)},`
+    + `"model":${quote(r.model)},"upstream":${r.upstream === null ? "null" : quote(r.upstream)},`
     + `"status":${r.status},"prompt_tokens":${r.promptTokens},"completion_tokens":${r.completionTokens},"cost_micro":${r.costMicro},`
     + `"duration_ms":${round(r.latencyMs)},"upstream_ms":${round(r.upstreamMs)},"overhead_ms":${round(Math.max(0, r.latencyMs - r.upstreamMs))}}`;
 }

@@ -1,12 +1,11 @@
 /**
- * The request log: one row per finished chat request in `request_log`, written behind in batches
- * so that no request waits on the database. Rows go in through prepared statements of
- * ROWS_PER_INSERT rows each (a query-builder insert costs ~30 µs a row, a bound statement about 1).
- * Rows older than `server.request_log_days` are pruned hourly, in small chunks so the event loop
- * is never held long.
+ * The request log: one row per finished chat request in `request_log`. Batches come from the
+ * request sink (./request-sink.ts), so no request waits on the database; each batch is one
+ * transaction of prepared statements of ROWS_PER_INSERT rows each (a query-builder insert costs
+ * ~30 µs a row, a bound statement about 1). Rows older than `server.request_log_days` are pruned
+ * hourly, in small chunks so the event loop is never held long.
  */
 import type { Db } from "./db/client";
-import { createWriteBehind, type WriteBehind } from "./db/write-behind";
 import type { RequestRecord } from "./deps";
 
 const DAY_MS = 86_400_000;
@@ -23,7 +22,13 @@ export interface RequestLogOptions {
   now: () => number;
 }
 
-export function createRequestLog(db: Db, options: RequestLogOptions): WriteBehind<RequestRecord> {
+export interface RequestLog {
+  /** Inserts a batch of rows in one transaction; throws (and inserts none) when the database fails. */
+  insert(rows: RequestRecord[]): void;
+  close(): void;
+}
+
+export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
   const sqlite = db.$client;
   const insertOne = sqlite.prepare(INSERT + ROW_PLACEHOLDERS);
   const insertMany = sqlite.prepare(INSERT + Array(ROWS_PER_INSERT).fill(ROW_PLACEHOLDERS).join(","));
@@ -36,17 +41,11 @@ export function createRequestLog(db: Db, options: RequestLogOptions): WriteBehin
     }
     for (; i < rows.length; i++) insertOne.run(...pushValues([], rows[i]));
   });
-  // Small, frequent batches: a flush holds the event loop for its batch only.
-  const queue = createWriteBehind<RequestRecord>((rows) => insertAll(rows), { label: "request log", intervalMs: 100, maxBatch: 256 });
   const pruner = setInterval(() => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS), PRUNE_EVERY_MS);
   pruner.unref?.();
   return {
-    push: queue.push,
-    flush: queue.flush,
-    close() {
-      clearInterval(pruner);
-      queue.close();
-    },
+    insert: (rows) => void insertAll(rows),
+    close: () => clearInterval(pruner),
   };
 }
 

@@ -15,6 +15,7 @@ import { issueSetupLink } from "./auth/setup";
 import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";
 import { createRequestLog } from "./request-log";
+import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
 import { createGatewayMetrics } from "./metrics/gateway";
 import { metricsRoutes } from "./metrics/routes";
@@ -35,7 +36,12 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();
   // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
-  const metrics = createGatewayMetrics({ registry, version: VERSION, startedAt, now: Date.now });
+  const metrics = createGatewayMetrics({ registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
+  const finished = createRequestSink({
+    observe: config.metrics.enabled ? metrics.observe : null,
+    logLines: logger.requests,
+    insert: requestLog.insert,
+  });
   const stops: Array<() => void | Promise<void>> = [];
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
   const limiter = createMemoryLimiter({ now: Date.now });
@@ -54,11 +60,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     now: Date.now,
     version: VERSION,
     startedAt,
-    onRequestDone: (record) => {
-      requestLog.push(record);
-      if (config.metrics.enabled) metrics.observe(record);
-      logger.request(record);
-    },
+    onRequestDone: finished.push,
     statusSections: [spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } })],
   };
   const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
@@ -91,8 +93,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     const grace = Bun.sleep(config.server.shutdown_grace_ms).then(() => "timeout" as const);
     if ((await Promise.race([drained, grace])) === "timeout") await server.stop(true);
     for (const stop of stops) await stop();
+    finished.close();
     requestLog.close();
-    logger.close();
     database.close();
     log("info", "stopped");
     process.exit(0);

@@ -17,12 +17,13 @@ import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { randomToken, sha256Hex } from "./tokens";
+import type { Identity } from "./types";
 
 export const KEY_PREFIX = "sk-mg-";
 const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
-const KEY_LENGTH = KEY_PREFIX.length + BODY_LENGTH + CHECK_LENGTH;
-const KEY_CHARS = /^[a-z2-7]+$/;
+const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;
+const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[a-z2-7]{${BODY_LENGTH + CHECK_LENGTH}}$`);
 const LAST_USED_EVERY_MS = 60_000;
 
 export interface KeyDenial {
@@ -41,10 +42,17 @@ export interface KeyRow {
   disabledAt: number | null;
 }
 
-const verifiedKeys = new WeakMap<Db["$client"], Map<string, KeyRow>>();
+/** A key that passed verification once: its row and the identity its requests carry. */
+export interface VerifiedKey {
+  ok: true;
+  row: KeyRow;
+  identity: Identity;
+}
 
-/** The request path's cache of key rows by key hash, one per database (./key-verifier.ts). */
-export function verifiedKeyCache(db: Db): Map<string, KeyRow> {
+const verifiedKeys = new WeakMap<Db["$client"], Map<string, VerifiedKey>>();
+
+/** The request path's cache of verified keys by key hash, one per database (./key-verifier.ts). */
+export function verifiedKeyCache(db: Db): Map<string, VerifiedKey> {
   let cache = verifiedKeys.get(db.$client);
   if (!cache) verifiedKeys.set(db.$client, (cache = new Map()));
   return cache;
@@ -71,11 +79,15 @@ export interface ApiKeyInfo {
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
 
-/** The CRC-32 of `body` as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero bits. */
+/** Digit `i` (0-6) of a CRC-32 as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero bits. */
+function checksumDigit(crc: number, i: number): string {
+  return BASE32[Math.floor((crc * 8) / 32 ** (6 - i)) % 32]; // 35 bits: exact in a double
+}
+
 function checksum(body: string): string {
-  const bits = Bun.hash.crc32(body) * 8; // 35 bits: exact in a double
+  const crc = Bun.hash.crc32(body);
   let out = "";
-  for (let shift = 2 ** 30; shift >= 1; shift /= 32) out += BASE32[Math.floor(bits / shift) % 32];
+  for (let i = 0; i < CHECK_LENGTH; i++) out += checksumDigit(crc, i);
   return out;
 }
 
@@ -86,12 +98,14 @@ export function generateApiKey(): string {
 
 /** Format and checksum only; no database. */
 export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial {
-  if (!key.startsWith(KEY_PREFIX) || key.length !== KEY_LENGTH || !KEY_CHARS.test(key.slice(KEY_PREFIX.length))) {
+  if (!KEY_FORMAT.test(key)) {
     return { ok: false, message: `The API key is malformed: modelgate keys are "${KEY_PREFIX}" followed by ${BODY_LENGTH + CHECK_LENGTH} characters a-z and 2-7` };
   }
-  const body = key.slice(KEY_PREFIX.length, KEY_PREFIX.length + BODY_LENGTH);
-  if (checksum(body) !== key.slice(KEY_PREFIX.length + BODY_LENGTH)) {
-    return { ok: false, message: "The API key's checksum does not match: it was mistyped, truncated or altered" };
+  const crc = Bun.hash.crc32(key.slice(KEY_PREFIX.length, CHECK_AT));
+  for (let i = 0; i < CHECK_LENGTH; i++) {
+    if (key[CHECK_AT + i] !== checksumDigit(crc, i)) {
+      return { ok: false, message: "The API key's checksum does not match: it was mistyped, truncated or altered" };
+    }
   }
   return { ok: true, hash: sha256Hex(key) };
 }

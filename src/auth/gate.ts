@@ -89,10 +89,9 @@ export function createGate(deps: GateDeps): Gate {
     }
     const check = keys.verify(token);
     if (!check.ok) return new GatewayError("invalid_api_key", check.message);
-    const row = check.row;
+    const { row } = check;
     deps.lastUsed.touch(row.id);
-    const identity: Identity = { kind: "api_key", userId: row.userId, keyId: row.id, subject: `key:${row.id}` };
-    return admitIdentified(input, identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key");
+    return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key");
   }
 
   function admitSession(input: AdmitInput, token: string): Admission | GatewayError {

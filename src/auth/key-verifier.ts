@@ -1,8 +1,8 @@
 /**
  * The request-path check of a presented API key: format and checksum (no database), then the key
- * row by the key's SHA-256. Rows found are kept in memory, because one SQLite read on a WAL
- * database costs more than everything else the gate does (~7 µs of CPU in a running gateway,
- * measured with `make bench`). What keeps the cache true:
+ * row by the key's SHA-256. Rows found are kept in memory with the identity their requests carry,
+ * because one SQLite read on a WAL database costs more than everything else the gate does (~7 µs
+ * of CPU in a running gateway, measured with `make bench`). What keeps the cache true:
  * - this process's own changes (revokeApiKey, disableUser, enableUser) call forgetVerifiedKeys,
  *   so a change in the dashboard applies to the very next request;
  * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
@@ -12,14 +12,15 @@
  * The balance is not kept: a paid model's request reads it fresh (readBalance).
  */
 import type { Db } from "../db/client";
-import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow } from "./apikey";
+import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow, type VerifiedKey } from "./apikey";
 import { equalSecrets } from "./tokens";
 
 const CHANGE_POLL_MS = 50;
 const MAX_KEYS = 10_000;
 
 export interface KeyVerifier {
-  verify(key: string): { ok: true; row: KeyRow } | KeyDenial;
+  /** The same VerifiedKey object for every request with the key, while it stays cached. */
+  verify(key: string): VerifiedKey | KeyDenial;
   /** The owner's stored balance in micro-credits (0 without a row). */
   readBalance(userId: number): number;
 }
@@ -52,19 +53,21 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
     verify(key) {
       const parsed = parseApiKey(key);
       if (!parsed.ok) return parsed;
-      let row = known.get(parsed.hash) ?? null;
-      if (row === null) {
-        row = byHash.get(parsed.hash);
-        if (row === null || !equalSecrets(row.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
+      let verified = known.get(parsed.hash);
+      if (verified === undefined) {
+        const found = byHash.get(parsed.hash);
+        if (found === null || !equalSecrets(found.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
         if (known.size >= MAX_KEYS) known.clear();
-        known.set(parsed.hash, row);
+        verified = { ok: true, row: found, identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` } };
+        known.set(parsed.hash, verified);
       }
+      const row = verified.row;
       if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
       if (row.expiresAt !== null && row.expiresAt <= now()) {
         return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
       }
       if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
-      return { ok: true, row };
+      return verified;
     },
     readBalance: (userId) => balance.get(userId)?.micro ?? 0,
   };

@@ -15,7 +15,8 @@ export function sha256Hex(text: string): string {
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or null. */
 export function bearerToken(header: string | null): string | null {
-  if (header === null || header.length < 8 || header.slice(0, 7).toLowerCase() !== "bearer ") return null;
+  if (header === null || header.length < 8) return null;
+  if (!header.startsWith("Bearer ") && header.slice(0, 7).toLowerCase() !== "bearer ") return null;
   const token = header.slice(7).trim();
   return token.length > 0 ? token : null;
 }

@@ -1,6 +1,6 @@
 /**
  * The gateway's metrics: fed one RequestRecord per finished chat request (observe() is a handful
- * of Map updates, no I/O), and read at scrape time from the live upstream states. Other parts add
+ * of Map updates, no I/O; the server calls it in batches, see src/request-sink.ts), and read at scrape time from the live upstream states. Other parts add
  * their own gauges with registerGauge (for example the webhook outbox depth), which are computed
  * only when /metrics is scraped.
  */
@@ -31,6 +31,8 @@ export interface GatewayMetricsOptions {
   /** Process start, epoch ms. */
   startedAt: number;
   now: () => number;
+  /** Called first thing in render(): hands over observations still queued (./request-sink.ts). */
+  beforeRender?: () => void;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -60,6 +62,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
   }
 
   function render(): string {
+    options.beforeRender?.();
     const now = options.now();
     const ups = [...options.registry.upstreams.values()];
     const each = <T>(f: (u: (typeof ups)[number]) => T): Array<{ labels: Record<string, string>; value: T }> =>

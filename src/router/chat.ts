@@ -63,18 +63,21 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   const bodyStartedAt = performance.now();
   const idleTimeoutMs = target.upstream.config.idle_timeout_ms;
   if (!isStream) {
-    // A body that does not complete within idle_timeout_ms of its headers is abandoned.
-    const timer = reply.complete ? undefined : setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
-    let text: string;
-    try {
-      text = await reply.text();
-    } catch {
-      clearTimeout(timer);
-      if (!client.gone) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
-      finish(deps, ctx, admission, client, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-      throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
+    // Usually the whole answer came with its headers; otherwise a body that does not complete
+    // within idle_timeout_ms of its headers is abandoned.
+    let text = reply.textNow();
+    if (text === null) {
+      const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
+      try {
+        text = await reply.text();
+      } catch {
+        if (!client.gone) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
+        finish(deps, ctx, admission, client, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+        throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
+      } finally {
+        clearTimeout(timer);
+      }
     }
-    clearTimeout(timer);
     finish(deps, ctx, admission, client, outcome(done, reply.status, usageFromJson(text), forwarded.upstreamMs + performance.now() - bodyStartedAt));
     return new Response(text, { status: reply.status, headers });
   }

@@ -19,17 +19,23 @@ export interface ClientWatch {
   done(): void;
 }
 
+/**
+ * Requests in flight form a doubly linked list through their Watch (head is a sentinel), so
+ * starting and ending a watch is two pointer swaps: no hashing, no table to grow or shrink.
+ */
 class Watch implements ClientWatch {
   gone = false;
   onGone: ((reason: string) => void) | null = null;
   listening = false;
+  prev: Watch = this;
+  next: Watch = this;
 
-  constructor(readonly request: Request) {}
+  constructor(readonly request: Request | null) {}
 
   /** Called by the sweep: from now on the request's own abort signal reports a departure. */
   listen(): void {
     this.listening = true;
-    const signal = this.request.signal;
+    const signal = this.request!.signal;
     if (signal.aborted) this.leave();
     else signal.addEventListener("abort", () => this.leave(), { once: true });
   }
@@ -37,26 +43,43 @@ class Watch implements ClientWatch {
   leave(): void {
     if (this.gone) return;
     this.gone = true;
-    watched.delete(this);
+    this.unlink();
     this.onGone?.("client closed");
   }
 
   done(): void {
     this.onGone = null;
-    watched.delete(this);
+    this.unlink();
+  }
+
+  link(): void {
+    this.prev = head.prev;
+    this.next = head;
+    head.prev.next = this;
+    head.prev = this;
+  }
+
+  /** Leaves the watch pointing at itself, so unlinking twice changes nothing. */
+  unlink(): void {
+    this.prev.next = this.next;
+    this.next.prev = this.prev;
+    this.prev = this.next = this;
   }
 }
 
-const watched = new Set<Watch>();
+const head = new Watch(null);
 let sweeper: ReturnType<typeof setInterval> | null = null;
 
 function sweep(): void {
-  for (const watch of watched) if (!watch.listening) watch.listen();
+  // Collected first: a departure found while listening may end watches, changing the list.
+  const fresh: Watch[] = [];
+  for (let watch = head.next; watch !== head; watch = watch.next) if (!watch.listening) fresh.push(watch);
+  for (const watch of fresh) if (watch.next !== watch) watch.listen();
 }
 
 export function watchClient(request: Request): ClientWatch {
   const watch = new Watch(request);
-  watched.add(watch);
+  watch.link();
   if (sweeper === null) {
     sweeper = setInterval(sweep, SWEEP_MS);
     sweeper.unref();

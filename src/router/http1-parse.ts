@@ -14,8 +14,7 @@ export type Framing = "length" | "chunked" | "until-close" | "empty";
 
 export interface ResponseHead {
   status: number;
-  /** Lower-case names; a repeated header's values are joined with ", ". */
-  headers: Record<string, string>;
+  headers: HeaderBlock;
   framing: Framing;
   /** Body length when framing is "length". */
   length: number;
@@ -27,7 +26,33 @@ export interface ResponseHead {
 
 export class ProtocolError extends Error {}
 
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
+/**
+ * A response's header lines, looked up by name when asked: parsing a head makes no string or
+ * object per header, and the client asks for only a few (framing, then Content-Type).
+ */
+export class HeaderBlock {
+  /** `text`: the head without its blank line; `lower`: the same, lower-cased. */
+  constructor(
+    private readonly text: string,
+    private readonly lower: string,
+  ) {}
+
+  /** A header by lower-case name, its value trimmed; a repeated header's values joined with ", ". */
+  get(name: string): string | null {
+    const needle = `\r\n${name}:`;
+    let value: string | null = null;
+    for (let at = this.lower.indexOf(needle); at !== -1; at = this.lower.indexOf(needle, at + needle.length)) {
+      const from = at + needle.length;
+      let end = this.text.indexOf("\r\n", from);
+      if (end === -1) end = this.text.length;
+      const one = this.text.slice(from, end).trim();
+      value = value === null ? one : `${value}, ${one}`;
+    }
+    return value;
+  }
+}
+
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?:[ \r]|$)/;
 
 /** Parses the head at the start of `buffer`; null while it is incomplete. Throws ProtocolError. */
 export function parseHead(buffer: Buffer): ResponseHead | null {
@@ -39,34 +64,35 @@ export function parseHead(buffer: Buffer): ResponseHead | null {
   const text = buffer.toString("latin1", 0, end);
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd === -1) lineEnd = text.length;
-  const statusLine = STATUS_LINE.exec(text.slice(0, lineEnd));
+  const statusLine = STATUS_LINE.exec(text);
   if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify(text.slice(0, Math.min(lineEnd, 40)))}`);
-  const headers: Record<string, string> = Object.create(null); // no inherited names: "constructor" is a header like any other
+  // Every header line needs a name and a colon right after it: RFC 9112 allows no space before the
+  // colon, and a line starting with a space (obsolete folding) is refused too.
   while (lineEnd < text.length) {
     const start = lineEnd + 2;
     lineEnd = text.indexOf("\r\n", start);
     if (lineEnd === -1) lineEnd = text.length;
     const colon = text.indexOf(":", start);
-    if (colon <= start || colon >= lineEnd) throw new ProtocolError("malformed header line");
-    const name = text.slice(start, colon).trim().toLowerCase();
-    const value = text.slice(colon + 1, lineEnd).trim();
-    headers[name] = headers[name] !== undefined ? `${headers[name]}, ${value}` : value;
+    if (colon <= start || colon >= lineEnd || text.charCodeAt(start) <= 32 || text.charCodeAt(colon - 1) <= 32) throw new ProtocolError("malformed header line");
   }
+  const headers = new HeaderBlock(text, text.toLowerCase());
   const status = Number(statusLine[2]);
   const http11 = statusLine[1] === "1";
-  const connection = headers.connection?.toLowerCase() ?? "";
+  const connection = headers.get("connection")?.toLowerCase() ?? "";
   let keepAlive = http11 ? !connection.includes("close") : connection.includes("keep-alive");
-  let framing: Framing;
+  let framing: Framing = "until-close";
   let length = 0;
   if (status < 200 || status === 204 || status === 304) {
     framing = "empty";
-  } else if (headers["transfer-encoding"] !== undefined) {
-    framing = /(?:^|,)\s*chunked\s*$/i.test(headers["transfer-encoding"]) ? "chunked" : "until-close";
-  } else if (headers["content-length"] !== undefined) {
-    length = contentLength(headers["content-length"]);
-    framing = "length";
   } else {
-    framing = "until-close";
+    const transferEncoding = headers.get("transfer-encoding");
+    const declaredLength = transferEncoding === null ? headers.get("content-length") : null;
+    if (transferEncoding !== null) {
+      if (/(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) framing = "chunked";
+    } else if (declaredLength !== null) {
+      length = contentLength(declaredLength);
+      framing = "length";
+    }
   }
   if (framing === "until-close") keepAlive = false;
   return { status, headers, framing, length, keepAlive, size: end + 4 };

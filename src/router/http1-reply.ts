@@ -1,9 +1,11 @@
 /**
  * The answer of one HTTP/1.1 exchange as its reader sees it. Body bytes are kept until the reader
  * chooses text() or body(); an answer that arrived whole is turned into text without waiting.
- * The connection pushes bytes, then ends or fails the reply exactly once.
+ * The connection pushes bytes as (buffer, start, end), so a body that shares its packet with the
+ * head is read in place; then it ends or fails the reply exactly once.
  */
 import type { Connection } from "./http1";
+import type { HeaderBlock } from "./http1-parse";
 import { UpstreamFailure, type UpstreamReply } from "./upstream-client";
 
 /** Chunks a streamed body may queue for a slow reader before the socket is paused. */
@@ -11,6 +13,10 @@ const STREAM_HIGH_WATER = 16;
 
 export class Http1Reply implements UpstreamReply {
   private chunks: Buffer[] = [];
+  /** The first piece pushed, kept in place until a second one arrives or a stream takes it. */
+  private first: Buffer | null = null;
+  private firstStart = 0;
+  private firstEnd = 0;
   private ended = false;
   private failure: UpstreamFailure | null = null;
   private waiter: { resolve: (text: string) => void; reject: (failure: UpstreamFailure) => void } | null = null;
@@ -18,16 +24,16 @@ export class Http1Reply implements UpstreamReply {
 
   constructor(
     readonly status: number,
-    private readonly headers: Record<string, string>,
+    private readonly headers: HeaderBlock,
     private readonly conn: Connection,
   ) {}
 
-  get complete(): boolean {
-    return this.ended;
+  textNow(): string | null {
+    return this.ended ? this.takeText() : null;
   }
 
   header(name: string): string | null {
-    return this.headers[name] ?? null;
+    return this.headers.get(name);
   }
 
   text(): Promise<string> {
@@ -42,6 +48,7 @@ export class Http1Reply implements UpstreamReply {
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
+          this.spillFirst();
           for (const chunk of this.chunks) controller.enqueue(chunk);
           this.chunks = [];
           if (this.ended) controller.close();
@@ -60,13 +67,21 @@ export class Http1Reply implements UpstreamReply {
     );
   }
 
-  push(data: Buffer): void {
+  /** Bytes start..end of `data` belong to the body. */
+  push(data: Buffer, start: number, end: number): void {
     const controller = this.controller;
     if (controller === null) {
-      this.chunks.push(data);
+      if (this.first === null && this.chunks.length === 0) {
+        this.first = data;
+        this.firstStart = start;
+        this.firstEnd = end;
+      } else {
+        this.spillFirst();
+        this.chunks.push(piece(data, start, end));
+      }
       return;
     }
-    controller.enqueue(data);
+    controller.enqueue(piece(data, start, end));
     if ((controller.desiredSize ?? 1) <= 0) this.conn.pause();
   }
 
@@ -82,14 +97,31 @@ export class Http1Reply implements UpstreamReply {
     if (this.ended || this.failure) return;
     this.failure = failure;
     this.chunks = [];
+    this.first = null;
     this.waiter?.reject(failure);
     this.controller?.error(failure);
     this.controller = null;
   }
 
   private takeText(): string {
+    const first = this.first;
+    if (first !== null) {
+      this.first = null;
+      return first.toString("utf8", this.firstStart, this.firstEnd);
+    }
     const chunks = this.chunks;
     this.chunks = [];
     return chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8");
   }
+
+  /** Moves the piece kept in place to the head of `chunks`. */
+  private spillFirst(): void {
+    if (this.first === null) return;
+    this.chunks.unshift(piece(this.first, this.firstStart, this.firstEnd));
+    this.first = null;
+  }
+}
+
+function piece(data: Buffer, start: number, end: number): Buffer {
+  return start === 0 && end === data.length ? data : data.subarray(start, end);
 }

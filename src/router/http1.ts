@@ -153,42 +153,46 @@ class Connection {
     if (!this.exchange) return this.destroy(); // bytes on an idle connection: not ours to read
     this.received = true;
     try {
-      if (this.head) return this.onBody(data);
-      this.headBytes = this.headBytes ? Buffer.concat([this.headBytes, data]) : data;
-      let head = parseHead(this.headBytes);
+      if (this.head) return this.onBody(data, 0);
+      let bytes = this.headBytes ? Buffer.concat([this.headBytes, data]) : data;
+      let head = parseHead(bytes);
       while (head !== null && head.status < 200) {
         // An interim answer (100 Continue, 103 Early Hints): skip it.
-        this.headBytes = this.headBytes.subarray(head.size);
-        head = parseHead(this.headBytes);
+        bytes = bytes.subarray(head.size);
+        head = parseHead(bytes);
       }
-      if (head === null) return;
-      const rest = this.headBytes.subarray(head.size);
+      if (head === null) {
+        this.headBytes = bytes;
+        return;
+      }
       this.headBytes = null;
       this.head = head;
       this.remaining = head.length;
       this.chunked = head.framing === "chunked" ? new ChunkedDecoder() : null;
       this.reply = new Http1Reply(head.status, head.headers, this);
       this.exchange.answered(this.reply);
-      if (head.framing === "empty" || (head.framing === "length" && head.length === 0)) this.complete(rest.length > 0);
-      else if (rest.length > 0) this.onBody(rest);
+      if (head.framing === "empty" || (head.framing === "length" && head.length === 0)) this.complete(bytes.length > head.size);
+      else if (bytes.length > head.size) this.onBody(bytes, head.size);
     } catch (err) {
       const message = err instanceof ProtocolError ? err.message : String(err);
       this.breakOff(this.exchange!, new UpstreamFailure("broken", `upstream "${this.origin.name}" sent an invalid answer: ${message}`));
     }
   }
 
-  private onBody(data: Buffer): void {
+  /** Bytes from `offset` on of `data` follow the head. */
+  private onBody(data: Buffer, offset: number): void {
     const reply = this.reply!;
     if (this.chunked) {
-      const used = this.chunked.feed(data, (piece) => reply.push(piece));
-      if (this.chunked.done) this.complete(used < data.length);
+      const input = offset === 0 ? data : data.subarray(offset);
+      const used = this.chunked.feed(input, (piece) => reply.push(piece, 0, piece.length));
+      if (this.chunked.done) this.complete(used < input.length);
     } else if (this.head!.framing === "length") {
-      const take = Math.min(this.remaining, data.length);
-      reply.push(take === data.length ? data : data.subarray(0, take));
+      const take = Math.min(this.remaining, data.length - offset);
+      reply.push(data, offset, offset + take);
       this.remaining -= take;
-      if (this.remaining === 0) this.complete(take < data.length);
+      if (this.remaining === 0) this.complete(offset + take < data.length);
     } else {
-      reply.push(data);
+      reply.push(data, offset, data.length);
     }
   }
 

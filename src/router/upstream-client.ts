@@ -15,8 +15,8 @@ export interface UpstreamExchange {
 
 export interface UpstreamReply {
   status: number;
-  /** The whole body has already arrived (text() will not wait). */
-  readonly complete: boolean;
+  /** The whole body as text if it has already arrived (so text() would not wait), else null. */
+  textNow(): string | null;
   /** A response header by lower-case name. */
   header(name: string): string | null;
   /** The whole body as text; rejects if the body breaks off or the exchange is aborted. */
@@ -55,7 +55,6 @@ export function fetchPost(url: string, headers: Readonly<Record<string, string>>
 
 class FetchReply implements UpstreamReply {
   readonly status: number;
-  readonly complete = false;
 
   constructor(
     private readonly response: Response,
@@ -66,6 +65,10 @@ class FetchReply implements UpstreamReply {
 
   header(name: string): string | null {
     return this.response.headers.get(name);
+  }
+
+  textNow(): null {
+    return null;
   }
 
   text(): Promise<string> {

@@ -10,15 +10,13 @@ import type { RequestRecord } from "../../src/deps";
 describe("request log line", () => {
   test("is valid JSON with config strings escaped, and nulls as null", () => {
     const writes: string[] = [];
-    const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text), flushMs: 60_000 });
+    const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text) });
     const record: RequestRecord = {
       requestId: "req_1", createdAt: Date.UTC(2026, 0, 2), identity: "anonymous", userId: null, keyId: null,
       model: 'we"ird\\model\n名前', upstream: null, status: 200, promptTokens: 1, completionTokens: 2, costMicro: 0,
       latencyMs: 1.234, upstreamMs: 1,
     };
-    logger.request(record);
-    logger.request({ ...record, requestId: "req_2", userId: 7, keyId: "key_abc", upstream: 'up"stream' });
-    logger.flush();
+    logger.requests([record, { ...record, requestId: "req_2", userId: 7, keyId: "key_abc", upstream: 'up"stream' }]);
     const lines = writes.join("").trim().split("\n").map((l) => JSON.parse(l));
     expect(lines[0]).toEqual({
       time: "2026-01-02T00:00:00.000Z", level: "info", msg: "request", request_id: "req_1", identity: "anonymous", user_id: null,
@@ -26,24 +24,20 @@ describe("request log line", () => {
       cost_micro: 0, duration_ms: 1.23, upstream_ms: 1, overhead_ms: 0.23,
     });
     expect(lines[1]).toMatchObject({ request_id: "req_2", user_id: 7, key_id: "key_abc", upstream: 'up"stream' });
-    logger.close();
   });
 
-  test("a full batch is written at once, without waiting for the flush interval", async () => {
+  test("records of one millisecond share its time, and a new millisecond gets its own", () => {
     const writes: string[] = [];
-    const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text), flushMs: 60_000 });
-    const record = (i: number): RequestRecord => ({
-      requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+    const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text) });
+    const at = (createdAt: number, requestId: string): RequestRecord => ({
+      requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
       status: 200, promptTokens: 0, completionTokens: 0, costMicro: 0, latencyMs: 1, upstreamMs: 1,
     });
-    for (let i = 0; i < 255; i++) logger.request(record(i));
-    await Promise.resolve();
-    expect(writes).toHaveLength(0);
-    logger.request(record(255));
-    await Promise.resolve();
-    const ids = writes.join("").trim().split("\n").map((l) => JSON.parse(l).request_id);
-    expect(ids).toEqual(Array.from({ length: 256 }, (_, i) => `req_${i}`));
-    logger.close();
+    const t = Date.UTC(2026, 10, 22, 9, 30);
+    logger.requests([at(t, "a"), at(t, "b"), at(t + 1, "c")]);
+    logger.requests([at(t, "d")]);
+    const times = writes.join("").trim().split("\n").map((l) => JSON.parse(l).time);
+    expect(times).toEqual(["2026-11-22T09:30:00.000Z", "2026-11-22T09:30:00.000Z", "2026-11-22T09:30:00.001Z", "2026-11-22T09:30:00.000Z"]);
   });
 });
 

@@ -140,16 +140,13 @@ describe("request log lines", () => {
 
   function capture(options: { level: "debug" | "info" | "warn" | "error"; requests: boolean }) {
     const writes: string[] = [];
-    const logger = createLogger({ ...options, write: (text) => void writes.push(text), flushMs: 60_000 });
+    const logger = createLogger({ ...options, write: (text) => void writes.push(text) });
     return { logger, writes, lines: () => writes.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l)) };
   }
 
-  test("are queued and written together in one batch, one JSON object per line", () => {
+  test("a batch is written with one write, one JSON object per line", () => {
     const { logger, writes, lines } = capture({ level: "info", requests: true });
-    logger.request(record);
-    logger.request({ ...record, requestId: "req_2", status: 502, upstream: null });
-    expect(writes).toEqual([]);
-    logger.flush();
+    logger.requests([record, { ...record, requestId: "req_2", status: 502, upstream: null }]);
     expect(writes.length).toBe(1);
     expect(lines()).toEqual([
       {
@@ -159,21 +156,17 @@ describe("request log lines", () => {
       },
       expect.objectContaining({ request_id: "req_2", level: "warn", status: 502, upstream: null }),
     ]);
-    logger.close();
   });
 
   test("follow [log] level and [log] requests", () => {
     const warn = capture({ level: "warn", requests: true });
-    warn.logger.request(record);
-    warn.logger.request({ ...record, requestId: "req_bad", status: 503 });
     warn.logger.log("info", "hidden");
     warn.logger.log("error", "shown");
-    warn.logger.flush();
+    warn.logger.requests([record, { ...record, requestId: "req_bad", status: 503 }]);
     expect(warn.lines().map((l) => l.request_id ?? l.msg)).toEqual(["shown", "req_bad"]);
 
     const off = capture({ level: "debug", requests: false });
-    off.logger.request(record);
-    off.logger.flush();
+    off.logger.requests([record]);
     expect(off.writes).toEqual([]);
   });
 });

@@ -1,0 +1,79 @@
+/**
+ * The request sink: finished requests are queued, and each batch is counted into the metrics,
+ * logged and inserted, in that order, off the request path.
+ */
+import { describe, expect, spyOn, test } from "bun:test";
+import { createRequestSink } from "../../src/request-sink";
+import { createGatewayMetrics } from "../../src/metrics/gateway";
+import { ModelRegistry } from "../../src/router/registry";
+import { buildConfig } from "../../src/config/load";
+import type { RequestRecord } from "../../src/deps";
+
+const record = (i: number): RequestRecord => ({
+  requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+  status: 200, promptTokens: 1, completionTokens: 1, costMicro: 0, latencyMs: 1, upstreamMs: 1,
+});
+
+function recordingSink(insert: (records: RequestRecord[]) => void = () => {}) {
+  const calls: string[] = [];
+  const sink = createRequestSink({
+    observe: (r) => void calls.push(`observe ${r.requestId}`),
+    logLines: (batch) => void calls.push(`log ${batch.length}`),
+    insert: (batch) => {
+      calls.push(`insert ${batch.length}`);
+      insert(batch);
+    },
+  });
+  return { sink, calls };
+}
+
+describe("request sink", () => {
+  test("nothing reaches the parts before a flush; then each part sees the batch, in order", () => {
+    const { sink, calls } = recordingSink();
+    sink.push(record(1));
+    sink.push(record(2));
+    expect(calls).toEqual([]);
+    sink.flush();
+    expect(calls).toEqual(["observe req_1", "observe req_2", "log 2", "insert 2"]);
+    sink.close();
+  });
+
+  test("a full batch of 256 goes at once, without waiting for the interval", async () => {
+    const { sink, calls } = recordingSink();
+    for (let i = 0; i < 255; i++) sink.push(record(i));
+    await Promise.resolve();
+    expect(calls).toEqual([]);
+    sink.push(record(255));
+    await Promise.resolve();
+    expect(calls.filter((c) => !c.startsWith("observe"))).toEqual(["log 256", "insert 256"]);
+    sink.close();
+  });
+
+  test("a failed insert is reported; the batch was still counted and logged, and later batches flow", () => {
+    const errors = spyOn(console, "error").mockImplementation(() => {});
+    let fail = true;
+    const { sink, calls } = recordingSink(() => {
+      if (fail) throw new Error("database is locked");
+    });
+    sink.push(record(1));
+    sink.flush();
+    fail = false;
+    sink.push(record(2));
+    sink.close();
+    expect(calls).toEqual(["observe req_1", "log 1", "insert 1", "observe req_2", "log 1", "insert 1"]);
+    expect(String(errors.mock.calls[0]?.[0])).toContain("1 row(s) dropped");
+    errors.mockRestore();
+  });
+
+  test("a metrics scrape includes requests still queued", () => {
+    const { config } = buildConfig({}, { env: {} });
+    let sink: ReturnType<typeof createRequestSink> | null = null;
+    const metrics = createGatewayMetrics({ registry: new ModelRegistry(config), version: "t", startedAt: 0, now: Date.now, beforeRender: () => sink!.flush() });
+    sink = createRequestSink({ observe: metrics.observe, logLines: () => {}, insert: () => {} });
+    sink.push(record(1));
+    sink.push({ ...record(2), status: 429, upstream: null });
+    expect(metrics.render()).toContain('modelgate_requests_total{model="m",upstream="u",identity="anonymous",status="200"} 1');
+    expect(metrics.requests.get(["m", "", "anonymous", "429"])).toBe(1);
+    sink.close();
+  });
+});
