@@ -4,15 +4,18 @@
  */
 import { GatewayError } from "./errors";
 
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+/**
+ * The body as text, refused early when its declared length is over `limit`. With a length, this is
+ * the request's own text() promise (no wrapper to await); a chunked body is counted as it arrives.
+ */
+export function readBodyText(request: Request, limit: number): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge(limit);
-  let text: string;
-  if (Number.isFinite(declared)) {
-    text = await request.text();
-  } else {
-    text = await readLimited(request, limit);
-  }
+  if (declared > limit) return Promise.reject(tooLarge(limit));
+  return Number.isFinite(declared) ? request.text() : readLimited(request, limit);
+}
+
+/** The body text as JSON; GatewayError (400, 413) when it is too large, empty or not JSON. */
+export function parseJsonBody(text: string, limit: number): unknown {
   if (text.length > limit) throw tooLarge(limit);
   if (text.length === 0) throw new GatewayError("invalid_request_error", "The request body is empty; send a JSON object");
   try {

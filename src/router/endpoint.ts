@@ -7,7 +7,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { readJsonBody } from "../body";
+import { parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { describeViolation } from "../validation";
 import { handleChat } from "./chat";
@@ -25,7 +25,7 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     try {
-      const body = await readJsonBody(request, maxBody);
+      const body = parseJsonBody(await readBodyText(request, maxBody), maxBody);
       if (!checker.Check(body)) {
         throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
       }

@@ -104,26 +104,23 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
   input.body.model = target.model;
   const exchange = upstream.postChat(JSON.stringify(input.body));
   const abort = (reason: string): void => exchange.abort(reason);
-  input.client.onGone = abort;
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    exchange.abort("timeout");
-  }, upstream.config.first_byte_timeout_ms);
+  const client = input.client;
+  client.onGone = abort;
+  client.answerWithin(upstream.config.first_byte_timeout_ms);
   try {
     const reply = await exchange.reply;
-    clearTimeout(timer);
+    client.answered();
     upstream.lastContactAt = now;
     if (reply.status === 429 || reply.status >= 500) {
-      input.client.onGone = null;
+      client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
       return { failure: "error", message: `upstream "${upstream.name}" answered ${reply.status}` };
     }
     return { reply, abort };
   } catch (err) {
-    clearTimeout(timer);
-    input.client.onGone = null;
-    if (timedOut) {
+    client.answered();
+    client.onGone = null;
+    if (client.timedOut) {
       return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${upstream.config.first_byte_timeout_ms} ms` };
     }
     if (err instanceof UpstreamFailure && err.kind === "connect_timeout") return { failure: "timeout", message: err.message };
