@@ -79,9 +79,12 @@ export interface ApiKeyInfo {
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
 
+/** 32 ** (6 - i): the place value of checksum digit i. */
+const PLACES = Array.from({ length: CHECK_LENGTH }, (_, i) => 32 ** (CHECK_LENGTH - 1 - i));
+
 /** Digit `i` (0-6) of a CRC-32 as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero bits. */
 function checksumDigit(crc: number, i: number): string {
-  return BASE32[Math.floor((crc * 8) / 32 ** (6 - i)) % 32]; // 35 bits: exact in a double
+  return BASE32[Math.floor((crc * 8) / PLACES[i]) % 32]; // 35 bits: exact in a double
 }
 
 function checksum(body: string): string {
