@@ -79,12 +79,12 @@ export interface ApiKeyInfo {
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
 
-/** 32 ** (6 - i): the place value of checksum digit i. */
-const PLACES = Array.from({ length: CHECK_LENGTH }, (_, i) => 32 ** (CHECK_LENGTH - 1 - i));
-
-/** Digit `i` (0-6) of a CRC-32 as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero bits. */
+/**
+ * Digit `i` (0-6) of a CRC-32 as 7 base32 characters: its 32 bits, big-endian, padded with 3 zero
+ * bits. Digits 0-5 are bits 31-27, 26-22, ..., 6-2 of the CRC; digit 6 is its last 2 bits and the padding.
+ */
 function checksumDigit(crc: number, i: number): string {
-  return BASE32[Math.floor((crc * 8) / PLACES[i]) % 32]; // 35 bits: exact in a double
+  return BASE32[i < 6 ? (crc >>> (27 - 5 * i)) & 31 : (crc & 3) << 3];
 }
 
 function checksum(body: string): string {
