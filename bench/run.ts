@@ -6,7 +6,7 @@
  * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, dashboard.ts, when present).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
  * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
- * Knobs: BENCH_ROUNDS (3), BENCH_DURATION_S (2, per round), BENCH_WARMUP_S (1), BENCH_CONCURRENCY (32), BENCH_PEERS=0 (skip Portkey).
+ * Knobs: BENCH_ROUNDS (5), BENCH_DURATION_S (2, per round), BENCH_WARMUP_S (1), BENCH_CONCURRENCY (32), BENCH_PEERS=0 (skip Portkey).
  */
 import { cpus } from "node:os";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +19,7 @@ import { installPortkey, portkeyHeaders } from "./peers/portkey";
 import { factsBlock, resultsTable, verdicts, verdictTable, type TargetResult } from "./report";
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PIN = process.env.BENCH_PIN !== "0" && Bun.which("taskset") !== null && cpus().length >= 2;
@@ -88,7 +88,10 @@ function medianRun<T>(runs: T[], key: (run: T) => number): T {
 
 /**
  * Rounds interleave the targets (direct, proxy, modelgate, peer, direct, ...) so that noise from
- * anything else on the machine lands on every target alike; each cell is the median round.
+ * anything else on the machine lands on every target alike; each cell is the median round. Within
+ * a round the loaded runs of all targets come one after another (then the c=1 runs, then the
+ * streams), so each round's requests/s can be compared pairwise: a ratio against the floor is the
+ * median of the rounds' ratios, which drifts far less with a noisy machine than a ratio of medians.
  */
 async function measureAll(targets: Target[]): Promise<TargetResult[]> {
   const wrk = { cpus: PIN ? CLIENT_CPUS : null };
@@ -104,11 +107,12 @@ async function measureAll(targets: Target[]): Promise<TargetResult[]> {
   for (let round = 1; round <= ROUNDS; round++) {
     console.error(`· round ${round}/${ROUNDS}`);
     for (const [i, target] of targets.entries()) {
-      const json = scenario(target, false);
-      c1[i].push(await runWrk(json, { ...wrk, connections: 1, durationS: DURATION_S }));
       const cpuBefore = processCpuMs(target.pid);
-      const loaded = await runWrk(json, { ...wrk, connections: CONCURRENCY, durationS: DURATION_S });
+      const loaded = await runWrk(scenario(target, false), { ...wrk, connections: CONCURRENCY, durationS: DURATION_S });
       cN[i].push({ ...loaded, cpuUsPerRequest: ((processCpuMs(target.pid) - cpuBefore) * 1000) / loaded.requests });
+    }
+    for (const [i, target] of targets.entries()) c1[i].push(await runWrk(scenario(target, false), { ...wrk, connections: 1, durationS: DURATION_S }));
+    for (const [i, target] of targets.entries()) {
       if (!target.streaming) continue;
       const stream = scenario(target, true);
       streams[i].push(await measureStream(stream, { durationMs: 1000 * Math.min(DURATION_S, 1), maxRequests: 2000 }));
@@ -119,6 +123,7 @@ async function measureAll(targets: Target[]): Promise<TargetResult[]> {
     name: target.name,
     c1: { ...medianRun(c1[i], (r) => r.p50Ms), p99Ms: medianRun(c1[i], (r) => r.p99Ms).p99Ms },
     cN: medianRun(cN[i], (r) => r.rps),
+    rpsByRound: cN[i].map((r) => r.rps),
     cpuUsPerRequest: medianRun(cN[i], (r) => r.cpuUsPerRequest).cpuUsPerRequest,
     stream: streams[i].length ? { ...medianRun(streams[i], (r) => r.ttfbP50Ms), ttfbP99Ms: medianRun(streams[i], (r) => r.ttfbP99Ms).ttfbP99Ms } : null,
     streamN: streamN[i].length ? medianRun(streamN[i], (r) => r.rps) : null,
