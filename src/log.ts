@@ -90,11 +90,16 @@ function requestLine(r: RequestRecord, level: LogLevel, time: string, quote: (te
     + `"identity":"${r.identity}","user_id":${r.userId},"key_id":${r.keyId === null ? "null" : `"${r.keyId}"`},`
     + `"model":${quote(r.model)},"upstream":${r.upstream === null ? "null" : quote(r.upstream)},`
     + `"status":${r.status},"prompt_tokens":${r.promptTokens},"completion_tokens":${r.completionTokens},"cost_micro":${r.costMicro},`
-    + `"duration_ms":${round(r.latencyMs)},"upstream_ms":${round(r.upstreamMs)},"overhead_ms":${round(Math.max(0, r.latencyMs - r.upstreamMs))}}`;
+    + `"duration_ms":${hundredths(r.latencyMs)},"upstream_ms":${hundredths(r.upstreamMs)},"overhead_ms":${hundredths(r.latencyMs - r.upstreamMs)}}`;
 }
 
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
+const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, "0"));
+
+/** Milliseconds with two decimals ("12.30"), from integers: formatting a fraction costs far more. */
+function hundredths(ms: number): string {
+  const n = Math.max(0, Math.round(ms * 100));
+  const cents = n % 100;
+  return `${(n - cents) / 100}.${TWO_DIGITS[cents]}`;
 }
 
 let current: Logger | null = null;

@@ -26,6 +26,9 @@ export interface ResponseHead {
 
 export class ProtocolError extends Error {}
 
+/** Needles of the names asked for (a handful: the client asks for fixed names only). */
+const NEEDLES = new Map<string, string>();
+
 /**
  * A response's header lines, looked up by name when asked: parsing a head makes no string or
  * object per header, and the client asks for only a few (framing, then Content-Type).
@@ -39,7 +42,9 @@ export class HeaderBlock {
 
   /** A header by lower-case name, its value trimmed; a repeated header's values joined with ", ". */
   get(name: string): string | null {
-    return this.find(`\r\n${name}:`);
+    let needle = NEEDLES.get(name);
+    if (needle === undefined) NEEDLES.set(name, (needle = `\r\n${name}:`));
+    return this.find(needle);
   }
 
   /** The same, by `needle`: CRLF, the lower-case name and a colon. */
