@@ -116,6 +116,13 @@ export function setAdmin(db: Db, userId: number): void {
 }
 
 /** Disables the account and ends its sessions (see the header); a second call changes nothing. */
+/**
+ * Read-then-write transactions take the write lock up front: a deferred one that read while the
+ * server (another connection) committed could not upgrade and would fail at once with
+ * SQLITE_BUSY; an immediate one waits for the lock within the busy timeout.
+ */
+const IMMEDIATE = { behavior: "immediate" } as const;
+
 export function disableUser(db: Db, userId: number, options: { now?: number } = {}): "disabled" | "already_disabled" | "not_found" {
   return db.transaction((tx) => {
     const t = tx as unknown as Db;
@@ -126,7 +133,7 @@ export function disableUser(db: Db, userId: number, options: { now?: number } = 
     forgetVerifiedKeys(db);
     deleteUserSessions(t, userId);
     return "disabled";
-  });
+  }, IMMEDIATE);
 }
 
 /** Enables a disabled account again: its keys work from the next request. */
@@ -139,7 +146,7 @@ export function enableUser(db: Db, userId: number): "enabled" | "already_enabled
     t.update(users).set({ disabledAt: null }).where(eq(users.id, userId)).run();
     forgetVerifiedKeys(db);
     return "enabled";
-  });
+  }, IMMEDIATE);
 }
 
 export async function setPassword(db: Db, userId: number, password: string): Promise<void> {
