@@ -115,7 +115,6 @@ export function setAdmin(db: Db, userId: number): void {
   db.update(users).set({ isAdmin: true }).where(eq(users.id, userId)).run();
 }
 
-/** Disables the account and ends its sessions (see the header); a second call changes nothing. */
 /**
  * Read-then-write transactions take the write lock up front: a deferred one that read while the
  * server (another connection) committed could not upgrade and would fail at once with
@@ -123,6 +122,7 @@ export function setAdmin(db: Db, userId: number): void {
  */
 const IMMEDIATE = { behavior: "immediate" } as const;
 
+/** Disables the account and ends its sessions (see the header); a second call changes nothing. */
 export function disableUser(db: Db, userId: number, options: { now?: number } = {}): "disabled" | "already_disabled" | "not_found" {
   return db.transaction((tx) => {
     const t = tx as unknown as Db;

@@ -1,8 +1,8 @@
 /**
  * The gateway's metrics: fed one RequestRecord per finished chat request (observe() is a handful
- * of Map updates, no I/O; the server calls it in batches, see src/request-sink.ts), and read at scrape time from the live upstream states. Other parts add
- * their own gauges with registerGauge (for example the webhook outbox depth), which are computed
- * only when /metrics is scraped.
+ * of Map updates, no I/O; the server calls it in batches, see src/request-sink.ts), and read at
+ * scrape time from the live upstream states. Other parts add their own gauges with registerGauge
+ * (for example the webhook outbox depth), which are computed only when /metrics is scraped.
  */
 import type { RequestRecord } from "../deps";
 import type { ModelRegistry } from "../router/registry";

@@ -48,7 +48,7 @@ export class HeaderBlock {
   }
 
   /** The same, by `needle`: CRLF, the lower-case name and a colon. */
-  find(needle: string): string | null {
+  private find(needle: string): string | null {
     let value: string | null = null;
     for (let at = this.lower.indexOf(needle); at !== -1; at = this.lower.indexOf(needle, at + needle.length)) {
       const from = at + needle.length;
@@ -61,9 +61,6 @@ export class HeaderBlock {
   }
 }
 
-const CONNECTION = "\r\nconnection:";
-const TRANSFER_ENCODING = "\r\ntransfer-encoding:";
-const CONTENT_LENGTH = "\r\ncontent-length:";
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?:[ \r]|$)/;
 
 /** Parses the head at the start of `buffer`; null while it is incomplete. Throws ProtocolError. */
@@ -90,15 +87,15 @@ export function parseHead(buffer: Buffer): ResponseHead | null {
   const headers = new HeaderBlock(text, text.toLowerCase());
   const status = Number(statusLine[2]);
   const http11 = statusLine[1] === "1";
-  const connection = headers.find(CONNECTION)?.toLowerCase() ?? "";
+  const connection = headers.get("connection")?.toLowerCase() ?? "";
   let keepAlive = http11 ? !connection.includes("close") : connection.includes("keep-alive");
   let framing: Framing = "until-close";
   let length = 0;
   if (status < 200 || status === 204 || status === 304) {
     framing = "empty";
   } else {
-    const transferEncoding = headers.find(TRANSFER_ENCODING);
-    const declaredLength = transferEncoding === null ? headers.find(CONTENT_LENGTH) : null;
+    const transferEncoding = headers.get("transfer-encoding");
+    const declaredLength = transferEncoding === null ? headers.get("content-length") : null;
     if (transferEncoding !== null) {
       if (/(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) framing = "chunked";
     } else if (declaredLength !== null) {
