@@ -4,7 +4,7 @@
  * The connection pushes bytes as (buffer, start, end), so a body that shares its packet with the
  * head is read in place; then it ends or fails the reply exactly once.
  */
-import type { Connection } from "./http1";
+import type { Connection } from "./http1-connection";
 import type { HeaderBlock } from "./http1-parse";
 import { UpstreamFailure, type UpstreamReply } from "./upstream-client";
 

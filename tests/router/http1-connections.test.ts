@@ -109,6 +109,17 @@ describe("abort()", () => {
     expect(server.requests).toHaveLength(1); // the aborted request never went out
   }, T);
 
+  test("in the turn it was made, on a reused connection: the request is never written, the connection closes", async () => {
+    const server = upstream((req) => req.conn.write(answer(`answer ${req.index}`)));
+    expect((await post(server.origin)).text).toBe("answer 0");
+    const exchange = http1Post(server.origin, '{"given":"up"}'); // takes the idle connection
+    exchange.abort("client went away");
+    await expectFailure(exchange.reply, "aborted");
+    await server.conns[0].closed;
+    expect(server.conns[0].requests).toHaveLength(1);
+    expect(server.conns[0].received.toString()).not.toContain("given");
+  }, T);
+
   test("after the head, in the middle of the body: text() rejects as aborted and the connection closes", async () => {
     const server = upstream((req) => req.conn.write("HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{\"half\":"));
     const exchange = http1Post(server.origin, "{}");

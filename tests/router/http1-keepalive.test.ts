@@ -18,6 +18,16 @@ describe("keep-alive", () => {
     expect(server.conns[0].requests.map((r) => r.body.toString())).toEqual(['{"n":0}', '{"n":1}']);
   }, T);
 
+  test("requests made in one turn are written together, each once, on its own idle connection", async () => {
+    const server = upstream((req) => req.conn.write(answer(`echo ${req.body.toString()}`)));
+    await Promise.all([0, 1, 2].map((n) => post(server.origin, `{"warm":${n}}`)));
+    expect(server.conns).toHaveLength(3);
+    const texts = await Promise.all([0, 1, 2].map(async (n) => (await (await http1Post(server.origin, `{"n":${n}}`).reply).text())));
+    expect(texts).toEqual(['echo {"n":0}', 'echo {"n":1}', 'echo {"n":2}']);
+    expect(server.conns).toHaveLength(3);
+    expect(server.conns.map((c) => c.requests.length)).toEqual([2, 2, 2]);
+  }, T);
+
   test("connections are kept per origin: another origin object opens its own", async () => {
     const server = upstream((req) => req.conn.write(answer("x")));
     await post(server.origin);
