@@ -79,7 +79,7 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
       if (!result) continue;
       const ratios = roundRatios(result, proxy);
       const rps = ratios[Math.floor((ratios.length - 1) / 2)];
-      const pct = (ratio: number): string => (ratio * 100).toFixed(0);
+      const pct = (ratio: number): string => (ratio * 100).toFixed(1);
       const measure = `req/s at c=${concurrency}${who}, vs the bare proxy (median of the rounds' ratios)`;
       out.push({ measure, value: `${pct(rps)}% (rounds: ${pct(ratios[0])}–${pct(ratios.at(-1)!)}%)`, target: "≥ 85%", met: rps >= 0.85 });
     }
