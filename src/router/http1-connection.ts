@@ -7,10 +7,8 @@
  *   keep-alive answer with no stray bytes after it and no request bytes left unsent;
  * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
  *   (uvicorn, Node), and do not keep the process alive;
- * - requests are not written as their handlers run but queued, and the whole queue is written
- *   once the turn's other events are handled (setImmediate). An upstream on the same machine is
- *   then woken once for the batch instead of once per request, each wake-up taking the CPU from
- *   the gateway mid-turn (measured with `make bench`, see the README); the delay is one turn;
+ * - a turn's requests are queued and written together after its other events (setImmediate), so
+ *   an upstream on the same machine is woken once per batch, not once per request (README);
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
@@ -125,6 +123,9 @@ export class Connection {
         this.headBytes = bytes;
         return;
       }
+      // A 408 on a reused connection: the upstream timed it out as the request arrived, and RFC 9110
+      // lets the request be repeated. Like a close before any answer: once more, on a new connection.
+      if (head.status === 408 && this.reused) return this.resendElsewhere(this.exchange);
       this.headBytes = null;
       this.head = head;
       this.remaining = head.length;
@@ -169,6 +170,12 @@ export class Connection {
     this.resume();
     if (keepAlive) this.release();
     else this.destroy();
+  }
+
+  private resendElsewhere(exchange: ConnectionExchange): void {
+    this.exchange = null;
+    this.destroy();
+    exchange.start(true);
   }
 
   /** Back to the idle list, or closed when the list is full. */

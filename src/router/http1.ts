@@ -7,9 +7,9 @@
  *
  * Invariants:
  * - an exchange settles exactly once: answered (status and headers arrived) or failed;
- * - a reused connection that closes before any byte of the answer arrived was closed by the
- *   upstream while idle, so the request is sent once more on a new connection (never twice after
- *   the upstream has begun to answer).
+ * - a reused connection that closes before any byte of the answer arrived, or answers 408, was
+ *   timed out by the upstream while idle, so the request is sent once more on a new connection
+ *   (never after the upstream has begun any other answer).
  */
 import { Connection, takeIdleConnection } from "./http1-connection";
 import type { Http1Reply } from "./http1-reply";

@@ -88,6 +88,26 @@ describe("keep-alive", () => {
     expect(server.conns).toHaveLength(2);
   }, T);
 
+  test("a 408 on a reused connection (the upstream timed it out as the request came): sent once more on a new one", async () => {
+    const server = upstream((req) => {
+      if (req.conn.index === 0 && req.conn.requests.length > 1) return; // timed out: never answers here
+      return req.conn.write(answer(`echo ${req.body.toString()}`));
+    });
+    expect((await post(server.origin, '{"n":0}')).text).toBe('echo {"n":0}');
+    server.conns[0].socket.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    const exchange = http1Post(server.origin, '{"n":1}'); // takes the idle connection before the 408 is read
+    expect(await (await exchange.reply).text()).toBe('echo {"n":1}');
+    expect(server.conns).toHaveLength(2);
+    expect(server.conns[1].requests.map((r) => r.body.toString())).toEqual(['{"n":1}']);
+    await server.conns[0].closed;
+  }, T);
+
+  test("a 408 on a new connection is the answer: passed on, not sent again", async () => {
+    const server = upstream((req) => req.conn.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"));
+    expect((await post(server.origin)).reply.status).toBe(408);
+    expect(server.requests).toHaveLength(1);
+  }, T);
+
   test("a complete keep-alive answer that arrives while the request body is still being sent", async () => {
     // The upstream refuses a large body as soon as it has read the head, keeps the connection and
     // reads (and drops) the rest of the body, as RFC 9112 lets it. The client must finish sending
