@@ -7,8 +7,8 @@
  *   keep-alive answer with no stray bytes after it and no request bytes left unsent;
  * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
  *   (uvicorn, Node), and do not keep the process alive;
- * - a turn's requests are queued and written together after its other events (setImmediate), so
- *   an upstream on the same machine is woken once per batch, not once per request (README);
+ * - a turn's requests are queued and written together after its other events (setImmediate):
+ *   waking an upstream on the same core hands it the core, better after the turn than mid-turn;
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
