@@ -21,7 +21,11 @@ export function bearerToken(header: string | null): string | null {
   return token.length > 0 ? token : null;
 }
 
-/** Constant-time equality of two strings of the same length (hashes, states). */
+/**
+ * Constant-time equality of two strings of the same length (hashes, states). The one comparison
+ * of secrets in the gateway: a presented secret is hashed first (sha256Hex), so that neither its
+ * content nor its length shows in the time taken.
+ */
 export function equalSecrets(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let difference = 0;

@@ -5,19 +5,15 @@
  * removes the route.
  */
 import { Elysia } from "elysia";
-import { sha256 } from "@oslojs/crypto/sha2";
-import { constantTimeEqual } from "@oslojs/crypto/subtle";
 import type { Config } from "../config/schema";
 import { GatewayError } from "../errors";
-import { bearerToken } from "../auth/tokens";
+import { bearerToken, equalSecrets, sha256Hex } from "../auth/tokens";
 import type { GatewayMetrics } from "./gateway";
-
-const encoder = new TextEncoder();
 
 export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics) {
   const app = new Elysia({ name: "modelgate.metrics" });
   if (!config.enabled) return app;
-  const expected = config.token ? sha256(encoder.encode(config.token)) : null;
+  const expected = config.token ? sha256Hex(config.token) : null;
   return app.get(
     "/metrics",
     ({ request }) => {
@@ -32,7 +28,7 @@ export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics
   );
 }
 
-function bearerMatches(header: string | null, expected: Uint8Array): boolean {
+function bearerMatches(header: string | null, expectedHash: string): boolean {
   const token = bearerToken(header);
-  return token !== null && constantTimeEqual(sha256(encoder.encode(token)), expected);
+  return token !== null && equalSecrets(sha256Hex(token), expectedHash);
 }

@@ -5,12 +5,12 @@
  * - hmac-sha256: hex HMAC-SHA256 of the raw body under `secret`, optionally prefixed `sha256=`,
  *   from the first present of X-Signature-256, X-Hub-Signature-256, X-Webhook-Signature;
  * - api-key: the secret in `X-API-Key` or the header named by `api_key_header`.
- * Every comparison is constant-time: tokens are compared as SHA-256 digests (so neither content
- * nor length leaks), HMACs as raw 32-byte digests. Denials are values, never exceptions.
+ * Every comparison is constant-time (equalSecrets): tokens are compared as SHA-256 digests (so
+ * neither content nor length leaks), HMACs as lowercase hex. Denials are values, never exceptions.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
 import type { WebhookEndpointConfig } from "../config/webhooks-schema";
-import { bearerToken } from "../auth/tokens";
+import { bearerToken, equalSecrets, sha256Hex } from "../auth/tokens";
 
 export const SIGNATURE_HEADERS = ["x-signature-256", "x-hub-signature-256", "x-webhook-signature"] as const;
 const HEX_64 = /^[0-9a-fA-F]{64}$/;
@@ -21,18 +21,14 @@ export interface Verifier {
   verify(headers: Headers, body: Uint8Array | null): boolean;
 }
 
-function sha256(value: string): Buffer {
-  return new Bun.CryptoHasher("sha256").update(value).digest() as Buffer;
-}
-
 function tokenVerifier(secret: string, read: (headers: Headers) => string | null): Verifier {
-  const expected = sha256(secret);
+  const expected = sha256Hex(secret);
   return {
     needsBody: false,
     verify(headers) {
       const presented = read(headers);
       if (presented === null) return false;
-      return timingSafeEqual(sha256(presented), expected);
+      return equalSecrets(sha256Hex(presented), expected);
     },
   };
 }
@@ -47,8 +43,7 @@ export function verifySignature(secret: string, header: string | null, body: Uin
   if (header === null) return false;
   const hex = header.trim().replace(/^sha256=/i, "");
   if (!HEX_64.test(hex)) return false;
-  const expected = createHmac("sha256", secret).update(body).digest();
-  return timingSafeEqual(Buffer.from(hex, "hex"), expected);
+  return equalSecrets(hex.toLowerCase(), signBody(secret, body));
 }
 
 function firstSignatureHeader(headers: Headers): string | null {

@@ -56,6 +56,7 @@ describe("auth modes", () => {
       await expectAccepted(await t.post("/hmac", body, { [header]: `sha256=${hex}` }), 3);
       await expectAccepted(await t.post("/hmac", body, { [header]: hex }), 3);
     }
+    await expectAccepted(await t.post("/hmac", body, { "X-Signature-256": `SHA256=${hex.toUpperCase()}` }), 3);
   });
 
   test("hmac-sha256: wrong key, tampered body, non-hex, missing header", async () => {
