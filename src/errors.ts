@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   payload_too_large: 413,
   rate_limit_exceeded: 429,
+  /** Never sent: the status a request is recorded with when its client left before any answer. */
+  client_closed_request: 499,
   internal_error: 500,
   upstream_error: 502,
   chain_unavailable: 502,
@@ -43,6 +45,7 @@ const ERROR_TYPE: Partial<Record<ErrorCode, string>> = {
   rate_limit_exceeded: "rate_limit_error",
   forbidden: "permission_error",
   upstream_error: "api_error",
+  client_closed_request: "api_error",
   upstream_timeout: "api_error",
   service_unavailable: "api_error",
   internal_error: "api_error",

@@ -3,7 +3,7 @@
  * relay the answer (JSON or SSE) while capturing usage. Every admitted request is settled exactly
  * once and produces exactly one RequestRecord, however it ends.
  */
-import { GatewayError } from "../errors";
+import { ERROR_STATUS, GatewayError } from "../errors";
 import type { Admission, AdmitInput } from "../auth/types";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
@@ -72,7 +72,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         text = await reply.text();
       } catch {
         if (!client.gone) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
-        finish(deps, ctx, admission, client, outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+        const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
+        finish(deps, ctx, admission, client, outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
         throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
       } finally {
         clearTimeout(timer);

@@ -69,7 +69,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     if (outcome.failure === "timeout") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;
   }
-  if (input.client.gone) return new GatewayError("upstream_error", "the client went away before an upstream answered");
+  if (input.client.gone) return new GatewayError("client_closed_request", "the client went away before an upstream answered");
   return new GatewayError(lastFailure!.failure === "timeout" ? "upstream_timeout" : "upstream_error", lastFailure!.message);
 }
 
