@@ -172,8 +172,8 @@ export class Connection {
     else this.destroy();
   }
 
+  /** The upstream timed this reused connection out while idle: close it, send `exchange` on a new one. */
   private resendElsewhere(exchange: ConnectionExchange): void {
-    this.exchange = null;
     this.destroy();
     exchange.start(true);
   }
@@ -206,7 +206,7 @@ export class Connection {
     if (!exchange || wasClosed) return;
     this.exchange = null;
     if (this.head?.framing === "until-close") return this.reply!.end();
-    if (!this.received && this.reused && !exchange.settled) return exchange.start(true);
+    if (!this.received && this.reused && !exchange.settled) return this.resendElsewhere(exchange);
     const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
     exchange.fail(failure);
     this.reply?.fail(failure);

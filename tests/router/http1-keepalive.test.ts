@@ -9,6 +9,9 @@ import { answer, cleanUp, expectFailure, originFor, post, T, upstream } from "..
 
 afterEach(cleanUp);
 
+/** What some servers send on an idle keep-alive connection they time out. */
+const TIMED_OUT = answer("", "connection: close\r\n", "408 Request Timeout");
+
 describe("keep-alive", () => {
   test("two sequential requests share one connection", async () => {
     const server = upstream((req) => req.conn.write(answer(`answer ${req.index}`)));
@@ -94,7 +97,7 @@ describe("keep-alive", () => {
       return req.conn.write(answer(`echo ${req.body.toString()}`));
     });
     expect((await post(server.origin, '{"n":0}')).text).toBe('echo {"n":0}');
-    server.conns[0].socket.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    server.conns[0].socket.write(TIMED_OUT);
     const exchange = http1Post(server.origin, '{"n":1}'); // takes the idle connection before the 408 is read
     expect(await (await exchange.reply).text()).toBe('echo {"n":1}');
     expect(server.conns).toHaveLength(2);
@@ -103,7 +106,7 @@ describe("keep-alive", () => {
   }, T);
 
   test("a 408 on a new connection is the answer: passed on, not sent again", async () => {
-    const server = upstream((req) => req.conn.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"));
+    const server = upstream((req) => req.conn.write(TIMED_OUT));
     expect((await post(server.origin)).reply.status).toBe(408);
     expect(server.requests).toHaveLength(1);
   }, T);
