@@ -4,18 +4,13 @@
  * cookie value), so it needs no storage, changes with every session, and cannot be computed by a
  * page that cannot read the HttpOnly cookie. Comparison is constant-time.
  */
-import { sha256 } from "@oslojs/crypto/sha2";
-import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 import { equalSecrets } from "../auth/tokens";
 
-const LABEL = new TextEncoder().encode("modelgate dashboard csrf v1\0");
+const LABEL = "modelgate dashboard csrf v1\0";
 
+/** base64url (no padding) of SHA-256 over the label's and the session token's UTF-8 bytes. */
 export function csrfToken(sessionToken: string): string {
-  const token = new TextEncoder().encode(sessionToken);
-  const input = new Uint8Array(LABEL.length + token.length);
-  input.set(LABEL);
-  input.set(token, LABEL.length);
-  return encodeBase64urlNoPadding(sha256(input));
+  return Bun.SHA256.hash(LABEL + sessionToken, "base64url");
 }
 
 export function verifyCsrf(sessionToken: string, presented: unknown): boolean {

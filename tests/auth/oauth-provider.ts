@@ -4,11 +4,9 @@
  * /token checks the client credentials, the code, the redirect URI and (when the authorization
  * asked for one) the S256 PKCE verifier; the profile endpoints answer for the token's account.
  */
-import { sha256 } from "@oslojs/crypto/sha2";
-import { encodeBase64urlNoPadding } from "@oslojs/encoding";
-
+/** RFC 7636 S256: base64url (no padding) of the verifier's SHA-256. */
 function s256(verifier: string): string {
-  return encodeBase64urlNoPadding(sha256(new TextEncoder().encode(verifier)));
+  return Bun.SHA256.hash(verifier, "base64url");
 }
 
 export interface StandInAccount {
