@@ -2,7 +2,7 @@
  * Metering for paid requests without a database write on the request path. Before calling
  * upstream the gate reserves the request's maximum cost in memory; when it ends, settle() releases
  * the reservation and queues the actual cost as a debit, which a flush writes to the ledger in one
- * transaction per batch (every `intervalMs`, sooner past `maxBatch`).
+ * transaction per batch (every `intervalMs`, sooner past `maxBatch`), through the write-behind queue.
  *
  * Invariant (this process): available = stored balance - queued debits - open reservations, and
  * flush() commits a batch and forgets its queued amounts in the same synchronous step, so no
@@ -10,6 +10,7 @@
  * retried; nothing is dropped. Overdraw bound: see the README (Credits).
  */
 import type { Db } from "../db/client";
+import { createWriteBehind } from "../db/write-behind";
 import { createDebitWriter, type Debit } from "./ledger";
 
 export interface Hold {
@@ -33,9 +34,7 @@ export interface CreditMeter {
 export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number } = {}): CreditMeter {
   const reserved = new Map<number, number>();
   const queued = new Map<number, number>();
-  const maxBatch = options.maxBatch ?? 500;
   const writeDebits = createDebitWriter(db);
-  let queue: Debit[] = [];
 
   function adjust(map: Map<number, number>, userId: number, delta: number): void {
     const next = (map.get(userId) ?? 0) + delta;
@@ -43,22 +42,14 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     else map.set(userId, next);
   }
 
-  function flush(): void {
-    if (queue.length === 0) return;
-    const batch = queue;
-    queue = [];
-    try {
+  // Written debits stop counting as queued in the same synchronous step; a failed batch stays queued.
+  const debits = createWriteBehind<Debit>(
+    (batch) => {
       writeDebits(batch);
-    } catch (err) {
-      queue = batch.concat(queue);
-      console.error(JSON.stringify({ level: "error", msg: `credits: writing ${batch.length} debit(s) failed; will retry`, error: String(err) }));
-      return;
-    }
-    for (const d of batch) adjust(queued, d.userId, -d.micro);
-  }
-
-  const timer = setInterval(flush, options.intervalMs ?? 250);
-  timer.unref?.();
+      for (const d of batch) adjust(queued, d.userId, -d.micro);
+    },
+    { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true },
+  );
 
   return {
     available(userId, storedBalance) {
@@ -74,14 +65,10 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
       adjust(reserved, hold.userId, -hold.micro);
       if (debit.costMicro <= 0) return;
       adjust(queued, hold.userId, debit.costMicro);
-      queue.push({ userId: hold.userId, micro: debit.costMicro, requestId: debit.requestId, model: debit.model, at: debit.at });
-      if (queue.length >= maxBatch) queueMicrotask(flush);
+      debits.push({ userId: hold.userId, micro: debit.costMicro, requestId: debit.requestId, model: debit.model, at: debit.at });
     },
     outstanding: (userId) => (reserved.get(userId) ?? 0) + (queued.get(userId) ?? 0),
-    flush,
-    close() {
-      clearInterval(timer);
-      flush();
-    },
+    flush: debits.flush,
+    close: debits.close,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * A write-behind queue: request paths push rows in memory and return; rows are written in one
  * transaction per batch, every `intervalMs` or as soon as `maxBatch` rows wait. close() flushes.
- * A failed batch is logged and dropped rather than stalling requests.
+ * A batch that fails to write is logged, then dropped rather than stalling requests, or, with
+ * `keepFailed`, kept at the head of the queue and written again with the next flush.
  */
 export interface WriteBehind<T> {
   push(row: T): void;
@@ -9,10 +10,15 @@ export interface WriteBehind<T> {
   close(): void;
 }
 
-export function createWriteBehind<T>(
-  write: (rows: T[]) => void,
-  options: { intervalMs?: number; maxBatch?: number; label: string },
-): WriteBehind<T> {
+export interface WriteBehindOptions {
+  intervalMs?: number;
+  maxBatch?: number;
+  /** Keep a batch that failed to write and try it again (rows that must not be lost); default false. */
+  keepFailed?: boolean;
+  label: string;
+}
+
+export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteBehindOptions): WriteBehind<T> {
   const maxBatch = options.maxBatch ?? 500;
   let queue: T[] = [];
   const flush = (): void => {
@@ -22,7 +28,9 @@ export function createWriteBehind<T>(
     try {
       write(rows);
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", msg: `${options.label}: write failed, ${rows.length} row(s) dropped`, error: String(err) }));
+      if (options.keepFailed) queue = rows.concat(queue);
+      const fate = options.keepFailed ? "kept to retry" : "dropped";
+      console.error(JSON.stringify({ level: "error", msg: `${options.label}: write failed, ${rows.length} row(s) ${fate}`, error: String(err) }));
     }
   };
   const timer = setInterval(flush, options.intervalMs ?? 250);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { formatCredits, parseCredits } from "../../src/credits/amount";
 import { getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
@@ -113,6 +113,26 @@ describe("spending", () => {
     t.identities.meter.flush();
     expect(getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);
     expect(t.records.at(-1)).toMatchObject({ identity: "session", userId: user.id, costMicro: HELLO_COST });
+  });
+
+  test("a debit batch that fails to write stays queued, still counts against the balance, and is written once later", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(1_000_000);
+    expect((await t.chat(HELLO, auth)).status).toBe(200);
+    const errors = spyOn(console, "error").mockImplementation(() => {});
+    t.deps.db.$client.run("PRAGMA query_only = 1"); // every write fails until switched back
+    t.identities.meter.flush();
+    t.deps.db.$client.run("PRAGMA query_only = 0");
+    expect(String(errors.mock.calls[0]?.[0])).toContain("credits: write failed, 1 row(s) kept to retry");
+    errors.mockRestore();
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
+    expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST);
+    expect((await t.chat(HELLO, auth)).status).toBe(200);
+    t.identities.meter.flush();
+    expect(t.identities.meter.outstanding(userId)).toBe(0);
+    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
+    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toHaveLength(2);
+    ledgerSumMatchesBalance(userId);
   });
 
   test("a failed upstream call releases its reservation and costs nothing", async () => {
