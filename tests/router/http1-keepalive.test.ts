@@ -82,6 +82,18 @@ describe("keep-alive", () => {
     expect(server.conns).toHaveLength(2);
   }, T);
 
+  test("an idle connection is closed by the client after 4 s, before the 5 s keep-alive of common servers", async () => {
+    const server = upstream((req) => req.conn.write(answer(`answer ${req.index}`)));
+    expect((await post(server.origin)).text).toBe("answer 0");
+    const idleSince = performance.now();
+    await Bun.sleep(3_000);
+    expect(server.conns[0].isClosed).toBe(false);
+    await server.conns[0].closed;
+    expect(performance.now() - idleSince).toBeLessThan(5_000);
+    expect((await post(server.origin)).text).toBe("answer 1");
+    expect(server.conns).toHaveLength(2);
+  }, 6_000);
+
   test("bytes arriving on an idle connection close it; the next request opens a new one", async () => {
     const server = upstream((req) => req.conn.write(answer(`answer ${req.index}`)));
     expect((await post(server.origin)).text).toBe("answer 0");
