@@ -37,8 +37,8 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
   timer.unref?.();
   return {
     push(row) {
-      queue.push(row);
-      if (queue.length >= maxBatch) queueMicrotask(flush);
+      // On reaching maxBatch, not past it: kept failed rows wait for the timer, not one retry per push.
+      if (queue.push(row) === maxBatch) queueMicrotask(flush);
     },
     flush,
     close() {
