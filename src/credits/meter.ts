@@ -2,7 +2,7 @@
  * Metering for paid requests without a database write on the request path. Before calling
  * upstream the gate reserves the request's maximum cost in memory; when it ends, settle() releases
  * the reservation and queues the actual cost as a debit, which a flush writes to the ledger in one
- * transaction per batch (every `intervalMs`, sooner past `maxBatch`), through the write-behind queue.
+ * transaction per batch (every `intervalMs`, at once when `maxBatch` wait), through the write-behind queue.
  *
  * Invariant (this process): available = stored balance - queued debits - open reservations, and
  * flush() commits a batch and forgets its queued amounts in the same synchronous step, so no
