@@ -9,13 +9,18 @@
  *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
  * - expiry is compared on every request; unknown keys are never kept (guessing costs a read each
  *   time, as before) and the cache is emptied when it reaches MAX_KEYS.
- * The balance is not kept: a paid model's request reads it fresh (readBalance).
+ * A paid model's request needs the owner's stored balance (readBalance): it is kept the same way,
+ * in the ledger's storedBalanceCache, which every balance change in this process (grants, refunds,
+ * the meter's debit batches) updates by deleting the user's entry, and which the same poll empties.
+ * A balance is thus one read per user per debit batch, not one per request.
  */
 import type { Db } from "../db/client";
+import { storedBalanceCache } from "../credits/ledger";
 import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow, type VerifiedKey } from "./apikey";
 import { equalSecrets } from "./tokens";
 
 const CHANGE_POLL_MS = 50;
+/** Cached keys, and cached balances, before the cache is emptied. */
 const MAX_KEYS = 10_000;
 
 export interface KeyVerifier {
@@ -37,11 +42,15 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
   const balance = sqlite.query<{ micro: number }, [number]>("SELECT micro FROM balances WHERE user_id = ?");
   const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
   const known = verifiedKeyCache(db);
+  const balances = storedBalanceCache(db);
   let version = dataVersion.get()!.data_version;
   const poll = setInterval(() => {
     try {
       const current = dataVersion.get()!.data_version;
-      if (current !== version) known.clear();
+      if (current !== version) {
+        known.clear();
+        balances.clear();
+      }
       version = current;
     } catch {
       clearInterval(poll); // the database was closed: the process is stopping
@@ -69,6 +78,13 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
       return verified;
     },
-    readBalance: (userId) => balance.get(userId)?.micro ?? 0,
+    readBalance(userId) {
+      let micro = balances.get(userId);
+      if (micro === undefined) {
+        if (balances.size >= MAX_KEYS) balances.clear();
+        balances.set(userId, (micro = balance.get(userId)?.micro ?? 0));
+      }
+      return micro;
+    },
   };
 }

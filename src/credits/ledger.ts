@@ -8,6 +8,7 @@
  *   refundCredits(db, { userId, micro, requestId?, note? }) -> new balance
  *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
  *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer
+ *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
  */
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -19,6 +20,19 @@ export interface Debit {
   requestId: string;
   model: string;
   at: number;
+}
+
+const storedBalances = new WeakMap<Db["$client"], Map<number, number>>();
+
+/**
+ * Stored balances the request path has read (./../auth/key-verifier.ts), one map per database.
+ * Every balance change made here deletes its user's entry, in the same synchronous step as the
+ * write; changes committed by other processes empty the map through the verifier's poll.
+ */
+export function storedBalanceCache(db: Db): Map<number, number> {
+  let cache = storedBalances.get(db.$client);
+  if (!cache) storedBalances.set(db.$client, (cache = new Map()));
+  return cache;
 }
 
 export function getBalance(db: Db, userId: number): number {
@@ -39,6 +53,7 @@ function change(
   input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
 ): number {
   if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
+  storedBalanceCache(db).delete(input.userId);
   return db.transaction((tx) => {
     tx.insert(ledger).values({
       userId: input.userId,
@@ -63,13 +78,17 @@ export function createDebitWriter(db: Db): (debits: Debit[]) => void {
   const upsert = db.$client.prepare<unknown, [number, number]>(
     "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
   );
+  const cache = storedBalanceCache(db);
   const write = db.$client.transaction((debits: Debit[]) => {
     const perUser = new Map<number, number>();
     for (const d of debits) {
       insert.run(d.userId, -d.micro, d.requestId, d.model, d.at);
       perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + d.micro);
     }
-    for (const [userId, micro] of perUser) upsert.run(userId, -micro);
+    for (const [userId, micro] of perUser) {
+      upsert.run(userId, -micro);
+      cache.delete(userId);
+    }
   });
   return (debits) => write(debits);
 }

@@ -1,8 +1,8 @@
 /**
  * End to end against the compiled binary: first-run setup link and its page (refusals shown on
  * the page, JSON callers answered in JSON), the CLI on the database of the running server, the
- * official `openai` SDK with a key the CLI created, metering, and a CLI revocation taking effect
- * on the running server at once.
+ * official `openai` SDK with a key the CLI created, metering, and a CLI revocation or grant taking
+ * effect on the running server at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
@@ -147,6 +147,18 @@ describe("the openai SDK with a key from the CLI", () => {
     const unknown = new OpenAI({ apiKey: "sk-mg-not-a-key", baseURL: `${gw.url}/v1`, maxRetries: 0 });
     expect(await unknown.models.list().then(() => "ok")).toBe("ok"); // /v1/models needs no key
     expect(await unknown.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+
+  test("a CLI grant reaches the balance the running server keeps in memory within its poll", async () => {
+    const { key } = await createUserKey(gw, { email: "late@example.com", name: "late" });
+    const paid = () => fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "paid-model", messages: [{ role: "user", content: "Hello" }] }),
+    });
+    expect((await paid()).status).toBe(402); // the server now keeps this user's balance, 0
+    await cli(["credits", "grant", "--user", "late@example.com", "--amount", "1"]);
+    expect(await eventually(async () => (await paid()).status === 200)).toBe(true);
   });
 
   test("after a graceful stop the ledger holds both debits; the CLI reads the balance", async () => {

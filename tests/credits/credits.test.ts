@@ -104,6 +104,20 @@ describe("spending", () => {
     expect((await t.chat(HELLO, auth)).status).toBe(402);
   });
 
+  test("the request path keeps a read balance, and every change this process makes reaches the next request", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await paying(0);
+    expect((await t.chat(HELLO, auth)).status).toBe(402); // the balance, 0, is now kept in memory
+    grantCredits(t.deps.db, { userId, micro: HELLO_COST });
+    expect((await t.chat(HELLO, auth)).status).toBe(200); // the grant replaced it
+    t.identities.meter.flush(); // the debit brings the stored balance to 0
+    expect(getBalance(t.deps.db, userId)).toBe(0);
+    expect((await t.chat(HELLO, auth)).status).toBe(402); // not served on the balance from before the debit
+    refundCredits(t.deps.db, { userId, micro: 1 });
+    expect((await t.chat(HELLO, auth)).status).toBe(200);
+    ledgerSumMatchesBalance(userId);
+  });
+
   test("session callers are metered like key callers", async () => {
     t = buildAuthApp();
     const user = await t.user("web@example.com");
