@@ -1,21 +1,19 @@
 /**
  * The request log: one row per finished chat request in `request_log`. Batches come from the
  * request sink (./request-sink.ts), so no request waits on the database; each batch is one
- * transaction of prepared statements of ROWS_PER_INSERT rows each (a query-builder insert costs
- * ~30 µs a row, a bound statement about 1). Rows older than `server.request_log_days` are pruned
+ * transaction of multi-row prepared statements (./db/batch-insert.ts; a query-builder insert costs
+ * ~30 µs a row, a bound statement about 2). Rows older than `server.request_log_days` are pruned
  * hourly, in small chunks so the event loop is never held long.
  */
+import { createBatchInsert, type SqlValue } from "./db/batch-insert";
 import type { Db } from "./db/client";
 import type { RequestRecord } from "./deps";
 
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 const PRUNE_CHUNK = 5_000;
-/** Rows per INSERT statement: one statement of many rows costs about two thirds of as many single-row ones. */
-const ROWS_PER_INSERT = 32;
 const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, upstream, status,
   prompt_tokens, completion_tokens, cost_micro, latency_ms) VALUES `;
-const ROW_PLACEHOLDERS = "(?,?,?,?,?,?,?,?,?,?,?,?)";
 
 export interface RequestLogOptions {
   retainDays: number;
@@ -29,18 +27,8 @@ export interface RequestLog {
 }
 
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
-  const sqlite = db.$client;
-  const insertOne = sqlite.prepare(INSERT + ROW_PLACEHOLDERS);
-  const insertMany = sqlite.prepare(INSERT + Array(ROWS_PER_INSERT).fill(ROW_PLACEHOLDERS).join(","));
-  const insertAll = sqlite.transaction((rows: RequestRecord[]) => {
-    let i = 0;
-    for (; i + ROWS_PER_INSERT <= rows.length; i += ROWS_PER_INSERT) {
-      const values: Array<string | number | null> = [];
-      for (let j = i; j < i + ROWS_PER_INSERT; j++) pushValues(values, rows[j]);
-      insertMany.run(...values);
-    }
-    for (; i < rows.length; i++) insertOne.run(...pushValues([], rows[i]));
-  });
+  const insertRows = createBatchInsert(db.$client, INSERT, 12, pushValues);
+  const insertAll = db.$client.transaction(insertRows);
   const pruner = setInterval(() => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS), PRUNE_EVERY_MS);
   pruner.unref?.();
   return {
@@ -63,8 +51,7 @@ export async function pruneRequestLog(db: Db, before: number): Promise<number> {
   }
 }
 
-function pushValues(values: Array<string | number | null>, r: RequestRecord): Array<string | number | null> {
+function pushValues(values: SqlValue[], r: RequestRecord): void {
   values.push(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.upstream, r.status,
     r.promptTokens, r.completionTokens, r.costMicro, Math.round(r.latencyMs));
-  return values;
 }

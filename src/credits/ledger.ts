@@ -11,6 +11,7 @@
  *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
  */
 import { eq, sql } from "drizzle-orm";
+import { createBatchInsert } from "../db/batch-insert";
 import type { Db } from "../db/client";
 import { balances, ledger } from "../db/schema";
 
@@ -68,23 +69,25 @@ function change(
 }
 
 /**
- * Writes a batch of request debits in one transaction: one ledger row per request, one balance
- * update per user. Prepared statements, since the meter flushes thousands of rows a second.
+ * Writes a batch of request debits in one transaction: one ledger row per request (multi-row
+ * prepared statements, since the meter flushes thousands of rows a second), one balance update
+ * per user.
  */
 export function createDebitWriter(db: Db): (debits: Debit[]) => void {
-  const insert = db.$client.prepare<unknown, [number, number, string, string, number]>(
-    "INSERT INTO ledger (user_id, kind, micro, request_id, model, created_at) VALUES (?, 'debit', ?, ?, ?, ?)",
+  const insertRows = createBatchInsert<Debit>(
+    db.$client,
+    "INSERT INTO ledger (user_id, kind, micro, request_id, model, created_at) VALUES ",
+    6,
+    (values, d) => values.push(d.userId, "debit", -d.micro, d.requestId, d.model, d.at),
   );
   const upsert = db.$client.prepare<unknown, [number, number]>(
     "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
   );
   const cache = storedBalanceCache(db);
   const write = db.$client.transaction((debits: Debit[]) => {
+    insertRows(debits);
     const perUser = new Map<number, number>();
-    for (const d of debits) {
-      insert.run(d.userId, -d.micro, d.requestId, d.model, d.at);
-      perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + d.micro);
-    }
+    for (const d of debits) perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + d.micro);
     for (const [userId, micro] of perUser) {
       upsert.run(userId, -micro);
       cache.delete(userId);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { formatCredits, parseCredits } from "../../src/credits/amount";
-import { getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
+import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
 import { buildAuthApp, HELLO, PAID_PRICE, type AuthTestApp, jsonOf } from "../auth/support";
 
@@ -51,6 +51,20 @@ describe("ledger", () => {
 });
 
 describe("spending", () => {
+  test("a debit batch larger than one multi-row insert: a ledger row per request, each with its own values", async () => {
+    t = buildAuthApp();
+    const [a, b] = [await paying(1_000_000), await paying(1_000_000)];
+    const debits = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a.userId : b.userId, micro: i + 1, requestId: `req_${i}`, model: `m${i % 5}`, at: t.clock.now + i }));
+    createDebitWriter(t.deps.db)(debits);
+    for (const user of [a, b]) {
+      const mine = debits.filter((d) => d.userId === user.userId);
+      const rows = listLedger(t.deps.db, { userId: user.userId, limit: 100 }).filter((row) => row.kind === "debit");
+      expect(rows.map((row) => [row.requestId, row.micro, row.model, row.createdAt]).reverse()).toEqual(mine.map((d) => [d.requestId, -d.micro, d.model, d.at]));
+      expect(getBalance(t.deps.db, user.userId)).toBe(1_000_000 - mine.reduce((sum, d) => sum + d.micro, 0));
+      ledgerSumMatchesBalance(user.userId);
+    }
+  });
+
   test("a JSON completion debits the reported usage at the model's price", async () => {
     t = buildAuthApp();
     const { userId, auth } = await paying(1_000_000);
