@@ -12,6 +12,8 @@ export interface TargetResult {
   cN: WrkResult;
   /** Requests/s at c=N in each round, in round order (rounds pair the targets' loaded runs). */
   rpsByRound: number[];
+  /** For a target run between two runs of the floor: the mean of those two, per round. */
+  floorRpsByRound: number[] | null;
   /** CPU time of the target's own process per request at c=N (the mock's excluded), µs. */
   cpuUsPerRequest: number;
   stream: StreamResult | null;
@@ -59,9 +61,10 @@ export interface Verdict {
   met: boolean | null;
 }
 
-/** `a`'s requests/s over `b`'s in each round, lowest first. */
-function roundRatios(a: TargetResult, b: TargetResult): number[] {
-  return a.rpsByRound.map((rps, round) => rps / b.rpsByRound[round]).sort((x, y) => x - y);
+/** `a`'s requests/s over the floor's in each round (the floor runs around `a` when it had them), lowest first. */
+function roundRatios(a: TargetResult, floor: TargetResult): number[] {
+  const floorRps = a.floorRpsByRound ?? floor.rpsByRound;
+  return a.rpsByRound.map((rps, round) => rps / floorRps[round]).sort((x, y) => x - y);
 }
 
 /** modelgate against the bare proxy, Portkey and the absolute targets. */
@@ -70,12 +73,13 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
   const proxy = byName.get("bare Bun proxy");
   const gate = byName.get("modelgate");
   const keyed = byName.get("modelgate (API key)");
+  const paid = byName.get("modelgate (API key, paid model)");
   const portkey = byName.get("Portkey OSS");
   const out: Verdict[] = [];
   if (direct && proxy && gate) {
     out.push(addedRatio("added p50 over direct, vs the bare proxy's", gate.c1.p50Ms - direct.c1.p50Ms, proxy.c1.p50Ms - direct.c1.p50Ms, 1.15));
     out.push(addedRatio("added p99 over direct, vs the bare proxy's", gate.c1.p99Ms - direct.c1.p99Ms, proxy.c1.p99Ms - direct.c1.p99Ms, 1.3));
-    for (const [who, result] of [["", gate], [" (API key)", keyed]] as const) {
+    for (const [who, result] of [["", gate], [" (API key)", keyed], [" (API key, paid model: metered)", paid]] as const) {
       if (!result) continue;
       const ratios = roundRatios(result, proxy);
       const rps = ratios[Math.floor((ratios.length - 1) / 2)];

@@ -13,10 +13,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { freePort } from "../tests/support/binary";
-import { measureStream, processCpuMs, runWrk, type Scenario, type StreamResult, type WrkResult } from "./load";
-import { BENCH_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
+import { measureAll, scenario, type Target } from "./measure";
+import { BENCH_PAID_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
 import { installPortkey, portkeyHeaders } from "./peers/portkey";
-import { factsBlock, resultsTable, verdicts, verdictTable, type TargetResult } from "./report";
+import { factsBlock, resultsTable, verdicts, verdictTable } from "./report";
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -27,16 +27,6 @@ const SERVER_CPUS = "0";
 const CLIENT_CPUS = "1";
 const ROOT = join(import.meta.dir, "..");
 
-/** A system under test: where to POST, what headers, and the process to pin and weigh. */
-interface Target {
-  name: string;
-  url: string;
-  headers: Record<string, string>;
-  pid: number;
-  streaming: boolean;
-  note: string | null;
-}
-
 const children: Subprocess[] = [];
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL");
@@ -45,14 +35,6 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => pr
 
 function pin(pid: number, cpuList: string): void {
   if (PIN) Bun.spawnSync(["taskset", "-a", "-cp", cpuList, String(pid)], { stdout: "ignore", stderr: "ignore" });
-}
-
-function chatBody(stream: boolean): string {
-  return JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "Say hello in one short sentence." }], ...(stream ? { stream: true } : {}) });
-}
-
-function scenario(target: Target, stream: boolean): Scenario {
-  return { name: `${target.name}${stream ? " (stream)" : ""}`, url: target.url, headers: { "content-type": "application/json", ...target.headers }, body: chatBody(stream) };
 }
 
 /** Spawns a long-running child, pins it to the server CPUs and waits until `probeUrl` answers. */
@@ -79,57 +61,6 @@ async function sanityCheck(target: Target): Promise<string | null> {
     if (!ok) return `${s.name}: HTTP ${response.status} ${text.slice(0, 200)}`;
   }
   return null;
-}
-
-/** The run of a round whose p50 is the median of the rounds: one whole run, not mixed percentiles. */
-function medianRun<T>(runs: T[], key: (run: T) => number): T {
-  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor((runs.length - 1) / 2)];
-}
-
-/**
- * Rounds interleave the targets (direct, proxy, modelgate, peer, direct, ...) so that noise from
- * anything else on the machine lands on every target alike; each cell is the median round. Within
- * a round the loaded runs of all targets come one after another (then the c=1 runs, then the
- * streams), so each round's requests/s can be compared pairwise: a ratio against the floor is the
- * median of the rounds' ratios, which drifts far less with a noisy machine than a ratio of medians.
- */
-async function measureAll(targets: Target[]): Promise<TargetResult[]> {
-  const wrk = { cpus: PIN ? CLIENT_CPUS : null };
-  const c1 = targets.map((): WrkResult[] => []);
-  const cN = targets.map((): Array<WrkResult & { cpuUsPerRequest: number }> => []);
-  const streamN = targets.map((): WrkResult[] => []);
-  const streams = targets.map((): StreamResult[] => []);
-  for (const target of targets) {
-    console.error(`· warm-up ${target.name}`);
-    await runWrk(scenario(target, false), { ...wrk, connections: CONCURRENCY, durationS: WARMUP_S });
-    if (target.streaming) await measureStream(scenario(target, true), { durationMs: 300, maxRequests: 200 });
-  }
-  for (let round = 1; round <= ROUNDS; round++) {
-    console.error(`· round ${round}/${ROUNDS}`);
-    for (const [i, target] of targets.entries()) {
-      const cpuBefore = processCpuMs(target.pid);
-      const loaded = await runWrk(scenario(target, false), { ...wrk, connections: CONCURRENCY, durationS: DURATION_S });
-      cN[i].push({ ...loaded, cpuUsPerRequest: ((processCpuMs(target.pid) - cpuBefore) * 1000) / loaded.requests });
-    }
-    for (const [i, target] of targets.entries()) c1[i].push(await runWrk(scenario(target, false), { ...wrk, connections: 1, durationS: DURATION_S }));
-    for (const [i, target] of targets.entries()) {
-      if (!target.streaming) continue;
-      const stream = scenario(target, true);
-      streams[i].push(await measureStream(stream, { durationMs: 1000 * Math.min(DURATION_S, 1), maxRequests: 2000 }));
-      streamN[i].push(await runWrk(stream, { ...wrk, connections: CONCURRENCY, durationS: DURATION_S }));
-    }
-  }
-  return targets.map((target, i) => ({
-    name: target.name,
-    c1: { ...medianRun(c1[i], (r) => r.p50Ms), p99Ms: medianRun(c1[i], (r) => r.p99Ms).p99Ms },
-    cN: medianRun(cN[i], (r) => r.rps),
-    rpsByRound: cN[i].map((r) => r.rps),
-    cpuUsPerRequest: medianRun(cN[i], (r) => r.cpuUsPerRequest).cpuUsPerRequest,
-    stream: streams[i].length ? { ...medianRun(streams[i], (r) => r.ttfbP50Ms), ttfbP99Ms: medianRun(streams[i], (r) => r.ttfbP99Ms).ttfbP99Ms } : null,
-    streamN: streamN[i].length ? medianRun(streamN[i], (r) => r.rps) : null,
-    rssAfterMb: null,
-    note: target.note,
-  }));
 }
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
@@ -174,14 +105,18 @@ async function main(): Promise<void> {
 
   const proxyPort = freePort();
   const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], alive(`http://127.0.0.1:${proxyPort}/v1/models`));
-  targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null });
+  targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null, isFloor: true });
 
   const gateway = await startModelgate(mockUrl);
   children.push(gateway.proc);
   pin(gateway.proc.pid, SERVER_CPUS);
-  targets.push({ name: "modelgate", url: `${gateway.url}/v1/chat/completions`, headers: {}, pid: gateway.proc.pid, streaming: true, note: null });
+  targets.push({ name: "modelgate", url: `${gateway.url}/v1/chat/completions`, headers: {}, pid: gateway.proc.pid, streaming: true, note: null, pairedWithFloor: true });
   const apiKey = await createApiKey(gateway);
-  if (apiKey) targets.push({ name: "modelgate (API key)", url: `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: gateway.proc.pid, streaming: false, note: null });
+  if (apiKey) {
+    const keyed = { url: `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: gateway.proc.pid, streaming: false, note: null, pairedWithFloor: true };
+    targets.push({ name: "modelgate (API key)", ...keyed });
+    targets.push({ name: "modelgate (API key, paid model)", ...keyed, model: BENCH_PAID_MODEL });
+  }
 
   let portkeyNote = "";
   if (process.env.BENCH_PEERS !== "0") {
@@ -200,7 +135,7 @@ async function main(): Promise<void> {
     const problem = await sanityCheck(target);
     if (problem) throw new Error(`sanity check failed, nothing timed: ${problem}`);
   }
-  const results = await measureAll(targets);
+  const results = await measureAll(targets, { rounds: ROUNDS, durationS: DURATION_S, warmupS: WARMUP_S, concurrency: CONCURRENCY, clientCpus: PIN ? CLIENT_CPUS : null });
   for (const [i, target] of targets.entries()) if (target.name === "modelgate") results[i].rssAfterMb = rssMb(target.pid);
   console.error("· modelgate start-up and idle RSS");
   const startup = await measureStartup(mockUrl, { starts: 7, pin: (pid) => pin(pid, SERVER_CPUS) });

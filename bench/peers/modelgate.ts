@@ -2,7 +2,8 @@
  * modelgate as a benchmark target: the compiled binary (dist/modelgate) with a config pointing at
  * the mock upstream, limits raised far above what a run can reach (so the bench measures the rate
  * limiter's cost, never its denials), plus the two start-up measurements: exec to first healthy
- * /api/health and idle RSS. Optionally an API key, once the CLI can create one.
+ * /api/health and idle RSS. Optionally an API key, once the CLI can create one, with credits for
+ * the paid model (BENCH_PAID_MODEL, the same upstream model behind a price: metering on).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import { BINARY, freePort } from "../../tests/support/binary";
 import { median } from "../load";
 
 export const BENCH_MODEL = "mock-small";
+export const BENCH_PAID_MODEL = "mock-paid";
 
 /** TOML after the [server] table that startGateway writes. */
 export function benchConfig(upstreamBaseUrl: string): string {
@@ -28,6 +30,11 @@ export function benchConfig(upstreamBaseUrl: string): string {
     "[[models]]",
     `id = "${BENCH_MODEL}"`,
     "free = true",
+    `targets = [{ upstream = "mock", model = "${BENCH_MODEL}" }]`,
+    "",
+    "[[models]]",
+    `id = "${BENCH_PAID_MODEL}"`,
+    "price = { prompt = 1, completion = 2 }",
     `targets = [{ upstream = "mock", model = "${BENCH_MODEL}" }]`,
     "",
   ].join("\n");
@@ -74,13 +81,16 @@ export async function startModelgate(upstreamBaseUrl: string): Promise<BenchGate
 }
 
 /**
- * Creates a user and an API key through the CLI; null while the binary has no such commands (the
- * API-key scenario then stays out of the table).
+ * Creates a user with a million credits (far more than a run spends on the paid model) and an
+ * API key, through the CLI; null while the binary has no such commands (the API-key scenarios
+ * then stay out of the table).
  */
 export async function createApiKey(gateway: BenchGateway): Promise<string | null> {
   const email = "bench@modelgate.invalid";
   const user = await gateway.cli(["user", "add", email]);
   if (user.code !== 0) return null;
+  const grant = await gateway.cli(["credits", "grant", "--user", email, "--amount", "1000000"]);
+  if (grant.code !== 0) return null;
   const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench"]);
   return key.code === 0 ? (key.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0] ?? null) : null;
 }
