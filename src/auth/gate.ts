@@ -10,7 +10,7 @@
  * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
  * memory and settle() debits what the upstream reported. Free models are never debited.
  * Per request: no writes; an API key's row comes from memory after its first use (./key-verifier.ts),
- * a session's row with its balance is one indexed read, a paid model reads the key owner's balance.
+ * and so does its owner's balance on a paid model; a session's row with its balance is one read.
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
