@@ -13,7 +13,7 @@
  *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
  */
 import { and, desc, eq } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { mapPerDatabase, type Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { randomToken, sha256Hex } from "./tokens";
@@ -49,18 +49,12 @@ export interface VerifiedKey {
   identity: Identity;
 }
 
-const verifiedKeys = new WeakMap<Db["$client"], Map<string, VerifiedKey>>();
-
 /** The request path's cache of verified keys by key hash, one per database (./key-verifier.ts). */
-export function verifiedKeyCache(db: Db): Map<string, VerifiedKey> {
-  let cache = verifiedKeys.get(db.$client);
-  if (!cache) verifiedKeys.set(db.$client, (cache = new Map()));
-  return cache;
-}
+export const verifiedKeyCache = mapPerDatabase<string, VerifiedKey>();
 
 /** Empties that cache: call after changing a key or its owner's state. */
 export function forgetVerifiedKeys(db: Db): void {
-  verifiedKeys.get(db.$client)?.clear();
+  verifiedKeyCache(db).clear();
 }
 
 export interface ApiKeyInfo {

@@ -12,7 +12,7 @@
  */
 import { eq, sql } from "drizzle-orm";
 import { createBatchInsert } from "../db/batch-insert";
-import type { Db } from "../db/client";
+import { mapPerDatabase, type Db } from "../db/client";
 import { balances, ledger } from "../db/schema";
 
 export interface Debit {
@@ -23,18 +23,12 @@ export interface Debit {
   at: number;
 }
 
-const storedBalances = new WeakMap<Db["$client"], Map<number, number>>();
-
 /**
- * Stored balances the request path has read (./../auth/key-verifier.ts), one map per database.
+ * Stored balances the request path has read (../auth/key-verifier.ts), one map per database.
  * Every balance change made here deletes its user's entry, in the same synchronous step as the
  * write; changes committed by other processes empty the map through the verifier's poll.
  */
-export function storedBalanceCache(db: Db): Map<number, number> {
-  let cache = storedBalances.get(db.$client);
-  if (!cache) storedBalances.set(db.$client, (cache = new Map()));
-  return cache;
-}
+export const storedBalanceCache = mapPerDatabase<number, number>();
 
 export function getBalance(db: Db, userId: number): number {
   const row = db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).get();

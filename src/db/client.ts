@@ -34,3 +34,16 @@ export function openDatabase(dataDir: string): OpenedDb {
   const db = drizzle(sqlite, { schema }) as Db;
   return { db, sqlite, close: () => sqlite.close() };
 }
+
+/**
+ * A Map kept for each open database, created on first use: the request path's caches of rows
+ * (verified keys, balances), so that tests with several in-memory databases never share one.
+ */
+export function mapPerDatabase<K, V>(): (db: Db) => Map<K, V> {
+  const maps = new WeakMap<Database, Map<K, V>>();
+  return (db) => {
+    let map = maps.get(db.$client);
+    if (!map) maps.set(db.$client, (map = new Map()));
+    return map;
+  };
+}
