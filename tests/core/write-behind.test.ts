@@ -2,14 +2,19 @@
  * The write-behind queue (src/db/write-behind.ts) on its own: batches at maxBatch, and what
  * happens to a batch that fails to write, with and without keepFailed.
  */
-import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { afterEach, describe, expect, spyOn, test, type Mock } from "bun:test";
 import { createWriteBehind, type WriteBehind } from "../../src/db/write-behind";
 
 let queue: WriteBehind<number> | null = null;
-afterEach(() => queue?.close());
+let errors: Mock<typeof console.error> | null = null;
+afterEach(() => {
+  queue?.close();
+  errors?.mockRestore();
+});
 
-/** A queue whose writer records each batch and fails while `failing.now` is true. */
+/** A queue whose writer records each batch and fails while `failing.now` is true; error lines are captured. */
 function recording(keepFailed: boolean, maxBatch = 4) {
+  errors = spyOn(console, "error").mockImplementation(() => {});
   const batches: number[][] = [];
   const failing = { now: false };
   queue = createWriteBehind<number>(
@@ -19,7 +24,7 @@ function recording(keepFailed: boolean, maxBatch = 4) {
     },
     { label: "test", maxBatch, intervalMs: 60_000, keepFailed },
   );
-  return { queue, batches, failing };
+  return { queue, batches, failing, errors };
 }
 
 describe("write-behind", () => {
@@ -32,8 +37,7 @@ describe("write-behind", () => {
   });
 
   test("a failed batch is dropped by default; later rows are written", async () => {
-    const errors = spyOn(console, "error").mockImplementation(() => {});
-    const { queue, batches, failing } = recording(false);
+    const { queue, batches, failing, errors } = recording(false);
     failing.now = true;
     queue.push(1);
     queue.flush();
@@ -42,12 +46,10 @@ describe("write-behind", () => {
     queue.flush();
     expect(batches).toEqual([[1], [2]]);
     expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 1 row(s) dropped");
-    errors.mockRestore();
   });
 
   test("with keepFailed a failed batch stays first in line and is written with the next flush, in order", async () => {
-    const errors = spyOn(console, "error").mockImplementation(() => {});
-    const { queue, batches, failing } = recording(true);
+    const { queue, batches, failing, errors } = recording(true);
     failing.now = true;
     queue.push(1);
     queue.push(2);
@@ -57,11 +59,9 @@ describe("write-behind", () => {
     queue.flush();
     expect(batches).toEqual([[1, 2], [1, 2, 3]]);
     expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 2 row(s) kept to retry");
-    errors.mockRestore();
   });
 
   test("kept rows past maxBatch wait for the next flush instead of a retry per push", async () => {
-    const errors = spyOn(console, "error").mockImplementation(() => {});
     const { queue, batches, failing } = recording(true);
     failing.now = true;
     for (let i = 0; i < 4; i++) queue.push(i);
@@ -72,6 +72,5 @@ describe("write-behind", () => {
     failing.now = false;
     queue.flush();
     expect(batches.at(-1)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    errors.mockRestore();
   });
 });
