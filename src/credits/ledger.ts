@@ -7,7 +7,7 @@
  *   grantCredits(db, { userId, micro, note? })  -> new balance
  *   refundCredits(db, { userId, micro, requestId?, note? }) -> new balance
  *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
- *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer
+ *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer (summed per user and model)
  *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
  */
 import { eq, sql } from "drizzle-orm";
@@ -63,31 +63,54 @@ function change(
 }
 
 /**
- * Writes a batch of request debits in one transaction: one ledger row per request (multi-row
- * prepared statements, since the meter flushes thousands of rows a second), one balance update
- * per user.
+ * Writes a batch of request debits in one transaction: one ledger row per user and model (the
+ * batch's requests summed; the row keeps the request id when it covers one request, else notes
+ * how many), one balance update per user. Each request's own cost is in the request log; the
+ * ledger records the money, so it grows with flushes, not with requests.
  */
 export function createDebitWriter(db: Db): (debits: Debit[]) => void {
-  const insertRows = createBatchInsert<Debit>(
+  const insertRows = createBatchInsert<DebitEntry>(
     db.$client,
-    "INSERT INTO ledger (user_id, kind, micro, request_id, model, created_at) VALUES ",
-    6,
-    (values, d) => values.push(d.userId, "debit", -d.micro, d.requestId, d.model, d.at),
+    "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, created_at) VALUES ",
+    7,
+    (values, e) => values.push(e.userId, "debit", -e.micro, e.requests === 1 ? e.requestId : null, e.model, e.requests === 1 ? null : `${e.requests} requests`, e.at),
   );
   const upsert = db.$client.prepare<unknown, [number, number]>(
     "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
   );
   const cache = storedBalanceCache(db);
   const write = db.$client.transaction((debits: Debit[]) => {
-    insertRows(debits);
+    const entries = debitEntries(debits);
+    insertRows(entries);
     const perUser = new Map<number, number>();
-    for (const d of debits) perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + d.micro);
+    for (const e of entries) perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
     for (const [userId, micro] of perUser) {
       upsert.run(userId, -micro);
       cache.delete(userId);
     }
   });
   return (debits) => write(debits);
+}
+
+/** A batch's debits of one user and model, summed; `at` is the latest, `requestId` the first. */
+interface DebitEntry extends Debit {
+  requests: number;
+}
+
+function debitEntries(debits: Debit[]): DebitEntry[] {
+  const byUserModel = new Map<string, DebitEntry>();
+  for (const d of debits) {
+    const key = `${d.userId} ${d.model}`;
+    const entry = byUserModel.get(key);
+    if (entry === undefined) {
+      byUserModel.set(key, { ...d, requests: 1 });
+    } else {
+      entry.micro += d.micro;
+      entry.requests += 1;
+      entry.at = Math.max(entry.at, d.at);
+    }
+  }
+  return [...byUserModel.values()];
 }
 
 function addToBalance(db: Db, userId: number, micro: number): number {

@@ -161,7 +161,7 @@ describe("the openai SDK with a key from the CLI", () => {
     expect(await eventually(async () => (await paid()).status === 200)).toBe(true);
   });
 
-  test("after a graceful stop the ledger holds both debits; the CLI reads the balance", async () => {
+  test("after a graceful stop the ledger holds both requests' debits; the CLI reads the balance", async () => {
     const prompt = JSON.stringify([{ role: "user", content: "Hello" }]).length >> 2;
     const cost = prompt * PAID_PRICE.prompt + 6 * PAID_PRICE.completion;
     expect(await gw.stop()).toBe(0); // SIGTERM flushes what is written behind

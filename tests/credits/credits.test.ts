@@ -51,18 +51,33 @@ describe("ledger", () => {
 });
 
 describe("spending", () => {
-  test("a debit batch larger than one multi-row insert: a ledger row per request, each with its own values", async () => {
+  test("a debit batch is summed per user and model: one ledger row each, with the request id when it covers one request", async () => {
     t = buildAuthApp();
     const [a, b] = [await paying(1_000_000), await paying(1_000_000)];
+    // Seven requests for each of 2 users x 5 models, then one more of user a on a sixth model.
     const debits = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a.userId : b.userId, micro: i + 1, requestId: `req_${i}`, model: `m${i % 5}`, at: t.clock.now + i }));
+    debits.push({ userId: a.userId, micro: 1_000, requestId: "req_solo", model: "solo", at: t.clock.now });
     createDebitWriter(t.deps.db)(debits);
     for (const user of [a, b]) {
       const mine = debits.filter((d) => d.userId === user.userId);
+      const expected = [...new Set(mine.map((d) => d.model))].map((model) => {
+        const group = mine.filter((d) => d.model === model);
+        const single = group.length === 1;
+        return {
+          model,
+          micro: -group.reduce((sum, d) => sum + d.micro, 0),
+          requestId: single ? group[0].requestId : null,
+          note: single ? null : `${group.length} requests`,
+          createdAt: Math.max(...group.map((d) => d.at)),
+        };
+      });
       const rows = listLedger(t.deps.db, { userId: user.userId, limit: 100 }).filter((row) => row.kind === "debit");
-      expect(rows.map((row) => [row.requestId, row.micro, row.model, row.createdAt]).reverse()).toEqual(mine.map((d) => [d.requestId, -d.micro, d.model, d.at]));
+      const byModel = (x: { model: string | null }, y: { model: string | null }): number => String(x.model).localeCompare(String(y.model));
+      expect(rows.map(({ model, micro, requestId, note, createdAt }) => ({ model, micro, requestId, note, createdAt })).sort(byModel)).toEqual(expected.sort(byModel));
       expect(getBalance(t.deps.db, user.userId)).toBe(1_000_000 - mine.reduce((sum, d) => sum + d.micro, 0));
       ledgerSumMatchesBalance(user.userId);
     }
+    expect(listLedger(t.deps.db, { userId: a.userId }).filter((row) => row.kind === "debit")).toHaveLength(6);
   });
 
   test("a JSON completion debits the reported usage at the model's price", async () => {
@@ -159,7 +174,8 @@ describe("spending", () => {
     t.identities.meter.flush();
     expect(t.identities.meter.outstanding(userId)).toBe(0);
     expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
-    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toHaveLength(2);
+    // Both requests' debits, written together: one row for the user and model, each cost once.
+    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toMatchObject([{ micro: -2 * HELLO_COST, note: "2 requests", requestId: null }]);
     ledgerSumMatchesBalance(userId);
   });
 
