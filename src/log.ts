@@ -95,8 +95,8 @@ function requestLine(r: RequestRecord, level: LogLevel, time: string, quote: (te
 
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, "0"));
 
-/** Milliseconds with two decimals ("12.30"), from integers: formatting a fraction costs far more. */
-function hundredths(ms: number): string {
+/** Milliseconds with two decimals ("12.30"), from integers: formatting a fraction costs far more. Negative is 0. */
+export function hundredths(ms: number): string {
   const n = Math.max(0, Math.round(ms * 100));
   const cents = n % 100;
   return `${(n - cents) / 100}.${TWO_DIGITS[cents]}`;

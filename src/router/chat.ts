@@ -10,11 +10,14 @@ import { forwardChat } from "./forward";
 import { recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
+import { hundredths } from "../log";
 import { costMicro, estimateTokens, usageFromJson, type Usage } from "./usage";
 
 export interface ChatContext {
   request: Request;
   body: AdmitInput["body"];
+  /** The body as the client sent it. */
+  text: string;
   requestId: string;
   clientIp: () => string;
   startedAt: number;
@@ -31,7 +34,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   if (admission instanceof GatewayError) {
     const denied = record(ctx, route.id, "anonymous", admission.status);
     deps.onRequestDone(denied);
-    admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": denied.latencyMs.toFixed(2) };
+    admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
   }
   const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
@@ -41,6 +44,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   const forwarded = await forwardChat({
     route,
     body: ctx.body,
+    text: ctx.body.stream === true ? null : ctx.text,
     client,
     routing: deps.config.routing,
     now: deps.now,
@@ -48,7 +52,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   });
   if (forwarded instanceof GatewayError) {
     const latencyMs = finish(deps, ctx, admission, client, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
-    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": latencyMs.toFixed(2) };
+    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
     throw forwarded;
   }
   const { reply, target } = forwarded;
@@ -57,7 +61,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   const headers = admission.headers;
   headers["x-request-id"] = ctx.requestId;
   headers["content-type"] = reply.header("content-type") ?? "application/json";
-  headers["x-gateway-overhead-ms"] = Math.max(0, performance.now() - ctx.startedAt - forwarded.upstreamMs).toFixed(2);
+  headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
   const done = { upstream: target.upstream.name, price: route.price, model: route.id };
   const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
   const bodyStartedAt = performance.now();

@@ -25,11 +25,12 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     try {
-      const body = parseJsonBody(await readBodyText(request, maxBody), maxBody);
+      const text = await readBodyText(request, maxBody);
+      const body = parseJsonBody(text, maxBody);
       if (!checker.Check(body)) {
         throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
       }
-      return await handleChat(deps, { request, body, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
+      return await handleChat(deps, { request, body, text, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
       if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id });
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });

@@ -25,7 +25,7 @@ export interface MockUpstream {
   port: number;
   behaviour: MockBehaviour;
   /** The first RECORDED_LIMIT chat requests (a long benchmark run must not grow without bound). */
-  requests: Array<{ path: string; body: any; headers: Record<string, string> }>;
+  requests: Array<{ path: string; body: any; text: string; headers: Record<string, string> }>;
   /** Streams the client (the gateway) cancelled before they ended. */
   cancelledStreams: number;
   chatCount(): number;
@@ -51,9 +51,10 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
-      const body = (await request.json()) as Record<string, any>;
+      const text = await request.text();
+      const body = JSON.parse(text) as Record<string, any>;
       chats += 1;
-      if (requests.length < RECORDED_LIMIT) requests.push({ path: url.pathname, body, headers: Object.fromEntries(request.headers) });
+      if (requests.length < RECORDED_LIMIT) requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) });
       if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
       if (behaviour.failWith) {
         return Response.json(
