@@ -9,7 +9,7 @@ BUN := $(SYSTEM_BUN)
 endif
 SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
 
-.PHONY: run build test bench install migrations check clean
+.PHONY: run build test bench ab install migrations check clean
 
 run: build
 	./dist/modelgate serve
@@ -36,6 +36,13 @@ test: build
 bench: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BUN) bench/run.ts
+
+# Two builds served at once on one core: `make ab A=path/to/other/modelgate` (B defaults to this build).
+B ?= dist/modelgate
+ab: build
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	test -n "$(A)" || (echo "usage: make ab A=BINARY [B=BINARY] [AB_PATH=paid|key|anonymous]" && exit 2)
+	$(BUN) bench/ab.ts "$(A)" "$(B)"
 
 # Regenerate the single initial migration from src/db/schema.ts and embed it (pre-1.0: one file).
 migrations: node_modules/.installed

@@ -52,14 +52,14 @@ export interface BenchGateway {
  * a journal: a pipe into this process would make the harness (sharing the load generator's CPU)
  * read every request line.
  */
-export async function startModelgate(upstreamBaseUrl: string): Promise<BenchGateway> {
+export async function startModelgate(upstreamBaseUrl: string, binary = BINARY): Promise<BenchGateway> {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-"));
   const port = freePort();
   const file = join(dir, "modelgate.toml");
   writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
   const env = { ...process.env, MODELGATE_CONFIG: file };
   const log = Bun.file(join(dir, "modelgate.log"));
-  const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
+  const proc = Bun.spawn([binary, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   while (!(await fetch(`${url}/api/health`).then((r) => r.ok, () => false))) {
@@ -73,7 +73,7 @@ export async function startModelgate(upstreamBaseUrl: string): Promise<BenchGate
     url,
     proc,
     cli: async (args) => {
-      const child = Bun.spawn([BINARY, ...args], { cwd: dir, env, stdout: "pipe", stderr: "ignore", stdin: "ignore" });
+      const child = Bun.spawn([binary, ...args], { cwd: dir, env, stdout: "pipe", stderr: "ignore", stdin: "ignore" });
       const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
       return { code, stdout };
     },

@@ -1,0 +1,77 @@
+/**
+ * Compares two builds of modelgate by serving them at the same time: both gateways and one mock
+ * upstream share CPU 0, one wrk per gateway runs on CPU 1, and each round loads both at once. The
+ * scheduler gives the two gateways equal CPU time, so their requests/s differ by their CPU cost per
+ * request, and whatever slows the machine during a round slows both alike. That is why this finds
+ * differences of one or two percent that `make bench` (one target after another) cannot: there
+ * the rounds of one run span ten points or more. It measures CPU cost only; a stall that leaves
+ * the core idle (an fsync) costs nothing here, since the other gateway uses the core meanwhile.
+ *
+ *   bun bench/ab.ts BINARY_A BINARY_B     # e.g. a build of main against dist/modelgate
+ *
+ * Knobs: AB_ROUNDS (16), AB_DURATION_S (2), AB_CONNECTIONS (16, per gateway), AB_PATH
+ * (paid | key | anonymous; default paid: API key on the priced model, metering on).
+ */
+import { resolve } from "node:path";
+import { freePort } from "../tests/support/binary";
+import { processCpuMs, runWrk, type Scenario } from "./load";
+import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, startModelgate } from "./peers/modelgate";
+
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 16);
+const DURATION_S = Number(process.env.AB_DURATION_S ?? 2);
+const CONNECTIONS = Number(process.env.AB_CONNECTIONS ?? 16);
+const PATH = process.env.AB_PATH ?? "paid";
+const binaries = process.argv.slice(2).map((binary) => resolve(binary));
+if (binaries.length !== 2 || !["paid", "key", "anonymous"].includes(PATH)) {
+  console.error("usage: bun bench/ab.ts BINARY_A BINARY_B   (AB_PATH = paid | key | anonymous)");
+  process.exit(2);
+}
+
+const children: Array<{ kill(signal?: number | NodeJS.Signals): void }> = [];
+process.on("exit", () => children.forEach((child) => child.kill("SIGKILL")));
+const pin = (pid: number, cpus: string): void => void Bun.spawnSync(["taskset", "-a", "-cp", cpus, String(pid)], { stdout: "ignore" });
+pin(process.pid, "1");
+
+const mockPort = freePort();
+const mock = Bun.spawn([process.execPath, "tests/support/mock-upstream.ts", String(mockPort)], { cwd: `${import.meta.dir}/..`, stdout: "ignore", stderr: "ignore" });
+children.push(mock);
+pin(mock.pid, "0");
+const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
+while (!(await fetch(`${mockUrl}/models`).then((r) => r.ok, () => false))) await Bun.sleep(20);
+
+const model = PATH === "paid" ? BENCH_PAID_MODEL : BENCH_MODEL;
+const body = JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }] });
+const targets: Array<{ name: string; pid: number; scenario: Scenario }> = [];
+for (const binary of binaries) {
+  const gateway = await startModelgate(mockUrl, binary);
+  children.push(gateway.proc);
+  pin(gateway.proc.pid, "0");
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (PATH !== "anonymous") {
+    const key = await createApiKey(gateway);
+    if (key === null) throw new Error(`${binary}: could not create an API key`);
+    headers.authorization = `Bearer ${key}`;
+  }
+  targets.push({ name: binary, pid: gateway.proc.pid, scenario: { name: binary, url: `${gateway.url}/v1/chat/completions`, headers, body } });
+}
+
+const loadBoth = (durationS: number) => Promise.all(targets.map((t) => runWrk(t.scenario, { connections: CONNECTIONS, durationS, cpus: "1" })));
+await loadBoth(1); // warm-up
+const ratios: number[] = [];
+const cpuUs = targets.map(() => [] as number[]);
+for (let round = 0; round < ROUNDS; round++) {
+  const before = targets.map((t) => processCpuMs(t.pid));
+  const results = await loadBoth(DURATION_S);
+  if (results.some((r) => r.errors > 0)) throw new Error(`errors in round ${round + 1}: ${results.map((r) => r.errors).join(", ")}`);
+  ratios.push(results[1].rps / results[0].rps);
+  targets.forEach((t, i) => cpuUs[i].push(((processCpuMs(t.pid) - before[i]) * 1000) / results[i].requests));
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
+const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / values.length;
+console.log(`path: ${PATH}, ${ROUNDS} rounds of ${DURATION_S} s, ${CONNECTIONS} connections each`);
+targets.forEach((t, i) => console.log(`${i ? "B" : "A"}: ${t.name}, CPU ${median(cpuUs[i]).toFixed(1)} µs/request (median)`));
+console.log(
+  `B/A requests/s: median ${median(ratios).toFixed(3)}, mean ${mean(ratios).toFixed(3)}, rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}`,
+);
+process.exit(0);
