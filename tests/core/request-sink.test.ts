@@ -3,7 +3,7 @@
  * logged and inserted, in that order, off the request path.
  */
 import { describe, expect, spyOn, test } from "bun:test";
-import { createRequestSink } from "../../src/request-sink";
+import { createRequestSink, FULL_BATCH } from "../../src/request-sink";
 import { createGatewayMetrics } from "../../src/metrics/gateway";
 import { ModelRegistry } from "../../src/router/registry";
 import { buildConfig } from "../../src/config/load";
@@ -38,14 +38,14 @@ describe("request sink", () => {
     sink.close();
   });
 
-  test("a full batch of 256 goes at once, without waiting for the interval", async () => {
+  test("a full batch goes at once, without waiting for the interval", async () => {
     const { sink, calls } = recordingSink();
-    for (let i = 0; i < 255; i++) sink.push(record(i));
+    for (let i = 0; i < FULL_BATCH - 1; i++) sink.push(record(i));
     await Promise.resolve();
     expect(calls).toEqual([]);
-    sink.push(record(255));
+    sink.push(record(FULL_BATCH - 1));
     await Promise.resolve();
-    expect(calls.filter((c) => !c.startsWith("observe"))).toEqual(["log 256", "insert 256"]);
+    expect(calls.filter((c) => !c.startsWith("observe"))).toEqual([`log ${FULL_BATCH}`, `insert ${FULL_BATCH}`]);
     sink.close();
   });
 
