@@ -4,12 +4,16 @@
  */
 import { GatewayError } from "./errors";
 
+/** The request's Content-Length, NaN when it has none (a chunked body). */
+export function declaredLength(request: Request): number {
+  return Number(request.headers.get("content-length") ?? NaN);
+}
+
 /**
  * The body as text, refused early when its declared length is over `limit`. With a length, this is
  * the request's own text() promise (no wrapper to await); a chunked body is counted as it arrives.
  */
-export function readBodyText(request: Request, limit: number): Promise<string> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
+export function readBodyText(request: Request, limit: number, declared = declaredLength(request)): Promise<string> {
   if (declared > limit) return Promise.reject(tooLarge(limit));
   return Number.isFinite(declared) ? request.text() : readLimited(request, limit);
 }

@@ -59,32 +59,10 @@ export function checkTime(auth: SpendAuthorization, options: { nowMs: number; ma
   return null;
 }
 
-export interface PriceInput {
-  /** Credits per 1M tokens, i.e. micro-credits per token. */
-  price: { prompt: number; completion: number };
-  promptTokens: number;
-  maxTokens: number;
-  /** Amount units per 1 credit (spend_auth.units_per_credit). */
-  unitsPerCredit: bigint;
-}
-
-/** The most this request may cost, in the contract's amount units, rounded up. */
-export function requiredAmount(input: PriceInput): bigint {
-  const micro = Math.ceil(input.promptTokens * input.price.prompt + input.maxTokens * input.price.completion);
+/** A maximum cost in micro-credits (../credits/price.ts) in the contract's amount units, rounded up. */
+export function requiredAmount(micro: number, unitsPerCredit: bigint): bigint {
   if (micro <= 0) return 0n;
-  return (BigInt(micro) * input.unitsPerCredit + 999_999n) / 1_000_000n;
-}
-
-/** A rough upper estimate of the prompt's tokens without serialising it: 4 characters a token. */
-export function estimatePromptTokens(messages: unknown[]): number {
-  let chars = 0;
-  for (const message of messages) {
-    const content = (message as { content?: unknown } | null)?.content;
-    if (typeof content === "string") chars += content.length;
-    else if (content !== undefined) chars += JSON.stringify(content).length;
-    chars += 16; // role and framing
-  }
-  return Math.ceil(chars / 4);
+  return (BigInt(micro) * unitsPerCredit + 999_999n) / 1_000_000n;
 }
 
 const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;

@@ -19,7 +19,8 @@ import type { AccountReader } from "../spendauth/chain";
 import type { Admission, AdmitInput } from "./types";
 import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
 import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
-import { checkBinding, checkTime, EXPIRY_SKEW_S, estimatePromptTokens, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
+import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
+import { maxCostMicro } from "../credits/price";
 
 export const SPEND_AUTH_HEADER = "x-payment-signature";
 
@@ -65,12 +66,10 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     const nowMs = deps.now();
     const timely = checkTime(auth, { nowMs, maxExpiryS: cfg.max_expiry_s });
     if (timely) return invalid(timely.field, timely.message);
-    const required = requiredAmount({
-      price: input.route.free ? { prompt: 0, completion: 0 } : input.route.price,
-      promptTokens: estimatePromptTokens(input.body.messages),
-      maxTokens: maxTokensOf(input.body, deps.config.routing.default_max_tokens),
-      unitsPerCredit,
-    });
+    const maxCost = input.route.free
+      ? 0
+      : maxCostMicro({ price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
+    const required = requiredAmount(maxCost, unitsPerCredit);
     if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
     const signer = await recoverSpendSigner(auth, domain);
     if (typeof signer !== "string") return invalid(signer.field, signer.message);
@@ -154,11 +153,6 @@ async function checkAccount(accounts: AccountReader, auth: SpendAuthorization, s
     );
   }
   return null;
-}
-
-function maxTokensOf(body: AdmitInput["body"], fallback: number): number {
-  const value = body.max_completion_tokens ?? body.max_tokens;
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.ceil(value) : fallback;
 }
 
 function invalid(field: string, message: string): GatewayError {

@@ -25,6 +25,8 @@ export interface AdmitInput {
   route: ModelRoute;
   /** The validated chat request body. */
   body: { model: string; max_tokens?: number; messages: unknown[] } & Record<string, unknown>;
+  /** The body's size in bytes as received (the prompt estimate of ../credits/price.ts). */
+  bodyBytes: number;
 }
 
 export interface SettleInput {

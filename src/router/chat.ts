@@ -11,13 +11,14 @@ import { recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
-import { costMicro, estimateTokens, usageFromJson, type Usage } from "./usage";
+import { costMicro, usageFromJson, type Usage } from "./usage";
 
 export interface ChatContext {
   request: Request;
   body: AdmitInput["body"];
-  /** The body as the client sent it. */
+  /** The body as the client sent it, and its size in bytes. */
   text: string;
+  bodyBytes: number;
   requestId: string;
   clientIp: () => string;
   startedAt: number;
@@ -28,7 +29,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   if (!route) {
     throw new GatewayError("model_not_found", `The model "${ctx.body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
   }
-  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, route });
+  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, bodyBytes: ctx.bodyBytes, route });
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
@@ -159,5 +160,5 @@ function record(ctx: ChatContext, model: string, identity: RequestRecord["identi
 
 /** When a stream breaks before the upstream reported usage: what was consumed, estimated. */
 function estimatedUsage(ctx: ChatContext, events: number): Usage {
-  return { prompt_tokens: estimateTokens(JSON.stringify(ctx.body.messages)), completion_tokens: events };
+  return { prompt_tokens: Math.ceil(ctx.bodyBytes / 4), completion_tokens: events };
 }

@@ -7,7 +7,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { parseJsonBody, readBodyText } from "../body";
+import { declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { describeViolation } from "../validation";
 import { handleChat } from "./chat";
@@ -25,12 +25,14 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     try {
-      const text = await readBodyText(request, maxBody);
+      const declared = declaredLength(request);
+      const text = await readBodyText(request, maxBody, declared);
       const body = parseJsonBody(text, maxBody);
+      const bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
       if (!checker.Check(body)) {
         throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
       }
-      return await handleChat(deps, { request, body, text, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
+      return await handleChat(deps, { request, body, text, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
       if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id });
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });

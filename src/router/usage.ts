@@ -37,8 +37,3 @@ export function usageFromJson(text: string): Usage | null {
     return null;
   }
 }
-
-/** A rough token count (4 characters a token) for requests the upstream never reported on. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}

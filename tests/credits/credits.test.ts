@@ -191,24 +191,30 @@ describe("spending", () => {
 });
 
 describe("concurrency bound", () => {
-  test("a burst never overdraws by more than one request's reserved maximum cost", async () => {
-    t = buildAuthApp();
-    const body = { ...HELLO, max_tokens: 10 };
-    const text = JSON.stringify(body);
-    // The prompt estimate is Content-Length / 4, as every HTTP client sends it.
-    const reservation = Math.ceil(text.length / 4) * PAID_PRICE.prompt + 10 * PAID_PRICE.completion;
-    // Enough for three reservations and a bit: the fourth is admitted on the remainder.
-    const { userId, auth } = await paying(3 * reservation + 1);
-    const headers = { ...auth, "content-length": String(text.length) };
-    const statuses = await Promise.all(Array.from({ length: 50 }, () => t.chat(text, headers).then(async (r) => (await r.text(), r.status))));
-    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
-    expect(statuses.filter((s) => s === 402)).toHaveLength(46);
-    t.identities.meter.flush();
-    const balance = getBalance(t.deps.db, userId);
-    expect(balance).toBe(3 * reservation + 1 - 4 * HELLO_COST);
-    expect(balance).toBeGreaterThanOrEqual(-reservation);
-    ledgerSumMatchesBalance(userId);
-  });
+  // The reservation is the body's bytes / 4 at the prompt price plus the completion bound
+  // (max_completion_tokens, else max_tokens) at the completion price, Content-Length sent or not.
+  for (const { name, extra, sendLength } of [
+    { name: "max_tokens, Content-Length sent", extra: { max_tokens: 10 }, sendLength: true },
+    { name: "max_completion_tokens", extra: { max_completion_tokens: 10, max_tokens: 5_000 }, sendLength: true },
+    { name: "a body without Content-Length (chunked)", extra: { max_tokens: 10 }, sendLength: false },
+  ]) {
+    test(`a burst never overdraws by more than one request's reserved maximum cost (${name})`, async () => {
+      t = buildAuthApp();
+      const text = JSON.stringify({ ...HELLO, ...extra });
+      const reservation = Math.ceil(text.length / 4) * PAID_PRICE.prompt + 10 * PAID_PRICE.completion;
+      // Enough for three reservations and a bit: the fourth is admitted on the remainder.
+      const { userId, auth } = await paying(3 * reservation + 1);
+      const headers = sendLength ? { ...auth, "content-length": String(text.length) } : auth;
+      const statuses = await Promise.all(Array.from({ length: 50 }, () => t.chat(text, headers).then(async (r) => (await r.text(), r.status))));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+      expect(statuses.filter((s) => s === 402)).toHaveLength(46);
+      t.identities.meter.flush();
+      const balance = getBalance(t.deps.db, userId);
+      expect(balance).toBe(3 * reservation + 1 - 4 * HELLO_COST);
+      expect(balance).toBeGreaterThanOrEqual(-reservation);
+      ledgerSumMatchesBalance(userId);
+    });
+  }
 
   test("with one micro-credit left, exactly one of a burst is served and the overdraw stays within one reservation", async () => {
     t = buildAuthApp();

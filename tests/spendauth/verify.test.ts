@@ -142,7 +142,8 @@ describe("price", () => {
     const response = await app.chat(BODY, { "x-payment-signature": await signedHeader({ amount: 10n }) });
     const required = response.headers.get("x-payment-required");
     expect(response.status).toBe(402);
-    expect(Number(required)).toBeGreaterThan(200);
+    // The credit meter's maximum cost: the body's bytes / 4 as prompt tokens, plus max_tokens.
+    expect(Number(required)).toBe(Math.ceil(JSON.stringify(BODY).length / 4) * 1 + 100 * 2);
     expect(response.headers.get("x-payment-required-operator")).toBe(OPERATOR.address.toLowerCase());
     expect(response.headers.get("x-payment-required-contract")).toBe(CONTRACT.toLowerCase());
     expect(response.headers.get("x-payment-required-chain-id")).toBe(String(CHAIN_ID));
