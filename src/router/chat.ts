@@ -16,8 +16,7 @@ import { costMicro, usageFromJson, type Usage } from "./usage";
 export interface ChatContext {
   request: Request;
   body: AdmitInput["body"];
-  /** The body as the client sent it, and its size in bytes. */
-  text: string;
+  /** The body's size in bytes as received. */
   bodyBytes: number;
   requestId: string;
   clientIp: () => string;
@@ -45,7 +44,6 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   const forwarded = await forwardChat({
     route,
     body: ctx.body,
-    text: ctx.body.stream === true ? null : ctx.text,
     client,
     routing: deps.config.routing,
     now: deps.now,

@@ -32,7 +32,7 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       if (!checker.Check(body)) {
         throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
       }
-      return await handleChat(deps, { request, body, text, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
+      return await handleChat(deps, { request, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
       if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id });
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });

@@ -17,8 +17,6 @@ import { abandonAttempt, beginAttempt, isAvailable, recordFailure, recordSuccess
 export interface ForwardInput {
   route: ModelRoute;
   body: Record<string, unknown>;
-  /** The body as sent, when it may go upstream unchanged (null when the gateway amends it). */
-  text: string | null;
   /** Reports a client that went away; each attempt points its onGone at its own exchange. */
   client: ClientWatch;
   routing: Config["routing"];
@@ -102,7 +100,9 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
     }
     if (reach === "refused") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (connection refused)` };
   }
-  const exchange = upstream.postChat(payloadFor(target, input));
+  // The body is the gateway's own parse of the request: set the target's model name in place.
+  input.body.model = target.model;
+  const exchange = upstream.postChat(JSON.stringify(input.body));
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;
@@ -127,14 +127,6 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
     if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };
     return { failure: "error", message: `upstream "${upstream.name}" is unreachable` };
   }
-}
-
-/** The client's own text when the target serves the model it asked for; else the body with the target's model name. */
-function payloadFor(target: Target, input: ForwardInput): string {
-  if (input.text !== null && target.model === input.body.model) return input.text;
-  input.text = null; // amended from here on: the client's text no longer matches the body
-  input.body.model = target.model;
-  return JSON.stringify(input.body);
 }
 
 /** Reads a small error body to its end so the keep-alive connection is reused; gives up on a large or slow one. */

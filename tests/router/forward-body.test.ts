@@ -1,8 +1,8 @@
 /**
- * What goes upstream as the request body: the client's own bytes when the target serves the model
- * under the name the client used and the gateway adds nothing (no stream options), so numbers
- * beyond 2^53, key order and spacing arrive as sent; otherwise the gateway's parse, amended with
- * the target's model name, also on the attempts that follow a failover.
+ * What goes upstream as the request body: always the gateway's own parse, re-serialised with the
+ * target's model name, never the client's bytes. So an upstream sees exactly the request the
+ * gateway routed and priced, whatever its JSON parser does with duplicate keys; also on the
+ * attempts that follow a failover.
  */
 import { expect, test } from "bun:test";
 import { freePort } from "../support/binary";
@@ -15,11 +15,16 @@ function post(gw: ReturnType<typeof routerApp>, text: string): Promise<Response>
   return gw.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: text });
 }
 
-test("a target that serves the model under the client's name gets the body byte for byte", async () => {
+test("a body with a duplicate model key goes upstream as the gateway read it: one model, the one it routed", async () => {
   const up = mock();
-  const gw = routerApp({ upstreams: [{ name: "a", base_url: up.url }], models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }] });
-  expect((await post(gw, SENT)).status).toBe(200);
-  expect(up.requests[0].text).toBe(SENT);
+  const gw = routerApp({
+    upstreams: [{ name: "a", base_url: up.url }],
+    models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }, { id: "pricey", price: { prompt: 1, completion: 1 }, targets: [{ upstream: "a" }] }],
+  });
+  const twice = '{"model": "pricey", "messages": [{"role":"user","content":"hello"}], "model": "m"}';
+  expect((await post(gw, twice)).status).toBe(200);
+  expect(up.requests[0].text.match(/"model"/g)).toHaveLength(1);
+  expect(up.requests[0].body.model).toBe("m");
 });
 
 test("a target with its own model name gets the parsed body with that name", async () => {
