@@ -14,7 +14,7 @@
  */
 import { resolve } from "node:path";
 import { freePort } from "../tests/support/binary";
-import { processCpuMs, runWrk, type Scenario } from "./load";
+import { median, processCpuMs, runWrk, type Scenario } from "./load";
 import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, startModelgate } from "./peers/modelgate";
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 16);
@@ -67,7 +67,6 @@ for (let round = 0; round < ROUNDS; round++) {
   targets.forEach((t, i) => cpuUs[i].push(((processCpuMs(t.pid) - before[i]) * 1000) / results[i].requests));
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / values.length;
 console.log(`path: ${PATH}, ${ROUNDS} rounds of ${DURATION_S} s, ${CONNECTIONS} connections each`);
 targets.forEach((t, i) => console.log(`${i ? "B" : "A"}: ${t.name}, CPU ${median(cpuUs[i]).toFixed(1)} µs/request (median)`));

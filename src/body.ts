@@ -10,10 +10,11 @@ export function declaredLength(request: Request): number {
 }
 
 /**
- * The body as text, refused early when its declared length is over `limit`. With a length, this is
- * the request's own text() promise (no wrapper to await); a chunked body is counted as it arrives.
+ * The body as text, refused early when its declared length (declaredLength) is over `limit`. With a
+ * length, this is the request's own text() promise (no wrapper to await); a chunked body is counted
+ * as it arrives.
  */
-export function readBodyText(request: Request, limit: number, declared = declaredLength(request)): Promise<string> {
+export function readBodyText(request: Request, limit: number, declared: number): Promise<string> {
   if (declared > limit) return Promise.reject(tooLarge(limit));
   return Number.isFinite(declared) ? request.text() : readLimited(request, limit);
 }

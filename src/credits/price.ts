@@ -17,7 +17,12 @@ export interface CostInput {
 export function maxCostMicro(input: CostInput): number {
   const { price } = input;
   if (price.prompt === 0 && price.completion === 0) return 0;
-  return Math.ceil(Math.ceil(input.bodyBytes / 4) * price.prompt + completionBound(input.body, input.defaultMaxTokens) * price.completion);
+  return Math.ceil(promptTokenEstimate(input.bodyBytes) * price.prompt + completionBound(input.body, input.defaultMaxTokens) * price.completion);
+}
+
+/** A request's prompt tokens before any upstream reported them: its body's bytes / 4. */
+export function promptTokenEstimate(bodyBytes: number): number {
+  return Math.ceil(bodyBytes / 4);
 }
 
 function completionBound(body: Record<string, unknown>, fallback: number): number {

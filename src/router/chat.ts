@@ -11,6 +11,7 @@ import { recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
+import { promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 
 export interface ChatContext {
@@ -158,5 +159,5 @@ function record(ctx: ChatContext, model: string, identity: RequestRecord["identi
 
 /** When a stream breaks before the upstream reported usage: what was consumed, estimated. */
 function estimatedUsage(ctx: ChatContext, events: number): Usage {
-  return { prompt_tokens: Math.ceil(ctx.bodyBytes / 4), completion_tokens: events };
+  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: events };
 }
