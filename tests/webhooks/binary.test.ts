@@ -106,7 +106,9 @@ describe("the webhook feature in the binary", () => {
   test("a handler killed with the process is redelivered after its lease", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-redeliver-"));
     const marks = join(dir, "attempts");
-    const job = `[[jobs]]\njob_id = 3\ncommand = ["sh", "-c", "echo $X_GATEWAY_ATTEMPT >> ${marks}; [ $X_GATEWAY_ATTEMPT -ge 2 ] || sleep 30"]\ntimeout_ms = 60000\n`;
+    // The first attempt sleeps well past the kill below (which follows its mark within
+    // milliseconds), and not so long that the orphaned sleep outlives the suite by much.
+    const job = `[[jobs]]\njob_id = 3\ncommand = ["sh", "-c", "echo $X_GATEWAY_ATTEMPT >> ${marks}; [ $X_GATEWAY_ATTEMPT -ge 2 ] || sleep 5"]\ntimeout_ms = 60000\n`;
     // [[jobs]] sits at the top level of modelgate.toml, after the [webhooks] tables.
     const withJob = await start(dir, "", ["--service-id", "9"], job);
     const { hooks } = withJob;
