@@ -15,6 +15,7 @@
 import { resolve } from "node:path";
 import { freePort } from "../tests/support/binary";
 import { median, processCpuMs, runWrk, type Scenario } from "./load";
+import { scenario } from "./measure";
 import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, startModelgate } from "./peers/modelgate";
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 16);
@@ -40,19 +41,20 @@ const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
 while (!(await fetch(`${mockUrl}/models`).then((r) => r.ok, () => false))) await Bun.sleep(20);
 
 const model = PATH === "paid" ? BENCH_PAID_MODEL : BENCH_MODEL;
-const body = JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }] });
 const targets: Array<{ name: string; pid: number; scenario: Scenario }> = [];
 for (const binary of binaries) {
   const gateway = await startModelgate(mockUrl, binary);
   children.push(gateway.proc);
   pin(gateway.proc.pid, "0");
-  const headers: Record<string, string> = { "content-type": "application/json" };
+  const headers: Record<string, string> = {};
   if (PATH !== "anonymous") {
     const key = await createApiKey(gateway);
     if (key === null) throw new Error(`${binary}: could not create an API key`);
     headers.authorization = `Bearer ${key}`;
   }
-  targets.push({ name: binary, pid: gateway.proc.pid, scenario: { name: binary, url: `${gateway.url}/v1/chat/completions`, headers, body } });
+  // The request `make bench` sends (bench/measure.ts), so the two benches time the same thing.
+  const target = { name: binary, url: `${gateway.url}/v1/chat/completions`, headers, pid: gateway.proc.pid, streaming: false, note: null, model };
+  targets.push({ name: binary, pid: gateway.proc.pid, scenario: scenario(target, false) });
 }
 
 const loadBoth = (durationS: number) => Promise.all(targets.map((t) => runWrk(t.scenario, { connections: CONNECTIONS, durationS, cpus: "1" })));
