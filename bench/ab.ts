@@ -38,7 +38,11 @@ const mock = Bun.spawn([process.execPath, "tests/support/mock-upstream.ts", Stri
 children.push(mock);
 pin(mock.pid, "0");
 const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
-while (!(await fetch(`${mockUrl}/models`).then((r) => r.ok, () => false))) await Bun.sleep(20);
+const mockDeadline = Date.now() + 15_000;
+while (!(await fetch(`${mockUrl}/models`).then((r) => r.ok, () => false))) {
+  if (Date.now() > mockDeadline) throw new Error("the mock upstream did not come up within 15 s");
+  await Bun.sleep(20);
+}
 
 const model = PATH === "paid" ? BENCH_PAID_MODEL : BENCH_MODEL;
 const targets: Array<{ name: string; pid: number; scenario: Scenario }> = [];
