@@ -4,9 +4,10 @@
  * the reservation and queues the actual cost as a debit, which a flush writes to the ledger in one
  * transaction per batch (every `intervalMs`, at once when `maxBatch` wait), through the write-behind queue.
  *
- * Invariant (this process): available = stored balance - queued debits - open reservations, and
- * flush() commits a batch and forgets its queued amounts in the same synchronous step, so no
- * request ever sees a debit twice or not at all. A batch that fails to write stays queued and is
+ * Invariant (this process): available = stored balance - held, where a user's held amount is
+ * their open reservations plus their queued debits (one map: settling a request swaps its
+ * reservation for its cost in one step), and flush() commits a batch and takes its amounts off
+ * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. A batch that fails to write stays queued and is
  * retried; nothing is dropped. Overdraw bound: see the README (Credits).
  */
 import type { Db } from "../db/client";
@@ -32,42 +33,41 @@ export interface CreditMeter {
 }
 
 export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number } = {}): CreditMeter {
-  const reserved = new Map<number, number>();
-  const queued = new Map<number, number>();
+  /** Per user: open reservations plus queued (not yet written) debits, micro-credits. */
+  const held = new Map<number, number>();
   const writeDebits = createDebitWriter(db);
 
-  function adjust(map: Map<number, number>, userId: number, delta: number): void {
-    const next = (map.get(userId) ?? 0) + delta;
-    if (next === 0) map.delete(userId);
-    else map.set(userId, next);
+  function adjust(userId: number, delta: number): void {
+    const next = (held.get(userId) ?? 0) + delta;
+    if (next === 0) held.delete(userId);
+    else held.set(userId, next);
   }
 
-  // Written debits stop counting as queued in the same synchronous step; a failed batch stays queued.
+  // Written debits stop being held in the same synchronous step; a failed batch stays queued.
   const debits = createWriteBehind<Debit>(
     (batch) => {
       writeDebits(batch);
-      for (const d of batch) adjust(queued, d.userId, -d.micro);
+      for (const d of batch) adjust(d.userId, -d.micro);
     },
     { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true },
   );
 
   return {
     available(userId, storedBalance) {
-      return storedBalance - (queued.get(userId) ?? 0) - (reserved.get(userId) ?? 0);
+      return storedBalance - (held.get(userId) ?? 0);
     },
     reserve(userId, micro) {
-      adjust(reserved, userId, micro);
+      adjust(userId, micro);
       return { userId, micro, settled: false };
     },
     settle(hold, debit) {
       if (hold.settled) return;
       hold.settled = true;
-      adjust(reserved, hold.userId, -hold.micro);
-      if (debit.costMicro <= 0) return;
-      adjust(queued, hold.userId, debit.costMicro);
-      debits.push({ userId: hold.userId, micro: debit.costMicro, requestId: debit.requestId, model: debit.model, at: debit.at });
+      const cost = Math.max(0, debit.costMicro);
+      adjust(hold.userId, cost - hold.micro);
+      if (cost > 0) debits.push({ userId: hold.userId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
     },
-    outstanding: (userId) => (reserved.get(userId) ?? 0) + (queued.get(userId) ?? 0),
+    outstanding: (userId) => held.get(userId) ?? 0,
     flush: debits.flush,
     close: debits.close,
   };
