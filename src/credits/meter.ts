@@ -7,8 +7,9 @@
  * Invariant (this process): available = stored balance - held, where a user's held amount is
  * their open reservations plus their queued debits (one map: settling a request swaps its
  * reservation for its cost in one step), and flush() commits a batch and takes its amounts off
- * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. A batch that fails to write stays queued and is
- * retried; nothing is dropped. Overdraw bound: see the README (Credits).
+ * `held` in the same synchronous step, so no request ever sees a debit twice or not at all.
+ * A batch that fails to write stays queued and is retried; nothing is dropped. Overdraw bound:
+ * see the README (Credits).
  */
 import type { Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
@@ -26,7 +27,7 @@ export interface CreditMeter {
   reserve(userId: number, micro: number): Hold;
   /** Releases the hold and debits `costMicro` (0 for nothing). Idempotent per hold. */
   settle(hold: Hold, debit: { costMicro: number; requestId: string; model: string; at: number }): void;
-  /** Reserved plus queued micro-credits for a user (tests, dashboard). */
+  /** A user's held micro-credits: open reservations plus queued debits (tests, dashboard). */
   outstanding(userId: number): number;
   flush(): void;
   close(): void;
