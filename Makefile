@@ -25,8 +25,12 @@ node_modules/.installed: package.json bun.lock $(BUN)
 	$(BUN) install --frozen-lockfile
 	touch $@
 
+# An npm that skips install scripts leaves the `bun` package's placeholder in place of the binary:
+# then copy the binary from the platform package npm installed beside it, as bun's postinstall does.
 $(CURDIR)/.tools/node_modules/.bin/bun:
 	npm install --no-save --no-audit --no-fund --prefix .tools bun@$(BUN_VERSION)
+	$@ --version >/dev/null 2>&1 || cp .tools/node_modules/@oven/bun-*/bin/bun .tools/node_modules/bun/bin/bun.exe
+	$@ --version
 
 test: build
 	bash scripts/ensure-chromium.sh
