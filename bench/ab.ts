@@ -17,6 +17,7 @@ import { freePort } from "../tests/support/binary";
 import { median, processCpuMs, runWrk, type Scenario } from "./load";
 import { scenario } from "./measure";
 import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, startModelgate } from "./peers/modelgate";
+import { killOnExit, pinTo, startMock } from "./processes";
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 16);
 const DURATION_S = Number(process.env.AB_DURATION_S ?? 2);
@@ -28,28 +29,15 @@ if (binaries.length !== 2 || !["paid", "key", "anonymous"].includes(PATH)) {
   process.exit(2);
 }
 
-const children: Array<{ kill(signal?: number | NodeJS.Signals): void }> = [];
-process.on("exit", () => children.forEach((child) => child.kill("SIGKILL")));
-const pin = (pid: number, cpus: string): void => void Bun.spawnSync(["taskset", "-a", "-cp", cpus, String(pid)], { stdout: "ignore" });
-pin(process.pid, "1");
-
-const mockPort = freePort();
-const mock = Bun.spawn([process.execPath, "tests/support/mock-upstream.ts", String(mockPort)], { cwd: `${import.meta.dir}/..`, stdout: "ignore", stderr: "ignore" });
-children.push(mock);
-pin(mock.pid, "0");
-const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
-const mockDeadline = Date.now() + 15_000;
-while (!(await fetch(`${mockUrl}/models`).then((r) => r.ok, () => false))) {
-  if (Date.now() > mockDeadline) throw new Error("the mock upstream did not come up within 15 s");
-  await Bun.sleep(20);
-}
+pinTo(process.pid, "1");
+const { url: mockUrl } = await startMock(freePort(), "0");
 
 const model = PATH === "paid" ? BENCH_PAID_MODEL : BENCH_MODEL;
 const targets: Array<{ name: string; pid: number; scenario: Scenario }> = [];
 for (const binary of binaries) {
   const gateway = await startModelgate(mockUrl, binary);
-  children.push(gateway.proc);
-  pin(gateway.proc.pid, "0");
+  killOnExit(gateway.proc);
+  pinTo(gateway.proc.pid, "0");
   const headers: Record<string, string> = {};
   if (PATH !== "anonymous") {
     const key = await createApiKey(gateway);

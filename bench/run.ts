@@ -11,45 +11,23 @@
 import { cpus } from "node:os";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { freePort } from "../tests/support/binary";
 import { measureAll, scenario, type Target } from "./measure";
 import { BENCH_PAID_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
 import { installPortkey, portkeyHeaders } from "./peers/portkey";
 import { factsBlock, resultsTable, verdicts, verdictTable } from "./report";
+import { answers, killOnExit, pinTo, spawnServer, startMock } from "./processes";
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 1);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PIN = process.env.BENCH_PIN !== "0" && Bun.which("taskset") !== null && cpus().length >= 2;
-const SERVER_CPUS = "0";
-const CLIENT_CPUS = "1";
-const ROOT = join(import.meta.dir, "..");
+/** The CPUs servers and the load generator are pinned to (taskset lists), null when not pinning. */
+const SERVER_CPUS = PIN ? "0" : null;
+const CLIENT_CPUS = PIN ? "1" : null;
 
-const children: Subprocess[] = [];
-process.on("exit", () => {
-  for (const child of children) child.kill("SIGKILL");
-});
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
-
-function pin(pid: number, cpuList: string): void {
-  if (PIN) Bun.spawnSync(["taskset", "-a", "-cp", cpuList, String(pid)], { stdout: "ignore", stderr: "ignore" });
-}
-
-/** Spawns a long-running child, pins it to the server CPUs and waits until `probeUrl` answers. */
-async function spawnServer(argv: string[], probe: () => Promise<boolean>): Promise<Subprocess> {
-  const proc = Bun.spawn(argv, { cwd: ROOT, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
-  children.push(proc);
-  pin(proc.pid, SERVER_CPUS);
-  const deadline = Date.now() + 15_000;
-  while (!(await probe().catch(() => false))) {
-    if (proc.exitCode !== null) throw new Error(`${argv.join(" ")} exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
-    if (Date.now() > deadline) throw new Error(`${argv.join(" ")} did not come up within 15 s`);
-    await Bun.sleep(25);
-  }
-  return proc;
-}
 
 /** One answer of each kind must be right before anything is timed. */
 async function sanityCheck(target: Target): Promise<string | null> {
@@ -74,7 +52,7 @@ async function optionalSections(mockUrl: string): Promise<string[]> {
       const mod = (await import(path)) as Record<string, unknown>;
       const run = mod[exportName];
       if (typeof run !== "function") throw new Error(`bench/${file} does not export ${exportName}`);
-      sections.push(String(await run({ mockUrl, pin: (pid: number) => pin(pid, SERVER_CPUS), clientCpus: PIN ? CLIENT_CPUS : null, durationS: DURATION_S, concurrency: CONCURRENCY })));
+      sections.push(String(await run({ mockUrl, pin: (pid: number) => pinTo(pid, SERVER_CPUS), clientCpus: CLIENT_CPUS, durationS: DURATION_S, concurrency: CONCURRENCY })));
     } catch (error) {
       sections.push(`### bench/${file}\n\nFailed: ${(error as Error).message}`);
     }
@@ -95,21 +73,20 @@ function loadNote(before: number): string {
 async function main(): Promise<void> {
   if (!Bun.which("wrk")) throw new Error("wrk is not installed (make bench installs it: apt-get install -y wrk)");
   const loadAtStart = loadAverage();
-  pin(process.pid, CLIENT_CPUS);
+  pinTo(process.pid, CLIENT_CPUS);
   const mockPort = freePort();
-  const mockUrl = `http://127.0.0.1:${mockPort}/v1`;
-  const alive = (url: string) => () => fetch(url).then((r) => r.status < 500);
-  await spawnServer([process.execPath, "tests/support/mock-upstream.ts", String(mockPort)], alive(`${mockUrl}/models`));
+  const mock = await startMock(mockPort, SERVER_CPUS);
+  const mockUrl = mock.url;
   const targets: Target[] = [];
-  targets.push({ name: "direct (mock)", url: `${mockUrl}/chat/completions`, headers: {}, pid: children[0].pid, streaming: true, note: null });
+  targets.push({ name: "direct (mock)", url: `${mockUrl}/chat/completions`, headers: {}, pid: mock.proc.pid, streaming: true, note: null });
 
   const proxyPort = freePort();
-  const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], alive(`http://127.0.0.1:${proxyPort}/v1/models`));
+  const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], answers(`http://127.0.0.1:${proxyPort}/v1/models`), SERVER_CPUS);
   targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null, isFloor: true });
 
   const gateway = await startModelgate(mockUrl);
-  children.push(gateway.proc);
-  pin(gateway.proc.pid, SERVER_CPUS);
+  killOnExit(gateway.proc);
+  pinTo(gateway.proc.pid, SERVER_CPUS);
   targets.push({ name: "modelgate", url: `${gateway.url}/v1/chat/completions`, headers: {}, pid: gateway.proc.pid, streaming: true, note: null, pairedWithFloor: true });
   const apiKey = await createApiKey(gateway);
   if (apiKey) {
@@ -126,7 +103,7 @@ async function main(): Promise<void> {
       portkeyNote = `Portkey OSS not measured: ${install.error}`;
     } else {
       const port = freePort();
-      const proc = await spawnServer(install.command(port), () => fetch(`http://127.0.0.1:${port}/`).then(() => true));
+      const proc = await spawnServer(install.command(port), () => fetch(`http://127.0.0.1:${port}/`).then(() => true), SERVER_CPUS);
       targets.push({ name: "Portkey OSS", url: `http://127.0.0.1:${port}/v1/chat/completions`, headers: portkeyHeaders(mockUrl), pid: proc.pid, streaming: install.streaming, note: install.streaming ? null : "stream not measured" });
     }
   }
@@ -135,10 +112,10 @@ async function main(): Promise<void> {
     const problem = await sanityCheck(target);
     if (problem) throw new Error(`sanity check failed, nothing timed: ${problem}`);
   }
-  const results = await measureAll(targets, { rounds: ROUNDS, durationS: DURATION_S, warmupS: WARMUP_S, concurrency: CONCURRENCY, clientCpus: PIN ? CLIENT_CPUS : null });
+  const results = await measureAll(targets, { rounds: ROUNDS, durationS: DURATION_S, warmupS: WARMUP_S, concurrency: CONCURRENCY, clientCpus: CLIENT_CPUS });
   for (const [i, target] of targets.entries()) if (target.name === "modelgate") results[i].rssAfterMb = rssMb(target.pid);
   console.error("· modelgate start-up and idle RSS");
-  const startup = await measureStartup(mockUrl, { starts: 7, pin: (pid) => pin(pid, SERVER_CPUS) });
+  const startup = await measureStartup(mockUrl, { starts: 7, pin: (pid) => pinTo(pid, SERVER_CPUS) });
   const sections = await optionalSections(mockUrl);
 
   const facts = {
