@@ -2,7 +2,8 @@
  * Metering for paid requests without a database write on the request path. Before calling
  * upstream the gate reserves the request's maximum cost in memory; when it ends, settle() releases
  * the reservation and queues the actual cost as a debit, which a flush writes to the ledger in one
- * transaction per batch (every `intervalMs`, at once when `maxBatch` wait), through the write-behind queue.
+ * transaction per batch (every `intervalMs`, at once when `maxBatch` wait), through the
+ * write-behind queue.
  *
  * Invariant (this process): available = stored balance - held, where a user's held amount is
  * their open reservations plus their queued debits (one map: settling a request swaps its
