@@ -4,8 +4,11 @@
  * estimate + completion bound), in integer micro-credits (prices are credits per 1M tokens, so
  * micro-credits per token). The prompt estimate is the request body's size in bytes / 4, which
  * over-counts the JSON around the messages and so errs towards more. The completion bound is
- * max_completion_tokens, else max_tokens, else routing.default_max_tokens.
+ * max_completion_tokens, else max_tokens, else routing.default_max_tokens, at most
+ * MAX_COUNTED_TOKENS (a bound of 1e308 tokens would make the cost Infinity).
  */
+import { MAX_COUNTED_TOKENS } from "../router/usage";
+
 export interface CostInput {
   price: { prompt: number; completion: number };
   body: Record<string, unknown>;
@@ -27,5 +30,5 @@ export function promptTokenEstimate(bodyBytes: number): number {
 
 function completionBound(body: Record<string, unknown>, fallback: number): number {
   const value = body.max_completion_tokens ?? body.max_tokens;
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.ceil(value) : fallback;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.ceil(value), MAX_COUNTED_TOKENS) : fallback;
 }

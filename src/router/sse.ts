@@ -4,7 +4,7 @@
  * drops that extra usage chunk when the client did not ask for it, and turns an upstream that
  * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`.
  */
-import type { Usage } from "./usage";
+import { readUsage, type Usage } from "./usage";
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -60,7 +60,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       else events += 1;
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
-        if (parsed?.usage) usage = parsed.usage;
+        usage = readUsage(parsed?.usage) ?? usage;
         if (!options.clientWantsUsage && Array.isArray(parsed?.choices) && parsed.choices.length === 0) continue;
       }
       out += event;
@@ -105,7 +105,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   });
 }
 
-function parseData(event: string): { usage?: Usage; choices?: unknown[] } | null {
+function parseData(event: string): { usage?: unknown; choices?: unknown } | null {
   const line = event.split("\n").find((l) => l.startsWith("data:"));
   if (!line) return null;
   try {

@@ -1,18 +1,38 @@
 /**
  * Token usage as upstreams report it, and its cost in integer micro-credits. Prices are credits
  * per 1M tokens, so micro-credits per token equals the price: cost = tokens * price, rounded up.
+ * A reported usage is untrusted JSON: readUsage narrows it to whole, non-negative token counts of
+ * at most MAX_COUNTED_TOKENS, so no cost, hold or log row is ever NaN, Infinity or a string.
  */
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
-  total_tokens?: number;
 }
+
+/**
+ * The most tokens one request is counted for, prompt and completion each: a thousand times the
+ * largest context window of any model, and small enough that counts times prices stay exact
+ * integers. A larger number (a client's max_tokens of 1e308, a broken upstream's usage) counts
+ * as this many.
+ */
+export const MAX_COUNTED_TOKENS = 1_000_000_000;
 
 export function costMicro(usage: Usage | null, price: { prompt: number; completion: number }): number {
   if (!usage) return 0;
-  const prompt = Math.max(0, Math.floor(Number(usage.prompt_tokens) || 0));
-  const completion = Math.max(0, Math.floor(Number(usage.completion_tokens) || 0));
-  return Math.ceil(prompt * price.prompt + completion * price.completion);
+  return Math.ceil(usage.prompt_tokens * price.prompt + usage.completion_tokens * price.completion);
+}
+
+/** A whole token count from an untrusted number: 0 unless positive, at most MAX_COUNTED_TOKENS. */
+export function tokenCount(value: unknown): number {
+  return typeof value === "number" && value > 0 ? Math.min(Math.floor(value), MAX_COUNTED_TOKENS) : 0;
+}
+
+/** A reported `usage` object narrowed to token counts; null unless it has at least one number. */
+export function readUsage(raw: unknown): Usage | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const { prompt_tokens, completion_tokens } = raw as Record<string, unknown>;
+  if (typeof prompt_tokens !== "number" && typeof completion_tokens !== "number") return null;
+  return { prompt_tokens: tokenCount(prompt_tokens), completion_tokens: tokenCount(completion_tokens) };
 }
 
 /**
@@ -26,13 +46,12 @@ export function usageFromJson(text: string): Usage | null {
   const close = open === -1 ? -1 : text.indexOf("}", open);
   if (close !== -1 && !text.slice(at + 7, open).trim().replace(":", "")) {
     try {
-      const usage = JSON.parse(text.slice(open, close + 1)) as Usage;
-      if (typeof usage.prompt_tokens === "number" || typeof usage.completion_tokens === "number") return usage;
+      const usage = readUsage(JSON.parse(text.slice(open, close + 1)));
+      if (usage) return usage;
     } catch {}
   }
   try {
-    const parsed = JSON.parse(text) as { usage?: Usage | null };
-    return parsed.usage && typeof parsed.usage === "object" ? parsed.usage : null;
+    return readUsage((JSON.parse(text) as { usage?: unknown } | null)?.usage);
   } catch {
     return null;
   }

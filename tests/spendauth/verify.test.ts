@@ -9,6 +9,7 @@ import { BASE_CONFIG, CHAIN_ID, CLIENT, COMMITMENT, CONTRACT, KEYS, OPERATOR, fi
 import { concat, encodeAbiParameters, keccak256, parseAbiParameters, recoverAddress, toHex } from "viem";
 import { GatewayError } from "../../src/errors";
 import { listSettlements } from "../../src/spendauth/queue";
+import { MAX_COUNTED_TOKENS } from "../../src/router/usage";
 
 let mock: MockUpstream;
 let config: typeof BASE_CONFIG;
@@ -151,6 +152,14 @@ describe("price", () => {
     expect(body.error).toMatchObject({ code: "payment_required", required_amount: required! });
     const again = await app.chat(BODY, { "x-payment-signature": await signedHeader({ amount: BigInt(required!) }) });
     expect(again.status).toBe(200);
+  });
+
+  test("a max_tokens of 1e308 asks for the price of MAX_COUNTED_TOKENS (it was a 500)", async () => {
+    const app = spendAuthApp(config);
+    const body = { ...BODY, max_tokens: 1e308 };
+    const response = await app.chat(body, { "x-payment-signature": await signedHeader({ amount: 10n }) });
+    expect(response.status).toBe(402);
+    expect(response.headers.get("x-payment-required")).toBe(String(Math.ceil(JSON.stringify(body).length / 4) * 1 + MAX_COUNTED_TOKENS * 2));
   });
 
   test("a free model takes an amount of zero", async () => {

@@ -18,6 +18,8 @@ export interface MockBehaviour {
   /** Delay between stream chunks (ms). */
   chunkDelayMs?: number;
   models?: string[];
+  /** Report this as `usage` (JSON and stream) instead of the counts of the answer. */
+  usage?: Record<string, unknown>;
 }
 
 export interface MockUpstream {
@@ -64,7 +66,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       }
       const words = behaviour.words ?? DEFAULT_WORDS;
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
-      const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+      const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
       const id = "chatcmpl-mock";
       const created = Math.floor(Date.now() / 1000);
       if (!body.stream) {
@@ -97,7 +99,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
 function sseStream(
   body: Record<string, any>,
   words: string[],
-  usage: Record<string, number>,
+  usage: Record<string, unknown>,
   behaviour: MockBehaviour,
   meta: { id: string; created: number },
   onCancel: () => void,
