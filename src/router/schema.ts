@@ -2,8 +2,10 @@
  * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
  * assistant, tool; content a string or an array), optional stream, temperature, max_tokens.
  * Additional properties are allowed everywhere and passed to the upstream untouched.
+ * Plain TypeBox, not Elysia's `t`: Elysia's Integer also accepts numeric strings (for query
+ * strings), which would pass `"max_tokens": "5"` on to the upstream as a string.
  */
-import { t } from "elysia";
+import { Type as t } from "@sinclair/typebox";
 
 const Message = t.Object(
   {

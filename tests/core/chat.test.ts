@@ -33,7 +33,10 @@ describe("POST /v1/chat/completions validation", () => {
     ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content/],
     ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content/],
     ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
-    ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens/],
+    ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer$/],
+    ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer$/],
+    ["max_tokens zero", { model: "m1", messages: user, max_tokens: 0 }, /max_tokens: expected integer to be greater or equal to 1/],
+    ["temperature a string", { model: "m1", messages: user, temperature: "0.5" }, /temperature: expected number$/],
     ["body an array", [1, 2], /body|model/],
   ];
   for (const [name, body, pattern] of cases) {
