@@ -1,6 +1,7 @@
 /**
  * A tiny argv parser: positionals plus `--flag value`, `--flag=value` and bare boolean flags.
- * Which flags are boolean is declared by the command, never guessed.
+ * Which flags are boolean is declared by the command, never guessed. A value that starts with
+ * `--` must be written `--flag=--value`.
  */
 export interface Args {
   positionals: string[];
@@ -24,7 +25,8 @@ export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Se
     const name = arg.slice(2, eq === -1 ? undefined : eq);
     if (eq !== -1) flags.set(name, arg.slice(eq + 1));
     else if (booleans.has(name)) flags.set(name, true);
-    else if (i + 1 < argv.length) flags.set(name, argv[++i]);
+    // A flag is never a value: `--name --config x` must not name a key "--config".
+    else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) flags.set(name, argv[++i]);
     else throw new UsageError(`--${name} needs a value`);
   }
   return { positionals, flags };

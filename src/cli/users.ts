@@ -23,6 +23,7 @@ const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000
 /** `30d`, `12h`, `90m`, `2w`, or an ISO date/time; returns the absolute expiry (ms). */
 export function parseExpiry(text: string, now: number): number {
   const relative = /^(\d{1,6})([mhdw])$/.exec(text.trim());
+  if (relative && Number(relative[1]) === 0) throw new UsageError(`--expires: "${text}" would expire the key at once`);
   if (relative) return now + Number(relative[1]) * UNIT_MS[relative[2]];
   const absolute = Date.parse(text);
   if (Number.isNaN(absolute)) throw new UsageError(`--expires: "${text}" is neither a duration like 30d, 12h, 90m, 2w nor a date like 2027-01-01`);
