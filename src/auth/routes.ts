@@ -221,9 +221,11 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .post(
       "/api/admin/credits",
       ({ body, user }) => {
-        const email = normalizeEmail(field(body, "email"));
+        const given = field(body, "email");
+        if (!given) throw new GatewayError("invalid_request_error", "email is required: the user to grant credits to", { param: "email" });
+        const email = normalizeEmail(given);
         const target = email === null ? null : findUserByEmail(db, email);
-        if (target === null) throw new GatewayError("not_found", `No user with the email ${JSON.stringify(field(body, "email") ?? "")}`, { param: "email" });
+        if (target === null) throw new GatewayError("not_found", `No user with the email ${JSON.stringify(given)}`, { param: "email" });
         const amount = body !== null && typeof body === "object" ? (body as Record<string, unknown>).amount : undefined;
         const micro = parseCredits(amount);
         if (micro === null) throw new GatewayError("invalid_request_error", "amount must be a positive number of credits with at most 6 decimals, e.g. \"12.50\"", { param: "amount" });
