@@ -13,9 +13,11 @@ export interface SchemaViolation {
 export function describeViolation(first: SchemaViolation | undefined): string {
   if (!first) return "The request body does not match the ChatCompletionRequest schema";
   const path = pointerToPath(first.path ?? "");
-  const options = (first.schema as { anyOf?: { const?: unknown }[] } | undefined)?.anyOf;
+  const options = (first.schema as { anyOf?: { const?: unknown; type?: string }[] } | undefined)?.anyOf;
   const reason = options?.every((o) => "const" in o)
     ? `must be one of ${options.map((o) => o.const).join(", ")}`
-    : (first.message ?? "is invalid").replace(/^Expected/, "expected");
+    : options?.every((o) => typeof o.type === "string")
+      ? `expected ${options.map((o) => o.type).join(" or ")}`
+      : (first.message ?? "is invalid").replace(/^Expected/, "expected");
   return `Invalid request body: ${path || "body"}: ${reason}`;
 }

@@ -30,13 +30,15 @@ describe("POST /v1/chat/completions validation", () => {
     ["missing messages", { model: "m1" }, /messages/],
     ["empty messages", { model: "m1", messages: [] }, /messages/],
     ["bad role", { model: "m1", messages: [{ role: "robot", content: "x" }] }, /messages\[0\]\.role: must be one of system, user, assistant, tool/],
-    ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content/],
+    ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content: expected string or array$/],
     ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content/],
     ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
     ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer$/],
     ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer$/],
     ["max_tokens zero", { model: "m1", messages: user, max_tokens: 0 }, /max_tokens: expected integer to be greater or equal to 1/],
     ["temperature a string", { model: "m1", messages: user, temperature: "0.5" }, /temperature: expected number$/],
+    ["stream_options a string", { model: "m1", messages: user, stream: true, stream_options: "usage" }, /stream_options: expected object or null$/],
+    ["stream_options a list", { model: "m1", messages: user, stream: true, stream_options: [true] }, /stream_options: expected object or null$/],
     ["body an array", [1, 2], /body|model/],
   ];
   for (const [name, body, pattern] of cases) {
@@ -133,6 +135,15 @@ describe("POST /v1/chat/completions routing", () => {
     const usageChunk = JSON.parse(events.at(-2)!.slice(6));
     expect(usageChunk.choices).toEqual([]);
     expect(usageChunk.usage.completion_tokens).toBe(6);
+  });
+
+  test("stream_options of null, or with options of its own, still gets include_usage upstream", async () => {
+    for (const [given, sent] of [[null, { include_usage: true }], [{ continuous_usage_stats: false }, { continuous_usage_stats: false, include_usage: true }]]) {
+      const res = await t.chat({ model: "m1", messages: user, stream: true, stream_options: given });
+      expect(res.status).toBe(200);
+      expect((await res.text()).endsWith("data: [DONE]\n\n")).toBe(true);
+      expect(mock.requests.at(-1)!.body.stream_options).toEqual(sent);
+    }
   });
 });
 
