@@ -63,10 +63,14 @@ const Target = T.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Credits per 1M tokens. At most a credit a token, so that a request's cost (at most
+ * MAX_COUNTED_TOKENS of each kind, src/router/usage.ts) stays an exact integer of micro-credits.
+ */
 const Price = T.Object(
   {
-    prompt: T.Number({ default: 0, minimum: 0 }),
-    completion: T.Number({ default: 0, minimum: 0 }),
+    prompt: T.Number({ default: 0, minimum: 0, maximum: 1_000_000 }),
+    completion: T.Number({ default: 0, minimum: 0, maximum: 1_000_000 }),
   },
   { additionalProperties: false, default: {} },
 );

@@ -62,6 +62,14 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(`[server]\nmax_body_bytes = "big"`)).toStartWith("server.max_body_bytes: expected integer");
   });
 
+  test("a price above a credit a token, or not a finite number, is refused (costs must stay exact integers)", () => {
+    const model = (price: string) => `[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = ${price}\n`;
+    expect(build(model("{ prompt = 1000000, completion = 0.15 }")).config.models[0].price).toEqual({ prompt: 1_000_000, completion: 0.15 });
+    expect(errorOf(model("{ completion = 1e300 }"))).toBe("models[0].price.completion: expected number to be less or equal to 1000000");
+    expect(errorOf(model("{ prompt = inf }"))).toStartWith("models[0].price.prompt: expected number");
+    expect(errorOf(model("{ prompt = nan }"))).toStartWith("models[0].price.prompt: expected number");
+  });
+
   test("an unknown key is refused by name", () => {
     expect(errorOf(`[server]\nlisten_on = "0.0.0.0:1"`)).toBe("server.listen_on: unknown key");
   });
