@@ -10,9 +10,9 @@ export interface Usage {
 }
 
 /**
- * The most tokens one request is counted for, prompt and completion each: a thousand times the
- * largest context window of any model, and small enough that counts times prices stay exact
- * integers. A larger number (a client's max_tokens of 1e308, a broken upstream's usage) counts
+ * The most tokens one request is counted for, prompt and completion each: hundreds of times the
+ * largest context window of any model, and small enough that counts times prices (at most
+ * 1,000,000 credits per 1M tokens, src/config/schema.ts) stay exact integers. A larger number (a client's max_tokens of 1e308, a broken upstream's usage) counts
  * as this many.
  */
 export const MAX_COUNTED_TOKENS = 1_000_000_000;
@@ -23,7 +23,7 @@ export function costMicro(usage: Usage | null, price: { prompt: number; completi
 }
 
 /** A whole token count from an untrusted number: 0 unless positive, at most MAX_COUNTED_TOKENS. */
-export function tokenCount(value: unknown): number {
+function tokenCount(value: unknown): number {
   return typeof value === "number" && value > 0 ? Math.min(Math.floor(value), MAX_COUNTED_TOKENS) : 0;
 }
 
