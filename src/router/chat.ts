@@ -83,7 +83,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         clearTimeout(timer);
       }
     }
-    finish(deps, ctx, admission, client, outcome(done, reply.status, usageFromJson(text), forwarded.upstreamMs + performance.now() - bodyStartedAt));
+    // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
+    const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
+    finish(deps, ctx, admission, client, outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
     return new Response(text, { status: reply.status, headers });
   }
   headers["cache-control"] = "no-cache";
@@ -93,7 +95,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     abortUpstream: forwarded.abort,
     onEnd: (result) => {
       if (result.outcome === "upstream_error") recordFailure(target.upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
-      const usage = result.usage ?? (result.outcome === "complete" ? null : estimatedUsage(ctx, result.events));
+      const usage = result.usage ?? estimatedUsage(ctx, result.events);
       const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
       finish(deps, ctx, admission, client, outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
     },
@@ -157,7 +159,11 @@ function record(ctx: ChatContext, model: string, identity: RequestRecord["identi
   };
 }
 
-/** When a stream breaks before the upstream reported usage: what was consumed, estimated. */
-function estimatedUsage(ctx: ChatContext, events: number): Usage {
-  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: events };
+/**
+ * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
+ * reservation estimates it, and the completion as counted by the caller (a stream's events
+ * relayed, a JSON answer's characters / 4).
+ */
+function estimatedUsage(ctx: ChatContext, completionTokens: number): Usage {
+  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: completionTokens };
 }

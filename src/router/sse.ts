@@ -18,7 +18,7 @@ export interface RelayOptions {
 
 export interface RelayResult {
   usage: Usage | null;
-  /** Content events seen; a fallback measure when the upstream never reported usage. */
+  /** Events relayed to the client ([DONE] and a stripped usage chunk not counted): the completion estimate without a usage report. */
   events: number;
   outcome: "complete" | "upstream_error" | "client_closed";
   error?: string;
@@ -56,13 +56,13 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       const event = text.slice(start, end + 2);
       start = end + 2;
-      if (event.startsWith("data: [DONE]")) sawDone = true;
-      else events += 1;
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
         usage = readUsage(parsed?.usage) ?? usage;
         if (!options.clientWantsUsage && Array.isArray(parsed?.choices) && parsed.choices.length === 0) continue;
       }
+      if (event.startsWith("data: [DONE]")) sawDone = true;
+      else events += 1;
       out += event;
     }
     pending = text.slice(start);

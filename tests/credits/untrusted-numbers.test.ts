@@ -1,7 +1,8 @@
 /**
  * Numbers the meter takes from outside: a client's max_tokens / max_completion_tokens and an
  * upstream's reported usage. However large, negative or mistyped, they count as whole token
- * numbers of at most MAX_COUNTED_TOKENS, so the credit check stays on and the books stay exact.
+ * numbers of at most MAX_COUNTED_TOKENS, so the credit check stays on and the books stay exact;
+ * and an answer the upstream reported no usage for is charged an estimate, not nothing.
  * (Regression: a max_tokens of 1e308 made the reservation Infinity; settling it left the user's
  * held amount NaN, and every later request of that user passed the credit check.)
  */
@@ -9,6 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { getBalance, grantCredits, listLedger } from "../../src/credits/ledger";
 import { MAX_COUNTED_TOKENS, usageFromJson } from "../../src/router/usage";
 import { buildAuthApp, HELLO, PAID_PRICE, type AuthTestApp } from "../auth/support";
+import type { MockBehaviour } from "../support/mock-upstream";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
@@ -63,7 +65,6 @@ describe("an upstream's reported usage", () => {
   const cases: Array<{ name: string; usage: Record<string, unknown>; prompt: number; completion: number }> = [
     { name: "beyond any real count", usage: { prompt_tokens: 1e308, completion_tokens: 2 }, prompt: MAX_COUNTED_TOKENS, completion: 2 },
     { name: "negative and fractional", usage: { prompt_tokens: -50, completion_tokens: 7.9 }, prompt: 0, completion: 7 },
-    { name: "strings and objects", usage: { prompt_tokens: "900", completion_tokens: { n: 1 }, total_tokens: 3 }, prompt: 0, completion: 0 },
   ];
   for (const { name, usage, prompt, completion } of cases) {
     for (const stream of [false, true]) {
@@ -82,6 +83,30 @@ describe("an upstream's reported usage", () => {
         expect(debits).toHaveLength(cost > 0 ? 1 : 0);
       });
     }
+  }
+
+  const unreported: Array<{ name: string; behaviour: MockBehaviour }> = [
+    { name: "no usage at all", behaviour: { noUsage: true } },
+    { name: "a usage without a number in it", behaviour: { usage: { prompt_tokens: "900", completion_tokens: { n: 1 }, total_tokens: 3 } } },
+  ];
+  for (const [{ name, behaviour }, stream] of unreported.flatMap((u) => [[u, false], [u, true]] as const)) {
+    test(`an answer with ${name} (${stream ? "streamed" : "JSON"}) is charged an estimate, not nothing`, async () => {
+      t = buildAuthApp();
+      Object.assign(t.upstream.behaviour, behaviour);
+      const { userId, auth } = await payer(1_000_000);
+      const body = JSON.stringify({ ...HELLO, stream });
+      const response = await t.chat(body, auth);
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      // The prompt as reservations estimate it; the completion as a JSON answer's characters / 4,
+      // or one token per event relayed.
+      const prompt = Math.ceil(body.length / 4);
+      const completion = stream ? text.split("\n\n").filter((e) => e.startsWith("data: {")).length : Math.ceil(text.length / 4);
+      const cost = prompt * PAID_PRICE.prompt + completion * PAID_PRICE.completion;
+      expect(t.records.at(-1)).toMatchObject({ status: 200, promptTokens: prompt, completionTokens: completion, costMicro: cost });
+      t.identities.meter.flush();
+      expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - cost);
+    });
   }
 
   test("a usage object without a number in it is no usage", () => {

@@ -20,6 +20,8 @@ export interface MockBehaviour {
   models?: string[];
   /** Report this as `usage` (JSON and stream) instead of the counts of the answer. */
   usage?: Record<string, unknown>;
+  /** Report no usage at all, even when asked for it (as some older servers do). */
+  noUsage?: boolean;
 }
 
 export interface MockUpstream {
@@ -76,7 +78,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           created,
           model: body.model,
           choices: [{ index: 0, message: { role: "assistant", content: words.join("") }, finish_reason: "stop" }],
-          usage,
+          ...(behaviour.noUsage ? {} : { usage }),
         });
       }
       return new Response(sseStream(body, words, usage, behaviour, { id, created }, () => (mock.cancelledStreams += 1)), {
@@ -105,7 +107,7 @@ function sseStream(
   onCancel: () => void,
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  const includeUsage = body.stream_options?.include_usage === true;
+  const includeUsage = body.stream_options?.include_usage === true && !behaviour.noUsage;
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     encoder.encode(`data: ${JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: body.model, choices, ...extra })}\n\n`);
   let sent = 0;
