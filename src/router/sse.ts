@@ -18,7 +18,10 @@ export interface RelayOptions {
 
 export interface RelayResult {
   usage: Usage | null;
-  /** Events relayed to the client ([DONE] and a stripped usage chunk not counted): the completion estimate without a usage report. */
+  /**
+   * Events relayed to the client, [DONE] and a stripped usage chunk not counted: the completion
+   * estimate when the upstream reported no usage.
+   */
   events: number;
   outcome: "complete" | "upstream_error" | "client_closed";
   error?: string;
