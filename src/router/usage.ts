@@ -12,8 +12,8 @@ export interface Usage {
 /**
  * The most tokens one request is counted for, prompt and completion each: hundreds of times the
  * largest context window of any model, and small enough that counts times prices (at most
- * 1,000,000 credits per 1M tokens, src/config/schema.ts) stay exact integers. A larger number (a client's max_tokens of 1e308, a broken upstream's usage) counts
- * as this many.
+ * 1,000,000 credits per 1M tokens, src/config/schema.ts) stay exact integers. A larger number
+ * (a client's max_tokens of 1e308, a broken upstream's usage) counts as this many.
  */
 export const MAX_COUNTED_TOKENS = 1_000_000_000;
 
