@@ -11,6 +11,7 @@ import { buildIdentities, type Identities } from "../../src/auth/wire";
 import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
 import { createSession } from "../../src/auth/session";
+import { grantCredits } from "../../src/credits/ledger";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 
 /** Paid model price: 10 micro-credits a prompt token, 20 a completion token. */
@@ -78,6 +79,17 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
 }
 
 export const HELLO = { model: "paid-model", messages: [{ role: "user", content: "Hello" }] };
+
+/** Mock upstream usage for HELLO: prompt = JSON of the messages / 4, completion = 6 words. */
+export const HELLO_USAGE = { prompt: JSON.stringify(HELLO.messages).length >> 2, completion: 6 };
+export const HELLO_COST = HELLO_USAGE.prompt * PAID_PRICE.prompt + HELLO_USAGE.completion * PAID_PRICE.completion;
+
+/** A new user granted `micro` credits (none for 0) and an API key: a paying caller. */
+export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
+  const user = await t.user(`payer${Math.random()}@example.com`);
+  if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
+  return { userId: user.id, auth: { authorization: `Bearer ${t.key(user.id)}` } };
+}
 
 /** A response body parsed as JSON, typed loosely for assertions. */
 export async function jsonOf(response: Response): Promise<any> {

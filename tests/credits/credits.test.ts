@@ -2,20 +2,12 @@ import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { formatCredits, parseCredits } from "../../src/credits/amount";
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
-import { buildAuthApp, HELLO, PAID_PRICE, type AuthTestApp, jsonOf } from "../auth/support";
+import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
 
-/** Mock upstream usage for HELLO: prompt = JSON of the messages / 4, completion = 6 words. */
-const HELLO_USAGE = { prompt: JSON.stringify(HELLO.messages).length >> 2, completion: 6 };
-const HELLO_COST = HELLO_USAGE.prompt * PAID_PRICE.prompt + HELLO_USAGE.completion * PAID_PRICE.completion;
-
-async function paying(micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
-  const user = await t.user(`payer${Math.random()}@example.com`);
-  if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
-  return { userId: user.id, auth: { authorization: `Bearer ${t.key(user.id)}` } };
-}
+const paying = (micro: number) => payingUser(t, micro);
 
 const ledgerSumMatchesBalance = (userId: number): void => {
   const sum = listLedger(t.deps.db, { userId, limit: 10_000 }).reduce((acc, row) => acc + row.micro, 0);

@@ -7,21 +7,15 @@
  * held amount NaN, and every later request of that user passed the credit check.)
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { getBalance, grantCredits, listLedger } from "../../src/credits/ledger";
+import { getBalance, listLedger } from "../../src/credits/ledger";
 import { MAX_COUNTED_TOKENS, usageFromJson } from "../../src/router/usage";
-import { buildAuthApp, HELLO, PAID_PRICE, type AuthTestApp } from "../auth/support";
+import { buildAuthApp, HELLO, HELLO_COST, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
 import type { MockBehaviour } from "../support/mock-upstream";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
 
-const HELLO_COST = (JSON.stringify(HELLO.messages).length >> 2) * PAID_PRICE.prompt + 6 * PAID_PRICE.completion;
-
-async function payer(micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
-  const user = await t.user(`payer${Math.random()}@example.com`);
-  grantCredits(t.deps.db, { userId: user.id, micro });
-  return { userId: user.id, auth: { authorization: `Bearer ${t.key(user.id)}` } };
-}
+const paying = (micro: number) => payingUser(t, micro);
 
 async function statusOf(response: Promise<Response>): Promise<number> {
   const r = await response;
@@ -34,7 +28,7 @@ describe("a client's completion bound", () => {
     test(`a ${field} of 1e308 does not switch off the credit check`, async () => {
       t = buildAuthApp();
       // Enough for one request and one micro-credit: the second request is admitted, the third is not.
-      const { userId, auth } = await payer(HELLO_COST + 1);
+      const { userId, auth } = await paying(HELLO_COST + 1);
       expect(await statusOf(t.chat({ ...HELLO, [field]: 1e308 }, auth))).toBe(200);
       expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST);
       t.identities.meter.flush();
@@ -48,7 +42,7 @@ describe("a client's completion bound", () => {
 
   test("huge bounds among ordinary requests in one burst leave nothing held once all are settled", async () => {
     t = buildAuthApp();
-    const { userId, auth } = await payer(1_000_000_000);
+    const { userId, auth } = await paying(1_000_000_000);
     const bodies = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? { ...HELLO, max_tokens: 1e300 } : HELLO));
     const statuses = await Promise.all(bodies.map((body) => statusOf(t.chat(body, auth))));
     const served = statuses.filter((s) => s === 200).length;
@@ -72,7 +66,7 @@ describe("an upstream's reported usage", () => {
         t = buildAuthApp();
         t.upstream.behaviour.usage = usage;
         const grant = 100 * MAX_COUNTED_TOKENS;
-        const { userId, auth } = await payer(grant);
+        const { userId, auth } = await paying(grant);
         expect(await statusOf(t.chat({ ...HELLO, stream }, auth))).toBe(200);
         const cost = prompt * PAID_PRICE.prompt + completion * PAID_PRICE.completion;
         expect(t.records.at(-1)).toMatchObject({ promptTokens: prompt, completionTokens: completion, costMicro: cost });
@@ -93,7 +87,7 @@ describe("an upstream's reported usage", () => {
     test(`an answer with ${name} (${stream ? "streamed" : "JSON"}) is charged an estimate, not nothing`, async () => {
       t = buildAuthApp();
       Object.assign(t.upstream.behaviour, behaviour);
-      const { userId, auth } = await payer(1_000_000);
+      const { userId, auth } = await paying(1_000_000);
       const body = JSON.stringify({ ...HELLO, stream });
       const response = await t.chat(body, auth);
       expect(response.status).toBe(200);
