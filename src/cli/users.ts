@@ -15,7 +15,7 @@ import { requireFlag, stringFlag, UsageError } from "./args";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
-import { formatCredits, parseCredits } from "../credits/amount";
+import { formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
@@ -140,6 +140,7 @@ registerCommand("credits", (ctx) => {
     if (micro === null) throw new UsageError(`--amount: "${amount}" is not a positive number of credits with at most 6 decimals`);
     const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
     const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email).id, micro, note }));
+    if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
     ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
     return 0;
   }

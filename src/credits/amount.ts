@@ -4,6 +4,12 @@
  * at most one billion credits, so every amount is a safe integer.
  */
 export const MICRO_PER_CREDIT = 1_000_000;
+/**
+ * The most a balance may hold, 9 billion credits: below 2^53 micro-credits, so a balance read
+ * into JavaScript is still exact. Grants that would pass it are refused (../credits/ledger.ts).
+ */
+export const MAX_BALANCE_MICRO = 9_000_000_000 * MICRO_PER_CREDIT;
+export const PAST_MAX_BALANCE = "the grant would take the balance past 9,000,000,000 credits, the most a balance may hold";
 const MAX_CREDITS = 1_000_000_000;
 const PATTERN = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
 

@@ -4,8 +4,8 @@
  * ledger rows; both change in one transaction. Ledger `micro` is the signed change to the balance:
  * grants and refunds positive, debits negative. Amounts are integer micro-credits.
  *
- *   grantCredits(db, { userId, micro, note? })  -> new balance
- *   refundCredits(db, { userId, micro, requestId?, note? }) -> new balance
+ *   grantCredits(db, { userId, micro, note? })  -> new balance, or null past MAX_BALANCE_MICRO
+ *   refundCredits(db, { userId, micro, requestId?, note? }) -> the same
  *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
  *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer (summed per user and model)
  *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
@@ -14,6 +14,7 @@ import { eq, sql } from "drizzle-orm";
 import { createBatchInsert } from "../db/batch-insert";
 import { mapPerDatabase, type Db } from "../db/client";
 import { balances, ledger } from "../db/schema";
+import { MAX_BALANCE_MICRO } from "./amount";
 
 export interface Debit {
   userId: number;
@@ -35,21 +36,23 @@ export function getBalance(db: Db, userId: number): number {
   return row?.micro ?? 0;
 }
 
-export function grantCredits(db: Db, input: { userId: number; micro: number; note?: string; now?: number }): number {
+export function grantCredits(db: Db, input: { userId: number; micro: number; note?: string; now?: number }): number | null {
   return change(db, { ...input, kind: "grant" });
 }
 
-export function refundCredits(db: Db, input: { userId: number; micro: number; requestId?: string; note?: string; now?: number }): number {
+export function refundCredits(db: Db, input: { userId: number; micro: number; requestId?: string; note?: string; now?: number }): number | null {
   return change(db, { ...input, kind: "refund" });
 }
 
+/** The new balance; null, and nothing written, when it would pass MAX_BALANCE_MICRO. */
 function change(
   db: Db,
   input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
-): number {
+): number | null {
   if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
   storedBalanceCache(db).delete(input.userId);
   return db.transaction((tx) => {
+    if (getBalance(tx as unknown as Db, input.userId) + input.micro > MAX_BALANCE_MICRO) return null;
     tx.insert(ledger).values({
       userId: input.userId,
       kind: input.kind,
@@ -59,7 +62,7 @@ function change(
       createdAt: input.now ?? Date.now(),
     }).run();
     return addToBalance(tx as unknown as Db, input.userId, input.micro);
-  });
+  }, { behavior: "immediate" }); // the write lock before the read: the balance checked is the one changed
 }
 
 /**

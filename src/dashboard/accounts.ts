@@ -12,6 +12,7 @@ import { createSessionValidator, readCookie, SESSION_COOKIE } from "../auth/sess
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { createUser, disableUser, enableUser } from "../auth/users";
 import { getBalance, grantCredits } from "../credits/ledger";
+import { PAST_MAX_BALANCE } from "../credits/amount";
 import { listJobs, outboxStats } from "../webhooks/admin";
 import type { PageUser } from "./layout";
 import type { KeyView } from "./pages/keys";
@@ -84,6 +85,7 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     grantCredits(input) {
       if (!userExists(input.userId)) return { ok: false, message: "No such user." };
       const balanceMicro = grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
+      if (balanceMicro === null) return { ok: false, message: `The amount is too large: ${PAST_MAX_BALANCE}.` };
       return { ok: true, value: { balanceMicro } };
     },
     outbox() {

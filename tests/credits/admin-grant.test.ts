@@ -29,6 +29,18 @@ describe("POST /api/admin/credits", () => {
     expect(listLedger(t.deps.db, { userId: user.id })[0].note).toBe("x".repeat(200));
   });
 
+  test("a grant that would take the balance past 9 billion credits: 400 naming amount, nothing written", async () => {
+    t = buildAuthApp();
+    const user = await t.user("payee@example.com");
+    for (let i = 0; i < 8; i++) expect((await adminGrant({ email: "payee@example.com", amount: "1000000000" })).status).toBe(200);
+    const refused = await adminGrant({ email: "payee@example.com", amount: "1000000000.000001" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.param).toBe("amount");
+    expect(refused.body.error.message).toMatch(/past 9,000,000,000 credits/);
+    expect(getBalance(t.deps.db, user.id)).toBe(8e15);
+    expect(listLedger(t.deps.db, { userId: user.id })).toHaveLength(8);
+  });
+
   const refusals: Array<[string, unknown, number, string, RegExp]> = [
     ["no email", { amount: "1" }, 400, "email", /email is required/],
     ["an email that is not a string", { email: ["payee@example.com"], amount: "1" }, 400, "email", /email is required/],

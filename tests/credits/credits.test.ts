@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
-import { formatCredits, parseCredits } from "../../src/credits/amount";
+import { formatCredits, MAX_BALANCE_MICRO, MICRO_PER_CREDIT, parseCredits } from "../../src/credits/amount";
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
 import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";
@@ -38,6 +38,20 @@ describe("ledger", () => {
     expect(refundCredits(t.deps.db, { userId, micro: 500, requestId: "req_x" })).toBe(2_000_500);
     expect(() => grantCredits(t.deps.db, { userId, micro: 0 })).toThrow();
     expect(() => grantCredits(t.deps.db, { userId, micro: 1.5 })).toThrow();
+    ledgerSumMatchesBalance(userId);
+  });
+
+  test("a balance stays an exact integer: a grant that would pass 9 billion credits writes nothing", async () => {
+    t = buildAuthApp();
+    const { userId } = await paying(0);
+    const billion = 1_000_000_000 * MICRO_PER_CREDIT;
+    for (let i = 1; i <= 8; i++) expect(grantCredits(t.deps.db, { userId, micro: billion })).toBe(i * billion);
+    expect(grantCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
+    expect(refundCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
+    expect(getBalance(t.deps.db, userId)).toBe(8 * billion);
+    expect(listLedger(t.deps.db, { userId })).toHaveLength(8);
+    expect(grantCredits(t.deps.db, { userId, micro: billion })).toBe(MAX_BALANCE_MICRO);
+    expect(Number.isSafeInteger(MAX_BALANCE_MICRO)).toBe(true);
     ledgerSumMatchesBalance(userId);
   });
 });
