@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
+import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, SECRET_KEYS, type Config } from "./schema";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
 
@@ -64,6 +65,7 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
   const resolved = resolveSecrets(merged, "", env, secretPaths) as Record<string, unknown>;
   checkWebhooks(resolved);
+  refuseNonArrayLists(resolved);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
   const firstError = Value.Errors(ConfigSchema, withDefaults).First();
   if (firstError) {
@@ -72,6 +74,21 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const config = withDefaults as Config;
   checkReferences(config);
   return { config, source: options.source ?? null, secretPaths };
+}
+
+/**
+ * A list given as something else is refused before defaults are filled: TypeBox's Value.Default
+ * would replace a table written `[upstreams]` (instead of `[[upstreams]]`) by the empty default list,
+ * silently dropping it.
+ */
+function refuseNonArrayLists(raw: Record<string, unknown>): void {
+  for (const error of Value.Errors(ConfigSchema, raw)) {
+    if (error.type !== ValueErrorType.Array || error.value === undefined) continue;
+    const path = pointerToPath(error.path);
+    const ofTables = (error.schema as { items?: { type?: string } }).items?.type === "object";
+    const hint = ofTables && typeof error.value === "object" ? ` (a list of tables is written [[${path}]])` : "";
+    throw new ConfigError(`${path}: expected a list${hint}`);
+  }
 }
 
 function resolveSecrets(
@@ -123,6 +140,11 @@ function describe(error: { message: string; schema: unknown; value: unknown }): 
 }
 
 function checkReferences(config: Config): void {
+  const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
+  for (const [path, address] of addresses) {
+    const port = Number(address.slice(address.lastIndexOf(":") + 1));
+    if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
+  }
   const upstreams = new Set<string>();
   config.upstreams.forEach((u, i) => {
     if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);

@@ -70,6 +70,19 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(model("{ prompt = nan }"))).toStartWith("models[0].price.prompt: expected number");
   });
 
+  test("a list written as a table, or as a single value, is refused instead of dropped", () => {
+    expect(errorOf(`[upstreams]\nname = "a"\nbase_url = "http://127.0.0.1:1/v1"`)).toBe("upstreams: expected a list (a list of tables is written [[upstreams]])");
+    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[models]\nid = "m"\ntargets = [{ upstream = "u" }]`)).toBe("models: expected a list (a list of tables is written [[models]])");
+    expect(errorOf(`[server]\ntrusted_proxies = { a = "10.0.0.1" }`)).toBe("server.trusted_proxies: expected a list");
+    expect(errorOf(`[server]\ntrusted_proxies = "10.0.0.1"`)).toBe("server.trusted_proxies: expected a list");
+  });
+
+  test("a port above 65535 names the key", () => {
+    expect(errorOf(`[server]\nlisten = "127.0.0.1:99999"`)).toBe("server.listen: port 99999 is out of range (0 to 65535)");
+    expect(errorOf(`[webhooks]\nbind_address = "127.0.0.1:65536"`)).toBe("webhooks.bind_address: port 65536 is out of range (0 to 65535)");
+    expect(build(`[server]\nlisten = "[::1]:65535"`).config.server.listen).toBe("[::1]:65535");
+  });
+
   test("an unknown key is refused by name", () => {
     expect(errorOf(`[server]\nlisten_on = "0.0.0.0:1"`)).toBe("server.listen_on: unknown key");
   });
