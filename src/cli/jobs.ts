@@ -53,7 +53,7 @@ function retry(ctx: CliContext): number {
   if (raw === undefined || !Number.isInteger(callId) || callId < 1) throw new UsageError("usage: modelgate jobs retry CALL_ID");
   const opened = ctx.openDb();
   try {
-    const result = retryJob(opened.db, callId);
+    const result = retryJob(opened.db, callId, Date.now());
     if (!result.ok) {
       console.error(
         result.reason === "not_found"

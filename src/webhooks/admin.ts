@@ -3,7 +3,7 @@
  * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call back
  * to pending with a fresh attempt budget; a leased call is refused (its consumer may still run).
  */
-import { and, asc, count, desc, eq, inArray, min, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, lte, min, or, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookJobs } from "../db/schema";
 import type { JobState } from "./store";
@@ -50,14 +50,18 @@ export type RetryResult =
   | { ok: true; previous: JobState }
   | { ok: false; reason: "not_found" | "leased" };
 
-export function retryJob(db: Db, callId: number): RetryResult {
+/**
+ * Makes a call pending again with a fresh attempt budget, unless a consumer holds a lease on it that
+ * has not run out at `now` (a lease that ran out is held by no one: its consumer can no longer ack).
+ */
+export function retryJob(db: Db, callId: number, now: number): RetryResult {
   const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
   if (!row) return { ok: false, reason: "not_found" };
-  if (row.state === "leased") return { ok: false, reason: "leased" };
+  const notHeld = or(inArray(webhookJobs.state, ["pending", "done", "dead"]), and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now)));
   const updated = db
     .update(webhookJobs)
     .set({ state: "pending", attempts: 0, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
-    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["pending", "done", "dead"])))
+    .where(and(eq(webhookJobs.callId, callId), notHeld))
     .returning({ callId: webhookJobs.callId })
     .all();
   if (updated.length !== 1) return { ok: false, reason: "leased" };

@@ -27,6 +27,13 @@ const FILE_KEYS = new Set([
   "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id",
 ]);
 const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key"]);
+/** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */
+const HEADER_SECRET_MODES = new Set(["bearer", "api-key"]);
+const HEADER_SECRET = /^[\x21-\x7e]+$/;
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What a request path carries unencoded (RFC 3986 pchar and "/"); paths are compared as sent. */
+const REQUEST_PATH = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/;
 
 function isObject(value: unknown): value is Raw {
   return value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
@@ -90,6 +97,9 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
     const { path, auth, secret } = endpoint;
     if (typeof path === "string") {
       if (!path.startsWith("/")) throw new ConfigError(`${at}.path: must start with "/" (got "${path}")`);
+      if (!REQUEST_PATH.test(path)) {
+        throw new ConfigError(`${at}.path: ${JSON.stringify(path)} cannot arrive as written (spaces, "?", "#" and non-ASCII are sent percent-encoded; write it that way)`);
+      }
       if (path === HEALTH_PATH || path.startsWith(PULL_PREFIX)) {
         throw new ConfigError(`${at}.path: "${path}" is reserved by the gateway`);
       }
@@ -102,6 +112,13 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
     }
     if (typeof auth === "string" && SECRET_MODES.has(auth) && (typeof secret !== "string" || secret === "")) {
       throw new ConfigError(`${at}.secret: required for auth "${auth}"`);
+    }
+    if (typeof auth === "string" && HEADER_SECRET_MODES.has(auth) && typeof secret === "string" && !HEADER_SECRET.test(secret)) {
+      throw new ConfigError(`${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+    }
+    for (const key of ["api_key_header", "dedupe_header"]) {
+      const name = endpoint[key];
+      if (typeof name === "string" && !HEADER_NAME.test(name)) throw new ConfigError(`${at}.${key}: ${JSON.stringify(name)} is not a header name`);
     }
   });
 }

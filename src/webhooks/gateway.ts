@@ -70,8 +70,9 @@ export class WebhookGateway {
     this.server = Bun.serve({
       hostname: address.hostname,
       port: address.port,
-      // Bun's own cap sits above ours so that our 413 (and its JSON body) is what senders see.
-      maxRequestBodySize: this.maxBody + 65_536,
+      // Bun's own cap would answer 413 without a body; ours refuses by Content-Length before reading
+      // and counts a chunked body as it arrives, so Bun's is put out of reach.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 60,
       fetch: (request) => this.fetch(request),
       error: () => json(503, { error: "unavailable" }, { "retry-after": this.retryAfter }),
@@ -150,9 +151,12 @@ export class WebhookGateway {
   }
 }
 
-/** The path of an absolute request URL without allocating a URL object. */
+/**
+ * The path of a request URL without allocating a URL object. Bun's URL is absolute, except for a
+ * request without a Host header (HTTP/1.0 health checks): then it is the path itself.
+ */
 function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   if (start === -1) return "/";
   const query = url.indexOf("?", start);
   return query === -1 ? url.slice(start) : url.slice(start, query);

@@ -4,7 +4,9 @@
  * - `command = ["argv", ...]`: runs the program with the body on stdin and the metadata in the
  *   environment (X_GATEWAY_SERVICE_ID, X_GATEWAY_CALL_ID, X_WEBHOOK_PATH, X_WEBHOOK_NAME if
  *   named, X_WEBHOOK_ORIGIN, X_GATEWAY_JOB_ID, X_GATEWAY_ATTEMPT). Exit 0 acks; any other exit,
- *   a signal or `timeout_ms` (the process is killed) fails the attempt.
+ *   a signal or `timeout_ms` fails the attempt. The command runs in a process group of its own, so
+ *   a timeout kills whatever it started too (a script's `sleep`), and its stderr is read only until
+ *   it exits (plus STDERR_GRACE_MS): a process it left behind cannot hold the attempt open.
  * - `forward = "https://..."`: POSTs the body with the metadata as headers; a 2xx acks, anything
  *   else (or no answer within `timeout_ms`) fails the attempt.
  * Failed attempts are retried by the outbox with backoff until max_attempts, then dead. While a
@@ -37,6 +39,10 @@ export function metadataEnv(call: JobCall): Record<string, string> {
   return env;
 }
 
+const STDERR_GRACE_MS = 200;
+/** How much of a failed command's stderr is kept (its end) for `last_error`. */
+const STDERR_TAIL = 500;
+
 export async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number): Promise<Outcome> {
   let child;
   try {
@@ -45,17 +51,46 @@ export async function runCommand(argv: readonly string[], call: JobCall, timeout
       stdout: "ignore",
       stderr: "pipe",
       env: { ...process.env, ...metadataEnv(call) },
-      timeout: timeoutMs,
-      killSignal: "SIGKILL",
+      detached: true, // its own process group (pgid = pid), killed whole on timeout
     });
   } catch (error) {
     return { ok: false, error: `cannot start ${argv[0]}: ${(error as Error).message}` };
   }
-  const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
-  if (code === 0) return { ok: true };
-  const tail = stderr.trim().slice(-500);
-  const why = child.signalCode ? (child.signalCode === "SIGKILL" ? `killed (timeout ${timeoutMs} ms or SIGKILL)` : `killed by ${child.signalCode}`) : `exit code ${code}`;
+  const group = child.pid;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(group);
+  }, timeoutMs);
+  const stderr = readTail(child.stderr);
+  const code = await child.exited;
+  clearTimeout(timer);
+  if (timedOut) killGroup(group); // anything started after the first kill
+  await Promise.race([stderr.ended, Bun.sleep(STDERR_GRACE_MS)]);
+  if (code === 0 && !timedOut) return { ok: true };
+  const why = timedOut ? `killed (timeout ${timeoutMs} ms)` : child.signalCode ? `killed by ${child.signalCode}` : `exit code ${code}`;
+  const tail = stderr.text().trim().slice(-STDERR_TAIL);
   return { ok: false, error: tail ? `${why}: ${tail}` : why };
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/** Reads a stream to its end in the background, keeping only its last bytes as text. */
+function readTail(stream: ReadableStream<Uint8Array>): { text: () => string; ended: Promise<void> } {
+  let kept = "";
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      kept = (kept + decoder.decode(chunk, { stream: true })).slice(-2 * STDERR_TAIL);
+    }
+  })().catch(() => {});
+  return { text: () => kept, ended };
 }
 
 export async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {

@@ -75,13 +75,18 @@ describe("leases", () => {
     expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
     const dead = listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)!;
     expect(dead.lastError).toBe("boom 3");
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: true, previous: "dead" });
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
     expect(revived.callId).toBe(callId);
     expect(revived.attempt).toBe(1);
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
-    expect(retryJob(t.main.db, 999_999)).toEqual({ ok: false, reason: "not_found" });
-    await t.outbox.ack(callId, 1);
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
+    expect(retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
+    t.clock.advance(LEASE); // the lease has run out: no one holds the call, so it can be retried
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
+    expect(await t.outbox.ack(callId, 1)).toBe(false); // the consumer that lost it cannot ack it
+    const [again] = await t.outbox.claim({ jobIds: [3] });
+    expect(again.attempt).toBe(1);
+    expect(await t.outbox.ack(callId, again.attempt)).toBe(true);
   });
 
   test("failures back off exponentially", async () => {

@@ -27,6 +27,7 @@ const t = buildTestGateway(
       { path: "/slow", job_id: 3 },
       { path: "/hang", job_id: 4 },
       { path: "/fwd", job_id: 5, name: "Forwarded" },
+      { path: "/orphan", job_id: 6 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -40,6 +41,8 @@ const t = buildTestGateway(
       { job_id: 3, command: ["sh", "-c", `echo run >> "${out}/slow.runs"; sleep 1`], timeout_ms: 10_000 },
       { job_id: 4, command: ["sleep", "30"], timeout_ms: 150 },
       { job_id: 5, forward: `http://127.0.0.1:${receiver.port}/hook`, timeout_ms: 5_000 },
+      // The shell is the handler; the sleep it starts holds stderr open for 30 s unless it is killed too.
+      { job_id: 6, command: ["sh", "-c", `sleep 30 & echo $! >> "${out}/orphans"; wait`], timeout_ms: 200 },
     ],
     serviceId: 7,
   },
@@ -107,9 +110,28 @@ describe("command handlers", () => {
     const callId = await enqueue("/hang", "x");
     await until(() => row(callId).state === "dead", "the hanging call to die");
     expect(row(callId).attempts).toBe(3);
-    expect(row(callId).last_error).toContain("killed");
+    expect(row(callId).last_error).toBe("killed (timeout 150 ms)");
+  });
+
+  test("a timeout kills what the command started too, and its open stderr does not hold the attempt", async () => {
+    const callId = await enqueue("/orphan", "x");
+    await until(() => row(callId).state === "dead", "the call whose command left a process behind to die");
+    expect(row(callId).attempts).toBe(3);
+    expect(row(callId).last_error).toBe("killed (timeout 200 ms)");
+    const pids = readFileSync(join(out, "orphans"), "utf8").trim().split("\n").map(Number);
+    expect(pids).toHaveLength(3);
+    for (const pid of pids) expect(running(pid)).toBe(false);
   });
 });
+
+/** Whether `pid` is a live process (a killed one not yet reaped is a zombie, "Z"). */
+function running(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].startsWith("Z");
+  } catch {
+    return false;
+  }
+}
 
 describe("forward handlers", () => {
   test("POSTs the body with metadata headers; a 500 is retried until a 2xx", async () => {
