@@ -65,7 +65,10 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   };
   const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
   const { hostname, port } = parseListen(config.server.listen);
-  app.listen({ hostname, port, maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536, idleTimeout: 255 });
+  // Elysia asks for SO_REUSEPORT and development mode by default: a second server on the same port
+  // would then share its connections (and split the rate limits and reservations), and an error
+  // escaping a handler would be answered with a stack trace.
+  app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536, idleTimeout: 255 });
   const discovery = startDiscovery(registry, config.upstreams);
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {

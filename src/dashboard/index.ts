@@ -21,7 +21,8 @@ import { parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
 
-type Form = Record<string, unknown>;
+/** A posted form's fields: only string values are kept (a JSON body may carry anything). */
+type Form = Record<string, string | undefined>;
 
 interface Guarded extends SignedIn {
   csrf: string;
@@ -49,7 +50,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): (Guarded & { form: Form }) | Response {
     const g = guard(request, need);
     if (g instanceof Response) return g;
-    const form = (body && typeof body === "object" ? body : {}) as Form;
+    const form: Form = {};
+    if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
     if (!sameOrigin(request, publicUrl) || !verifyCsrf(g.token, form.csrf)) {
       return page(g, { title: "Form expired", status: 403 }, html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`);
     }
@@ -98,7 +100,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post("/dashboard/keys", ({ request, body }) => {
       const g = guardForm(request, body);
       if (g instanceof Response) return g;
-      const name = String(g.form.name ?? "").trim();
+      const name = (g.form.name ?? "").trim();
       const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
       if (name.length === 0 || name.length > 100 || !choice) {
         return renderKeys(g, { notice: { kind: "error", text: "Give the key a name (up to 100 characters) and pick an expiry." }, status: 400 });
@@ -137,8 +139,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post("/dashboard/admin/users", async ({ request, body }) => {
       const g = guardForm(request, body, { admin: true });
       if (g instanceof Response) return g;
-      const email = String(g.form.email ?? "").trim();
-      const password = String(g.form.password ?? "");
+      const email = (g.form.email ?? "").trim();
+      const password = g.form.password ?? "";
       if (password !== "" && password.length < 8) return renderAdmin(g, { kind: "error", text: "A password needs at least 8 characters." }, 400);
       const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin: g.form.admin === "1" });
       if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400);
@@ -158,11 +160,11 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const g = guardForm(request, body, { admin: true });
       if (g instanceof Response) return g;
       const userId = Number(g.form.user_id);
-      const micro = parseCredits(String(g.form.amount ?? ""));
+      const micro = parseCredits(g.form.amount ?? "");
       if (!Number.isInteger(userId) || micro === null) {
         return renderAdmin(g, { kind: "error", text: "Pick a user and a positive amount such as 12.50 (at most 6 decimals)." }, 400);
       }
-      const note = String(g.form.note ?? "").trim().slice(0, 200);
+      const note = (g.form.note ?? "").trim().slice(0, 200);
       const granted = accounts.grantCredits({ userId, micro, note: note || null });
       if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400);
       return redirect("/dashboard/admin?done=credits");

@@ -206,6 +206,30 @@ describe("dashboard pages", () => {
     expect(missing.status).toBe(404);
   });
 
+  test("a form posted as JSON with fields that are not strings is a 400 page, never a 500, and writes nothing", async () => {
+    const t = await setup();
+    const admin = await t.signIn("root@example.com", { admin: true });
+    const count = (table: string) => (t.deps.db.$client.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    const postJson = (path: string, fields: Record<string, unknown>) =>
+      t.app.handle(
+        new Request(`${ORIGIN}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", origin: ORIGIN, cookie: admin.cookie },
+          body: JSON.stringify({ csrf: admin.csrf, ...fields }),
+        }),
+      );
+    for (const odd of [{ toString: 1 }, ["x"], 12, null, true]) {
+      expect((await postJson("/dashboard/keys", { name: odd, expires: "30d" })).status).toBe(400);
+      expect((await postJson("/dashboard/admin/users", { email: odd, password: "long enough pw" })).status).toBe(400);
+      expect((await postJson("/dashboard/admin/credits", { user_id: String(admin.user.id), amount: odd })).status).toBe(400);
+    }
+    expect([count("api_keys"), count("users"), count("ledger")]).toEqual([0, 1, 0]);
+    // Fields that may be left out (a note, a password) count as left out.
+    expect((await postJson("/dashboard/admin/credits", { user_id: String(admin.user.id), amount: "1", note: { toString: 1 } })).status).toBe(303);
+    expect((await postJson("/dashboard/admin/users", { email: "new@example.com", password: { toString: 1 } })).status).toBe(303);
+    expect([count("users"), count("ledger")]).toEqual([2, 1]);
+  });
+
   test("the admin page shows the webhook outbox when webhooks are enabled", async () => {
     const off = await setup();
     const offAdmin = await off.signIn("root@example.com", { admin: true });

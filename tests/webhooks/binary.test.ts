@@ -1,7 +1,8 @@
 // Against the compiled binary over loopback: a burst of signed requests, kill -9 at a random
 // moment, restart: every call_id that got a 202 is in the outbox exactly once with its body,
 // repeated over several rounds. Also: a job handler killed with the process is redelivered after
-// its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413.
+// its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413, a body far
+// past the limit, and requests without a Host header.
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
@@ -176,6 +177,45 @@ describe("the webhook feature in the binary", () => {
       }).catch(reject);
     });
     expect(answer).toStartWith("HTTP/1.1 413");
+    await gateway.stop();
+  }, 30_000);
+
+  test("a body far past the limit gets the JSON 413, not the HTTP layer's empty one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-413-large-"));
+    const { gateway, hooks } = await start(dir, "max_body_bytes = 1000");
+    for (const size of [1001, 200_000, 3_000_000]) {
+      const response = await send(hooks, "x".repeat(size));
+      expect(response.status).toBe(413);
+      expect(await response.json()).toEqual({ error: "payload_too_large", limit: 1000 });
+    }
+    await gateway.stop();
+  }, 30_000);
+
+  test("requests without a Host header (HTTP/1.0 health checks) reach their paths", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-no-host-"));
+    const { gateway, hooks } = await start(dir);
+    const { hostname, port } = new URL(hooks);
+    const exchange = (request: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        let received = "";
+        Bun.connect({
+          hostname,
+          port: Number(port),
+          socket: {
+            open: (socket) => void socket.write(request),
+            data: (_socket, data) => void (received += data.toString("latin1")),
+            close: () => resolve(received),
+            error: (_socket, error) => reject(error),
+          },
+        }).catch(reject);
+      });
+    const health = await exchange("GET /webhooks/health HTTP/1.0\r\n\r\n");
+    expect(health).toStartWith("HTTP/1.1 200");
+    expect(health.endsWith("\r\n\r\nok")).toBe(true);
+    const body = '{"a":1}';
+    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(SECRET, body)}\r\n\r\n${body}`);
+    expect(accepted).toStartWith("HTTP/1.1 202");
+    expect(accepted).toContain('"job_id":3');
     await gateway.stop();
   }, 30_000);
 });
