@@ -117,7 +117,7 @@ export function createApiKey(
   db.insert(apiKeys).values({
     id,
     userId: input.userId,
-    name: input.name.trim().slice(0, 100) || "default",
+    name: [...input.name.trim()].slice(0, 100).join("") || "default", // 100 characters, never half of one
     keyHash: sha256Hex(key),
     displayPrefix,
     perMinute: input.perMinute ?? null,

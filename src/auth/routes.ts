@@ -22,7 +22,7 @@ import { requestMeta } from "../request-meta";
 import { parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createSession, deleteSession, originAllowed, readCookie, serializeCookie, SESSION_COOKIE } from "./session";
+import { createSession, deleteSession, originAllowed, readCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
@@ -115,7 +115,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
   function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[] }): Response {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
-    headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, expiresAt: session.expiresAt }));
+    headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
     for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {
       headers.set("content-type", "application/json");
@@ -166,10 +166,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .get("/auth/me", ({ user }) => ({ user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt }), { session: true })
     .post("/auth/signup", async ({ request, body, server }) => {
       const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
-      const refused = originRefusal(request) ?? throttleRefusal(request, server);
+      const email = normalizeEmail(field(body, "email"));
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined);
       if (refused) return refuse(request, back, refused);
       if (config.auth.signup === "closed") return refuse(request, back, refusal("signup_closed", "forbidden", signupRefusal(config.auth, "")!));
-      const email = normalizeEmail(field(body, "email"));
       if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
       const policy = signupRefusal(config.auth, email);
       if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
@@ -185,7 +185,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined);
       if (refused) return refuse(request, back, refused);
       const password = field(body, "password");
-      if (email === null || password === undefined || password.length > PASSWORD_MAX) return refuse(request, back, incorrect());
+      // Longer than any valid password can be (PASSWORD_MAX characters, two UTF-16 units at most each): not hashed.
+      if (email === null || password === undefined || password.length > 2 * PASSWORD_MAX) return refuse(request, back, incorrect());
       const checked = await checkPassword(db, email, password);
       if (!checked.ok) {
         return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
@@ -209,7 +210,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const token = field(body, "token") ?? "";
       // The form goes back to the link only while the link still works.
       const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
-      const refused = originRefusal(request) ?? throttleRefusal(request, server);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, normalizeEmail(field(body, "email")) ?? undefined);
       if (refused) return refuse(request, back(), refused);
       const result = await completeSetup(db, { token, email: field(body, "email"), password: field(body, "password"), now: deps.now() });
       if ("error" in result) {

@@ -18,6 +18,12 @@ import { sessions } from "../db/schema";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
 export const SESSION_COOKIE = "mg_session";
+/**
+ * The cookie's own lifetime: 400 days, the most browsers keep a cookie. The session row's sliding
+ * expiry decides whether it still signs in; a cookie that expired at sign-in + session_days would
+ * end an active user's session however recently they used it.
+ */
+export const SESSION_COOKIE_MAX_AGE_S = 400 * 86_400;
 const TOKEN = /^[a-z2-7]{32}$/;
 const SLIDE_EVERY_MS = 3_600_000;
 
@@ -107,27 +113,27 @@ export function readCookie(request: Request, name: string): string | null {
 
 export interface CookieOptions {
   secure: boolean;
-  /** Absolute expiry (ms); omitted with maxAgeS 0 to clear. */
-  expiresAt?: number;
-  maxAgeS?: number;
+  /** Seconds the browser keeps it; 0 clears it. */
+  maxAgeS: number;
   path?: string;
 }
 
 export function serializeCookie(name: string, value: string, options: CookieOptions): string {
   const parts = [`${name}=${value}`, `Path=${options.path ?? "/"}`, "HttpOnly", "SameSite=Lax"];
   if (options.secure) parts.push("Secure");
-  if (options.maxAgeS !== undefined) parts.push(`Max-Age=${options.maxAgeS}`);
-  if (options.expiresAt !== undefined) parts.push(`Expires=${new Date(options.expiresAt).toUTCString()}`);
+  parts.push(`Max-Age=${options.maxAgeS}`);
   return parts.join("; ");
 }
 
-/** True when a state-changing request comes from this server's own pages (see header). */
+/**
+ * True when a state-changing request comes from this server's own pages (see header): the same
+ * scheme, host and port as the request, or public_url's origin (a server behind a TLS proxy sees
+ * http requests for an https origin, so it needs public_url set). The dashboard's forms use this too.
+ */
 export function originAllowed(request: Request, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
   if (origin === new URL(request.url).origin) return true;
-  const host = request.headers.get("host");
-  if (host !== null && (origin === `http://${host}` || origin === `https://${host}`)) return true;
   try {
     return origin === new URL(publicUrl).origin;
   } catch {

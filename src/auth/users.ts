@@ -31,7 +31,8 @@ export interface UserError {
   param: "email" | "password";
 }
 
-const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}\.[^\s@.]{1,63}$/;
+/** local@domain.tld without spaces, control characters or a second "@". */
+const EMAIL = /^[^\s@\p{Cc}]{1,64}@[^\s@\p{Cc}]{1,253}\.[^\s@.\p{Cc}]{1,63}$/u;
 export const PASSWORD_MIN = 8;
 /** argon2 hashes whatever it is given; a bound keeps one request from costing seconds. */
 export const PASSWORD_MAX = 256;
@@ -47,8 +48,9 @@ export function normalizeEmail(input: unknown): string | null {
 
 export function passwordProblem(password: unknown): string | null {
   if (typeof password !== "string") return "a password is required";
-  if (password.length < PASSWORD_MIN) return `the password must be at least ${PASSWORD_MIN} characters`;
-  if (password.length > PASSWORD_MAX) return `the password must be at most ${PASSWORD_MAX} characters`;
+  const characters = [...password].length; // code points: an emoji is one character, not two
+  if (characters < PASSWORD_MIN) return `the password must be at least ${PASSWORD_MIN} characters`;
+  if (characters > PASSWORD_MAX) return `the password must be at most ${PASSWORD_MAX} characters`;
   return null;
 }
 

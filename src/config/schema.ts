@@ -119,7 +119,7 @@ const Auth = T.Object(
       default: "closed",
     }),
     allowed_domains: T.Array(T.String(), { default: [] }),
-    session_days: T.Integer({ default: 30, minimum: 1 }),
+    session_days: T.Integer({ default: 30, minimum: 1, maximum: 400 }), // 400: the session cookie's lifetime
     github: T.Optional(OAuthProvider),
     google: T.Optional(OAuthProvider),
   },

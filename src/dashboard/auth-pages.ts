@@ -8,9 +8,9 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { deleteSession, serializeCookie, SESSION_COOKIE } from "../auth/session";
+import { deleteSession, originAllowed, serializeCookie, SESSION_COOKIE } from "../auth/session";
 import type { DashboardAccounts } from "./accounts";
-import { sameOrigin, verifyCsrf } from "./csrf";
+import { verifyCsrf } from "./csrf";
 import { redirect, renderPage } from "./layout";
 import { refusalMessage, safeNext } from "../auth/refusal";
 import { setupTokenValid } from "../auth/setup";
@@ -42,7 +42,7 @@ export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     .post("/dashboard/signout", ({ request, body }) => {
       const signed = accounts.sessionUser(request);
       const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-      if (signed && sameOrigin(request, deps.config.server.public_url) && verifyCsrf(signed.token, form.csrf)) {
+      if (signed && originAllowed(request, deps.config.server.public_url) && verifyCsrf(signed.token, form.csrf)) {
         deleteSession(deps.db, signed.token);
       } else if (signed) {
         return redirect("/dashboard");

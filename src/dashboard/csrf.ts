@@ -17,18 +17,3 @@ export function verifyCsrf(sessionToken: string, presented: unknown): boolean {
   if (typeof presented !== "string" || presented.length === 0 || presented.length > 100) return false;
   return equalSecrets(csrfToken(sessionToken), presented);
 }
-
-/**
- * A state-changing request must come from one of our own pages: when the browser names an Origin
- * it must be this server's (the request's own origin or `public_url`).
- */
-export function sameOrigin(request: Request, publicUrl: string): boolean {
-  const origin = request.headers.get("origin");
-  if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
-  if (origin === new URL(request.url).origin) return true;
-  try {
-    return origin === new URL(publicUrl).origin;
-  } catch {
-    return false;
-  }
-}

@@ -8,7 +8,8 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type SignedIn } from "./accounts";
-import { csrfToken, sameOrigin, verifyCsrf } from "./csrf";
+import { csrfToken, verifyCsrf } from "./csrf";
+import { originAllowed } from "../auth/session";
 import { html } from "./html";
 import { redirect, renderPage, type NavKey, type PageOptions } from "./layout";
 import { SCRIPT, STYLE } from "./assets";
@@ -52,7 +53,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     if (g instanceof Response) return g;
     const form: Form = {};
     if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
-    if (!sameOrigin(request, publicUrl) || !verifyCsrf(g.token, form.csrf)) {
+    if (!originAllowed(request, publicUrl) || !verifyCsrf(g.token, form.csrf)) {
       return page(g, { title: "Form expired", status: 403 }, html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`);
     }
     return { ...g, form };
@@ -102,7 +103,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (g instanceof Response) return g;
       const name = (g.form.name ?? "").trim();
       const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
-      if (name.length === 0 || name.length > 100 || !choice) {
+      if (name.length === 0 || [...name].length > 100 || !choice) {
         return renderKeys(g, { notice: { kind: "error", text: "Give the key a name (up to 100 characters) and pick an expiry." }, status: 400 });
       }
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
@@ -141,7 +142,6 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (g instanceof Response) return g;
       const email = (g.form.email ?? "").trim();
       const password = g.form.password ?? "";
-      if (password !== "" && password.length < 8) return renderAdmin(g, { kind: "error", text: "A password needs at least 8 characters." }, 400);
       const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin: g.form.admin === "1" });
       if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400);
       return redirect("/dashboard/admin?done=user");

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
+import { issueSetupLink } from "../../src/auth/setup";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
@@ -25,7 +26,8 @@ describe("password sign-in", () => {
     expect(response.status).toBe(303);
     expect(response.headers.get("location")).toBe("/dashboard");
     const cookie = response.headers.get("set-cookie")!;
-    expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Expires=/);
+    // The browser keeps it 400 days; the session's sliding expiry on the server decides.
+    expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=34560000$/);
     expect(cookie).not.toContain("Secure");
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
     expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
@@ -80,6 +82,36 @@ describe("password sign-in", () => {
     expect((await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }))).status).toBe(200);
   });
 
+  test("sign-up and setup are throttled per account as sign-in is", async () => {
+    t = buildAuthApp({ auth: { signup: "open" } });
+    const signup = (email: string) => t.request("/auth/signup", json({ email, password: "short" }));
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await signup(i % 2 ? "Ann@Example.com" : "ann@example.com")).status);
+    expect(statuses).toEqual([400, 400, 400, 400, 400, 429]);
+    expect((await signup("bob@example.com")).status).toBe(400);
+    const token = new URL(issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" })!).searchParams.get("token")!;
+    const setup = () => t.request("/setup", json({ token, email: "victim@example.com", password: "short" }));
+    const setupStatuses: number[] = [];
+    for (let i = 0; i < 6; i++) setupStatuses.push((await setup()).status);
+    expect(setupStatuses).toEqual([400, 400, 400, 400, 400, 429]);
+  });
+
+  test("emails with control characters are refused; password length counts characters, not UTF-16 units", async () => {
+    t = buildAuthApp({ auth: { signup: "open" } });
+    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com"]) {
+      const refused = await t.request("/auth/signup", json({ email, password: "long enough" }));
+      expect(refused.status).toBe(400);
+      expect((await jsonOf(refused)).error.param).toBe("email");
+    }
+    const fourEmoji = await t.request("/auth/signup", json({ email: "emoji@example.com", password: "😀😀😀😀" }));
+    expect(fourEmoji.status).toBe(400);
+    expect((await jsonOf(fourEmoji)).error.param).toBe("password");
+    const long = "😀".repeat(256);
+    expect((await t.request("/auth/signup", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
+    expect((await t.request("/auth/login", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM users").get()).toEqual({ n: 1 });
+  });
+
   test("throttled per address across accounts: 20 attempts", async () => {
     t = buildAuthApp();
     const statuses: number[] = [];
@@ -107,6 +139,20 @@ describe("session lifetime", () => {
     expect(expired.status).toBe(401);
     expect((await jsonOf(expired)).error.message).toContain("expired");
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+  });
+
+  test("a session's state-changing request from the other scheme of this host is refused, as on the dashboard", async () => {
+    t = buildAuthApp();
+    const admin = await t.user("root@example.com", { isAdmin: true });
+    const cookie = `mg_session=${t.session(admin.id)}`;
+    await t.user("ann@example.com");
+    // Host as a browser sends it: the request arrives over http for http://localhost.
+    const grant = (origin: string) => t.request("/api/admin/credits", json({ email: "ann@example.com", amount: "1" }, { cookie, origin, host: "localhost" }));
+    expect((await grant("https://localhost")).status).toBe(403);
+    expect((await t.request("/auth/logout", { method: "POST", headers: { cookie, origin: "https://localhost", host: "localhost" } })).status).toBe(403);
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM ledger").get()).toEqual({ n: 0 });
+    expect((await grant("http://localhost")).status).toBe(200);
+    expect((await t.request("/auth/me", { headers: { cookie } })).status).toBe(200);
   });
 
   test("sign-out deletes the session and clears the cookie", async () => {

@@ -206,6 +206,15 @@ describe("dashboard pages", () => {
     expect(missing.status).toBe(404);
   });
 
+  test("a key name is up to 100 characters, counted as characters (an emoji is one)", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const name = `💥${"k".repeat(99)}`;
+    expect((await t.post("/dashboard/keys", { name, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(200);
+    expect((await t.post("/dashboard/keys", { name: `${name}k`, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(400);
+    expect(t.deps.db.select().from(apiKeys).all().map((k) => k.name)).toEqual([name]);
+  });
+
   test("a form posted as JSON with fields that are not strings is a 400 page, never a 500, and writes nothing", async () => {
     const t = await setup();
     const admin = await t.signIn("root@example.com", { admin: true });
