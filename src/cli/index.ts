@@ -19,7 +19,28 @@ export interface CliContext {
 
 export type Command = (ctx: CliContext) => Promise<number | null> | number | null;
 
+/**
+ * What a command (or one of its subcommands) accepts: its flags besides --config and --help, and
+ * how many words it takes, its name included (`key revoke KEY_ID` is 3). Checked before the
+ * command runs, so a mistyped flag (`--expire 30d`) or a second operand is an error, not ignored.
+ */
+export interface CommandShape {
+  flags: readonly string[];
+  words: number;
+}
+/** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
+export type CommandShapes = Record<string, CommandShape>;
+const GLOBAL_FLAGS = new Set(["config", "help"]);
+
 const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json"]);
+
+const shapes: Record<string, CommandShapes> = {
+  serve: { "": { flags: ["service-id"], words: 1 } },
+  migrate: { "": { flags: [], words: 1 } },
+  config: { check: { flags: [], words: 2 } },
+  version: { "": { flags: [], words: 1 } },
+  help: { "": { flags: [], words: 1 } },
+};
 
 const commands: Record<string, Command> = {
   serve: async (ctx) => {
@@ -54,8 +75,21 @@ const commands: Record<string, Command> = {
 };
 
 /** Feature modules add their commands here (user, key, credits, jobs, ...). */
-export function registerCommand(name: string, command: Command): void {
+export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
   commands[name] = command;
+  shapes[name] = commandShapes;
+}
+
+function checkShape(args: Args, name: string): void {
+  const sub = args.positionals[1];
+  const shape = shapes[name]?.[""] ?? (sub === undefined ? undefined : shapes[name]?.[sub]);
+  if (!shape) return;
+  const label = shapes[name][""] ? name : `${name} ${sub}`;
+  for (const flag of args.flags.keys()) {
+    if (!GLOBAL_FLAGS.has(flag) && !shape.flags.includes(flag)) throw new UsageError(`modelgate ${label} has no flag --${flag}`);
+  }
+  const extra = args.positionals[Math.max(shape.words, 1)];
+  if (extra !== undefined) throw new UsageError(`modelgate ${label}: unexpected argument ${JSON.stringify(extra)}`);
 }
 
 const USAGE = `usage: modelgate <command> [--config FILE]
@@ -81,6 +115,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
       console.log(USAGE);
       return name in commands ? 0 : 2;
     }
+    checkShape(args, name);
     let loaded: LoadedConfig | undefined;
     const config = () => (loaded ??= loadConfig(findConfigFile(stringFlag(args, "config"))));
     return await command({

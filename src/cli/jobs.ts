@@ -74,4 +74,7 @@ registerCommand("jobs", (ctx) => {
   if (sub === "list") return list(ctx);
   if (sub === "retry") return retry(ctx);
   throw new UsageError(USAGE);
+}, {
+  list: { flags: ["state", "limit", "json"], words: 2 },
+  retry: { flags: [], words: 3 },
 });

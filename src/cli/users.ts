@@ -21,11 +21,20 @@ import { getBalance, grantCredits } from "../credits/ledger";
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 /** `30d`, `12h`, `90m`, `2w`, or an ISO date/time; returns the absolute expiry (ms). */
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
+
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 export function parseExpiry(text: string, now: number): number {
   const relative = /^(\d{1,6})([mhdw])$/.exec(text.trim());
   if (relative && Number(relative[1]) === 0) throw new UsageError(`--expires: "${text}" would expire the key at once`);
   if (relative) return now + Number(relative[1]) * UNIT_MS[relative[2]];
-  const absolute = Date.parse(text);
+  // ISO 8601 only, with a day that exists: Date.parse alone takes "1" for 2001 and rolls 02-30 over.
+  const date = ISO_DATE.exec(text.trim());
+  const absolute = date && isCalendarDay(Number(date[1]), Number(date[2]), Number(date[3])) ? Date.parse(text.trim()) : NaN;
   if (Number.isNaN(absolute)) throw new UsageError(`--expires: "${text}" is neither a duration like 30d, 12h, 90m, 2w nor a date like 2027-01-01`);
   if (absolute <= now) throw new UsageError(`--expires: ${text} is in the past`);
   return absolute;
@@ -82,7 +91,7 @@ registerCommand("user", async (ctx) => {
       const existing = isAdmin && created.param === "email" ? findUserByEmail(opened.db, email) : null;
       if (!existing) throw new UsageError(created.error);
       setAdmin(opened.db, existing.id);
-      ctx.print(`${existing.email} already existed; it is now an administrator`);
+      ctx.print(`${existing.email} already existed; it is now an administrator${password === undefined ? "" : " (its password is unchanged)"}`);
       return 0;
     }
     ctx.print(`created user ${created.id} ${created.email}${created.isAdmin ? " (administrator)" : ""}${password === undefined ? "; no password: sign in with GitHub or Google, or use API keys" : ""}`);
@@ -90,6 +99,10 @@ registerCommand("user", async (ctx) => {
   } finally {
     opened.close();
   }
+}, {
+  add: { flags: ["admin", "password-stdin"], words: 3 },
+  disable: { flags: [], words: 3 },
+  enable: { flags: [], words: 3 },
 });
 
 registerCommand("key", (ctx) => {
@@ -129,6 +142,10 @@ registerCommand("key", (ctx) => {
     return 0;
   }
   throw new UsageError("usage: modelgate key create --user EMAIL [--name N] [--expires 30d] | key list [--user EMAIL] | key revoke KEY_ID");
+}, {
+  create: { flags: ["user", "name", "expires", "per-minute"], words: 2 },
+  list: { flags: ["user", "json"], words: 2 },
+  revoke: { flags: [], words: 3 },
 });
 
 registerCommand("credits", (ctx) => {
@@ -150,4 +167,7 @@ registerCommand("credits", (ctx) => {
     return 0;
   }
   throw new UsageError("usage: modelgate credits grant --user EMAIL --amount 12.50 | credits balance --user EMAIL");
+}, {
+  grant: { flags: ["user", "amount", "note"], words: 2 },
+  balance: { flags: ["user"], words: 2 },
 });

@@ -18,7 +18,7 @@ const Server = T.Object(
   {
     listen: T.String({ default: "0.0.0.0:8080", pattern: "^.+:[0-9]{1,5}$" }),
     public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
-    data_dir: T.String({ default: "./data" }),
+    data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
     trusted_proxies: T.Array(T.String(), { default: [] }),
     shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0 }),

@@ -23,9 +23,14 @@ export function openDatabase(dataDir: string): OpenedDb {
   if (dataDir === ":memory:") {
     sqlite = new Database(":memory:");
   } else {
-    mkdirSync(dataDir, { recursive: true });
-    sqlite = new Database(join(dataDir, "modelgate.db"), { create: true });
-    sqlite.run("PRAGMA journal_mode = WAL");
+    const file = join(dataDir, "modelgate.db");
+    try {
+      mkdirSync(dataDir, { recursive: true });
+      sqlite = new Database(file, { create: true });
+      sqlite.run("PRAGMA journal_mode = WAL");
+    } catch (err) {
+      throw new Error(`server.data_dir: cannot open ${file} (${(err as Error)?.message ?? err})`);
+    }
   }
   sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run("PRAGMA busy_timeout = 5000");

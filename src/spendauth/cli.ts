@@ -11,6 +11,7 @@ const USAGE = "usage: modelgate settlements list [--state pending|authorized|don
 
 registerCommand("settlements", (ctx) => {
   const sub = ctx.args.positionals[1];
+  if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE); // before the database is opened (or created)
   const opened = ctx.openDb();
   try {
     if (sub === "list") {
@@ -30,18 +31,18 @@ registerCommand("settlements", (ctx) => {
       }
       return 0;
     }
-    if (sub === "retry") {
-      const id = Number(ctx.args.positionals[2]);
-      if (!Number.isInteger(id) || id < 1) throw new UsageError(USAGE);
-      if (!retrySettlement(opened.db, id, Date.now())) {
-        ctx.print(`settlement ${id} is not dead (or does not exist); nothing to retry`);
-        return 1;
-      }
-      ctx.print(`settlement ${id} queued again`);
-      return 0;
+    const id = Number(ctx.args.positionals[2]);
+    if (!Number.isInteger(id) || id < 1) throw new UsageError(USAGE);
+    if (!retrySettlement(opened.db, id, Date.now())) {
+      ctx.print(`settlement ${id} is not dead (or does not exist); nothing to retry`);
+      return 1;
     }
-    throw new UsageError(USAGE);
+    ctx.print(`settlement ${id} queued again`);
+    return 0;
   } finally {
     opened.close();
   }
+}, {
+  list: { flags: ["state", "json"], words: 2 },
+  retry: { flags: [], words: 3 },
 });

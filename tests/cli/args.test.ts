@@ -2,8 +2,12 @@
  * The CLI's argv parsing and expiry parsing, without a binary (tests/auth/e2e.test.ts runs the
  * commands themselves against a running server).
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { parseArgs, UsageError } from "../../src/cli/args";
+import { runCli } from "../../src/cli/index";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseExpiry } from "../../src/cli/users";
 
 describe("parseArgs", () => {
@@ -20,6 +24,43 @@ describe("parseArgs", () => {
   });
 });
 
+describe("command shapes", () => {
+  test("a flag the command does not take, or one operand too many, is refused before anything runs", async () => {
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const refused: Array<[string[], string]> = [
+        [["key", "create", "--user", "a@example.com", "--expire", "30d"], "modelgate key create has no flag --expire"],
+        [["key", "revoke", "key_a", "key_b"], 'modelgate key revoke: unexpected argument "key_b"'],
+        [["user", "add", "a@x.io", "b@x.io"], 'modelgate user add: unexpected argument "b@x.io"'],
+        [["credits", "grant", "--user", "a@x.io", "--amount", "1", "--ammount", "2"], "modelgate credits grant has no flag --ammount"],
+        [["config", "check", "extra"], 'modelgate config check: unexpected argument "extra"'],
+        [["serve", "--port", "1"], "modelgate serve has no flag --port"],
+        [["version", "now"], 'modelgate version: unexpected argument "now"'],
+      ];
+      for (const [argv, message] of refused) {
+        error.mockClear();
+        expect(await runCli([...argv, "--config", "/nonexistent/modelgate.toml"])).toBe(2);
+        expect(error).toHaveBeenCalledWith(`modelgate: ${message}`);
+      }
+    } finally {
+      error.mockRestore();
+    }
+  });
+
+  test("an unknown subcommand creates no data directory or database before its usage error", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      for (const command of ["settlements", "jobs", "key", "credits", "user"]) expect(await runCli([command, "bogus", "--config", config])).toBe(2);
+    } finally {
+      error.mockRestore();
+    }
+    expect(existsSync(join(dir, "data"))).toBe(false);
+  });
+});
+
 describe("parseExpiry", () => {
   const now = Date.UTC(2026, 10, 22, 12);
 
@@ -28,10 +69,13 @@ describe("parseExpiry", () => {
     expect(parseExpiry("90m", now)).toBe(now + 90 * 60_000);
     expect(parseExpiry("2w", now)).toBe(now + 14 * 86_400_000);
     expect(parseExpiry("2027-01-01", now)).toBe(Date.UTC(2027, 0, 1));
+    expect(parseExpiry("2028-02-29", now)).toBe(Date.UTC(2028, 1, 29));
+    expect(parseExpiry("2027-01-01T12:30:00+02:00", now)).toBe(Date.UTC(2027, 0, 1, 10, 30));
   });
 
   test("refused: a zero duration (regression: 0d made a key that had already expired), the past, nonsense", () => {
-    for (const text of ["0d", "0m", "000h", "2026-01-01", "-5d", "1.5d", "soon", ""]) {
+    // Dates only as ISO 8601 and only days that exist (regression: "1" was the year 2001, 2027-02-30 was March 2).
+    for (const text of ["0d", "0m", "000h", "2026-01-01", "-5d", "1.5d", "soon", "", "1", "2027-02-30", "2027-13-01", "Jan 1 2030", "2030"]) {
       expect(() => parseExpiry(text, now)).toThrow(UsageError);
     }
   });

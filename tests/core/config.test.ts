@@ -77,6 +77,10 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(`[server]\ntrusted_proxies = "10.0.0.1"`)).toBe("server.trusted_proxies: expected a list");
   });
 
+  test("an empty data_dir is refused by name", () => {
+    expect(errorOf(`[server]\ndata_dir = ""`)).toStartWith("server.data_dir: expected string length greater or equal to 1");
+  });
+
   test("a port above 65535 names the key", () => {
     expect(errorOf(`[server]\nlisten = "127.0.0.1:99999"`)).toBe("server.listen: port 99999 is out of range (0 to 65535)");
     expect(errorOf(`[webhooks]\nbind_address = "127.0.0.1:65536"`)).toBe("webhooks.bind_address: port 65536 is out of range (0 to 65535)");
