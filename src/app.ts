@@ -8,6 +8,7 @@ import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
 import { describeViolation } from "./validation";
+import { tooLarge } from "./body";
 import { apiRoutes } from "./api";
 import { createChatEndpoint } from "./router/endpoint";
 import { modelRoutes } from "./router/routes";
@@ -24,9 +25,12 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .onRequest(({ request, set }) => {
       const meta = startRequest(request, trusted);
       set.headers["x-request-id"] = meta.id;
-      const declared = Number(request.headers.get("content-length") ?? 0);
-      if (declared > maxBody) {
-        return render(new GatewayError("payload_too_large", `The request body is larger than the limit of ${maxBody} bytes`), meta.id);
+      const length = request.headers.get("content-length");
+      if (length !== null && Number(length) > maxBody) return render(tooLarge(maxBody), meta.id);
+      // Only the chat endpoint reads a body of unknown length with a limit; Elysia would buffer all
+      // of it. Browsers and HTTP clients send forms and JSON with a Content-Length.
+      if (length === null && request.headers.has("transfer-encoding") && new URL(request.url).pathname !== "/v1/chat/completions") {
+        return render(new GatewayError("length_required", "Send this request's body with a Content-Length header", { headers: { connection: "close" } }), meta.id);
       }
     })
     .onError(({ code, error, request }) => {

@@ -42,6 +42,10 @@ async function readLimited(request: Request, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function tooLarge(limit: number): GatewayError {
-  return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`);
+/**
+ * The 413 for a body over `limit`. The rest of the body is never read, so the connection is closed
+ * after the answer: kept open, it would wait on bytes nobody reads (and hold up a graceful stop).
+ */
+export function tooLarge(limit: number): GatewayError {
+  return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`, { headers: { connection: "close" } });
 }

@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   model_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  length_required: 411,
   payload_too_large: 413,
   rate_limit_exceeded: 429,
   /** Never sent: the status a request is recorded with when its client left before any answer. */
@@ -36,6 +37,7 @@ const ERROR_TYPE: Partial<Record<ErrorCode, string>> = {
   invalid_request_error: "invalid_request_error",
   model_not_found: "invalid_request_error",
   payload_too_large: "invalid_request_error",
+  length_required: "invalid_request_error",
   not_found: "invalid_request_error",
   method_not_allowed: "invalid_request_error",
   insufficient_credits: "insufficient_quota",

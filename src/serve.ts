@@ -67,8 +67,14 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const { hostname, port } = parseListen(config.server.listen);
   // Elysia asks for SO_REUSEPORT and development mode by default: a second server on the same port
   // would then share its connections (and split the rate limits and reservations), and an error
-  // escaping a handler would be answered with a stack trace.
-  app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536, idleTimeout: 255 });
+  // escaping a handler would be answered with a stack trace. Bun's own body cap answers 413
+  // without a body; the app refuses a declared length over max_body_bytes before reading, and
+  // counts a chunked chat body as it arrives (src/app.ts, src/body.ts), so Bun's is out of reach.
+  try {
+    app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 });
+  } catch (err) {
+    throw new Error(`server.listen = "${config.server.listen}": ${(err as Error)?.message ?? err}`);
+  }
   const discovery = startDiscovery(registry, config.upstreams);
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {

@@ -21,7 +21,7 @@ import type { CreditMeter } from "../credits/meter";
 import { maxCostMicro } from "../credits/price";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import type { Admission, AdmitInput, Gate, Identity } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
@@ -63,7 +63,7 @@ export function createGate(deps: GateDeps): Gate {
     const decision = limiter.take(identity.subject, policy);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
-      return new GatewayError("rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
+      return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
     }
     const { route } = input;
     if (route.free) return { identity, headers, settle: NO_SETTLE };
@@ -72,7 +72,7 @@ export function createGate(deps: GateDeps): Gate {
     const available = meter.available(userId, storedBalance);
     if (available <= 0) {
       const inFlight = available < storedBalance ? ` (${formatCredits(storedBalance - available)} held by requests in flight)` : "";
-      return new GatewayError("insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
+      return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
     }
     const hold = meter.reserve(userId, maxCostMicro({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens }));
     return {

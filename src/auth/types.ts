@@ -3,7 +3,7 @@
  * asks a Gate to admit a request before calling upstream and settles the admission afterwards
  * with the usage the upstream reported. Denials are values (a GatewayError), not exceptions.
  */
-import type { GatewayError } from "../errors";
+import { GatewayError, type ErrorCode } from "../errors";
 import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../router/usage";
 
@@ -15,6 +15,18 @@ export interface Identity {
   keyId: string | null;
   /** What the rate limiter counts against (key id, user id, commitment, client address). */
   subject: string;
+}
+
+/** A denial of a caller whose identity was established (rate limit, credits): logged and counted as that identity. */
+export class IdentifiedDenial extends GatewayError {
+  constructor(
+    readonly identity: Identity,
+    code: ErrorCode,
+    message: string,
+    options: GatewayError["options"] = {},
+  ) {
+    super(code, message, options);
+  }
 }
 
 export interface AdmitInput {

@@ -1,13 +1,14 @@
 /**
  * POST /v1/chat/completions: validate, resolve the route, admit through the Gate, forward, and
  * relay the answer (JSON or SSE) while capturing usage. Every admitted request is settled exactly
- * once and produces exactly one RequestRecord, however it ends.
+ * once and produces exactly one RequestRecord, however it ends: an error nobody expected is
+ * settled as a 500 on its way out, so it never leaves credits held.
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
-import type { Admission, AdmitInput } from "../auth/types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
-import { recordFailure } from "./upstream-state";
+import { recordComplete, recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
@@ -33,15 +34,27 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
-    const denied = record(ctx, route.id, "anonymous", admission.status);
+    const denied = record(ctx, route.id, admission instanceof IdentifiedDenial ? admission.identity : null, admission.status);
     deps.onRequestDone(denied);
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
   }
+  const served = new Served(deps, ctx, admission, watchClient(ctx.request));
+  try {
+    return await serveAdmitted(served, route);
+  } catch (err) {
+    served.finish({ status: err instanceof GatewayError ? err.status : 500, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    throw err;
+  }
+}
+
+type Route = NonNullable<ReturnType<AppDeps["registry"]["resolve"]>>;
+
+async function serveAdmitted(served: Served, route: Route): Promise<Response> {
+  const { deps, ctx, admission, client } = served;
   const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   // The parsed body is ours: amend it in place rather than copying it per request.
   if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-  const client = watchClient(ctx.request);
   const forwarded = await forwardChat({
     route,
     body: ctx.body,
@@ -51,21 +64,22 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     random: deps.registry.random,
   });
   if (forwarded instanceof GatewayError) {
-    const latencyMs = finish(deps, ctx, admission, client, { status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    const latencyMs = served.finish({ status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
     forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
     throw forwarded;
   }
   const { reply, target } = forwarded;
+  const upstream = target.upstream;
   // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
   // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
   const headers = admission.headers;
   headers["x-request-id"] = ctx.requestId;
   headers["content-type"] = reply.header("content-type") ?? "application/json";
   headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
-  const done = { upstream: target.upstream.name, price: route.price, model: route.id };
+  const done = { upstream: upstream.name, price: route.price, model: route.id };
   const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
   const bodyStartedAt = performance.now();
-  const idleTimeoutMs = target.upstream.config.idle_timeout_ms;
+  const idleTimeoutMs = upstream.config.idle_timeout_ms;
   if (!isStream) {
     // Usually the whole answer came with its headers; otherwise a body that does not complete
     // within idle_timeout_ms of its headers is abandoned.
@@ -75,17 +89,18 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       try {
         text = await reply.text();
       } catch {
-        if (!client.gone) recordFailure(target.upstream, deps.now(), "broke off its answer", deps.config.routing);
+        if (!client.gone) recordFailure(upstream, deps.now(), "broke off its answer", deps.config.routing);
         const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
-        finish(deps, ctx, admission, client, outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-        throw new GatewayError("upstream_error", `upstream "${target.upstream.name}" broke off its answer`, { headers: { "x-gateway-overhead-ms": headers["x-gateway-overhead-ms"] } });
+        served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+        throw new GatewayError("upstream_error", `upstream "${upstream.name}" broke off its answer`, { headers: { ...headers, "content-type": "application/json" } });
       } finally {
         clearTimeout(timer);
       }
     }
+    recordComplete(upstream, deps.now());
     // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
     const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
-    finish(deps, ctx, admission, client, outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+    served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
     return new Response(text, { status: reply.status, headers });
   }
   headers["cache-control"] = "no-cache";
@@ -94,10 +109,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     idleTimeoutMs,
     abortUpstream: forwarded.abort,
     onEnd: (result) => {
-      if (result.outcome === "upstream_error") recordFailure(target.upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+      if (result.outcome === "upstream_error") recordFailure(upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+      if (result.outcome === "complete") recordComplete(upstream, deps.now());
       const usage = result.usage ?? estimatedUsage(ctx, result.events);
       const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-      finish(deps, ctx, admission, client, outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
+      served.finish(outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
     },
   });
   return new Response(stream, { status: 200, headers });
@@ -116,38 +132,52 @@ function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: nu
   return { upstream: done.upstream, price: done.price, model: done.model, status, usage, upstreamMs };
 }
 
-/** Settles the admission and emits the request record; returns the total latency, ms. */
-function finish(deps: AppDeps, ctx: ChatContext, admission: Admission, client: ClientWatch, outcome: Outcome): number {
-  client.done();
-  const latencyMs = performance.now() - ctx.startedAt;
-  admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-  const { identity } = admission;
-  deps.onRequestDone({
-    requestId: ctx.requestId,
-    createdAt: Date.now(),
-    identity: identity.kind,
-    userId: identity.userId,
-    keyId: identity.keyId,
-    model: outcome.model,
-    upstream: outcome.upstream,
-    status: outcome.status,
-    promptTokens: outcome.usage?.prompt_tokens ?? 0,
-    completionTokens: outcome.usage?.completion_tokens ?? 0,
-    costMicro: costMicro(outcome.usage, outcome.price),
-    latencyMs,
-    upstreamMs: outcome.upstreamMs,
-  });
-  return latencyMs;
+/** An admitted request: settled and recorded once, by whichever way it ends first. */
+class Served {
+  private finished = false;
+
+  constructor(
+    readonly deps: AppDeps,
+    readonly ctx: ChatContext,
+    readonly admission: Admission,
+    readonly client: ClientWatch,
+  ) {}
+
+  /** Settles the admission and emits the request record (once); returns the total latency, ms. */
+  finish(outcome: Outcome): number {
+    const latencyMs = performance.now() - this.ctx.startedAt;
+    if (this.finished) return latencyMs;
+    this.finished = true;
+    this.client.done();
+    this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
+    const { identity } = this.admission;
+    this.deps.onRequestDone({
+      requestId: this.ctx.requestId,
+      createdAt: Date.now(),
+      identity: identity.kind,
+      userId: identity.userId,
+      keyId: identity.keyId,
+      model: outcome.model,
+      upstream: outcome.upstream,
+      status: outcome.status,
+      promptTokens: outcome.usage?.prompt_tokens ?? 0,
+      completionTokens: outcome.usage?.completion_tokens ?? 0,
+      costMicro: costMicro(outcome.usage, outcome.price),
+      latencyMs,
+      upstreamMs: outcome.upstreamMs,
+    });
+    return latencyMs;
+  }
 }
 
-/** The record of a request refused before any upstream was called. */
-function record(ctx: ChatContext, model: string, identity: RequestRecord["identity"], status: number): RequestRecord {
+/** The record of a request refused before any upstream was called; `identity` null for one without credentials that count. */
+function record(ctx: ChatContext, model: string, identity: Identity | null, status: number): RequestRecord {
   return {
     requestId: ctx.requestId,
     createdAt: Date.now(),
-    identity,
-    userId: null,
-    keyId: null,
+    identity: identity?.kind ?? "anonymous",
+    userId: identity?.userId ?? null,
+    keyId: identity?.keyId ?? null,
     model,
     upstream: null,
     status,

@@ -12,7 +12,7 @@ import { requestMeta, type RequestMeta } from "../request-meta";
 import { describeViolation } from "../validation";
 import { handleChat } from "./chat";
 import { ChatCompletionRequest } from "./schema";
-import { log } from "../log";
+import { hundredths, log } from "../log";
 
 type Server = Parameters<RequestMeta["clientIp"]>[0];
 export type ChatEndpoint = (request: Request, server: Server) => Promise<Response>;
@@ -34,7 +34,8 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       }
       return await handleChat(deps, { request, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
-      if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id });
+      // Refused before admission (a bad body, an unknown model): the gateway's own time is all of it.
+      if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });
       return errorResponse(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
     }

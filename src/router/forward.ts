@@ -12,7 +12,7 @@ import type { ModelRoute, Target } from "./registry";
 import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
-import { abandonAttempt, beginAttempt, isAvailable, recordFailure, recordSuccess } from "./upstream-state";
+import { abandonAttempt, beginAttempt, isAvailable, recordAnswered, recordFailure } from "./upstream-state";
 
 export interface ForwardInput {
   route: ModelRoute;
@@ -52,13 +52,17 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
       if (routing.retry_backoff_ms > 0) await Bun.sleep(routing.retry_backoff_ms * 2 ** (round - 1));
     }
     if (input.client.gone) break;
+    // The body is the gateway's own parse of the request: set the target's model name in place.
+    input.body.model = target.model;
+    const payload = serialize(input.body);
+    if (payload === null) return new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded");
     beginAttempt(target.upstream, now());
     const started = performance.now();
-    const outcome = await attempt(target, input, now());
+    const outcome = await attempt(target, payload, input, now());
     const elapsed = performance.now() - started;
     upstreamMs += elapsed;
     if (!("failure" in outcome)) {
-      recordSuccess(target.upstream, now(), elapsed);
+      recordAnswered(target.upstream, elapsed);
       return { reply: outcome.reply, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
     }
     if (input.client.gone) {
@@ -90,7 +94,16 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
   );
 }
 
-async function attempt(target: Target, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
+/** JSON text of the body; null when it is nested too deeply for JSON.stringify (which JSON.parse took). */
+function serialize(body: Record<string, unknown>): string | null {
+  try {
+    return JSON.stringify(body);
+  } catch {
+    return null;
+  }
+}
+
+async function attempt(target: Target, payload: string, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
   const upstream = target.upstream;
   const cold = upstream.lastContactAt === null || now - upstream.lastContactAt > COLD_AFTER_MS;
   if (upstream.viaFetch && cold && !USES_PROXY) {
@@ -100,9 +113,7 @@ async function attempt(target: Target, input: ForwardInput, now: number): Promis
     }
     if (reach === "refused") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (connection refused)` };
   }
-  // The body is the gateway's own parse of the request: set the target's model name in place.
-  input.body.model = target.model;
-  const exchange = upstream.postChat(JSON.stringify(input.body));
+  const exchange = upstream.postChat(payload);
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;

@@ -3,6 +3,12 @@
  * incomplete event. On the way it captures the usage the upstream reports (we always ask for it),
  * drops that extra usage chunk when the client did not ask for it, and turns an upstream that
  * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`.
+ *
+ * Invariants:
+ * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
+ *   nothing would never be called again, and an event split over several reads would hang;
+ * - the idle timeout counts only time spent waiting on the upstream: while the client is slow to
+ *   read, no pull runs and the upstream is paused, which is not the upstream's silence.
  */
 import { readUsage, type Usage } from "./usage";
 
@@ -40,7 +46,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let sawDone = false;
   let ended = false;
   let stalled = false;
+  let waiting = false;
   const idle = setTimeout(() => {
+    if (!waiting) return; // the client is slow, not the upstream; the next read re-arms the timer
     stalled = true;
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
@@ -75,22 +83,27 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        const { done, value } = await reader.read();
-        if (done) {
-          const rest = pending + decoder.decode();
-          if (rest.trim()) controller.enqueue(encoder.encode(filterEvents(rest + "\n\n")));
-          if (!sawDone) controller.enqueue(DONE_EVENT);
-          controller.close();
-          finish({ outcome: "complete" });
+        for (;;) {
+          idle.refresh();
+          waiting = true;
+          const { done, value } = await reader.read();
+          waiting = false;
+          if (done) {
+            const rest = pending + decoder.decode();
+            if (rest.trim()) controller.enqueue(encoder.encode(filterEvents(rest + "\n\n")));
+            if (!sawDone) controller.enqueue(DONE_EVENT);
+            controller.close();
+            finish({ outcome: "complete" });
+            return;
+          }
+          const hadPending = pending !== "";
+          const decoded = decoder.decode(value, { stream: true });
+          const out = filterEvents(pending + (decoded.includes("\r") ? decoded.replaceAll("\r\n", "\n") : decoded));
+          if (out.length === 0) continue; // only part of an event so far: read on
+          // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
+          controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
           return;
         }
-        idle.refresh();
-        const hadPending = pending !== "";
-        const decoded = decoder.decode(value, { stream: true });
-        const out = filterEvents(pending + (decoded.includes("\r") ? decoded.replaceAll("\r\n", "\n") : decoded));
-        if (out.length === 0) return;
-        // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
-        controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
       } catch {
         if (ended) return;
         const message = stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";

@@ -110,13 +110,23 @@ export function abandonAttempt(u: UpstreamState): void {
   u.probing = false;
 }
 
-export function recordSuccess(u: UpstreamState, now: number, ttfbMs: number): void {
-  u.consecutiveFailures = 0;
+/**
+ * The upstream answered (status and headers): it is reachable, so an open circuit closes and a
+ * probe ends. Whether the answer is whole is known later (recordComplete, or recordFailure when
+ * it breaks off), so the run of failures is not ended here: a stream that always breaks after
+ * its headers still opens the circuit after cooldown_failures.
+ */
+export function recordAnswered(u: UpstreamState, ttfbMs: number): void {
   u.cooldownUntil = 0;
   u.probing = false;
+  u.ttfbEwmaMs = u.ttfbEwmaMs === null ? ttfbMs : u.ttfbEwmaMs * 0.8 + ttfbMs * 0.2;
+}
+
+/** The answer arrived whole: a successful attempt, and the end of any run of failures. */
+export function recordComplete(u: UpstreamState, now: number): void {
+  u.consecutiveFailures = 0;
   u.lastSuccessAt = now;
   u.successes += 1;
-  u.ttfbEwmaMs = u.ttfbEwmaMs === null ? ttfbMs : u.ttfbEwmaMs * 0.8 + ttfbMs * 0.2;
 }
 
 export function recordFailure(

@@ -6,7 +6,7 @@
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
-import { GatewayError } from "../errors";
+import { IdentifiedDenial } from "../auth/types";
 import type { RateLimiter } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
 import { createSpendAuth, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
@@ -88,7 +88,8 @@ export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limi
     const decision = limiter.take(`commitment:${commitment}`, policy);
     const headers = rateLimitHeaders(decision);
     if (decision.allowed) return headers;
-    return new GatewayError(
+    return new IdentifiedDenial(
+      { kind: "spend_auth", userId: null, keyId: null, subject: commitment },
       "rate_limit_exceeded",
       `Rate limit reached for this commitment: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s with the same authorization`,
       { headers },

@@ -80,10 +80,14 @@ export class WebhookGateway {
     return this.server.port!;
   }
 
-  /** Stops accepting, lets in-flight requests finish, then commits whatever is queued. */
-  async stop(): Promise<void> {
-    await this.server?.stop(false);
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`, then cuts them), then commits whatever is queued. */
+  async stop(graceMs = 10_000): Promise<void> {
+    const server = this.server;
     this.server = null;
+    if (server) {
+      const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(graceMs).then(() => false)]);
+      if (!drained) await server.stop(true);
+    }
     this.options.outbox.flush();
   }
 
@@ -146,8 +150,9 @@ export class WebhookGateway {
     return json(404, { error: "not_found" });
   }
 
+  /** The rest of the body is not read: the connection closes after the answer (see src/body.ts). */
   private tooLarge(): Response {
-    return json(413, { error: "payload_too_large", limit: this.maxBody });
+    return json(413, { error: "payload_too_large", limit: this.maxBody }, { connection: "close" });
   }
 }
 

@@ -56,7 +56,12 @@ export function startWebhooks(config: Config, options: { serviceId: number; log:
   const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"));
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseBindAddress(w.bind_address);
-  const port = gateway.start(address);
+  let port: number;
+  try {
+    port = gateway.start(address);
+  } catch (err) {
+    throw new Error(`webhooks.bind_address = "${w.bind_address}": ${(err as Error)?.message ?? err}`);
+  }
   const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
   const retainMs = w.retain_done_hours * 3_600_000;
   const prune = (): void => {
@@ -102,7 +107,7 @@ export function startWebhooks(config: Config, options: { serviceId: number; log:
     },
     async stop() {
       clearInterval(pruneTimer);
-      await gateway.stop();
+      await gateway.stop(config.server.shutdown_grace_ms);
       await runner.stop(config.server.shutdown_grace_ms);
       outbox.close();
     },

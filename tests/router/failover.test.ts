@@ -80,7 +80,7 @@ describe("failover before the first byte", () => {
     const body = await json(res);
     expect(body.error).toEqual({ message: expect.stringMatching(/upstream "(a|b)" answered 50[03]/), type: "api_error", param: null, code: "upstream_error" });
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
-    expect(Number(res.headers.get("x-gateway-overhead-ms"))).toBeGreaterThanOrEqual(0);
+    expect(res.headers.get("x-gateway-overhead-ms")).toMatch(/^\d+\.\d{2}$/);
     expect(gw.records.map((r) => r.status)).toEqual([502]);
     // max_attempts = 3 over two targets: a, b, then a again.
     expect([a.chatCount(), b.chatCount()]).toEqual([2, 1]);
@@ -126,7 +126,7 @@ describe("after the first byte", () => {
     const res = await gw.chat({ model: "m", messages: HELLO, stream: true });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
-    expect(Number(res.headers.get("x-gateway-overhead-ms"))).toBeGreaterThanOrEqual(0);
+    expect(res.headers.get("x-gateway-overhead-ms")).toMatch(/^\d+\.\d{2}$/);
     const events = sseData(await res.text());
     expect(events.at(-1)).toBe("[DONE]");
     const error = JSON.parse(events.at(-2)!);
@@ -142,6 +142,38 @@ describe("after the first byte", () => {
     expect(record.completionTokens).toBe(3);
     // The broken stream counts against the upstream's health.
     expect(gw.deps.registry.upstreams.get("a")!.consecutiveFailures).toBe(1);
+  });
+
+  test("streams that always break after their headers open the circuit after cooldown_failures (regression: the headers reset the count)", async () => {
+    const a = mock({ breakAfterChunks: 1, chunkDelayMs: 5 });
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+      routing: { cooldown_failures: 3, cooldown_ms: 60_000 },
+    });
+    for (let i = 0; i < 3; i++) await (await gw.chat({ model: "m", messages: HELLO, stream: true })).text();
+    const upstream = gw.deps.registry.upstreams.get("a")!;
+    expect(upstream.consecutiveFailures).toBe(3);
+    expect([upstream.successes, upstream.failures]).toEqual([0, 3]);
+    const refused = await gw.chat({ model: "m", messages: HELLO, stream: true });
+    expect(refused.status).toBe(503);
+    expect(a.chatCount()).toBe(3);
+    a.behaviour.breakAfterChunks = undefined;
+  });
+
+  test("a whole answer ends a run of failures", async () => {
+    const a = mock({ breakAfterChunks: 1, chunkDelayMs: 5 });
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }],
+      routing: { cooldown_failures: 3 },
+    });
+    for (let i = 0; i < 2; i++) await (await gw.chat({ model: "m", messages: HELLO, stream: true })).text();
+    a.behaviour.breakAfterChunks = undefined;
+    await (await gw.chat({ model: "m", messages: HELLO, stream: true })).text();
+    expect(await (await gw.chat({ model: "m", messages: HELLO })).json()).toHaveProperty("choices");
+    const upstream = gw.deps.registry.upstreams.get("a")!;
+    expect([upstream.consecutiveFailures, upstream.successes, upstream.failures]).toEqual([0, 2, 2]);
   });
 
   test("a stream that stalls ends after idle_timeout_ms with the error event and [DONE]", async () => {

@@ -1,0 +1,78 @@
+/**
+ * How refused and failed chat requests end, in process with the real gate: a body JSON.parse took
+ * but JSON.stringify cannot (regression: a 500 that left its credit hold in place for good), the
+ * identity a rate-limit or credit refusal is recorded with (regression: always "anonymous"), and
+ * the headers of errors raised before admission.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { buildAuthApp, HELLO, jsonOf, payingUser, type AuthTestApp } from "../auth/support";
+
+let t: AuthTestApp;
+afterEach(() => t?.close());
+
+/** HELLO with an extra property nested `depth` arrays deep. */
+function nested(depth: number): string {
+  return `{"model":"paid-model","max_tokens":1,"x":${"[".repeat(depth)}${"]".repeat(depth)},"messages":${JSON.stringify(HELLO.messages)}}`;
+}
+
+describe("chat outcomes", () => {
+  test("a body nested too deeply to forward is a 400 that releases its credit hold", async () => {
+    t = buildAuthApp();
+    const { userId, auth } = await payingUser(t, 1_000);
+    const deep = await t.chat(nested(100_000), auth);
+    expect(deep.status).toBe(400);
+    expect((await jsonOf(deep)).error).toMatchObject({ code: "invalid_request_error", message: "The request body is nested too deeply to be forwarded" });
+    expect(t.upstream.chatCount()).toBe(0);
+    expect(t.records.map((r) => [r.status, r.identity, r.costMicro])).toEqual([[400, "api_key", 0]]);
+    // Its hold (far above the balance) is gone: the next request is admitted and served.
+    expect(t.identities.meter.available(userId, 1_000)).toBe(1_000);
+    expect((await t.chat(HELLO, auth)).status).toBe(200);
+  });
+
+  test("a rate-limit or credit refusal of an API key is recorded as that key", async () => {
+    t = buildAuthApp({ limits: { api_key: { per_minute: 1 } } });
+    const { auth } = await payingUser(t, 0);
+    const keyId = (t.deps.db.$client.query("SELECT id FROM api_keys").get() as { id: string }).id;
+    expect((await t.chat(HELLO, auth)).status).toBe(402);
+    expect((await t.chat(HELLO, auth)).status).toBe(429);
+    expect(t.records.map((r) => [r.status, r.identity, r.keyId, r.userId !== null])).toEqual([
+      [402, "api_key", keyId, true],
+      [429, "api_key", keyId, true],
+    ]);
+    expect((await t.chat(HELLO)).status).toBe(401);
+    expect(t.records[2]).toMatchObject({ status: 401, identity: "anonymous", keyId: null, userId: null });
+  });
+
+  test("an answer that breaks off after its headers is a 502 that still carries the x-ratelimit headers", async () => {
+    // An upstream that promises 500 bytes, sends one and closes.
+    const listener = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: { data: (socket) => void socket.end("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{") },
+    });
+    try {
+      t = buildAuthApp({ upstreams: [{ name: "mock", base_url: `http://127.0.0.1:${listener.port}/v1` }] });
+      const { auth } = await payingUser(t, 0);
+      const response = await t.chat({ model: "free-model", messages: HELLO.messages }, auth);
+      expect(response.status).toBe(502);
+      expect((await jsonOf(response)).error.message).toContain("broke off its answer");
+      expect(response.headers.get("content-type")).toBe("application/json");
+      expect(response.headers.get("x-ratelimit-limit-requests")).toBe("60");
+      expect(response.headers.get("x-ratelimit-remaining-requests")).toBe("59");
+      expect(response.headers.get("x-request-id")).toStartWith("req_");
+      expect(t.records.map((r) => [r.status, r.identity])).toEqual([[502, "api_key"]]);
+    } finally {
+      listener.stop(true);
+    }
+  });
+
+  test("errors raised before admission carry x-request-id and x-gateway-overhead-ms", async () => {
+    t = buildAuthApp();
+    for (const [body, status] of [["not json", 400], [{ model: "nope", messages: HELLO.messages }, 404], [{ model: "free-model" }, 400]] as const) {
+      const response = await t.chat(body);
+      expect(response.status).toBe(status);
+      expect(response.headers.get("x-request-id")).toStartWith("req_");
+      expect(response.headers.get("x-gateway-overhead-ms")).toMatch(/^\d+\.\d{2}$/);
+    }
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * The listening server, against the compiled binary: a second server on a port that is taken
+ * stops naming server.listen (the port is not shared: that would split rate limits and credit
+ * reservations between two processes), and a body far past max_body_bytes gets the JSON 413,
+ * not the HTTP layer's empty one.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { BINARY, startGateway, type RunningGateway } from "../support/binary";
+
+const started: RunningGateway[] = [];
+afterAll(async () => {
+  for (const gateway of started) await gateway.stop();
+});
+
+describe("the server", () => {
+  test("a second server on a port in use exits naming server.listen, and the first keeps serving", async () => {
+    const first = await startGateway();
+    started.push(first);
+    const second = Bun.spawn([BINARY, "serve"], {
+      cwd: first.dir,
+      env: { ...process.env, MODELGATE_CONFIG: join(first.dir, "modelgate.toml") },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [code, stderr] = await Promise.all([second.exited, new Response(second.stderr).text()]);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`server.listen = "127.0.0.1:${first.port}"`);
+    expect(stderr).toContain("in use");
+    expect(stderr).not.toContain("    at ");
+    for (let i = 0; i < 20; i++) expect((await fetch(`${first.url}/api/health`)).status).toBe(200);
+  });
+
+  test("bodies far past max_body_bytes get the JSON 413; a chunked body to a form route gets 411", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 2000\n");
+    started.push(gateway);
+    for (const path of ["/v1/chat/completions", "/auth/login"]) {
+      for (const size of [2_001, 5_000, 500_000]) {
+        const response = await fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(size) });
+        expect(response.status).toBe(413);
+        expect(response.headers.get("x-request-id")).toStartWith("req_");
+        expect(((await response.json()) as any).error).toMatchObject({ code: "payload_too_large", message: "The request body is larger than the limit of 2000 bytes" });
+      }
+    }
+    const chunked = (path: string) =>
+      fetch(`${gateway.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode("x".repeat(5_000))), c.close()) }),
+      });
+    const form = await chunked("/auth/login");
+    expect(form.status).toBe(411);
+    expect(((await form.json()) as any).error.code).toBe("length_required");
+    const chat = await chunked("/v1/chat/completions");
+    expect(chat.status).toBe(413);
+    expect(((await chat.json()) as any).error.code).toBe("payload_too_large");
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * The SSE relay (src/router/sse.ts) over streams the test controls: an event that arrives in many
+ * reads is relayed whole (regression: a pull that enqueued nothing was never called again, and
+ * the stream hung), and the idle timeout is the upstream's silence, not a slow client's.
+ */
+import { describe, expect, test } from "bun:test";
+import { relaySse, type RelayResult } from "../../src/router/sse";
+
+const encoder = new TextEncoder();
+const EVENT = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "Hello there, this is one event" } }] })}\n\n`;
+const DONE = "data: [DONE]\n\n";
+
+/** An upstream body that yields `pieces` one read at a time, `gapMs` apart, then ends; abort() breaks it at once. */
+function upstreamOf(pieces: string[], gapMs: number): { body: ReadableStream<Uint8Array>; abort: (reason: string) => void; aborted: string[] } {
+  const aborted: string[] = [];
+  let next = 0;
+  let broken: ReadableStreamDefaultController<Uint8Array> | null = null;
+  const body = new ReadableStream<Uint8Array>({
+    start: (controller) => void (broken = controller),
+    async pull(controller) {
+      if (next > 0) await Bun.sleep(gapMs);
+      if (aborted.length > 0) return;
+      if (next === pieces.length) return controller.close();
+      controller.enqueue(encoder.encode(pieces[next++]));
+    },
+  }, { highWaterMark: 0 });
+  const abort = (reason: string): void => {
+    aborted.push(reason);
+    broken?.error(new Error(`aborted: ${reason}`));
+  };
+  return { body, abort, aborted };
+}
+
+function relay(pieces: string[], options: { gapMs: number; idleTimeoutMs: number }) {
+  const upstream = upstreamOf(pieces, options.gapMs);
+  let ended: RelayResult | null = null;
+  const stream = relaySse(upstream.body, {
+    clientWantsUsage: false,
+    idleTimeoutMs: options.idleTimeoutMs,
+    abortUpstream: upstream.abort,
+    onEnd: (result) => void (ended = result),
+  });
+  return { stream, aborted: upstream.aborted, ended: () => ended };
+}
+
+function split(text: string, size: number): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+describe("relaySse", () => {
+  test("an event split over many reads is relayed whole, once", async () => {
+    const pieces = split(EVENT + EVENT + DONE, 20);
+    expect(pieces.length).toBeGreaterThan(6);
+    const relayed = relay(pieces, { gapMs: 2, idleTimeoutMs: 5_000 });
+    expect(await new Response(relayed.stream).text()).toBe(EVENT + EVENT + DONE);
+    expect(relayed.ended()).toMatchObject({ outcome: "complete", events: 2 });
+  });
+
+  test("a client that pauses longer than idle_timeout_ms is not an upstream timeout", async () => {
+    const relayed = relay([EVENT, EVENT, EVENT, DONE], { gapMs: 0, idleTimeoutMs: 30 });
+    const reader = relayed.stream.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    await Bun.sleep(150); // the client stops reading; the upstream has more, and is not silent
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    expect(text).toBe(EVENT + EVENT + EVENT + DONE);
+    expect(relayed.aborted).toEqual([]);
+    expect(relayed.ended()).toMatchObject({ outcome: "complete", events: 3 });
+  });
+
+  test("an upstream silent for idle_timeout_ms mid-event is aborted: an error event, then [DONE]", async () => {
+    const relayed = relay([EVENT, EVENT.slice(0, 10)], { gapMs: 1_000, idleTimeoutMs: 30 });
+    const text = await new Response(relayed.stream).text();
+    expect(text.startsWith(EVENT)).toBe(true);
+    expect(text).toContain("the upstream sent nothing for 30 ms");
+    expect(text.endsWith(DONE)).toBe(true);
+    expect(relayed.aborted).toEqual(["idle"]);
+    expect(relayed.ended()).toMatchObject({ outcome: "upstream_error" });
+  });
+});
