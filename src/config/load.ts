@@ -73,6 +73,7 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   }
   const config = withDefaults as Config;
   checkReferences(config);
+  checkSpendAuth(config);
   return { config, source: options.source ?? null, secretPaths };
 }
 
@@ -165,6 +166,20 @@ function checkReferences(config: Config): void {
       }
     });
   });
+}
+
+/**
+ * What SpendAuth needs of the config, checked here so that `config check` refuses what `serve`
+ * would (the operator key's address is checked at start-up, where viem is loaded).
+ */
+function checkSpendAuth({ spend_auth: s }: Config): void {
+  if (s.operator_key !== undefined) {
+    if (!s.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
+    if (!/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
+  }
+  if (!s.rpc_url && s.allowed_signers.length === 0) return;
+  if (!s.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");
+  if (!s.verifying_contract) throw new ConfigError("spend_auth.verifying_contract: required when rpc_url or allowed_signers is set");
 }
 
 /** The resolved config as JSON with every secret replaced by "<redacted>". */

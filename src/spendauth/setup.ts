@@ -38,7 +38,6 @@ const PRUNE_INTERVAL_MS = 60_000;
 export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime {
   const cfg = options.config.spend_auth;
   const mode = spendAuthMode(options.config);
-  if (cfg.operator_key && !cfg.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
   const operatorAddress = cfg.operator_key ? operatorKeyAddress(cfg.operator_key) : null;
   if (cfg.operator_key && !operatorAddress) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
   if (operatorAddress && cfg.operator && operatorAddress !== cfg.operator.toLowerCase()) {

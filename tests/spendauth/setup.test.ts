@@ -21,18 +21,25 @@ function setupWith(spendAuth: Record<string, unknown>): () => void {
 
 describe("configuration", () => {
   const base = { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address };
-  test("operator_key without rpc_url names the key", () => {
-    expect(setupWith({ ...base, allowed_signers: [OPERATOR.address], operator_key: KEYS.operator })).toThrow(new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url"));
+  /** The error `config check` (buildConfig) gives, so that it refuses what `serve` would. */
+  const configError = (spendAuth: Record<string, unknown>) => () => buildConfig({ spend_auth: spendAuth }, { env: {} });
+  test("operator_key without rpc_url names the key, with or without allowed_signers (regression: alone it was ignored)", () => {
+    const error = new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
+    expect(configError({ ...base, allowed_signers: [OPERATOR.address], operator_key: KEYS.operator })).toThrow(error);
+    expect(configError({ operator_key: KEYS.operator })).toThrow(error);
   });
-  test("an operator_key for another address is refused", () => {
+  test("an operator_key for another address is refused at start-up", () => {
     expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })).toThrow(/spend_auth\.operator_key: controls 0x/);
   });
   test("a malformed operator_key is refused without echoing it", () => {
-    const run = setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: "0x1234" });
-    expect(run).toThrow("spend_auth.operator_key: not a 32-byte hex private key");
+    for (const key of ["0x1234", "0xzz", `0x${"g".repeat(64)}`]) {
+      const run = configError({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: key });
+      expect(run).toThrow(new ConfigError("spend_auth.operator_key: not a 32-byte hex private key"));
+    }
   });
-  test("allowed_signers without an operator names spend_auth.operator", () => {
-    expect(setupWith({ verifying_contract: CONTRACT, allowed_signers: [OPERATOR.address] })).toThrow(/^spend_auth\.operator: required/);
+  test("allowed_signers or rpc_url without an operator or a contract names the missing key", () => {
+    expect(configError({ verifying_contract: CONTRACT, allowed_signers: [OPERATOR.address] })).toThrow(/^spend_auth\.operator: required/);
+    expect(configError({ operator: OPERATOR.address, rpc_url: "http://127.0.0.1:9" })).toThrow(/^spend_auth\.verifying_contract: required/);
   });
   test("with nothing configured SpendAuth is off and setup succeeds", () => {
     expect(setupWith({})).not.toThrow();
