@@ -44,9 +44,9 @@ const shapes: Record<string, CommandShapes> = {
 
 const commands: Record<string, Command> = {
   serve: async (ctx) => {
-    const loaded = ctx.config();
     const serviceId = Number(stringFlag(ctx.args, "service-id") ?? process.env.MODELGATE_SERVICE_ID ?? 0);
-    if (!Number.isInteger(serviceId) || serviceId < 0) throw new UsageError("--service-id must be a non-negative integer");
+    if (!Number.isSafeInteger(serviceId) || serviceId < 0) throw new UsageError("--service-id must be a non-negative integer below 2^53");
+    const loaded = ctx.config();
     await serve({ loaded, serviceId });
     return null;
   },

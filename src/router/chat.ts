@@ -39,84 +39,80 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
   }
-  const served = new Served(deps, ctx, admission, watchClient(ctx.request));
+  const client = watchClient(ctx.request);
+  const served = new Served(deps, ctx, admission, client);
+  // One function, so the hot path pays for no extra async frame: anything unexpected below is
+  // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
-    return await serveAdmitted(served, route);
+    const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    // The parsed body is ours: amend it in place rather than copying it per request.
+    if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    const forwarded = await forwardChat({
+      route,
+      body: ctx.body,
+      client,
+      routing: deps.config.routing,
+      now: deps.now,
+      random: deps.registry.random,
+    });
+    if (forwarded instanceof GatewayError) {
+      const latencyMs = served.finish({ status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+      forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
+      throw forwarded;
+    }
+    const { reply, target } = forwarded;
+    const upstream = target.upstream;
+    // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
+    // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
+    const headers = admission.headers;
+    headers["x-request-id"] = ctx.requestId;
+    headers["content-type"] = reply.header("content-type") ?? "application/json";
+    headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
+    const done = { upstream: upstream.name, price: route.price, model: route.id };
+    const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
+    const bodyStartedAt = performance.now();
+    const idleTimeoutMs = upstream.config.idle_timeout_ms;
+    if (!isStream) {
+      // Usually the whole answer came with its headers; otherwise a body that does not complete
+      // within idle_timeout_ms of its headers is abandoned.
+      let text = reply.textNow();
+      if (text === null) {
+        const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
+        try {
+          text = await reply.text();
+        } catch {
+          if (!client.gone) recordFailure(upstream, deps.now(), "broke off its answer", deps.config.routing);
+          const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
+          served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+          throw new GatewayError("upstream_error", `upstream "${upstream.name}" broke off its answer`, { headers: { ...headers, "content-type": "application/json" } });
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      recordComplete(upstream, deps.now());
+      // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
+      const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
+      served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      return new Response(text, { status: reply.status, headers });
+    }
+    headers["cache-control"] = "no-cache";
+    const stream = relaySse(reply.body(), {
+      clientWantsUsage,
+      idleTimeoutMs,
+      abortUpstream: forwarded.abort,
+      onEnd: (result) => {
+        if (result.outcome === "upstream_error") recordFailure(upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+        if (result.outcome === "complete") recordComplete(upstream, deps.now());
+        const usage = result.usage ?? estimatedUsage(ctx, result.events);
+        const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
+        served.finish(outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
+      },
+    });
+    return new Response(stream, { status: 200, headers });
   } catch (err) {
     served.finish({ status: err instanceof GatewayError ? err.status : 500, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
     throw err;
   }
-}
-
-type Route = NonNullable<ReturnType<AppDeps["registry"]["resolve"]>>;
-
-async function serveAdmitted(served: Served, route: Route): Promise<Response> {
-  const { deps, ctx, admission, client } = served;
-  const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-  // The parsed body is ours: amend it in place rather than copying it per request.
-  if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-  const forwarded = await forwardChat({
-    route,
-    body: ctx.body,
-    client,
-    routing: deps.config.routing,
-    now: deps.now,
-    random: deps.registry.random,
-  });
-  if (forwarded instanceof GatewayError) {
-    const latencyMs = served.finish({ status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
-    forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
-    throw forwarded;
-  }
-  const { reply, target } = forwarded;
-  const upstream = target.upstream;
-  // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
-  // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
-  const headers = admission.headers;
-  headers["x-request-id"] = ctx.requestId;
-  headers["content-type"] = reply.header("content-type") ?? "application/json";
-  headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
-  const done = { upstream: upstream.name, price: route.price, model: route.id };
-  const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
-  const bodyStartedAt = performance.now();
-  const idleTimeoutMs = upstream.config.idle_timeout_ms;
-  if (!isStream) {
-    // Usually the whole answer came with its headers; otherwise a body that does not complete
-    // within idle_timeout_ms of its headers is abandoned.
-    let text = reply.textNow();
-    if (text === null) {
-      const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
-      try {
-        text = await reply.text();
-      } catch {
-        if (!client.gone) recordFailure(upstream, deps.now(), "broke off its answer", deps.config.routing);
-        const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
-        served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-        throw new GatewayError("upstream_error", `upstream "${upstream.name}" broke off its answer`, { headers: { ...headers, "content-type": "application/json" } });
-      } finally {
-        clearTimeout(timer);
-      }
-    }
-    recordComplete(upstream, deps.now());
-    // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-    const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
-    served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-    return new Response(text, { status: reply.status, headers });
-  }
-  headers["cache-control"] = "no-cache";
-  const stream = relaySse(reply.body(), {
-    clientWantsUsage,
-    idleTimeoutMs,
-    abortUpstream: forwarded.abort,
-    onEnd: (result) => {
-      if (result.outcome === "upstream_error") recordFailure(upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
-      if (result.outcome === "complete") recordComplete(upstream, deps.now());
-      const usage = result.usage ?? estimatedUsage(ctx, result.events);
-      const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-      served.finish(outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
-    },
-  });
-  return new Response(stream, { status: 200, headers });
 }
 
 interface Outcome {

@@ -36,6 +36,7 @@ describe("command shapes", () => {
         [["config", "check", "extra"], 'modelgate config check: unexpected argument "extra"'],
         [["serve", "--port", "1"], "modelgate serve has no flag --port"],
         [["version", "now"], 'modelgate version: unexpected argument "now"'],
+        [["serve", "--service-id", "9007199254740993"], "--service-id must be a non-negative integer below 2^53"],
       ];
       for (const [argv, message] of refused) {
         error.mockClear();
