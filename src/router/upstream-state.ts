@@ -37,7 +37,7 @@ export interface UpstreamState {
   lastContactAt: number | null;
   /** Exponential moving average of time to first byte, ms (least-latency strategy). */
   ttfbEwmaMs: number | null;
-  /** Attempts that got an answer / failed, since start (Prometheus counters). */
+  /** Attempts whose answer arrived whole / that failed, since start (a client that left: neither). */
   successes: number;
   failures: number;
   /** Times the circuit opened, since start. */

@@ -3,7 +3,7 @@
  * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call back
  * to pending with a fresh attempt budget; a leased call is refused (its consumer may still run).
  */
-import { and, asc, count, desc, eq, inArray, lte, min, or, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray, lte, min, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { webhookJobs } from "../db/schema";
 import type { JobState } from "./store";
@@ -77,20 +77,24 @@ export interface OutboxStats {
   oldest_pending_age_ms: number | null;
 }
 
-/** Counts the undone states only: done rows may be many and are not worth a scan per request. */
+/**
+ * Counts the undone states only: done rows may be many and are not worth a scan per request. A
+ * call whose lease has run out at `now` counts as pending: no consumer holds it any more.
+ */
 export function outboxStats(db: Db, now: number): OutboxStats {
+  const expired = and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now));
+  const state = sql<JobState>`CASE WHEN ${expired} THEN 'pending' ELSE ${webhookJobs.state} END`;
   const counts = db
-    .select({ state: webhookJobs.state, n: count() })
+    .select({ state, n: count() })
     .from(webhookJobs)
     .where(inArray(webhookJobs.state, ["pending", "leased", "dead"]))
-    .groupBy(webhookJobs.state)
-    .orderBy(asc(webhookJobs.state))
+    .groupBy(state)
     .all();
   const by = Object.fromEntries(counts.map((c) => [c.state, c.n])) as Partial<Record<JobState, number>>;
   const oldest = db
     .select({ at: min(webhookJobs.createdAt) })
     .from(webhookJobs)
-    .where(eq(webhookJobs.state, "pending"))
+    .where(or(eq(webhookJobs.state, "pending"), expired))
     .get();
   const pending = by.pending ?? 0;
   const leased = by.leased ?? 0;

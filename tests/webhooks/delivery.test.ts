@@ -1,7 +1,7 @@
 // At-least-once delivery: leases (from the claim, not the creation), fencing of a consumer whose
 // lease was taken over, the attempt limit and dead state, retry, retention; the pull API.
 import { afterAll, describe, expect, test } from "bun:test";
-import { retryJob, listJobs } from "../../src/webhooks/admin";
+import { retryJob, listJobs, outboxStats } from "../../src/webhooks/admin";
 import { buildTestGateway } from "./support";
 
 const LEASE = 30_000;
@@ -81,7 +81,9 @@ describe("leases", () => {
     expect(revived.attempt).toBe(1);
     expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
     expect(retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
+    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 1 });
     t.clock.advance(LEASE); // the lease has run out: no one holds the call, so it can be retried
+    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 1, leased: 0, outbox_depth: 1 });
     expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
     expect(await t.outbox.ack(callId, 1)).toBe(false); // the consumer that lost it cannot ack it
     const [again] = await t.outbox.claim({ jobIds: [3] });
