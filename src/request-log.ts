@@ -3,7 +3,7 @@
  * request sink (./request-sink.ts), so no request waits on the database; each batch is one
  * transaction of multi-row prepared statements (./db/batch-insert.ts; a query-builder insert costs
  * ~30 µs a row, a bound statement about 2). Rows older than `server.request_log_days` are pruned
- * hourly, in small chunks so the event loop is never held long.
+ * 5 s after start and then hourly, in small chunks so the event loop is never held long.
  */
 import { createBatchInsert, type SqlValue } from "./db/batch-insert";
 import type { Db } from "./db/client";
@@ -11,6 +11,7 @@ import type { RequestRecord } from "./deps";
 
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
+const PRUNE_FIRST_MS = 5_000;
 const PRUNE_CHUNK = 5_000;
 const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, upstream, status,
   prompt_tokens, completion_tokens, cost_micro, latency_ms) VALUES `;
@@ -29,11 +30,18 @@ export interface RequestLog {
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
   const insertRows = createBatchInsert(db.$client, INSERT, 12, pushValues);
   const insertAll = db.$client.transaction(insertRows);
-  const pruner = setInterval(() => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS), PRUNE_EVERY_MS);
+  const prune = (): void => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS);
+  // Once soon after start too: a server restarted more often than hourly would otherwise never prune.
+  const first = setTimeout(prune, PRUNE_FIRST_MS);
+  const pruner = setInterval(prune, PRUNE_EVERY_MS);
+  first.unref?.();
   pruner.unref?.();
   return {
     insert: (rows) => void insertAll(rows),
-    close: () => clearInterval(pruner),
+    close: () => {
+      clearTimeout(first);
+      clearInterval(pruner);
+    },
   };
 }
 

@@ -8,6 +8,14 @@ import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file
 import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 import { INTERFACE_VERSION, VERSION } from "./version";
 
+/**
+ * The UI's options. The document URL is absolute: the plugin's own is relative ("swagger/json"),
+ * which breaks when the page is opened as /swagger/. Its type leaves `url` out, but the plugin
+ * spreads these options after its own, so ours wins.
+ */
+const SWAGGER_UI_OPTIONS = { url: "/swagger/json", cdn: "/swagger/assets/swagger-ui-bundle.js", theme: "/swagger/assets/swagger-ui.css", autoDarkMode: false };
+const SWAGGER_UI: Omit<typeof SWAGGER_UI_OPTIONS, "url"> = SWAGGER_UI_OPTIONS;
+
 export function swaggerRoutes() {
   return new Elysia({ name: "modelgate.swagger" })
     .get("/swagger/assets/swagger-ui-bundle.js", () => assetResponse(bundlePath, "text/javascript"), { detail: { hide: true } })
@@ -16,7 +24,7 @@ export function swaggerRoutes() {
       openapi({
         path: "/swagger",
         provider: "swagger-ui",
-        swagger: { cdn: "/swagger/assets/swagger-ui-bundle.js", theme: "/swagger/assets/swagger-ui.css", autoDarkMode: false },
+        swagger: SWAGGER_UI,
         documentation: {
           info: {
             title: "modelgate",

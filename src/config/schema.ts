@@ -152,7 +152,8 @@ const SpendAuth = T.Object(
 const Metrics = T.Object(
   {
     enabled: T.Boolean({ default: true }),
-    token: T.Optional(T.String()),
+    // An empty token would leave /metrics open while config check shows it redacted.
+    token: T.Optional(T.String({ minLength: 1 })),
   },
   { additionalProperties: false, default: {} },
 );

@@ -186,6 +186,10 @@ describe("service endpoints", () => {
     const html = await (await t.request("/swagger")).text();
     expect(html).toContain("/swagger/assets/swagger-ui-bundle.js");
     expect(html).not.toMatch(/unpkg|jsdelivr|cdn\./);
+    // The document's URL is absolute, so the page also works opened as /swagger/ (regression: "swagger/json").
+    expect(html).toContain('"url":"/swagger/json"');
+    expect(html).not.toContain('"url":"swagger/json"');
+    expect(await (await t.request("/swagger/")).text()).toContain('"url":"/swagger/json"');
     const js = await t.request("/swagger/assets/swagger-ui-bundle.js");
     expect(js.status).toBe(200);
     expect((await js.text()).length).toBeGreaterThan(100_000);

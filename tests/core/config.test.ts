@@ -77,8 +77,9 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(`[server]\ntrusted_proxies = "10.0.0.1"`)).toBe("server.trusted_proxies: expected a list");
   });
 
-  test("an empty data_dir is refused by name", () => {
+  test("an empty data_dir or metrics token is refused by name", () => {
     expect(errorOf(`[server]\ndata_dir = ""`)).toStartWith("server.data_dir: expected string length greater or equal to 1");
+    expect(errorOf(`[metrics]\ntoken = ""`)).toStartWith("metrics.token: expected string length greater or equal to 1");
   });
 
   test("a port above 65535 names the key", () => {

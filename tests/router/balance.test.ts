@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load";
 import { ModelRegistry } from "../../src/router/registry";
 import { orderTargets } from "../../src/router/select";
-import { discoverOnce } from "../../src/router/discover";
+import { discoverOnce, MAX_ID_CHARACTERS, MAX_MODELS } from "../../src/router/discover";
 import { HELLO, json, mockUpstreams, routerApp, seededRandom } from "./helpers";
 
 const mock = mockUpstreams();
@@ -176,6 +176,39 @@ describe("discover", () => {
     up.stop();
     expect(await discoverOnce(gw.deps.registry, upstream)).toBe(false);
     expect(await ids()).toEqual(["m2", "m3"]);
+  });
+
+  test("what a poll takes is bounded (count, id length, list size), and a slow poll is not overtaken", async () => {
+    let answer: () => Response = () => Response.json({ data: [] });
+    let gate: Promise<void> = Promise.resolve();
+    const up = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async () => (await gate, answer()) });
+    try {
+      const gw = routerApp({ upstreams: [{ name: "up", base_url: `http://127.0.0.1:${up.port}/v1`, discover: true }] });
+      const upstream = gw.deps.config.upstreams[0];
+      const count = () => gw.deps.registry.list().length;
+      answer = () => Response.json({ data: Array.from({ length: MAX_MODELS + 500 }, (_, i) => ({ id: `m${i}` })) });
+      expect(await discoverOnce(gw.deps.registry, upstream)).toBe(true);
+      expect(count()).toBe(MAX_MODELS);
+      answer = () => Response.json({ data: [{ id: "x".repeat(MAX_ID_CHARACTERS + 1) }, { id: "ok" }] });
+      await discoverOnce(gw.deps.registry, upstream);
+      expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["ok"]);
+      answer = () => new Response(`{"data":[${'{"id":"y"},'.repeat(500_000)}{"id":"z"}]}`);
+      expect(await discoverOnce(gw.deps.registry, upstream)).toBe(false);
+      expect(gw.deps.registry.upstreams.get("up")!.lastError).toContain("over 4194304 bytes");
+      expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["ok"]);
+      // A poll still waiting on the upstream: the next one does not start (and cannot be overwritten by it).
+      let release!: () => void;
+      gate = new Promise((resolve) => (release = resolve));
+      answer = () => Response.json({ data: [{ id: "old" }] });
+      const slow = discoverOnce(gw.deps.registry, upstream);
+      await Bun.sleep(20);
+      expect(await discoverOnce(gw.deps.registry, upstream)).toBe(false);
+      release();
+      expect(await slow).toBe(true);
+      expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["old"]);
+    } finally {
+      up.stop(true);
+    }
   });
 
   test("a configured model wins over a discovered one with the same id", async () => {
