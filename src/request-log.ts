@@ -19,6 +19,8 @@ const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_
 export interface RequestLogOptions {
   retainDays: number;
   now: () => number;
+  /** The first prune, this long after start (default 5 s); then hourly. */
+  firstPruneMs?: number;
 }
 
 export interface RequestLog {
@@ -32,7 +34,7 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   const insertAll = db.$client.transaction(insertRows);
   const prune = (): void => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS);
   // Once soon after start too: a server restarted more often than hourly would otherwise never prune.
-  const first = setTimeout(prune, PRUNE_FIRST_MS);
+  const first = setTimeout(prune, options.firstPruneMs ?? PRUNE_FIRST_MS);
   const pruner = setInterval(prune, PRUNE_EVERY_MS);
   first.unref?.();
   pruner.unref?.();

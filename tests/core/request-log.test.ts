@@ -43,6 +43,17 @@ describe("request log", () => {
     log.close();
   });
 
+  test("the first prune runs soon after start, not an hour later (regression: restarts more often than hourly never pruned)", async () => {
+    const { db, sqlite } = openDatabase(":memory:");
+    const seed = createRequestLog(db, { retainDays: 90, now: Date.now });
+    seed.insert([record(Date.now() - 100 * DAY, "req_old"), record(Date.now(), "req_new")]);
+    seed.close();
+    const log = createRequestLog(db, { retainDays: 90, now: Date.now, firstPruneMs: 0 });
+    for (let i = 0; i < 100 && (sqlite.query("SELECT count(*) AS n FROM request_log").get() as { n: number }).n !== 1; i++) await Bun.sleep(5);
+    expect(sqlite.query("SELECT request_id FROM request_log").all()).toEqual([{ request_id: "req_new" }]);
+    log.close();
+  });
+
   test("pruning deletes only rows older than the cut-off, across several chunks", async () => {
     const { db, sqlite } = openDatabase(":memory:");
     const log = createRequestLog(db, { retainDays: 90, now: Date.now });
