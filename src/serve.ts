@@ -21,6 +21,7 @@ import { createGatewayMetrics } from "./metrics/gateway";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
 import { VERSION } from "./version";
+import { formatCredits } from "./credits/amount";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
@@ -43,6 +44,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     insert: requestLog.insert,
   });
   const stops: Array<() => void | Promise<void>> = [];
+  let exitCode = 0;
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
   const limiter = createMemoryLimiter({ now: Date.now });
   // Loaded only when configured: viem alone costs ~20 MB of memory and ~30 ms of start-up.
@@ -51,7 +53,16 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     : (await import("./spendauth/setup")).setupSpendAuth({ config, db: database.db, now: Date.now, limiter, log });
   if (spendAuth) stops.push(spendAuth.stop);
   const identities = buildIdentities({ db: database.db, config, now: Date.now, limiter, spendAuth: spendAuth?.hook });
-  stops.push(identities.close);
+  stops.push(async () => {
+    // A debit the database still refuses after the grace is lost: say so, and exit non-zero.
+    const unwritten = await identities.close(config.server.shutdown_grace_ms);
+    if (unwritten.length === 0) return;
+    exitCode = 1;
+    const micro = unwritten.reduce((sum, d) => sum + d.micro, 0);
+    log("error", `credits: ${unwritten.length} queued debit(s), ${formatCredits(micro)} credits in all, could not be written before the stop and are lost`, {
+      users: [...new Set(unwritten.map((d) => d.userId))],
+    });
+  });
   const deps: AppDeps = {
     config,
     db: database.db,
@@ -106,7 +117,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     requestLog.close();
     database.close();
     log("info", "stopped");
-    process.exit(0);
+    process.exit(exitCode);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -13,6 +13,7 @@ import type { GatewayError } from "../errors";
 import { createMemoryLimiter } from "../ratelimit/memory";
 import type { RateLimiter } from "../ratelimit/types";
 import { createCreditMeter, type CreditMeter } from "../credits/meter";
+import type { Debit } from "../credits/ledger";
 import type { Admission, AdmitInput, Gate } from "./types";
 import { createGate } from "./gate";
 import { createLastUsed } from "./apikey";
@@ -32,7 +33,8 @@ export interface Identities {
   routes: ReturnType<typeof authRoutes>;
   limiter: RateLimiter;
   meter: CreditMeter;
-  close(): void;
+  /** Stops the in-memory parts; the debits still unwritten after retrying for up to `graceMs` (see CreditMeter.close). */
+  close(graceMs?: number): Promise<Debit[]>;
 }
 
 export function buildIdentities(input: IdentitiesInput): Identities {
@@ -47,11 +49,11 @@ export function buildIdentities(input: IdentitiesInput): Identities {
     routes: authRoutes({ db, config, now, throttle }),
     limiter,
     meter,
-    close() {
-      meter.close();
+    close(graceMs = 0) {
       lastUsed.close();
       limiter.close();
       throttle.close();
+      return meter.close(graceMs);
     },
   };
 }

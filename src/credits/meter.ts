@@ -31,7 +31,8 @@ export interface CreditMeter {
   /** A user's held micro-credits: open reservations plus queued debits (tests, dashboard). */
   outstanding(userId: number): number;
   flush(): void;
-  close(): void;
+  /** Writes the queued debits, retrying for up to `ms` while the database refuses; returns those still unwritten. */
+  close(ms?: number): Promise<Debit[]>;
 }
 
 export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number } = {}): CreditMeter {
@@ -71,6 +72,6 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     },
     outstanding: (userId) => held.get(userId) ?? 0,
     flush: debits.flush,
-    close: debits.close,
+    close: (ms = 0) => debits.closeWithin(ms),
   };
 }

@@ -8,7 +8,11 @@ export interface WriteBehind<T> {
   push(row: T): void;
   flush(): void;
   close(): void;
+  /** Stops the timer and writes what is queued, trying again every RETRY_MS for up to `ms`; returns the rows still unwritten. */
+  closeWithin(ms: number): Promise<T[]>;
 }
+
+const RETRY_MS = 100;
 
 export interface WriteBehindOptions {
   intervalMs?: number;
@@ -44,6 +48,16 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
     close() {
       clearInterval(timer);
       flush();
+    },
+    async closeWithin(ms) {
+      clearInterval(timer);
+      const deadline = Date.now() + ms;
+      flush();
+      while (queue.length > 0 && Date.now() < deadline) {
+        await Bun.sleep(RETRY_MS);
+        flush();
+      }
+      return queue;
     },
   };
 }

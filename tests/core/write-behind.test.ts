@@ -73,4 +73,22 @@ describe("write-behind", () => {
     queue.flush();
     expect(batches.at(-1)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
+
+  test("closeWithin keeps trying a failing write until it succeeds, within its time (regression: a stop lost queued debits)", async () => {
+    const { queue, batches, failing } = recording(true);
+    queue.push(1);
+    queue.push(2);
+    failing.now = true;
+    setTimeout(() => (failing.now = false), 250);
+    expect(await queue.closeWithin(5_000)).toEqual([]);
+    expect(batches.at(-1)).toEqual([1, 2]);
+    expect(batches.length).toBeGreaterThan(1);
+  });
+
+  test("closeWithin returns the rows still unwritten when its time runs out", async () => {
+    const { queue, failing } = recording(true);
+    failing.now = true;
+    queue.push(7);
+    expect(await queue.closeWithin(150)).toEqual([7]);
+  });
 });
