@@ -9,27 +9,13 @@ import OpenAI from "openai";
 import { eventually } from "../support/eventually";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
-import { PAID_PRICE, jsonOf } from "./support";
+import { PAID_PRICE, jsonOf, modelsToml } from "./support";
 import { formatCredits } from "../../src/credits/amount";
 
 let upstream: MockUpstream;
 let gw: RunningGateway;
 
-const config = (url: string): string => `
-[[upstreams]]
-name = "mock"
-base_url = "${url}"
-
-[[models]]
-id = "paid-model"
-targets = [{ upstream = "mock", model = "mock-large" }]
-price = { prompt = ${PAID_PRICE.prompt}, completion = ${PAID_PRICE.completion} }
-
-[[models]]
-id = "free-model"
-free = true
-targets = [{ upstream = "mock", model = "mock-small" }]
-`;
+const config = modelsToml;
 
 async function cli(args: string[], stdin?: string): Promise<string> {
   const result = await gw.cli(args, stdin);

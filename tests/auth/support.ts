@@ -42,6 +42,25 @@ export function modelsConfig(upstreamUrl: string): Record<string, unknown> {
   };
 }
 
+/** The same two models as TOML, for a spawned binary (tests/support/binary.ts). */
+export function modelsToml(upstreamUrl: string): string {
+  return `
+[[upstreams]]
+name = "mock"
+base_url = "${upstreamUrl}"
+
+[[models]]
+id = "paid-model"
+targets = [{ upstream = "mock", model = "mock-large" }]
+price = { prompt = ${PAID_PRICE.prompt}, completion = ${PAID_PRICE.completion} }
+
+[[models]]
+id = "free-model"
+free = true
+targets = [{ upstream = "mock", model = "mock-small" }]
+`;
+}
+
 export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
   const upstream = startMockUpstream();
   const { config } = buildConfig({ ...modelsConfig(upstream.url), ...raw }, { env: {} });

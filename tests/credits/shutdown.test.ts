@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream } from "../support/mock-upstream";
-import { HELLO } from "../auth/support";
+import { HELLO, modelsToml } from "../auth/support";
 
 const upstream = startMockUpstream();
 const started: RunningGateway[] = [];
@@ -19,15 +19,7 @@ afterAll(async () => {
 
 /** A gateway with a paid model, and a key whose user has 100 credits; the database locked by this process while `requests` paid requests are served. */
 async function lockedWithDebits(graceMs: number, requests: number): Promise<{ gw: RunningGateway; lock: Database }> {
-  const gw = await startGateway(`[server]\nshutdown_grace_ms = ${graceMs}\n
-[[upstreams]]
-name = "mock"
-base_url = "${upstream.url}"
-[[models]]
-id = "paid-model"
-targets = [{ upstream = "mock", model = "mock-large" }]
-price = { prompt = 10, completion = 20 }
-`);
+  const gw = await startGateway(`[server]\nshutdown_grace_ms = ${graceMs}\n${modelsToml(upstream.url)}`);
   started.push(gw);
   const { key } = await createUserKey(gw, { credits: "100" });
   const lock = new Database(join(gw.dir, "data", "modelgate.db"));
