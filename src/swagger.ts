@@ -32,6 +32,20 @@ export function swaggerRoutes() {
             description: `OpenAI-compatible model gateway. Interface version ${INTERFACE_VERSION}.`,
           },
           components: {
+            schemas: {
+              Error: {
+                type: "object",
+                description: "OpenAI's error shape",
+                required: ["error"],
+                properties: {
+                  error: {
+                    type: "object",
+                    required: ["message", "type", "param", "code"],
+                    properties: { message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] }, code: { type: "string" } },
+                  },
+                },
+              },
+            },
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", bearerFormat: "API_KEY" },
               session: { type: "apiKey", in: "cookie", name: "mg_session" },

@@ -8,6 +8,24 @@ import type { ChatEndpoint } from "./endpoint";
 import { ChatCompletionRequest } from "./schema";
 import { circuitState } from "./upstream-state";
 
+const ERROR_BODY = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } as const;
+/** The interface's responses for createChatCompletion (its Errors table), and the others the gateway sends. */
+const CHAT_RESPONSES = {
+  200: {
+    description: "The completion: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true",
+    content: { "application/json": { schema: { type: "object", additionalProperties: true } }, "text/event-stream": { schema: { type: "string" } } },
+  },
+  400: { description: "The body is not JSON or does not match the schema", content: ERROR_BODY },
+  401: { description: "Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials", content: ERROR_BODY },
+  402: { description: "Payment required: the balance is zero on a non-free model, or the SpendAuth amount is too low", content: ERROR_BODY },
+  404: { description: "No model of that name", content: ERROR_BODY },
+  413: { description: "The body is larger than server.max_body_bytes", content: ERROR_BODY },
+  429: { description: "Rate limit exceeded; Retry-After says when to try again", content: ERROR_BODY },
+  502: { description: "Every upstream failed", content: ERROR_BODY },
+  503: { description: "Every upstream of the model is cooling down", content: ERROR_BODY },
+  504: { description: "The upstream sent no headers within first_byte_timeout_ms", content: ERROR_BODY },
+} as const;
+
 export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
   return new Elysia({ name: "modelgate.v1" })
     .get(
@@ -48,6 +66,7 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
         tags: ["chat"],
         security: [{ bearer: [] }, { session: [] }, { spendAuth: [] }, {}],
         requestBody: { required: true, content: { "application/json": { schema: ChatCompletionRequest as any } } },
+        responses: CHAT_RESPONSES,
       },
     });
 }

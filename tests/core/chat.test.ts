@@ -180,6 +180,11 @@ describe("service endpoints", () => {
     const ops = Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((o: any) => o.operationId));
     expect(ops).toEqual(expect.arrayContaining(["getHealth", "getStatus", "listModels", "createChatCompletion"]));
     expect(doc.paths["/v1/chat/completions"].post.requestBody).toBeDefined();
+    // The interface's Errors table for createChatCompletion, each in OpenAI's error shape.
+    const responses = doc.paths["/v1/chat/completions"].post.responses;
+    for (const status of ["200", "401", "402", "429"]) expect(responses[status]?.description).toBeString();
+    expect(responses["429"].content["application/json"].schema.$ref).toBe("#/components/schemas/Error");
+    expect(doc.components.schemas.Error.properties.error.required).toEqual(["message", "type", "param", "code"]);
   });
 
   test("Swagger UI is served from embedded assets, no CDN", async () => {
