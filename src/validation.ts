@@ -10,6 +10,11 @@ export interface SchemaViolation {
   schema?: unknown;
 }
 
+/** The violation's key path (`messages[0].role`), for an error's `param`; null for the body as a whole. */
+export function violationParam(first: SchemaViolation | undefined): string | null {
+  return pointerToPath(first?.path ?? "") || null;
+}
+
 export function describeViolation(first: SchemaViolation | undefined): string {
   if (!first) return "The request body does not match the ChatCompletionRequest schema";
   const path = pointerToPath(first.path ?? "");

@@ -26,7 +26,7 @@ import { createSession, deleteSession, originAllowed, readCookie, serializeCooki
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
-import { safeNext, type RefusalCode } from "./refusal";
+import { refusalMessage, safeNext, type RefusalCode } from "./refusal";
 import type { SignInThrottle } from "./throttle";
 
 export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
@@ -75,27 +75,34 @@ function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; e
 }
 
 /** JSON callers get the error body; a form post goes back to its page with the refusal's code. */
-function refuse(request: Request, back: Back, refused: Refusal): Response {
-  const id = requestMeta(request).id;
-  let response: Response;
-  if (wantsJson(request)) {
-    response = errorResponse(refused.error, { "x-request-id": id });
-  } else {
-    const query = new URLSearchParams();
-    if (back.token !== undefined) query.set("token", back.token);
-    query.set("error", refused.reason);
-    if (back.next !== undefined && back.next !== "/dashboard") query.set("next", back.next);
-    response = new Response(null, { status: 303, headers: { location: `${back.page}?${query}`, "cache-control": "no-store", "x-request-id": id } });
-  }
-  for (const cookie of back.cookies ?? []) response.headers.append("set-cookie", cookie);
-  return response;
-}
-
 export function authRoutes(deps: AuthRoutesDeps) {
   const { db, config, throttle } = deps;
   const secure = config.server.public_url.startsWith("https://");
   const durationMs = config.auth.session_days * 86_400_000;
   const clearOAuth = [STATE_COOKIE, VERIFIER_COOKIE, NEXT_COOKIE].map((name) => serializeCookie(name, "", { secure, maxAgeS: 0, path: "/auth" }));
+
+  /**
+   * A refused form post goes back to its page with ?error=CODE. A script (Accept: JSON) gets the
+   * error body, whose message has the details, plus `display`: the words the page shows for that
+   * code, which the dashboard's script shows, so a refusal reads the same with or without it.
+   */
+  function refuse(request: Request, back: Back, refused: Refusal): Response {
+    const id = requestMeta(request).id;
+    let response: Response;
+    if (wantsJson(request)) {
+      const { code, message, options } = refused.error;
+      const display = refusalMessage(refused.reason, config.auth);
+      response = errorResponse(new GatewayError(code, message, { ...options, extra: { ...options.extra, display } }), { "x-request-id": id });
+    } else {
+      const query = new URLSearchParams();
+      if (back.token !== undefined) query.set("token", back.token);
+      query.set("error", refused.reason);
+      if (back.next !== undefined && back.next !== "/dashboard") query.set("next", back.next);
+      response = new Response(null, { status: 303, headers: { location: `${back.page}?${query}`, "cache-control": "no-store", "x-request-id": id } });
+    }
+    for (const cookie of back.cookies ?? []) response.headers.append("set-cookie", cookie);
+    return response;
+  }
 
   function checkOrigin(request: Request): void {
     if (!originAllowed(request, config.server.public_url)) throw new GatewayError("forbidden", "Cross-origin form posts are refused");

@@ -113,8 +113,9 @@ registerCommand("key", (ctx) => {
     const expires = stringFlag(ctx.args, "expires");
     const expiresAt = expires === undefined ? null : parseExpiry(expires, now);
     const perMinuteFlag = stringFlag(ctx.args, "per-minute");
-    const perMinute = perMinuteFlag === undefined ? null : Number(perMinuteFlag);
-    if (perMinute !== null && (!Number.isInteger(perMinute) || perMinute < 1)) throw new UsageError("--per-minute must be a positive integer");
+    // Digits only (Number() also takes 1e30, 0x10 and " 7"), at most a billion.
+    const perMinute = perMinuteFlag === undefined ? null : /^\d{1,10}$/.test(perMinuteFlag) ? Number(perMinuteFlag) : NaN;
+    if (perMinute !== null && !(perMinute >= 1 && perMinute <= 1_000_000_000)) throw new UsageError("--per-minute must be a whole number from 1 to 1000000000");
     const name = stringFlag(ctx.args, "name") ?? "default";
     const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email).id, name, expiresAt, perMinute, now }));
     ctx.print(created.key);

@@ -9,7 +9,7 @@ import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
 import { declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
-import { describeViolation } from "../validation";
+import { describeViolation, violationParam } from "../validation";
 import { handleChat } from "./chat";
 import { ChatCompletionRequest } from "./schema";
 import { hundredths, log } from "../log";
@@ -30,7 +30,8 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       const body = parseJsonBody(text, maxBody);
       const bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
       if (!checker.Check(body)) {
-        throw new GatewayError("invalid_request_error", describeViolation(checker.Errors(body).First()));
+        const first = checker.Errors(body).First();
+        throw new GatewayError("invalid_request_error", describeViolation(first), { param: violationParam(first) });
       }
       return await handleChat(deps, { request, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {

@@ -50,7 +50,9 @@ describe("password sign-in", () => {
     for (const response of [wrong, unknown]) {
       expect(response.status).toBe(401);
       expect(response.headers.get("set-cookie")).toBeNull();
-      expect(await jsonOf(response)).toEqual({ error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials" } });
+      expect(await jsonOf(response)).toEqual({
+        error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials", display: "The email or password is incorrect." },
+      });
     }
   });
 
@@ -105,7 +107,8 @@ describe("password sign-in", () => {
     }
     const fourEmoji = await t.request("/auth/signup", json({ email: "emoji@example.com", password: "😀😀😀😀" }));
     expect(fourEmoji.status).toBe(400);
-    expect((await jsonOf(fourEmoji)).error.param).toBe("password");
+    // `display` is what the page shows for the same refusal without JavaScript.
+    expect((await jsonOf(fourEmoji)).error).toMatchObject({ param: "password", display: "The password must be 8 to 256 characters." });
     const long = "😀".repeat(256);
     expect((await t.request("/auth/signup", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
     expect((await t.request("/auth/login", json({ email: "emoji@example.com", password: long }))).status).toBe(200);

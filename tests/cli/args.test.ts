@@ -37,6 +37,8 @@ describe("command shapes", () => {
         [["serve", "--port", "1"], "modelgate serve has no flag --port"],
         [["version", "now"], 'modelgate version: unexpected argument "now"'],
         [["serve", "--service-id", "9007199254740993"], "--service-id must be a non-negative integer below 2^53"],
+        // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
+        ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000"]),
       ];
       for (const [argv, message] of refused) {
         error.mockClear();

@@ -49,6 +49,9 @@ describe("POST /v1/chat/completions validation", () => {
       const error = await errorBody(res);
       expect(error.code).toBe("invalid_request_error");
       expect(error.message).toMatch(pattern);
+      // param names the field the message names (as OpenAI's errors do), null for the body itself.
+      const named = /^Invalid request body: ([^:]+):/.exec(error.message)?.[1];
+      expect(error.param).toBe(named === undefined || named === "body" ? null : named);
       expect(mock.chatCount()).toBe(before);
     });
   }

@@ -56,7 +56,8 @@ function setUpJsonForm(form) {
         return;
       }
       let message = "Something went wrong (HTTP " + response.status + ").";
-      try { message = (await response.json()).error.message || message; } catch {}
+      // `display`: the words the page shows for this refusal without the script.
+      try { const body = (await response.json()).error; message = body.display || body.message || message; } catch {}
       error.textContent = message;
       error.hidden = false;
     } catch {
