@@ -74,7 +74,6 @@ function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; e
   return { id: user.id, email: user.email, is_admin: user.isAdmin };
 }
 
-/** JSON callers get the error body; a form post goes back to its page with the refusal's code. */
 export function authRoutes(deps: AuthRoutesDeps) {
   const { db, config, throttle } = deps;
   const secure = config.server.public_url.startsWith("https://");
