@@ -14,6 +14,8 @@ export const MAX_MODELS = 1_000;
 export const MAX_ID_CHARACTERS = 256;
 const MAX_LIST_BYTES = 4 * 1024 * 1024;
 
+const DISCOVERY_FAILED = "discovery failed: ";
+
 /** Upstreams with a poll in flight. */
 const polling = new WeakSet<UpstreamState>();
 
@@ -37,9 +39,11 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
       .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS)
       .slice(0, MAX_MODELS);
     registry.setDiscovered(upstream, ids);
+    // The upstream's last error is shared with chat attempts: only a discovery error is over.
+    if (state.lastError?.startsWith(DISCOVERY_FAILED)) state.lastError = null;
     return true;
   } catch (err) {
-    state.lastError = `discovery failed: ${(err as Error).message}`;
+    state.lastError = `${DISCOVERY_FAILED}${(err as Error).message}`;
     return false;
   } finally {
     polling.delete(state);

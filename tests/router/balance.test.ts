@@ -206,6 +206,8 @@ describe("discover", () => {
       release();
       expect(await slow).toBe(true);
       expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["old"]);
+      // A successful poll ends the discovery error in /api/status.
+      expect(gw.deps.registry.upstreams.get("up")!.lastError).toBeNull();
     } finally {
       up.stop(true);
     }
