@@ -35,8 +35,10 @@ export interface CheckFailure {
   message: string;
 }
 
-/** Expiry may be up to this many seconds in the past (clock skew between client and gateway). */
+/** How long a replay record is kept past an authorization's expiry (clock skew between client and gateway). */
 export const EXPIRY_SKEW_S = 30n;
+/** An authorization must leave at least this long before its expiry to settle it on-chain. */
+export const SETTLE_MARGIN_S = 30n;
 
 export function checkBinding(auth: SpendAuthorization, binding: { operator: string; serviceId: number }): CheckFailure | null {
   if (auth.operator !== binding.operator.toLowerCase()) {
@@ -50,8 +52,10 @@ export function checkBinding(auth: SpendAuthorization, binding: { operator: stri
 
 export function checkTime(auth: SpendAuthorization, options: { nowMs: number; maxExpiryS: number }): CheckFailure | null {
   const nowS = BigInt(Math.floor(options.nowMs / 1000));
-  if (auth.expiry + EXPIRY_SKEW_S < nowS) {
-    return { field: "expiry", message: `expired at ${auth.expiry} (now ${nowS}); sign a new authorization` };
+  // The contract refuses to settle past expiry: one that ends sooner than the settling time is
+  // refused here, or a signature alone would buy a request that can never be paid.
+  if (auth.expiry < nowS + SETTLE_MARGIN_S) {
+    return { field: "expiry", message: `is ${auth.expiry} (now ${nowS}): it must be at least ${SETTLE_MARGIN_S} s ahead so the payment can be settled; sign a new authorization` };
   }
   if (auth.expiry > nowS + BigInt(options.maxExpiryS)) {
     return { field: "expiry", message: `is more than ${options.maxExpiryS} s in the future; sign a shorter-lived authorization` };

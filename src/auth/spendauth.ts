@@ -88,14 +88,19 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       nonces.release(commitment, nonce);
       return limited;
     }
+    // Reserved before the account is read, in the same synchronous step as reading what others
+    // reserved: concurrent requests on one commitment each see the ones admitted before them
+    // (regression: all read 0 reserved while awaiting one shared account read, and overspent it).
+    const reserved = reservations.total(commitment, nowMs);
+    reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
     if (mode === "chain") {
-      const refused = await checkAccount(deps.accounts!, auth, signer, reservations.total(commitment, nowMs));
+      const refused = await checkAccount(deps.accounts!, auth, signer, reserved);
       if (refused) {
+        reservations.remove(commitment, nonce);
         nonces.release(commitment, nonce);
         return refused;
       }
     }
-    reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
     return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited });
   };
 }

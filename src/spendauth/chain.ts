@@ -18,6 +18,8 @@ export interface ChainAccount {
 
 export interface AccountReader {
   getAccount(commitment: `0x${string}`): Promise<ChainAccount>;
+  /** Drops a kept answer for `commitment` (its balance changed on-chain). */
+  forget?(commitment: string): void;
 }
 
 export interface PendingSpend {
@@ -74,6 +76,9 @@ export function cachedAccountReader(reader: AccountReader, options: { ttlMs: num
       // A failed read is never reused: the next request asks the chain again.
       value.catch(() => cache.get(commitment)?.value === value && cache.delete(commitment));
       return value;
+    },
+    forget(commitment) {
+      cache.delete(commitment as `0x${string}`);
     },
   };
 }

@@ -58,7 +58,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     );
     if (cfg.operator_key) {
       const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
-      worker = startSettlementWorker({ db: options.db, settler, reservations, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log });
+      worker = startSettlementWorker({ db: options.db, settler, reservations, accounts, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log });
     }
   }
   const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, reservations });

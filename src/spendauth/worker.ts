@@ -11,13 +11,15 @@ import type { Db } from "../db/client";
 import type { SpendAuthorization } from "../auth/spendauth-parse";
 import type { Reservations } from "../auth/spendauth-replay";
 import { spendAuthHash } from "./abi";
-import type { Settler } from "./chain";
+import type { AccountReader, Settler } from "./chain";
 import { readySettlements, updateSettlement, type SettlementRow } from "./queue";
 
 export interface SettlementWorkerOptions {
   db: Db;
   settler: Settler;
   reservations: Reservations;
+  /** The admission's cached account reads: an authorized spend changes the balance they kept. */
+  accounts?: Pick<AccountReader, "forget">;
   now: () => number;
   intervalMs: number;
   maxAttempts: number;
@@ -76,14 +78,16 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
     const onChain = await settler.getSpendAuth(authHash).catch(() => null);
     if (!onChain?.claimed) return fail(options, row, "the authorization expired before it could be settled", { dead: true });
   }
+  let state = row.state;
   try {
-    let state = row.state;
     if (state === "pending") {
       const existing = await settler.getSpendAuth(authHash);
       if (existing.amount === 0n) await settler.authorizeSpend(auth);
       state = "authorized";
       updateSettlement(db, row.id, { state, authHash, lastError: null }, now());
+      // The spend is now in the on-chain balance: it must not be counted again from a kept read.
       options.reservations.remove(row.commitment, row.nonce);
+      options.accounts?.forget?.(row.commitment);
     }
     const pending = await settler.getSpendAuth(authHash);
     const txHash = pending.claimed ? row.txHash : await settler.claimPayment(authHash);
@@ -91,7 +95,8 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
     options.log("info", "settlement: claimed", { id: row.id, commitment: row.commitment, nonce: row.nonce, amount: row.amount, tx: txHash });
     return true;
   } catch (err) {
-    return fail(options, row, shortError(err), { dead: false });
+    // The state as it now is (regression: a failed claim wrote "pending" over "authorized").
+    return fail(options, { ...row, state }, shortError(err), { dead: false });
   }
 }
 

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { buildConfig, ConfigError } from "../../src/config/load";
 import { openDatabase } from "../../src/db/client";
 import { setupSpendAuth } from "../../src/spendauth/setup";
-import { createPublic, createSettler } from "../../src/spendauth/chain";
+import { createPublic, createSettler, type Settler } from "../../src/spendauth/chain";
 import { enqueueSettlement, listSettlements, retrySettlement, settlementCounts } from "../../src/spendauth/queue";
 import { startSettlementWorker } from "../../src/spendauth/worker";
 import { Reservations } from "../../src/auth/spendauth-replay";
@@ -72,6 +72,29 @@ describe("settlement worker failures", () => {
     expect(settlementCounts(db)).toEqual({ pending: 0, authorized: 0, done: 0, dead: 1 });
     expect(retrySettlement(db, row.id, now)).toBe(true);
     expect(listSettlements(db)[0]).toMatchObject({ state: "pending", attempts: 0 });
+    await worker.stop();
+  });
+
+  test("a claim that fails after the spend was authorized keeps the row authorized; the account's kept read is dropped", async () => {
+    const { db } = openDatabase(":memory:");
+    const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
+    enqueueSettlement(db, auth, "req_1", 1_000_000);
+    const reservations = new Reservations();
+    reservations.add(auth.commitment, auth.nonce.toString(), auth.amount, Number(auth.expiry));
+    let authorized = false;
+    // A chain that authorizes the spend but refuses the claim.
+    const settler = {
+      getSpendAuth: async () => ({ amount: authorized ? auth.amount : 0n, claimed: false }),
+      authorizeSpend: async () => void (authorized = true),
+      claimPayment: async () => { throw new Error("claimPayment reverted"); },
+    } as unknown as Settler;
+    const forgotten: string[] = [];
+    const worker = startSettlementWorker({ db, settler, reservations, accounts: { forget: (c) => void forgotten.push(c) }, now: () => 1_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+    await worker.runOnce();
+    // Regression: the failed claim wrote the row's old state, "pending", over "authorized".
+    expect(listSettlements(db)[0]).toMatchObject({ state: "authorized", attempts: 1, lastError: "claimPayment reverted" });
+    expect(reservations.total(auth.commitment, 1_000_000)).toBe(0n);
+    expect(forgotten).toEqual([auth.commitment]);
     await worker.stop();
   });
 

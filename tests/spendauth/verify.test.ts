@@ -113,10 +113,16 @@ describe("each mutation is refused with its own error", () => {
     expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 401, code: "invalid_spend_auth", param: "expiry" });
   });
 
-  test("within the 30 s skew an expired authorization still passes", async () => {
+  test("an authorization expiring within 30 s is refused: it could never be settled (regression: 30 s past expiry passed)", async () => {
     const app = spendAuthApp(config);
-    const h = await signedHeader({ expiry: BigInt(Math.floor(Date.now() / 1000) - 20) });
+    const nowS = Math.floor(Date.now() / 1000);
+    for (const expiry of [nowS - 20, nowS, nowS + 20]) {
+      const h = await signedHeader({ expiry: BigInt(expiry), nonce: BigInt(expiry - nowS + 100) });
+      expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 401, code: "invalid_spend_auth", param: "expiry" });
+    }
+    const h = await signedHeader({ expiry: BigInt(nowS + 60) });
     expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
+    expect(listSettlements(app.deps.db)).toHaveLength(1);
   });
 
   for (const field of ["commitment", "serviceId", "jobIndex", "amount", "operator", "nonce", "expiry", "signature"]) {
@@ -213,6 +219,23 @@ describe("replay", () => {
     const ok = await app.chat(BODY, { "x-payment-signature": h });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-ratelimit-limit-requests")).toBe("120");
+  });
+});
+
+describe("the on-chain balance", () => {
+  test("concurrent requests on one commitment never reserve more than its balance (regression: all saw 0 reserved)", async () => {
+    // One account read shared by every request, answering later, as the cached reader does.
+    let answer!: (account: { spendingKey: string; nonce: bigint; balance: bigint }) => void;
+    const read = new Promise<{ spendingKey: string; nonce: bigint; balance: bigint }>((resolve) => (answer = resolve));
+    const accounts = { getAccount: () => read as Promise<never> };
+    const app = spendAuthApp({ ...config, spend_auth: { ...config.spend_auth, rpc_url: "http://127.0.0.1:9", allowed_signers: [] } }, { accounts });
+    const headers = await Promise.all([0n, 1n, 2n, 3n, 4n].map((nonce) => signedHeader({ nonce, amount: 1_000_000n })));
+    const responses = Promise.all(headers.map((h) => app.chat(BODY, { "x-payment-signature": h })));
+    await Bun.sleep(50);
+    answer({ spendingKey: CLIENT.address.toLowerCase(), nonce: 0n, balance: 2_500_000n });
+    const statuses = (await responses).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 402, 402, 402]);
+    expect(listSettlements(app.deps.db)).toHaveLength(2);
   });
 });
 
