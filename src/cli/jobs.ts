@@ -53,12 +53,12 @@ function retry(ctx: CliContext): number {
   if (raw === undefined || !Number.isInteger(callId) || callId < 1) throw new UsageError("usage: modelgate jobs retry CALL_ID");
   const opened = ctx.openDb();
   try {
-    const result = retryJob(opened.db, callId, Date.now());
+    const result = retryJob(opened.db, callId);
     if (!result.ok) {
       console.error(
         result.reason === "not_found"
           ? `modelgate: no webhook call ${callId}`
-          : `modelgate: call ${callId} is leased to a running consumer; retry it after its lease ends`,
+          : `modelgate: call ${callId} is leased to a consumer (if its lease runs out, it is delivered again by itself); retry it once it is done or dead`,
       );
       return 1;
     }

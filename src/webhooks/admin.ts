@@ -51,17 +51,18 @@ export type RetryResult =
   | { ok: false; reason: "not_found" | "leased" };
 
 /**
- * Makes a call pending again with a fresh attempt budget, unless a consumer holds a lease on it that
- * has not run out at `now` (a lease that ran out is held by no one: its consumer can no longer ack).
+ * Makes a call pending again with a fresh attempt budget. A leased call is refused, even once its
+ * lease has run out: until another consumer claims it, the holder's attempt number still acks it,
+ * and a retry that restarted the count would let that holder ack the next delivery too.
  */
-export function retryJob(db: Db, callId: number, now: number): RetryResult {
+export function retryJob(db: Db, callId: number): RetryResult {
   const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
   if (!row) return { ok: false, reason: "not_found" };
-  const notHeld = or(inArray(webhookJobs.state, ["pending", "done", "dead"]), and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now)));
+  if (row.state === "leased") return { ok: false, reason: "leased" };
   const updated = db
     .update(webhookJobs)
     .set({ state: "pending", attempts: 0, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
-    .where(and(eq(webhookJobs.callId, callId), notHeld))
+    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["pending", "done", "dead"])))
     .returning({ callId: webhookJobs.callId })
     .all();
   if (updated.length !== 1) return { ok: false, reason: "leased" };

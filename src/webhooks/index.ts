@@ -63,7 +63,9 @@ export function startWebhooks(config: Config, options: { serviceId: number; log:
     throw new Error(`webhooks.bind_address = "${w.bind_address}": ${(err as Error)?.message ?? err}`);
   }
   const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
-  const retainMs = w.retain_done_hours * 3_600_000;
+  // A done call also holds its dedupe key: kept at least as long as the dedupe window, so a
+  // redelivery inside the window still finds it (retain_done_hours may be set shorter).
+  const retainMs = Math.max(w.retain_done_hours * 3_600_000, w.dedupe_window_s * 1000);
   const prune = (): void => {
     outbox.prune(retainMs).then(
       (n) => n > 0 && log("info", `pruned ${n} done webhook call(s)`),

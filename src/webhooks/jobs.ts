@@ -6,7 +6,8 @@
  *   named, X_WEBHOOK_ORIGIN, X_GATEWAY_JOB_ID, X_GATEWAY_ATTEMPT). Exit 0 acks; any other exit,
  *   a signal or `timeout_ms` fails the attempt. The command runs in a process group of its own, so
  *   a timeout kills whatever it started too (a script's `sleep`), and its stderr is read only until
- *   it exits (plus STDERR_GRACE_MS): a process it left behind cannot hold the attempt open.
+ *   it exits (plus STDERR_GRACE_MS): a process it left behind cannot hold the attempt open. A stop
+ *   kills the groups still running after its grace.
  * - `forward = "https://..."`: POSTs the body with the metadata as headers; a 2xx acks, anything
  *   else (or no answer within `timeout_ms`) fails the attempt.
  * Failed attempts are retried by the outbox with backoff until max_attempts, then dead. While a
@@ -43,7 +44,8 @@ const STDERR_GRACE_MS = 200;
 /** How much of a failed command's stderr is kept (its end) for `last_error`. */
 const STDERR_TAIL = 500;
 
-export async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number): Promise<Outcome> {
+/** `running`: where the command's process group is kept while it runs (the runner kills what is left at stop). */
+export async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number, running?: Set<number>): Promise<Outcome> {
   let child;
   try {
     child = Bun.spawn([...argv], {
@@ -57,6 +59,7 @@ export async function runCommand(argv: readonly string[], call: JobCall, timeout
     return { ok: false, error: `cannot start ${argv[0]}: ${(error as Error).message}` };
   }
   const group = child.pid;
+  running?.add(group);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -65,6 +68,7 @@ export async function runCommand(argv: readonly string[], call: JobCall, timeout
   const stderr = readTail(child.stderr);
   const code = await child.exited;
   clearTimeout(timer);
+  running?.delete(group);
   if (timedOut) killGroup(group); // anything started after the first kill
   await Promise.race([stderr.ended, Bun.sleep(STDERR_GRACE_MS)]);
   if (code === 0 && !timedOut) return { ok: true };
@@ -115,35 +119,39 @@ export async function forwardCall(url: string, call: JobCall, timeoutMs: number)
   }
 }
 
-export function runHandler(handler: JobHandlerConfig, call: JobCall): Promise<Outcome> {
-  if (handler.command) return runCommand(handler.command, call, handler.timeout_ms);
+export function runHandler(handler: JobHandlerConfig, call: JobCall, running?: Set<number>): Promise<Outcome> {
+  if (handler.command) return runCommand(handler.command, call, handler.timeout_ms, running);
   return forwardCall(handler.forward!, call, handler.timeout_ms);
 }
 
 export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): JobRunner {
   const producers: WebhookProducer[] = [];
   const workers: Promise<void>[] = [];
+  const running = new Set<number>();
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
       producers.push(producer);
-      workers.push(work(producer, handler, options));
+      workers.push(work(producer, handler, options, running));
     }
   }
   return {
     async stop(graceMs) {
       for (const producer of producers) producer.close();
       await Promise.race([Promise.all(workers), Bun.sleep(graceMs)]);
+      // Commands still running past the grace are killed: their calls are delivered again after the
+      // lease, and one left running would overlap its own redelivery (and outlive timeout_ms).
+      for (const group of running) killGroup(group);
     },
   };
 }
 
-async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions): Promise<void> {
+async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions, running: Set<number>): Promise<void> {
   for await (const call of producer) {
     const heartbeat = setInterval(() => void call.extend().catch(() => {}), Math.max(50, Math.floor(options.leaseMs / 3)));
     let outcome: Outcome;
     try {
-      outcome = await runHandler(handler, call);
+      outcome = await runHandler(handler, call, running);
     } catch (error) {
       outcome = { ok: false, error: String((error as Error)?.message ?? error) };
     } finally {

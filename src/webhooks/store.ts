@@ -160,16 +160,22 @@ export function claimCalls(sqlite: Database, options: ClaimOptions): ClaimedRow[
   const s = statements(sqlite);
   const filter = options.jobIds ? JSON.stringify(options.jobIds) : null;
   const claimed: ClaimedRow[] = [];
-  const rows = s.candidates.all(options.now, filter, options.limit);
-  for (const row of rows) {
-    if (row.state === "leased" && row.attempts >= options.maxAttempts) {
-      s.kill.run(row.call_id, `lease expired on attempt ${row.attempts} of ${options.maxAttempts}`);
-      continue;
+  // Candidates that turn out to be out of attempts become dead and do not count: look again until
+  // `limit` calls are leased or none is due (regression: they used up the limit, and a claim came
+  // back empty while due calls waited).
+  for (;;) {
+    const rows = s.candidates.all(options.now, filter, options.limit - claimed.length);
+    if (rows.length === 0) return claimed;
+    for (const row of rows) {
+      if (row.state === "leased" && row.attempts >= options.maxAttempts) {
+        s.kill.run(row.call_id, `lease expired on attempt ${row.attempts} of ${options.maxAttempts}`);
+        continue;
+      }
+      const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
+      if (leased) claimed.push(toClaimed(leased));
     }
-    const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
-    if (leased) claimed.push(toClaimed(leased));
+    if (claimed.length >= options.limit) return claimed;
   }
-  return claimed;
 }
 
 function toClaimed(row: RawRow): ClaimedRow {

@@ -75,19 +75,20 @@ describe("leases", () => {
     expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
     const dead = listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)!;
     expect(dead.lastError).toBe("boom 3");
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
     expect(revived.callId).toBe(callId);
     expect(revived.attempt).toBe(1);
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
-    expect(retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
+    expect(retryJob(t.main.db, 999_999)).toEqual({ ok: false, reason: "not_found" });
     expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 1 });
-    t.clock.advance(LEASE); // the lease has run out: no one holds the call, so it can be retried
+    t.clock.advance(LEASE); // the lease has run out: it counts as pending, is delivered again by itself,
     expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 1, leased: 0, outbox_depth: 1 });
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
-    expect(await t.outbox.ack(callId, 1)).toBe(false); // the consumer that lost it cannot ack it
+    // but is not retried: that would restart the attempt count, and attempt 1 would ack the next delivery.
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
     const [again] = await t.outbox.claim({ jobIds: [3] });
-    expect(again.attempt).toBe(1);
+    expect(again.attempt).toBe(2);
+    expect(await t.outbox.ack(callId, 1)).toBe(false); // the consumer that lost it cannot ack it
     expect(await t.outbox.ack(callId, again.attempt)).toBe(true);
   });
 
@@ -117,6 +118,17 @@ describe("leases", () => {
     }
     expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
     expect(stateOf(callId).state).toBe("dead");
+  });
+
+  test("calls that die on their expired last lease do not use up a claim's limit (regression: the claim came back empty)", async () => {
+    const abandoned = [await enqueue("/b", "x1"), await enqueue("/b", "x2")];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      expect((await t.outbox.claim({ jobIds: [2], limit: 2 })).map((c) => c.callId)).toEqual(abandoned);
+      t.clock.advance(LEASE);
+    }
+    const due = await enqueue("/b", "due");
+    expect((await t.outbox.claim({ jobIds: [2], limit: 1 })).map((c) => c.callId)).toEqual([due]);
+    expect(abandoned.map((id) => stateOf(id).state)).toEqual(["dead", "dead"]);
   });
 
   test("done calls are pruned after retain_done_hours; call_ids keep increasing", async () => {

@@ -2,7 +2,7 @@
 // its exit code decides; a timeout kills it; a long job keeps its lease; `forward` POSTs with the
 // metadata as headers and is retried until a 2xx.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startJobRunner } from "../../src/webhooks/jobs";
@@ -28,6 +28,7 @@ const t = buildTestGateway(
       { path: "/hang", job_id: 4 },
       { path: "/fwd", job_id: 5, name: "Forwarded" },
       { path: "/orphan", job_id: 6 },
+      { path: "/stopping", job_id: 7 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -121,6 +122,20 @@ describe("command handlers", () => {
     const pids = readFileSync(join(out, "orphans"), "utf8").trim().split("\n").map(Number);
     expect(pids).toHaveLength(3);
     for (const pid of pids) expect(running(pid)).toBe(false);
+  });
+});
+
+describe("stopping the runner", () => {
+  test("commands still running after the grace are killed, group and all (regression: they outlived the stop)", async () => {
+    // A runner of its own, for job 7 only, stopped while its command (a shell and its sleep) runs.
+    const pidFile = join(out, "stopping.pid");
+    const own = startJobRunner(t.outbox, [{ job_id: 7, command: ["sh", "-c", `sleep 30 & echo $! > "${pidFile}"; wait`], timeout_ms: 60_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    await enqueue("/stopping", "x");
+    await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", "the command to start");
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    expect(running(pid)).toBe(true);
+    await own.stop(100);
+    await until(() => !running(pid), "the command's sleep to be killed");
   });
 });
 
