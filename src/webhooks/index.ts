@@ -50,6 +50,14 @@ export function outboxFor(config: Config, file: string, now?: () => number): Out
   });
 }
 
+/**
+ * How long a done call is kept: retain_done_hours, and at least the dedupe window, since a done call
+ * also holds its dedupe key (a redelivery inside the window must still find it).
+ */
+export function doneRetentionMs(w: Pick<Config["webhooks"], "retain_done_hours" | "dedupe_window_s">): number {
+  return Math.max(w.retain_done_hours * 3_600_000, w.dedupe_window_s * 1000);
+}
+
 export function startWebhooks(config: Config, options: { serviceId: number; log: Log }): WebhooksService {
   const { log, serviceId } = options;
   const w = config.webhooks;
@@ -63,9 +71,7 @@ export function startWebhooks(config: Config, options: { serviceId: number; log:
     throw new Error(`webhooks.bind_address = "${w.bind_address}": ${(err as Error)?.message ?? err}`);
   }
   const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
-  // A done call also holds its dedupe key: kept at least as long as the dedupe window, so a
-  // redelivery inside the window still finds it (retain_done_hours may be set shorter).
-  const retainMs = Math.max(w.retain_done_hours * 3_600_000, w.dedupe_window_s * 1000);
+  const retainMs = doneRetentionMs(w);
   const prune = (): void => {
     outbox.prune(retainMs).then(
       (n) => n > 0 && log("info", `pruned ${n} done webhook call(s)`),

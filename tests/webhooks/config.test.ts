@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, ConfigError, loadConfig, redactedConfig } from "../../src/config/load";
+import { doneRetentionMs } from "../../src/webhooks";
 
 const CRATE_FILE = `# webhooks.toml as documented by the blueprint-webhooks crate
 bind_address = "127.0.0.1:9091"
@@ -153,5 +154,12 @@ describe("validation errors name the path", () => {
     const dir = dirWith({ "w.toml": CRATE_FILE });
     expect(() => buildConfig({ webhooks: { enabled: true, config: "w.toml", endpoints: [] } }, { env: { PRICE_ALERT_TOKEN: "t" }, baseDir: dir }))
       .toThrow("webhooks.endpoints: set both inline and in");
+  });
+});
+
+describe("retention", () => {
+  test("done calls are kept retain_done_hours, and never less than the dedupe window (regression: a redelivery made a second call)", () => {
+    expect(doneRetentionMs({ retain_done_hours: 168, dedupe_window_s: 86_400 })).toBe(168 * 3_600_000);
+    expect(doneRetentionMs({ retain_done_hours: 1, dedupe_window_s: 604_800 })).toBe(604_800_000);
   });
 });
