@@ -22,6 +22,7 @@ import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
 import { VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
+import { listenNaming, parseAddress, stopWithin } from "./listen";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
@@ -75,17 +76,15 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     statusSections: [spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } })],
   };
   const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
-  const { hostname, port } = parseListen(config.server.listen);
+  const { hostname, port } = parseAddress(config.server.listen);
   // Elysia asks for SO_REUSEPORT and development mode by default: a second server on the same port
   // would then share its connections (and split the rate limits and reservations), and an error
   // escaping a handler would be answered with a stack trace. Bun's own body cap answers 413
   // without a body; the app refuses a declared length over max_body_bytes before reading, and
   // counts a chunked chat body as it arrives (src/app.ts, src/body.ts), so Bun's is out of reach.
-  try {
-    app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 });
-  } catch (err) {
-    throw new Error(`server.listen = "${config.server.listen}": ${(err as Error)?.message ?? err}`);
-  }
+  listenNaming("server.listen", config.server.listen, () =>
+    app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
+  );
   const discovery = startDiscovery(registry, config.upstreams);
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {
@@ -108,10 +107,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     if (stopping) return;
     stopping = true;
     log("info", `${signal}: draining (up to ${config.server.shutdown_grace_ms} ms)`);
-    const server = app.server!;
-    const drained = server.stop(false);
-    const grace = Bun.sleep(config.server.shutdown_grace_ms).then(() => "timeout" as const);
-    if ((await Promise.race([drained, grace])) === "timeout") await server.stop(true);
+    await stopWithin(app.server!, config.server.shutdown_grace_ms);
     for (const stop of stops) await stop();
     finished.close();
     requestLog.close();
@@ -123,10 +119,5 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-export function parseListen(listen: string): { hostname: string; port: number } {
-  const index = listen.lastIndexOf(":");
-  const hostname = listen.slice(0, index).replace(/^\[(.*)\]$/, "$1") || "0.0.0.0";
-  return { hostname, port: Number(listen.slice(index + 1)) };
-}
 
 export { log } from "./log";

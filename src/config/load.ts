@@ -10,6 +10,7 @@ import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, SECRET_KEYS, type Config } from "./schema";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
+import { parseAddress } from "../listen";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -143,7 +144,7 @@ function describe(error: { message: string; schema: unknown; value: unknown }): 
 function checkReferences(config: Config): void {
   const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
   for (const [path, address] of addresses) {
-    const port = Number(address.slice(address.lastIndexOf(":") + 1));
+    const { port } = parseAddress(address);
     if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   }
   const upstreams = new Set<string>();

@@ -18,6 +18,7 @@ import { HEALTH_PATH, PULL_PREFIX } from "./config";
 import type { Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
+import { parseAddress, stopWithin } from "../listen";
 
 export interface GatewayOptions {
   config: WebhooksConfig;
@@ -66,7 +67,7 @@ export class WebhookGateway {
   }
 
   /** Listens on `bind_address` (or an explicit address, e.g. port 0 in tests). */
-  start(address: { hostname: string; port: number } = parseBindAddress(this.options.config.bind_address)): number {
+  start(address: { hostname: string; port: number } = parseAddress(this.options.config.bind_address)): number {
     this.server = Bun.serve({
       hostname: address.hostname,
       port: address.port,
@@ -84,10 +85,7 @@ export class WebhookGateway {
   async stop(graceMs = 10_000): Promise<void> {
     const server = this.server;
     this.server = null;
-    if (server) {
-      const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(graceMs).then(() => false)]);
-      if (!drained) await server.stop(true);
-    }
+    if (server) await stopWithin(server, graceMs);
     this.options.outbox.flush();
   }
 
@@ -182,10 +180,4 @@ async function readBody(request: Request, limit: number): Promise<Uint8Array | n
     chunks.push(chunk);
   }
   return chunks.length === 1 ? chunks[0] : new Uint8Array(Buffer.concat(chunks));
-}
-
-export function parseBindAddress(bind: string): { hostname: string; port: number } {
-  const index = bind.lastIndexOf(":");
-  const hostname = bind.slice(0, index).replace(/^\[(.*)\]$/, "$1") || "0.0.0.0";
-  return { hostname, port: Number(bind.slice(index + 1)) };
 }

@@ -6,7 +6,8 @@
  */
 import { join } from "node:path";
 import type { Config } from "../config/schema";
-import { WebhookGateway, parseBindAddress } from "./gateway";
+import { WebhookGateway } from "./gateway";
+import { listenNaming, parseAddress } from "../listen";
 import { startJobRunner } from "./jobs";
 import { Outbox } from "./outbox";
 import type { OutboxStats } from "./admin";
@@ -63,13 +64,8 @@ export function startWebhooks(config: Config, options: { serviceId: number; log:
   const w = config.webhooks;
   const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"));
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
-  const address = parseBindAddress(w.bind_address);
-  let port: number;
-  try {
-    port = gateway.start(address);
-  } catch (err) {
-    throw new Error(`webhooks.bind_address = "${w.bind_address}": ${(err as Error)?.message ?? err}`);
-  }
+  const address = parseAddress(w.bind_address);
+  const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
   const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
   const retainMs = doneRetentionMs(w);
   const prune = (): void => {

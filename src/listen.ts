@@ -1,0 +1,28 @@
+/**
+ * What the gateway's two servers (the API and the webhook ingress) share about listening: reading
+ * a `host:port` address from config, an error that names the config key when listening fails, and
+ * a stop that lets requests in flight finish for a grace period, then cuts them.
+ */
+
+/** `host:port`, `[v6]:port` or `:port` (all interfaces); the config schema checked its form. */
+export function parseAddress(address: string): { hostname: string; port: number } {
+  const index = address.lastIndexOf(":");
+  const hostname = address.slice(0, index).replace(/^\[(.*)\]$/, "$1") || "0.0.0.0";
+  return { hostname, port: Number(address.slice(index + 1)) };
+}
+
+/** Runs `listen`; a failure (a port in use) is rethrown naming the key, e.g. `server.listen = "…": …`. */
+export function listenNaming<T>(key: string, address: string, listen: () => T): T {
+  try {
+    return listen();
+  } catch (err) {
+    throw new Error(`${key} = "${address}": ${(err as Error)?.message ?? err}`);
+  }
+}
+
+/** Stops accepting and waits up to `graceMs` for requests in flight, then cuts them; false if it had to. */
+export async function stopWithin(server: { stop(closeActive?: boolean): Promise<void> }, graceMs: number): Promise<boolean> {
+  const drained = await Promise.race([server.stop(false).then(() => true), Bun.sleep(graceMs).then(() => false)]);
+  if (!drained) await server.stop(true);
+  return drained;
+}
