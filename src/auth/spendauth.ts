@@ -16,7 +16,7 @@ import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
 import { enqueueSettlement } from "../spendauth/queue";
 import type { AccountReader } from "../spendauth/chain";
-import type { Admission, AdmitInput } from "./types";
+import type { Admission, AdmitInput, Identity } from "./types";
 import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
 import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
 import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
@@ -42,6 +42,11 @@ export interface SpendAuthDeps {
 
 export { spendAuthMode, type SpendAuthMode } from "./spendauth-mode";
 import { spendAuthMode } from "./spendauth-mode";
+
+/** A SpendAuth caller: no account, limited and recorded per commitment. */
+export function spendAuthIdentity(commitment: string): Identity {
+  return { kind: "spend_auth", userId: null, keyId: null, subject: commitment };
+}
 
 export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const cfg = deps.config.spend_auth;
@@ -113,7 +118,7 @@ function admission(
   const nonce = auth.nonce.toString();
   let settled = false;
   return {
-    identity: { kind: "spend_auth", userId: null, keyId: null, subject: auth.commitment },
+    identity: spendAuthIdentity(auth.commitment),
     headers: ctx.headers,
     settle(outcome) {
       if (settled) return;

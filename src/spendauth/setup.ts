@@ -9,7 +9,7 @@ import type { Db } from "../db/client";
 import { IdentifiedDenial } from "../auth/types";
 import type { RateLimiter } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
-import { createSpendAuth, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
+import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
 import { createNonceStore, Reservations } from "../auth/spendauth-replay";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
 import { loadReservations, settlementCounts } from "./queue";
@@ -88,7 +88,7 @@ export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limi
     const headers = rateLimitHeaders(decision);
     if (decision.allowed) return headers;
     return new IdentifiedDenial(
-      { kind: "spend_auth", userId: null, keyId: null, subject: commitment },
+      spendAuthIdentity(commitment),
       "rate_limit_exceeded",
       `Rate limit reached for this commitment: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s with the same authorization`,
       { headers },
