@@ -8,6 +8,7 @@ import { ERROR_STATUS, GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
+import type { ModelRoute } from "./registry";
 import { recordComplete, recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
@@ -34,7 +35,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
-    const denied = record(ctx, route.id, admission instanceof IdentifiedDenial ? admission.identity : null, admission.status);
+    const identity = admission instanceof IdentifiedDenial ? admission.identity : null;
+    const denied = record(ctx, identity, unanswered(route, admission.status), performance.now() - ctx.startedAt);
     deps.onRequestDone(denied);
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
@@ -56,7 +58,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       random: deps.registry.random,
     });
     if (forwarded instanceof GatewayError) {
-      const latencyMs = served.finish({ status: forwarded.status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+      const latencyMs = served.finish(unanswered(route, forwarded.status));
       forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
       throw forwarded;
     }
@@ -110,7 +112,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     });
     return new Response(stream, { status: 200, headers });
   } catch (err) {
-    served.finish({ status: err instanceof GatewayError ? err.status : 500, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 });
+    served.finish(unanswered(route, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
 }
@@ -126,6 +128,11 @@ interface Outcome {
 
 function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: number, usage: Usage | null, upstreamMs: number): Outcome {
   return { upstream: done.upstream, price: done.price, model: done.model, status, usage, upstreamMs };
+}
+
+/** How a request ends that no upstream answered (refused, every attempt failed, an error of ours). */
+function unanswered(route: ModelRoute, status: number): Outcome {
+  return { status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 };
 }
 
 /** An admitted request: settled and recorded once, by whichever way it ends first. */
@@ -146,42 +153,27 @@ class Served {
     this.finished = true;
     this.client.done();
     this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-    const { identity } = this.admission;
-    this.deps.onRequestDone({
-      requestId: this.ctx.requestId,
-      createdAt: Date.now(),
-      identity: identity.kind,
-      userId: identity.userId,
-      keyId: identity.keyId,
-      model: outcome.model,
-      upstream: outcome.upstream,
-      status: outcome.status,
-      promptTokens: outcome.usage?.prompt_tokens ?? 0,
-      completionTokens: outcome.usage?.completion_tokens ?? 0,
-      costMicro: costMicro(outcome.usage, outcome.price),
-      latencyMs,
-      upstreamMs: outcome.upstreamMs,
-    });
+    this.deps.onRequestDone(record(this.ctx, this.admission.identity, outcome, latencyMs));
     return latencyMs;
   }
 }
 
-/** The record of a request refused before any upstream was called; `identity` null for one without credentials that count. */
-function record(ctx: ChatContext, model: string, identity: Identity | null, status: number): RequestRecord {
+/** A request's row in the request log; `identity` null for a caller refused without one that counts (anonymous). */
+function record(ctx: ChatContext, identity: Identity | null, outcome: Outcome, latencyMs: number): RequestRecord {
   return {
     requestId: ctx.requestId,
     createdAt: Date.now(),
     identity: identity?.kind ?? "anonymous",
     userId: identity?.userId ?? null,
     keyId: identity?.keyId ?? null,
-    model,
-    upstream: null,
-    status,
-    promptTokens: 0,
-    completionTokens: 0,
-    costMicro: 0,
-    latencyMs: performance.now() - ctx.startedAt,
-    upstreamMs: 0,
+    model: outcome.model,
+    upstream: outcome.upstream,
+    status: outcome.status,
+    promptTokens: outcome.usage?.prompt_tokens ?? 0,
+    completionTokens: outcome.usage?.completion_tokens ?? 0,
+    costMicro: costMicro(outcome.usage, outcome.price),
+    latencyMs,
+    upstreamMs: outcome.upstreamMs,
   };
 }
 
