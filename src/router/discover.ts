@@ -5,8 +5,11 @@
  * What is taken is bounded: a list of at most MAX_LIST_BYTES, its first MAX_MODELS ids of at most
  * MAX_ID_CHARACTERS each. One poll per upstream at a time: a slow poll is not overtaken (and later
  * overwritten with an older list) by the next.
+ * What changes is logged, what repeats is not: the first list, models added or dropped, a failure
+ * (once per distinct message, not every interval while an upstream stays down) and the recovery.
  */
 import type { UpstreamConfig } from "../config/schema";
+import { log as serviceLog, type Logger } from "../log";
 import type { ModelRegistry } from "./registry";
 import type { UpstreamState } from "./upstream-state";
 
@@ -16,13 +19,23 @@ const MAX_LIST_BYTES = 4 * 1024 * 1024;
 
 const DISCOVERY_FAILED = "discovery failed: ";
 
+/** How the last finished poll of an upstream went, for logging changes only. */
+interface LastPoll {
+  ids: ReadonlySet<string> | null;
+  failure: string | null;
+}
+
 /** Upstreams with a poll in flight. */
 const polling = new WeakSet<UpstreamState>();
+const lastPolls = new WeakMap<UpstreamState, LastPoll>();
 
-export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamConfig): Promise<boolean> {
+type Log = Logger["log"];
+
+export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamConfig, log: Log = serviceLog): Promise<boolean> {
   const state = registry.upstreams.get(upstream.name);
   if (!state || polling.has(state)) return false;
   polling.add(state);
+  const last = lastPolls.get(state) ?? { ids: null, failure: null };
   try {
     const response = await fetch(state.modelsUrl, {
       headers: state.authorization ? { authorization: state.authorization } : {},
@@ -41,24 +54,48 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     registry.setDiscovered(upstream, ids);
     // The upstream's last error is shared with chat attempts: only a discovery error is over.
     if (state.lastError?.startsWith(DISCOVERY_FAILED)) state.lastError = null;
+    const current = new Set(ids);
+    if (last.failure !== null) log("info", `discovery on upstream "${upstream.name}" works again`);
+    logChanges(log, upstream.name, last.ids, current);
+    lastPolls.set(state, { ids: current, failure: null });
     return true;
   } catch (err) {
-    state.lastError = `${DISCOVERY_FAILED}${(err as Error).message}`;
+    const message = (err as Error).message;
+    state.lastError = `${DISCOVERY_FAILED}${message}`;
+    if (message !== last.failure) {
+      log("warn", `discovery on upstream "${upstream.name}" failed: ${message}`, { models_kept: last.ids?.size ?? 0 });
+    }
+    lastPolls.set(state, { ids: last.ids, failure: message });
     return false;
   } finally {
     polling.delete(state);
   }
 }
 
+/** Logs the first list of an upstream, and later the models it added and dropped (at most 20 ids of each). */
+function logChanges(log: Log, upstream: string, before: ReadonlySet<string> | null, now: ReadonlySet<string>): void {
+  if (before === null) {
+    log("info", `discovered ${now.size} model(s) on upstream "${upstream}"`, { models: [...now].slice(0, 20) });
+    return;
+  }
+  const added = [...now].filter((id) => !before.has(id));
+  const dropped = [...before].filter((id) => !now.has(id));
+  if (added.length === 0 && dropped.length === 0) return;
+  log("info", `models on upstream "${upstream}" changed: ${added.length} added, ${dropped.length} dropped`, {
+    added: added.slice(0, 20),
+    dropped: dropped.slice(0, 20),
+  });
+}
+
 /** Polls every discovering upstream; returns a stop function. */
-export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfig[]): { ready: Promise<void>; stop(): void } {
+export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfig[], log: Log = serviceLog): { ready: Promise<void>; stop(): void } {
   const timers: Timer[] = [];
   const discovering = upstreams.filter((u) => u.discover);
   for (const upstream of discovering) {
-    const timer = setInterval(() => void discoverOnce(registry, upstream), upstream.discover_interval_s * 1000);
+    const timer = setInterval(() => void discoverOnce(registry, upstream, log), upstream.discover_interval_s * 1000);
     timer.unref?.();
     timers.push(timer);
   }
-  const ready = Promise.all(discovering.map((u) => discoverOnce(registry, u))).then(() => {});
+  const ready = Promise.all(discovering.map((u) => discoverOnce(registry, u, log))).then(() => {});
   return { ready, stop: () => timers.forEach(clearInterval) };
 }

@@ -178,6 +178,34 @@ describe("discover", () => {
     expect(await ids()).toEqual(["m2", "m3"]);
   });
 
+  test("the log tells the first list, what changed, a failure once and the recovery", async () => {
+    let answer = (): Response => Response.json({ data: [{ id: "m1" }, { id: "m2" }] });
+    const up = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => answer() });
+    try {
+      const gw = routerApp({ upstreams: [{ name: "up", base_url: `http://127.0.0.1:${up.port}/v1`, discover: true }] });
+      const upstream = gw.deps.config.upstreams[0];
+      const lines: string[] = [];
+      const log = (level: string, msg: string, fields?: Record<string, unknown>): void => void lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`);
+      await discoverOnce(gw.deps.registry, upstream, log);
+      await discoverOnce(gw.deps.registry, upstream, log); // the same list: nothing to say
+      answer = () => Response.json({ data: [{ id: "m2" }, { id: "m3" }] });
+      await discoverOnce(gw.deps.registry, upstream, log);
+      answer = () => new Response("down", { status: 503 });
+      await discoverOnce(gw.deps.registry, upstream, log);
+      await discoverOnce(gw.deps.registry, upstream, log); // still down for the same reason: said once
+      answer = () => Response.json({ data: [{ id: "m2" }, { id: "m3" }] });
+      await discoverOnce(gw.deps.registry, upstream, log);
+      expect(lines).toEqual([
+        `info discovered 2 model(s) on upstream "up" {"models":["m1","m2"]}`,
+        `info models on upstream "up" changed: 1 added, 1 dropped {"added":["m3"],"dropped":["m1"]}`,
+        `warn discovery on upstream "up" failed: answered 503 {"models_kept":2}`,
+        `info discovery on upstream "up" works again {}`,
+      ]);
+    } finally {
+      up.stop(true);
+    }
+  });
+
   test("what a poll takes is bounded (count, id length, list size), and a slow poll is not overtaken", async () => {
     let answer: () => Response = () => Response.json({ data: [] });
     let gate: Promise<void> = Promise.resolve();
