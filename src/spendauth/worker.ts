@@ -124,8 +124,25 @@ function authorizationOf(row: SettlementRow): SpendAuthorization {
   };
 }
 
-/** The first line of a viem error (its reason), without request bodies or URLs' query strings. */
+/**
+ * A viem error in one line: its first line (never the request body or the RPC URL, which follow),
+ * and for a revert the contract error it decoded, with its arguments (`InvalidNonce(2, 7)`) or
+ * the revert reason string.
+ */
 function shortError(err: unknown): string {
   const e = err as { shortMessage?: string; message?: string };
-  return String(e?.shortMessage ?? e?.message ?? err).split("\n")[0].slice(0, 300);
+  const first = String(e?.shortMessage ?? e?.message ?? err).split("\n")[0];
+  const revert = revertOf(err);
+  return (revert && !first.includes(revert) ? `${first} ${revert}` : first).slice(0, 300);
+}
+
+/** The decoded revert somewhere in an error's cause chain: `Name(args)` or the reason string. */
+function revertOf(err: unknown): string | null {
+  for (let e = err as { cause?: unknown; reason?: unknown; data?: { errorName?: unknown; args?: readonly unknown[] } } | null; e; e = e.cause as typeof e) {
+    if (typeof e !== "object") return null;
+    const name = e.data?.errorName;
+    if (typeof name === "string" && name !== "Error") return `${name}(${(e.data?.args ?? []).map(String).join(", ")})`;
+    if (typeof e.reason === "string" && e.reason) return e.reason;
+  }
+  return null;
 }

@@ -97,6 +97,19 @@ describe("on-chain check and settlement", () => {
     await runtime.stop();
   });
 
+  test("a settlement the contract refuses keeps the decoded reason in last_error", async () => {
+    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const account = await newAccount(1_000_000n);
+    // A nonce above the account's on-chain nonce is served (the documented rule), but cannot settle.
+    expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 5n)).value })).status).toBe(200);
+    expect(await runtime.worker!.runOnce()).toBe(0);
+    const [row] = listSettlements(app.deps.db);
+    expect(row.state).toBe("pending");
+    expect(row.lastError).toContain('"authorizeSpend" reverted');
+    expect(row.lastError).toContain("InvalidNonce(0, 5)");
+    await runtime.stop();
+  });
+
   test("an unfunded commitment is refused", async () => {
     const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const response = await app.chat(BODY, { "x-payment-signature": (await paidHeader(await newAccount(0n), 0n)).value });
