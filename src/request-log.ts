@@ -6,7 +6,7 @@
  * 5 s after start and then hourly, in small chunks so the event loop is never held long.
  */
 import { createBatchInsert, type SqlValue } from "./db/batch-insert";
-import type { Db } from "./db/client";
+import { brieflyLocked, type Db } from "./db/client";
 import type { RequestRecord } from "./deps";
 
 const DAY_MS = 86_400_000;
@@ -31,7 +31,7 @@ export interface RequestLog {
 
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
   const insertRows = createBatchInsert(db.$client, INSERT, 12, pushValues);
-  const insertAll = db.$client.transaction(insertRows);
+  const insertAll = brieflyLocked(db.$client, db.$client.transaction(insertRows));
   const prune = (): void => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS);
   // Once soon after start too: a server restarted more often than hourly would otherwise never prune.
   const first = setTimeout(prune, options.firstPruneMs ?? PRUNE_FIRST_MS);
@@ -39,7 +39,7 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   first.unref?.();
   pruner.unref?.();
   return {
-    insert: (rows) => void insertAll(rows),
+    insert: insertAll,
     close: () => {
       clearTimeout(first);
       clearInterval(pruner);

@@ -4,8 +4,9 @@
  * the batch is counted into the metrics, written as log lines, and inserted into the request log,
  * in that order. Each of those done for a whole batch in one loop, away from the requests, costs
  * a fraction of doing it as each request ends (measured with `make bench`, see the README).
- * Only the insert can fail: the batch is then reported and dropped, already counted and logged.
- * A metrics scrape flushes the queue first, so /metrics is never behind.
+ * Only the insert can fail (a database locked elsewhere): its rows, already counted and logged,
+ * are kept and inserted with the next flush, up to MAX_KEPT rows. A metrics scrape flushes the
+ * queue first, so /metrics is never behind.
  */
 import { createWriteBehind, type WriteBehind } from "./db/write-behind";
 import type { RequestRecord } from "./deps";
@@ -17,6 +18,8 @@ const FLUSH_MS = 100;
  * load the FLUSH_MS timer writes first, with smaller batches.
  */
 export const FULL_BATCH = 1024;
+/** Rows kept while the database refuses them: about 10 s of a busy server's requests, ~20 MB. */
+export const MAX_KEPT = 100_000;
 
 export interface RequestSinkParts {
   observe: ((record: RequestRecord) => void) | null;
@@ -26,12 +29,15 @@ export interface RequestSinkParts {
 
 export function createRequestSink(parts: RequestSinkParts): WriteBehind<RequestRecord> {
   const { observe, logLines, insert } = parts;
-  return createWriteBehind<RequestRecord>(
-    (batch) => {
+  return createWriteBehind<RequestRecord>(insert, {
+    label: "request log",
+    intervalMs: FLUSH_MS,
+    maxBatch: FULL_BATCH,
+    keepFailed: true,
+    maxKept: MAX_KEPT,
+    accept: (batch) => {
       if (observe) for (const record of batch) observe(record);
       logLines(batch);
-      insert(batch);
     },
-    { label: "request log", intervalMs: FLUSH_MS, maxBatch: FULL_BATCH },
-  );
+  });
 }

@@ -2,7 +2,8 @@
  * `modelgate serve`: the composition root. Loads the config, opens the database (migrations run
  * from inside the binary), builds the deps and the app, listens, and shuts down gracefully on
  * SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish (bounded by
- * server.shutdown_grace_ms), flush write-behind queues, close the database.
+ * server.shutdown_grace_ms), flush write-behind queues (retrying for up to the grace while the
+ * database refuses), close the database.
  */
 import type { LoadedConfig } from "./config/load";
 import { openDatabase } from "./db/client";
@@ -108,8 +109,17 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     stopping = true;
     log("info", `${signal}: draining (up to ${config.server.shutdown_grace_ms} ms)`);
     await stopWithin(app.server!, config.server.shutdown_grace_ms);
-    for (const stop of stops) await stop();
-    finished.close();
+    // The request log retries beside the debits (each for up to the grace), not after them.
+    const [, unlogged] = await Promise.all([
+      (async () => {
+        for (const stop of stops) await stop();
+      })(),
+      finished.closeWithin(config.server.shutdown_grace_ms),
+    ]);
+    if (unlogged.length > 0) {
+      exitCode = 1;
+      log("error", `request log: ${unlogged.length} row(s) could not be written before the stop and are lost`);
+    }
     requestLog.close();
     database.close();
     log("info", "stopped");

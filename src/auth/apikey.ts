@@ -13,7 +13,7 @@
  *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
  */
 import { and, desc, eq } from "drizzle-orm";
-import { mapPerDatabase, type Db } from "../db/client";
+import { brieflyLocked, mapPerDatabase, type Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { randomToken, sha256Hex } from "./tokens";
@@ -163,10 +163,10 @@ export function createLastUsed(db: Db, now: () => number): { touch(keyId: string
   const written = new Map<string, number>();
   const update = db.$client.query<unknown, [number, string]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
   const queue = createWriteBehind<{ id: string; at: number }>(
-    (rows) => db.$client.transaction(() => {
+    brieflyLocked(db.$client, (rows: Array<{ id: string; at: number }>) => db.$client.transaction(() => {
       for (const r of rows) update.run(r.at, r.id);
-    })(),
-    { label: "api key last_used_at", intervalMs: 1_000 },
+    })()),
+    { label: "api key last_used_at", intervalMs: 1_000, keepFailed: true, now },
   );
   return {
     touch(keyId) {

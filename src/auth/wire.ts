@@ -40,7 +40,7 @@ export interface Identities {
 export function buildIdentities(input: IdentitiesInput): Identities {
   const { db, config, now } = input;
   const limiter = input.limiter ?? createMemoryLimiter({ now });
-  const meter = createCreditMeter(db);
+  const meter = createCreditMeter(db, { now });
   const lastUsed = createLastUsed(db, now);
   const throttle = createSignInThrottle({ now });
   const gate = createGate({ db, config, now, limiter, meter, lastUsed, spendAuth: input.spendAuth });

@@ -12,7 +12,7 @@
  * A batch that fails to write stays queued and is retried; nothing is dropped. Overdraw bound:
  * see the README (Credits).
  */
-import type { Db } from "../db/client";
+import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { createDebitWriter, type Debit } from "./ledger";
 
@@ -35,10 +35,10 @@ export interface CreditMeter {
   close(ms?: number): Promise<Debit[]>;
 }
 
-export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number } = {}): CreditMeter {
+export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number; now?: () => number } = {}): CreditMeter {
   /** Per user: open reservations plus queued (not yet written) debits, micro-credits. */
   const held = new Map<number, number>();
-  const writeDebits = createDebitWriter(db);
+  const writeDebits = brieflyLocked(db.$client, createDebitWriter(db));
 
   function adjust(userId: number, delta: number): void {
     const next = (held.get(userId) ?? 0) + delta;
@@ -52,7 +52,7 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
       writeDebits(batch);
       for (const d of batch) adjust(d.userId, -d.micro);
     },
-    { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true },
+    { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true, now: options.now },
   );
 
   return {

@@ -1,6 +1,8 @@
 /**
  * Opens the SQLite database (WAL, busy timeout, foreign keys) and wraps it in Drizzle. The CLI and
  * the server open the same file; WAL plus the busy timeout make that safe while the server runs.
+ * The server's background batch writes wait far less for a lock (brieflyLocked): they are tried
+ * again later, and a wait would hold every request.
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
@@ -15,6 +17,27 @@ export interface OpenedDb {
   db: Db;
   sqlite: Database;
   close(): void;
+}
+
+/** How long any statement waits for a write lock another connection holds. */
+const BUSY_TIMEOUT_MS = 5_000;
+/** How long a background batch write (brieflyLocked) waits for one. */
+export const BATCH_BUSY_TIMEOUT_MS = 20;
+
+/**
+ * `write`, run with a busy timeout of BATCH_BUSY_TIMEOUT_MS: for write-behind batches, which keep
+ * their rows and try again later, so a lock held elsewhere (another process's long transaction)
+ * stalls the event loop 20 ms per attempt instead of 5 s.
+ */
+export function brieflyLocked<A extends unknown[]>(sqlite: Database, write: (...args: A) => void): (...args: A) => void {
+  return (...args) => {
+    sqlite.run(`PRAGMA busy_timeout = ${BATCH_BUSY_TIMEOUT_MS}`);
+    try {
+      write(...args);
+    } finally {
+      sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
+  };
 }
 
 /** `dataDir` of ":memory:" gives a private in-memory database (tests). */
@@ -33,7 +56,7 @@ export function openDatabase(dataDir: string): OpenedDb {
     }
   }
   sqlite.run("PRAGMA synchronous = NORMAL");
-  sqlite.run("PRAGMA busy_timeout = 5000");
+  sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   sqlite.run("PRAGMA foreign_keys = ON");
   applyMigrations(sqlite);
   const db = drizzle(sqlite, { schema }) as Db;

@@ -1,8 +1,12 @@
 /**
  * A write-behind queue: request paths push rows in memory and return; rows are written in one
  * transaction per batch, every `intervalMs` or as soon as `maxBatch` rows wait. close() flushes.
- * A batch that fails to write is logged, then dropped rather than stalling requests, or, with
- * `keepFailed`, kept at the head of the queue and written again with the next flush.
+ * `accept` sees every row once, in order, at the first flush after its push (counting, logging),
+ * however often its write is tried. A batch that fails to write is dropped, or, with `keepFailed`,
+ * kept ahead of newer rows (at most `maxKept`; the oldest beyond that are dropped) and tried again
+ * after a backoff that doubles from `intervalMs` up to MAX_BACKOFF_MS: a database locked elsewhere
+ * costs the event loop one short attempt every few seconds, not one per flush. Failures are logged
+ * when they start, when rows are dropped and when writes work again, not once per attempt.
  */
 export interface WriteBehind<T> {
   push(row: T): void;
@@ -13,51 +17,89 @@ export interface WriteBehind<T> {
 }
 
 const RETRY_MS = 100;
+const MAX_BACKOFF_MS = 2_000;
 
-export interface WriteBehindOptions {
+export interface WriteBehindOptions<T> {
   intervalMs?: number;
   maxBatch?: number;
   /** Keep a batch that failed to write and try it again (rows that must not be lost); default false. */
   keepFailed?: boolean;
+  /** With keepFailed, the most rows kept; default unbounded. */
+  maxKept?: number;
+  /** Sees each pushed row once, in batches, at the first flush after its push. */
+  accept?: (rows: T[]) => void;
   label: string;
+  now?: () => number;
 }
 
-export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteBehindOptions): WriteBehind<T> {
+export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteBehindOptions<T>): WriteBehind<T> {
   const maxBatch = options.maxBatch ?? 500;
+  const maxKept = options.maxKept ?? Infinity;
+  const intervalMs = options.intervalMs ?? 250;
+  const now = options.now ?? Date.now;
+  /** Pushed since the last flush. */
   let queue: T[] = [];
-  const flush = (): void => {
-    if (queue.length === 0) return;
-    const rows = queue;
+  /** Accepted, not yet written: kept after a failed write, oldest first. */
+  let pending: T[] = [];
+  let failures = 0;
+  let retryAt = 0;
+
+  const report = (msg: string, error?: unknown): void => {
+    const fields = error === undefined ? {} : { error: String(error) };
+    console.error(JSON.stringify({ level: error === undefined ? "info" : "error", msg: `${options.label}: ${msg}`, ...fields }));
+  };
+  const take = (): void => {
+    const fresh = queue;
+    if (fresh.length === 0) return;
     queue = [];
+    options.accept?.(fresh);
+    pending = pending.length === 0 ? fresh : pending.concat(fresh);
+  };
+  const writePending = (): void => {
+    if (pending.length === 0) return;
+    const rows = pending;
+    pending = [];
     try {
       write(rows);
+      if (failures > 0) report(`written again after ${failures} failed attempt(s)`);
+      failures = 0;
     } catch (err) {
-      if (options.keepFailed) queue = rows.concat(queue);
-      const fate = options.keepFailed ? "kept to retry" : "dropped";
-      console.error(JSON.stringify({ level: "error", msg: `${options.label}: write failed, ${rows.length} row(s) ${fate}`, error: String(err) }));
+      failures += 1;
+      retryAt = now() + Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** (failures - 1));
+      if (!options.keepFailed) return report(`write failed, ${rows.length} row(s) dropped`, err);
+      pending = rows.length > maxKept ? rows.slice(rows.length - maxKept) : rows;
+      if (failures === 1) report(`write failed, ${rows.length} row(s) kept to retry`, err);
+      if (rows.length > pending.length) report(`write still failing, ${rows.length - pending.length} oldest row(s) dropped (at most ${maxKept} are kept)`, err);
     }
   };
-  const timer = setInterval(flush, options.intervalMs ?? 250);
+  const flush = (): void => {
+    take();
+    if (now() >= retryAt) writePending();
+  };
+  const timer = setInterval(flush, intervalMs);
   timer.unref?.();
   return {
     push(row) {
-      // On reaching maxBatch, not past it: kept failed rows wait for the timer, not one retry per push.
+      // On reaching maxBatch, not past it; a write in backoff waits for its time, not for more rows.
       if (queue.push(row) === maxBatch) queueMicrotask(flush);
     },
     flush,
     close() {
       clearInterval(timer);
-      flush();
+      take();
+      writePending();
     },
     async closeWithin(ms) {
       clearInterval(timer);
       const deadline = Date.now() + ms;
-      flush();
-      while (queue.length > 0 && Date.now() < deadline) {
+      take();
+      writePending();
+      while (pending.length > 0 && Date.now() < deadline) {
         await Bun.sleep(RETRY_MS);
-        flush();
+        take();
+        writePending();
       }
-      return queue;
+      return pending;
     },
   };
 }

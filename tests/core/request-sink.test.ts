@@ -49,7 +49,7 @@ describe("request sink", () => {
     sink.close();
   });
 
-  test("a failed insert is reported; the batch was still counted and logged, and later batches flow", () => {
+  test("a failed insert is kept and inserted with the next flush; its rows are counted and logged once", () => {
     const errors = spyOn(console, "error").mockImplementation(() => {});
     let fail = true;
     const { sink, calls } = recordingSink(() => {
@@ -60,8 +60,9 @@ describe("request sink", () => {
     fail = false;
     sink.push(record(2));
     sink.close();
-    expect(calls).toEqual(["observe req_1", "log 1", "insert 1", "observe req_2", "log 1", "insert 1"]);
-    expect(String(errors.mock.calls[0]?.[0])).toContain("1 row(s) dropped");
+    expect(calls).toEqual(["observe req_1", "log 1", "insert 1", "observe req_2", "log 1", "insert 2"]);
+    expect(String(errors.mock.calls[0]?.[0])).toContain("request log: write failed, 1 row(s) kept to retry");
+    expect(String(errors.mock.calls[1]?.[0])).toContain("request log: written again after 1 failed attempt(s)");
     errors.mockRestore();
   });
 

@@ -13,18 +13,24 @@ afterEach(() => {
 });
 
 /** A queue whose writer records each batch and fails while `failing.now` is true; error lines are captured. */
-function recording(keepFailed: boolean, maxBatch = 4) {
+/** The queue's clock: each test moves it past a backoff by hand. */
+let clock = 0;
+
+function recording(keepFailed: boolean, maxBatch = 4, more: { maxKept?: number; intervalMs?: number } = {}) {
   errors = spyOn(console, "error").mockImplementation(() => {});
   const batches: number[][] = [];
+  const accepted: number[][] = [];
   const failing = { now: false };
+  clock = 0;
   queue = createWriteBehind<number>(
     (rows) => {
       batches.push([...rows]);
       if (failing.now) throw new Error("disk I/O error");
     },
-    { label: "test", maxBatch, intervalMs: 60_000, keepFailed },
+    { label: "test", maxBatch, intervalMs: 60_000, keepFailed, accept: (rows) => void accepted.push([...rows]), now: () => clock, ...more },
   );
-  return { queue, batches, failing, errors };
+  const lines = (): string[] => errors!.mock.calls.map((call) => String(call[0]));
+  return { queue, batches, accepted, failing, errors, lines };
 }
 
 describe("write-behind", () => {
@@ -43,6 +49,7 @@ describe("write-behind", () => {
     queue.flush();
     failing.now = false;
     queue.push(2);
+    clock += 2_000;
     queue.flush();
     expect(batches).toEqual([[1], [2]]);
     expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 1 row(s) dropped");
@@ -56,12 +63,71 @@ describe("write-behind", () => {
     queue.flush();
     failing.now = false;
     queue.push(3);
+    clock += 2_000;
     queue.flush();
     expect(batches).toEqual([[1, 2], [1, 2, 3]]);
     expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 2 row(s) kept to retry");
   });
 
-  test("kept rows past maxBatch wait for the next flush instead of a retry per push", async () => {
+  test("after a failure the next attempt waits out a backoff that doubles up to 2 s; rows are accepted meanwhile", () => {
+    const { queue, batches, accepted, failing } = recording(true, 100, { intervalMs: 100 });
+    failing.now = true;
+    queue.push(1);
+    queue.flush(); // fails at 0: next attempt from 100
+    clock = 99;
+    queue.push(2);
+    queue.flush();
+    expect(batches).toEqual([[1]]);
+    expect(accepted).toEqual([[1], [2]]); // counted and logged on time, though not yet written
+    clock = 100;
+    queue.flush(); // fails again: next from 300
+    clock = 299;
+    queue.flush();
+    expect(batches).toHaveLength(2);
+    clock = 300;
+    queue.flush(); // third failure: 400 ms
+    clock = 700;
+    queue.flush(); // 800
+    clock = 1_500;
+    queue.flush(); // 1600, then capped at 2000
+    clock = 3_100;
+    queue.flush();
+    clock = 5_099;
+    queue.flush();
+    expect(batches).toHaveLength(6);
+    failing.now = false;
+    clock = 5_100;
+    queue.flush();
+    expect(batches).toHaveLength(7);
+    expect(batches.at(-1)).toEqual([1, 2]);
+    expect(accepted).toEqual([[1], [2]]);
+  });
+
+  test("a long failure logs its start, each drop past maxKept and the recovery, not every attempt", () => {
+    const { queue, batches, failing, lines } = recording(true, 100, { maxKept: 3 });
+    failing.now = true;
+    queue.push(1);
+    queue.push(2);
+    queue.flush();
+    clock += 2_000;
+    queue.flush();
+    queue.push(3);
+    queue.push(4);
+    queue.push(5);
+    clock += 2_000;
+    queue.flush();
+    failing.now = false;
+    clock += 2_000;
+    queue.flush();
+    expect(batches.at(-1)).toEqual([3, 4, 5]);
+    expect(lines().map((line) => JSON.parse(line).msg)).toEqual([
+      "test: write failed, 2 row(s) kept to retry",
+      "test: write still failing, 2 oldest row(s) dropped (at most 3 are kept)",
+      "test: written again after 3 failed attempt(s)",
+    ]);
+  });
+
+  test("rows reaching maxBatch during a backoff do not bring the next attempt forward", async () => {
     const { queue, batches, failing } = recording(true);
     failing.now = true;
     for (let i = 0; i < 4; i++) queue.push(i);
@@ -70,6 +136,7 @@ describe("write-behind", () => {
     await Promise.resolve();
     expect(batches).toHaveLength(1);
     failing.now = false;
+    clock += 2_000;
     queue.flush();
     expect(batches.at(-1)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });

@@ -177,6 +177,7 @@ describe("spending", () => {
     expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
     expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
+    t.clock.advance(250); // past the retry's backoff
     t.identities.meter.flush();
     expect(t.identities.meter.outstanding(userId)).toBe(0);
     expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
