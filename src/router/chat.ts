@@ -107,7 +107,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         if (result.outcome === "complete") recordComplete(upstream, deps.now());
         const usage = result.usage ?? estimatedUsage(ctx, result.events);
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-        served.finish(outcome(done, result.outcome === "upstream_error" ? 502 : 200, usage, upstreamMs));
+        served.finish(outcome(done, STREAM_END_STATUS[result.outcome], usage, upstreamMs));
       },
     });
     return new Response(stream, { status: 200, headers });
@@ -116,6 +116,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     throw err;
   }
 }
+
+/** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
+const STREAM_END_STATUS = { complete: 200, upstream_error: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
 
 interface Outcome {
   status: number;

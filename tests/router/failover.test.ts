@@ -3,6 +3,7 @@
  * timeouts move to the next target before the first byte; nothing is retried after it.
  */
 import { describe, expect, test } from "bun:test";
+import { eventually } from "../support/eventually";
 import { freePort } from "../support/binary";
 import { HELLO, json, mockUpstreams, routerApp, sseData } from "./helpers";
 
@@ -142,6 +143,22 @@ describe("after the first byte", () => {
     expect(record.completionTokens).toBe(3);
     // The broken stream counts against the upstream's health.
     expect(gw.deps.registry.upstreams.get("a")!.consecutiveFailures).toBe(1);
+  });
+
+  test("a client that leaves mid-stream is recorded as 499, its usage so far metered, the upstream not blamed", async () => {
+    const a = mock({ chunkDelayMs: 30, words: ["one ", "two ", "three ", "four ", "five ", "six "] });
+    const gw = routerApp({ upstreams: [{ name: "a", base_url: a.url }], models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }] });
+    const res = await gw.chat({ model: "m", messages: HELLO, stream: true });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(await eventually(() => gw.records.length === 1)).toBe(true);
+    const [record] = gw.records;
+    expect(record.status).toBe(499);
+    expect(record.upstream).toBe("a");
+    expect(record.completionTokens).toBeGreaterThan(0);
+    expect(record.completionTokens).toBeLessThan(6);
+    expect(gw.deps.registry.upstreams.get("a")!.consecutiveFailures).toBe(0);
   });
 
   test("streams that always break after their headers open the circuit after cooldown_failures (regression: the headers reset the count)", async () => {
