@@ -92,6 +92,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         }
       }
       recordComplete(upstream, deps.now());
+      // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
+      // it came, less the gateway's key for that upstream, should the upstream echo it.
+      if (reply.status >= 400 && upstream.config.api_key) text = text.replaceAll(upstream.config.api_key, "[redacted]");
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
       const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));

@@ -1,6 +1,8 @@
 /**
- * Sends one chat request to a route's targets until one answers. Connection errors, timeouts, 429
- * and 5xx move on to the next target at once; when every target has been tried and attempts
+ * Sends one chat request to a route's targets until one answers. Connection errors, timeouts, 429,
+ * 5xx, and an upstream refusing the gateway's own credentials (401, 403, 407: a config error the
+ * client can do nothing about, and must not mistake for a refusal of its key) move on to the next
+ * target at once; when every target has been tried and attempts
  * remain (`max_attempts`), targets are tried again after an exponential backoff, except those that
  * timed out (a timeout is too expensive to repeat). All of this happens before the client has
  * seen a byte, so a retry can never duplicate a partial answer.
@@ -33,6 +35,9 @@ export interface Forwarded {
   upstreamMs: number;
   attempts: number;
 }
+
+/** Upstream statuses that refuse the gateway itself (its api_key, a proxy's credentials), not the client's request. */
+const CREDENTIAL_REFUSALS = new Set([401, 403, 407]);
 
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
@@ -122,10 +127,14 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     const reply = await exchange.reply;
     client.answered();
     upstream.lastContactAt = now;
-    if (reply.status === 429 || reply.status >= 500) {
+    const refusedCredentials = CREDENTIAL_REFUSALS.has(reply.status);
+    if (reply.status === 429 || reply.status >= 500 || refusedCredentials) {
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
-      return { failure: "error", message: `upstream "${upstream.name}" answered ${reply.status}` };
+      const message = refusedCredentials
+        ? `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
+        : `upstream "${upstream.name}" answered ${reply.status}`;
+      return { failure: "error", message };
     }
     return { reply, abort };
   } catch (err) {

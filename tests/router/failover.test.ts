@@ -54,6 +54,42 @@ describe("failover before the first byte", () => {
     expect(b.chatCount()).toBe(1);
   });
 
+  test("an upstream refusing the gateway's own key (401, 403) moves on; alone, it is the gateway's 502, never a 401 the client would blame its key for", async () => {
+    for (const status of [401, 403]) {
+      const a = mock({ failWith: status });
+      const b = mock();
+      expect((await twoTargets(a.url, b.url).chat({ model: "m", messages: HELLO })).status).toBe(200);
+      expect(b.chatCount()).toBe(1);
+      b.behaviour.failWith = status;
+      const res = await twoTargets(a.url, b.url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
+      expect(res.status).toBe(502);
+      expect((await json(res)).error).toMatchObject({ code: "upstream_error", message: `upstream "b" refused the gateway's credentials (HTTP ${status}); check its api_key` });
+    }
+  });
+
+  test("an upstream's refusal of the request is passed on, without the gateway's key for that upstream if it echoes it", async () => {
+    const echo = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request) => Response.json({ error: { message: `bad request with ${request.headers.get("authorization")}`, type: "invalid_request_error" } }, { status: 400 }),
+    });
+    try {
+      const gw = routerApp({
+        upstreams: [{ name: "e", base_url: `http://127.0.0.1:${echo.port}/v1`, api_key: "sk-upstream-secret-123" }],
+        models: [{ id: "m", free: true, targets: [{ upstream: "e" }] }],
+      });
+      for (const stream of [false, true]) {
+        const res = await gw.chat({ model: "m", messages: HELLO, stream });
+        expect(res.status).toBe(400);
+        const text = await res.text();
+        expect(text).not.toContain("sk-upstream-secret-123");
+        expect(JSON.parse(text).error.message).toBe("bad request with Bearer [redacted]");
+      }
+    } finally {
+      echo.stop(true);
+    }
+  });
+
   test("a first-byte timeout moves on to the next target", async () => {
     const a = mock({ delayMs: 5_000 });
     const b = mock();
