@@ -90,7 +90,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {
     const { startWebhooks } = await import("./webhooks");
-    const webhooks = startWebhooks(config, { serviceId, log });
+    const webhooks = startWebhooks(config, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv });
     stops.push(webhooks.stop);
     deps.statusSections.push(webhooks.status);
     metrics.registerGauge(webhooks.outboxGauge);

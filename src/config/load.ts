@@ -22,6 +22,10 @@ export interface LoadedConfig {
   source: string | null;
   /** Key paths whose values are secrets (given as env: or under a secret key name). */
   secretPaths: Set<string>;
+  /** Those values, for redacting them from text the gateway did not write (a job's stderr). */
+  secretValues: Set<string>;
+  /** The environment variables read through env:, kept from `[[jobs]]` commands. */
+  secretEnv: Set<string>;
 }
 
 export function findConfigFile(flag: string | undefined, env = process.env): string | null {
@@ -62,9 +66,9 @@ export interface BuildOptions {
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
-  const secretPaths = new Set<string>();
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
-  const resolved = resolveSecrets(merged, "", env, secretPaths) as Record<string, unknown>;
+  const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   checkWebhooks(resolved);
   refuseNonArrayLists(resolved);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
@@ -75,7 +79,7 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const config = withDefaults as Config;
   checkReferences(config);
   checkSpendAuth(config);
-  return { config, source: options.source ?? null, secretPaths };
+  return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
 }
 
 /**
@@ -93,31 +97,37 @@ function refuseNonArrayLists(raw: Record<string, unknown>): void {
   }
 }
 
-function resolveSecrets(
-  value: unknown,
-  path: string,
-  env: Record<string, string | undefined>,
-  secretPaths: Set<string>,
-): unknown {
+interface Secrets {
+  paths: Set<string>;
+  values: Set<string>;
+  env: Set<string>;
+}
+
+function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
   if (typeof value === "string") {
     const key = path.slice(path.lastIndexOf(".") + 1);
-    if (SECRET_KEYS.has(key)) secretPaths.add(path);
+    if (SECRET_KEYS.has(key)) {
+      secrets.paths.add(path);
+      if (!value.startsWith("env:")) secrets.values.add(value);
+    }
     if (!value.startsWith("env:")) return value;
     const name = value.slice(4);
     const found = env[name];
     if (found === undefined || found === "") {
       throw new ConfigError(`${path}: environment variable ${name} is not set`);
     }
-    secretPaths.add(path);
+    secrets.paths.add(path);
+    secrets.values.add(found);
+    secrets.env.add(name);
     return found;
   }
   if (Array.isArray(value)) {
-    return value.map((item, i) => resolveSecrets(item, `${path}[${i}]`, env, secretPaths));
+    return value.map((item, i) => resolveSecrets(item, `${path}[${i}]`, env, secrets));
   }
   if (value !== null && typeof value === "object" && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      out[key] = resolveSecrets(item, path ? `${path}.${key}` : key, env, secretPaths);
+      out[key] = resolveSecrets(item, path ? `${path}.${key}` : key, env, secrets);
     }
     return out;
   }

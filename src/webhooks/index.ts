@@ -59,14 +59,22 @@ export function doneRetentionMs(w: Pick<Config["webhooks"], "retain_done_hours" 
   return Math.max(w.retain_done_hours * 3_600_000, w.dedupe_window_s * 1000);
 }
 
-export function startWebhooks(config: Config, options: { serviceId: number; log: Log }): WebhooksService {
+export interface WebhooksOptions {
+  serviceId: number;
+  log: Log;
+  /** From the loaded config: kept out of job failures' reasons, and out of commands' environment. */
+  secretValues?: ReadonlySet<string>;
+  secretEnv?: ReadonlySet<string>;
+}
+
+export function startWebhooks(config: Config, options: WebhooksOptions): WebhooksService {
   const { log, serviceId } = options;
   const w = config.webhooks;
   const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"));
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
-  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log });
+  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv });
   const retainMs = doneRetentionMs(w);
   const prune = (): void => {
     outbox.prune(retainMs).then(

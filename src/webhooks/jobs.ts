@@ -10,6 +10,9 @@
  *   kills the groups still running after its grace.
  * - `forward = "https://..."`: POSTs the body with the metadata as headers; a 2xx acks, anything
  *   else (or no answer within `timeout_ms`) fails the attempt.
+ * A command's environment is the gateway's, less the variables the config reads secrets from
+ * (`env:VAR`), plus the metadata. A failed attempt's reason (a command's stderr, a forward error)
+ * has the config's secret values redacted before it is logged or stored as `last_error`.
  * Failed attempts are retried by the outbox with backoff until max_attempts, then dead. While a
  * handler runs, its lease is extended every third of the lease, so a long job is never handed to
  * a second worker; if this process dies, the lease runs out and the call is delivered again.
@@ -24,6 +27,18 @@ export interface JobRunnerOptions {
   leaseMs: number;
   pollMs?: number;
   log?: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  /** The config's secret values, never shown in a failure's reason. */
+  secretValues?: ReadonlySet<string>;
+  /** Environment variables a command does not inherit (those the config reads secrets from). */
+  secretEnv?: ReadonlySet<string>;
+}
+
+/** What running a handler needs besides the call. */
+interface HandlerContext {
+  /** Where a command's process group is kept while it runs (the runner kills what is left at stop). */
+  running: Set<number>;
+  /** The environment a command starts with (before the call's metadata). */
+  env: Record<string, string | undefined>;
 }
 
 export interface JobRunner {
@@ -44,22 +59,22 @@ const STDERR_GRACE_MS = 200;
 /** How much of a failed command's stderr is kept (its end) for `last_error`. */
 const STDERR_TAIL = 500;
 
-/** `running`: where the command's process group is kept while it runs (the runner kills what is left at stop). */
-export async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number, running?: Set<number>): Promise<Outcome> {
+async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number, context: HandlerContext): Promise<Outcome> {
+  const running = context.running;
   let child;
   try {
     child = Bun.spawn([...argv], {
       stdin: new Blob([call.body]),
       stdout: "ignore",
       stderr: "pipe",
-      env: { ...process.env, ...metadataEnv(call) },
+      env: { ...context.env, ...metadataEnv(call) },
       detached: true, // its own process group (pgid = pid), killed whole on timeout
     });
   } catch (error) {
     return { ok: false, error: `cannot start ${argv[0]}: ${(error as Error).message}` };
   }
   const group = child.pid;
-  running?.add(group);
+  running.add(group);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -68,7 +83,7 @@ export async function runCommand(argv: readonly string[], call: JobCall, timeout
   const stderr = readTail(child.stderr);
   const code = await child.exited;
   clearTimeout(timer);
-  running?.delete(group);
+  running.delete(group);
   if (timedOut) killGroup(group); // anything started after the first kill
   await Promise.race([stderr.ended, Bun.sleep(STDERR_GRACE_MS)]);
   if (code === 0 && !timedOut) return { ok: true };
@@ -97,7 +112,7 @@ function readTail(stream: ReadableStream<Uint8Array>): { text: () => string; end
   return { text: () => kept, ended };
 }
 
-export async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
+async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
   try {
     const response = await fetch(url, {
       method: "POST",
@@ -119,20 +134,28 @@ export async function forwardCall(url: string, call: JobCall, timeoutMs: number)
   }
 }
 
-export function runHandler(handler: JobHandlerConfig, call: JobCall, running?: Set<number>): Promise<Outcome> {
-  if (handler.command) return runCommand(handler.command, call, handler.timeout_ms, running);
+function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerContext): Promise<Outcome> {
+  if (handler.command) return runCommand(handler.command, call, handler.timeout_ms, context);
   return forwardCall(handler.forward!, call, handler.timeout_ms);
+}
+
+/** Replaces each of `secrets` in `text` with `[redacted]`, longest first (one may contain another). */
+export function redactSecrets(text: string, secrets: ReadonlySet<string>): string {
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) text = text.replaceAll(secret, "[redacted]");
+  return text;
 }
 
 export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): JobRunner {
   const producers: WebhookProducer[] = [];
   const workers: Promise<void>[] = [];
   const running = new Set<number>();
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const name of options.secretEnv ?? []) delete env[name];
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
       producers.push(producer);
-      workers.push(work(producer, handler, options, running));
+      workers.push(work(producer, handler, options, { running, env }));
     }
   }
   return {
@@ -146,12 +169,13 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   };
 }
 
-async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions, running: Set<number>): Promise<void> {
+async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions, context: HandlerContext): Promise<void> {
+  const secrets = options.secretValues ?? new Set<string>();
   for await (const call of producer) {
     const heartbeat = setInterval(() => void call.extend().catch(() => {}), Math.max(50, Math.floor(options.leaseMs / 3)));
     let outcome: Outcome;
     try {
-      outcome = await runHandler(handler, call, running);
+      outcome = await runHandler(handler, call, context);
     } catch (error) {
       outcome = { ok: false, error: String((error as Error)?.message ?? error) };
     } finally {
@@ -160,8 +184,9 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
     try {
       if (outcome.ok) await call.ack();
       else {
-        const state = await call.fail(outcome.error);
-        options.log?.(state === "dead" ? "error" : "warn", `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`, { error: outcome.error });
+        const error = redactSecrets(outcome.error, secrets);
+        const state = await call.fail(error);
+        options.log?.(state === "dead" ? "error" : "warn", `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`, { error });
       }
     } catch (error) {
       // The outbox is unwritable; the lease will expire and the call will be delivered again.

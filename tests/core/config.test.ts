@@ -135,4 +135,13 @@ api_key = "env:OPENAI_KEY"
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
   });
+
+  test("the secret values and the variables they came from are collected (for job failures and job environments)", () => {
+    const loaded = build(
+      `[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"\n\n[[jobs]]\njob_id = 1\nforward = "env:HOOK_URL"`,
+      { HOOK_URL: "https://hooks.example/T0/secret" },
+    );
+    expect([...loaded.secretValues].sort()).toEqual(["https://hooks.example/T0/secret", "literal-key"]);
+    expect([...loaded.secretEnv]).toEqual(["HOOK_URL"]);
+  });
 });

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startJobRunner } from "../../src/webhooks/jobs";
 import { buildTestGateway } from "./support";
+import { freePort } from "../support/binary";
 
 const out = mkdtempSync(join(tmpdir(), "modelgate-jobs-out-"));
 const forwarded: Array<{ body: string; headers: Record<string, string> }> = [];
@@ -29,6 +30,8 @@ const t = buildTestGateway(
       { path: "/fwd", job_id: 5, name: "Forwarded" },
       { path: "/orphan", job_id: 6 },
       { path: "/stopping", job_id: 7 },
+      { path: "/leaky", job_id: 8 },
+      { path: "/leaky-forward", job_id: 9 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -122,6 +125,40 @@ describe("command handlers", () => {
     const pids = readFileSync(join(out, "orphans"), "utf8").trim().split("\n").map(Number);
     expect(pids).toHaveLength(3);
     for (const pid of pids) expect(running(pid)).toBe(false);
+  });
+});
+
+describe("secrets", () => {
+  test("a command does not inherit the variables the config reads secrets from, and no failure reason shows a secret value", async () => {
+    process.env.MG_TEST_SECRET = "s3cr3t-value-42";
+    const secretUrl = `http://127.0.0.1:${freePort()}/hook/T000-secret-path`;
+    const lines: string[] = [];
+    const own = startJobRunner(
+      t.outbox,
+      [
+        { job_id: 8, command: ["sh", "-c", 'echo "env=[$MG_TEST_SECRET] literal=s3cr3t-value-42" >&2; exit 3'], timeout_ms: 5_000, concurrency: 1 },
+        { job_id: 9, forward: secretUrl, timeout_ms: 5_000, concurrency: 1 },
+      ],
+      {
+        leaseMs: 300,
+        pollMs: 20,
+        secretValues: new Set(["s3cr3t-value-42", secretUrl]),
+        secretEnv: new Set(["MG_TEST_SECRET"]),
+        log: (_level, msg, fields) => void lines.push(`${msg} ${JSON.stringify(fields)}`),
+      },
+    );
+    try {
+      const command = await enqueue("/leaky", "x");
+      const forward = await enqueue("/leaky-forward", "x");
+      await until(() => row(command).attempts > 0 && row(forward).attempts > 0, "both calls to fail once");
+      expect(row(command).last_error).toBe("exit code 3: env=[] literal=[redacted]");
+      expect(row(forward).last_error).toStartWith("[redacted]: ");
+      expect(lines.join("\n")).not.toContain("s3cr3t-value-42");
+      expect(lines.join("\n")).not.toContain("T000-secret-path");
+    } finally {
+      await own.stop(1_000);
+      delete process.env.MG_TEST_SECRET;
+    }
   });
 });
 
