@@ -20,6 +20,8 @@ import { randomToken, sha256Hex } from "./tokens";
 import type { Identity } from "./types";
 
 export const KEY_PREFIX = "sk-mg-";
+/** Anything that could be a key, valid or not: the prefix and 7 or more key-like characters. */
+const KEY_LIKE = /sk-mg-[A-Za-z0-9_-]{7,}/g;
 const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
 const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;
@@ -91,6 +93,11 @@ function checksum(body: string): string {
 export function generateApiKey(): string {
   const body = randomToken(24);
   return `${KEY_PREFIX}${body}${checksum(body)}`;
+}
+
+/** `text` with every API-key-shaped word cut to its display prefix (`sk-mg-7t47cb…`): for messages that echo what was typed. */
+export function maskApiKeys(text: string): string {
+  return text.replace(KEY_LIKE, (key) => `${key.slice(0, KEY_PREFIX.length + 6)}…`);
 }
 
 /** Format and checksum only; no database. */

@@ -9,6 +9,7 @@ import { applyMigrations } from "../db/migrate";
 import { serve } from "../serve";
 import { VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
+import { maskApiKeys } from "../auth/apikey";
 
 export interface CliContext {
   args: Args;
@@ -125,15 +126,16 @@ export async function runCli(argv: string[]): Promise<number | null> {
       print: (line) => console.log(line),
     });
   } catch (err) {
+    // A key typed where something else belongs (`key revoke sk-mg-…`) is not printed back whole.
     if (err instanceof ConfigError) {
-      console.error(`modelgate: config error: ${err.message}`);
+      console.error(`modelgate: config error: ${maskApiKeys(err.message)}`);
       return 1;
     }
     if (err instanceof UsageError) {
-      console.error(`modelgate: ${err.message}`);
+      console.error(`modelgate: ${maskApiKeys(err.message)}`);
       return 2;
     }
-    console.error(`modelgate: ${(err as Error)?.message ?? err}`);
+    console.error(`modelgate: ${maskApiKeys(String((err as Error)?.message ?? err))}`);
     return 1;
   }
 }

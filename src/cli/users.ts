@@ -14,7 +14,7 @@ import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
-import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
@@ -138,6 +138,7 @@ registerCommand("key", (ctx) => {
   }
   if (sub === "revoke" && keyId) {
     const result = withDb(ctx, (db) => revokeApiKey(db, keyId));
+    if (result === "not_found" && keyId.startsWith(KEY_PREFIX)) throw new UsageError(`${keyId} is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows`);
     if (result === "not_found") throw new UsageError(`no API key with the id ${keyId} (see: modelgate key list)`);
     ctx.print(result === "revoked" ? `revoked ${keyId}` : `${keyId} was already revoked`);
     return 0;

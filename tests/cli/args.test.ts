@@ -50,6 +50,23 @@ describe("command shapes", () => {
     }
   });
 
+  test("an API key typed where something else belongs is never printed back whole", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const key = "sk-mg-7t47cbyr2eonqy7linz3pn6cag6mmb6powg6hiajsigalq";
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await runCli(["key", "revoke", key, "--config", config])).toBe(2);
+      expect(error).toHaveBeenCalledWith("modelgate: sk-mg-7t47cb… is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows");
+      expect(await runCli(["key", "revoke", "key_a", key, "--config", config])).toBe(2);
+      expect(error).toHaveBeenLastCalledWith('modelgate: modelgate key revoke: unexpected argument "sk-mg-7t47cb…"');
+      for (const call of error.mock.calls) expect(String(call[0])).not.toContain(key.slice(0, 14));
+    } finally {
+      error.mockRestore();
+    }
+  });
+
   test("an unknown subcommand creates no data directory or database before its usage error", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
     const config = join(dir, "modelgate.toml");
