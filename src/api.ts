@@ -6,11 +6,19 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "./deps";
 import { INTERFACE_VERSION } from "./version";
 import { upstreamHealth } from "./router/upstream-state";
+import { jsonDoc } from "./swagger";
+import type { OpenAPIV3 } from "openapi-types";
+
+const HEALTH_SCHEMA: OpenAPIV3.SchemaObject = {
+  type: "object",
+  required: ["status", "timestamp"],
+  properties: { status: { type: "string", example: "ok" }, timestamp: { type: "number", description: "Milliseconds since the epoch" }, version: { type: "string" } },
+};
 
 export function apiRoutes(deps: AppDeps) {
   return new Elysia({ name: "modelgate.api" })
     .get("/api/health", () => ({ status: "ok", timestamp: Date.now(), version: deps.version }), {
-      detail: { operationId: "getHealth", summary: "Liveness", tags: ["service"] },
+      detail: { operationId: "getHealth", summary: "Liveness", tags: ["service"], responses: { 200: jsonDoc("The service is up", HEALTH_SCHEMA) } },
     })
     .get(
       "/api/status",
@@ -28,6 +36,13 @@ export function apiRoutes(deps: AppDeps) {
         for (const section of deps.statusSections) Object.assign(status, section());
         return status;
       },
-      { detail: { operationId: "getStatus", summary: "Service status", tags: ["service"] } },
+      {
+        detail: {
+          operationId: "getStatus",
+          summary: "Service status",
+          tags: ["service"],
+          responses: { 200: jsonDoc("Version, uptime, interface version, model and upstream health, and the optional parts' sections") },
+        },
+      },
     );
 }

@@ -28,6 +28,7 @@ import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE,
 import { completeSetup, setupTokenValid } from "./setup";
 import { refusalMessage, safeNext, type RefusalCode } from "./refusal";
 import type { SignInThrottle } from "./throttle";
+import { AUTH_DOCS } from "./route-docs";
 
 export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
   throttle: SignInThrottle;
@@ -168,8 +169,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
       github: config.auth.github !== undefined,
       google: config.auth.google !== undefined,
       signup: config.auth.signup,
-    }))
-    .get("/auth/me", ({ user }) => ({ user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt }), { session: true })
+    }), { detail: AUTH_DOCS.providers })
+    .get("/auth/me", ({ user }) => ({ user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt }), { session: true, detail: AUTH_DOCS.me })
     .post("/auth/signup", async ({ request, body, server }) => {
       const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
@@ -184,7 +185,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
       }
       return signedIn(request, created, { next: back.next });
-    })
+    }, { detail: AUTH_DOCS.signup })
     .post("/auth/login", async ({ request, body, server }) => {
       const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
@@ -198,7 +199,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
       }
       return signedIn(request, checked.user, { next: back.next });
-    })
+    }, { detail: AUTH_DOCS.login })
     .post("/auth/logout", ({ request }) => {
       checkOrigin(request);
       const token = readCookie(request, SESSION_COOKIE);
@@ -211,7 +212,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       }
       headers.set("location", "/dashboard");
       return new Response(null, { status: 303, headers });
-    })
+    }, { detail: AUTH_DOCS.logout })
     .post("/setup", async ({ request, body, server }) => {
       const token = field(body, "token") ?? "";
       // The form goes back to the link only while the link still works.
@@ -224,7 +225,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
       }
       return signedIn(request, result, {});
-    })
+    }, { detail: AUTH_DOCS.setup })
     .post(
       "/api/admin/credits",
       ({ body, user }) => {
@@ -241,10 +242,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
         if (balance === null) throw new GatewayError("invalid_request_error", `amount: ${PAST_MAX_BALANCE}`, { param: "amount" });
         return { email: target.email, granted: formatCredits(micro), balance: formatCredits(balance) };
       },
-      { admin: true },
+      { admin: true, detail: AUTH_DOCS.grantCredits },
     )
-    .get("/auth/github", ({ request, query }) => startSignIn(request, "github", safeNext(query.next)))
-    .get("/auth/google", ({ request, query }) => startSignIn(request, "google", safeNext(query.next)))
-    .get("/auth/github/callback", ({ request, query }) => finishSignIn(request, "github", query))
-    .get("/auth/google/callback", ({ request, query }) => finishSignIn(request, "google", query));
+    .get("/auth/github", ({ request, query }) => startSignIn(request, "github", safeNext(query.next)), { detail: AUTH_DOCS.oauthStart })
+    .get("/auth/google", ({ request, query }) => startSignIn(request, "google", safeNext(query.next)), { detail: AUTH_DOCS.oauthStart })
+    .get("/auth/github/callback", ({ request, query }) => finishSignIn(request, "github", query), { detail: AUTH_DOCS.oauthCallback })
+    .get("/auth/google/callback", ({ request, query }) => finishSignIn(request, "google", query), { detail: AUTH_DOCS.oauthCallback });
 }

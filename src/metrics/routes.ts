@@ -9,6 +9,7 @@ import type { Config } from "../config/schema";
 import { GatewayError } from "../errors";
 import { bearerToken, equalSecrets, sha256Hex } from "../auth/tokens";
 import type { GatewayMetrics } from "./gateway";
+import { errorDoc } from "../swagger";
 
 export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics) {
   const app = new Elysia({ name: "modelgate.metrics" });
@@ -24,7 +25,14 @@ export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics
       }
       return new Response(metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
     },
-    { detail: { summary: "Prometheus metrics (text exposition format)", tags: ["service"] } },
+    {
+      detail: {
+        summary: "Prometheus metrics (text exposition format)",
+        tags: ["service"],
+        security: [{ metricsToken: [] }, {}],
+        responses: { 200: { description: "The metrics", content: { "text/plain": { schema: { type: "string" } } } }, 401: errorDoc("[metrics] token is set and the request did not send it") },
+      },
+    },
   );
 }
 

@@ -7,24 +7,44 @@ import type { AppDeps } from "../deps";
 import type { ChatEndpoint } from "./endpoint";
 import { ChatCompletionRequest } from "./schema";
 import { circuitState } from "./upstream-state";
+import { errorDoc, jsonDoc } from "../swagger";
+import type { OpenAPIV3 } from "openapi-types";
 
-const ERROR_BODY = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } as const;
+const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
+  "x-ratelimit-limit-requests": { description: "The caller's limit (per minute, or per day when that binds)", schema: { type: "integer" } },
+  "x-ratelimit-remaining-requests": { description: "Requests left under it", schema: { type: "integer" } },
+  "x-ratelimit-reset-requests": { description: "Time until it is full again (`1s`, `6m0s`)", schema: { type: "string" } },
+  "x-request-id": { description: "This request's id, as in the request log", schema: { type: "string" } },
+};
+
+const withLimits = (doc: OpenAPIV3.ResponseObject): OpenAPIV3.ResponseObject => ({ ...doc, headers: RATE_LIMIT_HEADERS });
+
 /** The interface's responses for createChatCompletion (its Errors table), and the others the gateway sends. */
-const CHAT_RESPONSES = {
-  200: {
+const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
+  200: withLimits({
     description: "The completion: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true",
     content: { "application/json": { schema: { type: "object", additionalProperties: true } }, "text/event-stream": { schema: { type: "string" } } },
+  }),
+  400: errorDoc("The body is not JSON or does not match the schema"),
+  401: errorDoc("Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials"),
+  402: withLimits(errorDoc("Payment required: the balance is zero on a non-free model, or the SpendAuth amount is too low")),
+  404: errorDoc("No model of that name"),
+  413: errorDoc("The body is larger than server.max_body_bytes"),
+  429: {
+    ...errorDoc("Rate limit exceeded; Retry-After says when to try again"),
+    headers: { ...RATE_LIMIT_HEADERS, "retry-after": { description: "Seconds until a request would be allowed", schema: { type: "integer" } } },
   },
-  400: { description: "The body is not JSON or does not match the schema", content: ERROR_BODY },
-  401: { description: "Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials", content: ERROR_BODY },
-  402: { description: "Payment required: the balance is zero on a non-free model, or the SpendAuth amount is too low", content: ERROR_BODY },
-  404: { description: "No model of that name", content: ERROR_BODY },
-  413: { description: "The body is larger than server.max_body_bytes", content: ERROR_BODY },
-  429: { description: "Rate limit exceeded; Retry-After says when to try again", content: ERROR_BODY },
-  502: { description: "Every upstream failed", content: ERROR_BODY },
-  503: { description: "Every upstream of the model is cooling down", content: ERROR_BODY },
-  504: { description: "The upstream sent no headers within first_byte_timeout_ms", content: ERROR_BODY },
-} as const;
+  502: errorDoc("Every upstream failed"),
+  503: errorDoc("Every upstream of the model is cooling down"),
+  504: errorDoc("The upstream sent no headers within first_byte_timeout_ms"),
+};
+
+/** A body that works as it is in Swagger UI's "Try it out": a configured model (a free one first, which needs no key). */
+function exampleChat(deps: AppDeps): Record<string, unknown> {
+  const models = deps.config.models;
+  const model = (models.find((m) => m.free) ?? models[0])?.id ?? "a model id from GET /v1/models";
+  return { model, messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 };
+}
 
 export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
   return new Elysia({ name: "modelgate.v1" })
@@ -55,7 +75,7 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
           })),
         };
       },
-      { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"] } },
+      { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state") } } },
     )
     .post("/v1/chat/completions", ({ request, server }) => chat(request, server), {
       // The endpoint reads and checks the body itself (see endpoint.ts); the schema is for the docs.
@@ -65,7 +85,7 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
         summary: "Create a chat completion (JSON, or an event stream with stream: true)",
         tags: ["chat"],
         security: [{ bearer: [] }, { session: [] }, { spendAuth: [] }, {}],
-        requestBody: { required: true, content: { "application/json": { schema: ChatCompletionRequest as any } } },
+        requestBody: { required: true, content: { "application/json": { schema: ChatCompletionRequest as any, example: exampleChat(deps) } } },
         responses: CHAT_RESPONSES,
       },
     });

@@ -167,3 +167,17 @@ describe("first-run setup page", () => {
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM users").get()).toEqual({ n: 0 });
   });
 });
+
+describe("the sign-in routes in the OpenAPI document", () => {
+  test("each declares its responses, and the form routes their fields (Swagger UI can send and show them)", async () => {
+    const pages = withPages();
+    const doc = (await (await pages.get("/swagger/json")).json()) as { paths: Record<string, Record<string, { responses?: object; requestBody?: any }>> };
+    for (const path of ["/auth/providers", "/auth/me", "/auth/signup", "/auth/login", "/auth/logout", "/setup", "/api/admin/credits", "/auth/github/callback"]) {
+      for (const operation of Object.values(doc.paths[path])) expect(Object.keys(operation.responses ?? {}).length).toBeGreaterThan(0);
+    }
+    const login = doc.paths["/auth/login"].post.requestBody.content["application/x-www-form-urlencoded"].schema;
+    expect(login.required).toEqual(["email", "password"]);
+    // The dashboard's pages stay out of it.
+    expect(Object.keys(doc.paths).some((path) => path.startsWith("/dashboard"))).toBe(false);
+  });
+});

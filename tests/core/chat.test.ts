@@ -190,6 +190,21 @@ describe("service endpoints", () => {
     expect(doc.components.schemas.Error.properties.error.required).toEqual(["message", "type", "param", "code"]);
   });
 
+  test("every operation declares a response, and the chat example works as it is in Try it out (regression: Execute showed nothing; the example named model \"string\")", async () => {
+    const doc = (await (await t.request("/swagger/json")).json()) as any;
+    for (const [path, operations] of Object.entries(doc.paths) as Array<[string, Record<string, any>]>) {
+      for (const [method, operation] of Object.entries(operations)) expect(`${method} ${path}: ${Object.keys(operation.responses ?? {}).length > 0}`).toBe(`${method} ${path}: true`);
+    }
+    expect(doc.paths["/api/health"].get.responses["200"].content["application/json"].schema.required).toEqual(["status", "timestamp"]);
+    const chat = doc.paths["/v1/chat/completions"].post;
+    expect(Object.keys(chat.responses["200"].headers)).toContain("x-ratelimit-remaining-requests");
+    expect(chat.responses["429"].headers["retry-after"]).toBeDefined();
+    const example = chat.requestBody.content["application/json"].example;
+    const res = await t.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(example) });
+    expect(res.status).toBe(200);
+    expect(doc.components.securitySchemes.session.description).toContain("sign in at /dashboard");
+  });
+
   test("Swagger UI is served from embedded assets, no CDN", async () => {
     const html = await (await t.request("/swagger")).text();
     expect(html).toContain("/swagger/assets/swagger-ui-bundle.js");
@@ -201,5 +216,7 @@ describe("service endpoints", () => {
     const js = await t.request("/swagger/assets/swagger-ui-bundle.js");
     expect(js.status).toBe(200);
     expect((await js.text()).length).toBeGreaterThan(100_000);
+    // The favicon every page load asks for: no 404 in the browser's console.
+    expect((await t.request("/favicon.ico")).status).toBe(204);
   });
 });
