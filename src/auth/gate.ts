@@ -9,6 +9,9 @@
  * then, for API key and session callers on non-free models, credits: 402 unless the balance left
  * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
  * memory and settle() debits what the upstream reported. Free models are never debited.
+ * A request refused before admission (a bad body, an unknown model) is first asked
+ * credentialRefusal(): an invalid credential is a 401 whatever else is wrong, as OpenAI answers.
+ * SpendAuth is judged only at admission (its checks need the body and the chain).
  * Per request: no writes; an API key's row comes from memory after its first use (./key-verifier.ts),
  * and so does its owner's balance on a paid model; a session's row with its balance is one read.
  */
@@ -82,25 +85,35 @@ export function createGate(deps: GateDeps): Gate {
     };
   }
 
-  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
+  function verifyKey(authorization: string) {
     const token = bearerToken(authorization);
     if (token === null) {
       return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
     }
     const check = keys.verify(token);
-    if (!check.ok) return new GatewayError("invalid_api_key", check.message);
+    return check.ok ? check : new GatewayError("invalid_api_key", check.message);
+  }
+
+  function verifySession(request: Request, token: string) {
+    const check = validateSession(token);
+    if (!check.ok) return new GatewayError("invalid_session", check.message);
+    if (!originAllowed(request, config.server.public_url)) {
+      return new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
+    }
+    return check.session;
+  }
+
+  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
+    const check = verifyKey(authorization);
+    if (check instanceof GatewayError) return check;
     const { row } = check;
     deps.lastUsed.touch(row.id);
     return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key");
   }
 
   function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
-    const check = validateSession(token);
-    if (!check.ok) return new GatewayError("invalid_session", check.message);
-    if (!originAllowed(input.request, config.server.public_url)) {
-      return new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
-    }
-    const { session } = check;
+    const session = verifySession(input.request, token);
+    if (session instanceof GatewayError) return session;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
     return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
   }
@@ -120,6 +133,19 @@ export function createGate(deps: GateDeps): Gate {
   }
 
   return {
+    credentialRefusal(request) {
+      const { headers } = request;
+      if (headers.has("x-payment-signature")) return deps.spendAuth ? null : new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
+      const authorization = headers.get("authorization");
+      if (authorization !== null) {
+        const check = verifyKey(authorization);
+        return check instanceof GatewayError ? check : null;
+      }
+      const session = readCookie(request, SESSION_COOKIE);
+      if (session === null) return null;
+      const check = verifySession(request, session);
+      return check instanceof GatewayError ? check : null;
+    },
     admit(input) {
       const { headers } = input.request;
       if (headers.has("x-payment-signature")) {

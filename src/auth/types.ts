@@ -59,6 +59,8 @@ export interface Admission {
 
 export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
+  /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
+  credentialRefusal?(request: Request): GatewayError | null;
 }
 
 /** Until identities exist: everyone is anonymous, nothing is limited or charged. */

@@ -18,6 +18,8 @@ type Server = Parameters<RequestMeta["clientIp"]>[0];
 export type ChatEndpoint = (request: Request, server: Server) => Promise<Response>;
 
 const checker = TypeCompiler.Compile(ChatCompletionRequest);
+/** Refusals made before the gate admits a request (a bad body, an unknown model); not 411 or 413, whose unread body closes the connection. */
+const REFUSED_BEFORE_ADMISSION = new Set([400, 404]);
 
 export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   const trusted = new Set(deps.config.server.trusted_proxies);
@@ -35,8 +37,12 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       }
       return await handleChat(deps, { request, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
-      // Refused before admission (a bad body, an unknown model): the gateway's own time is all of it.
-      if (err instanceof GatewayError) return errorResponse(err, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
+      // Refused before admission (a bad body, an unknown model): an invalid credential is answered
+      // first; the gateway's own time is all of it.
+      if (err instanceof GatewayError) {
+        const refusal = REFUSED_BEFORE_ADMISSION.has(err.status) ? (deps.gate.credentialRefusal?.(request) ?? err) : err;
+        return errorResponse(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
+      }
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });
       return errorResponse(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
     }

@@ -101,6 +101,33 @@ const ROUTES: Array<{ name: string; send: (headers: Record<string, string>) => P
     },
   },
   {
+    // Credentials are judged before the body and the model, as OpenAI does (regression: an invalid key with an unknown model got 404).
+    name: "POST /v1/chat/completions (unknown model)",
+    send: (headers) => t.chat({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] }, headers),
+    table: {
+      "no credential": [404, "model_not_found"],
+      "malformed key": [401, "invalid_api_key", /malformed/],
+      "bad checksum": [401, "invalid_api_key", /checksum/],
+      "expired key": [401, "invalid_api_key", /expired/],
+      "revoked key": [401, "invalid_api_key", /revoked/],
+      "wrong cookie": [401, "invalid_session", /not valid/],
+      "disabled user's session": [401, "invalid_session", /disabled/],
+      "payment signature, SpendAuth off": [401, "spend_auth_disabled"],
+      "valid key": [404, "model_not_found"],
+      "valid session": [404, "model_not_found"],
+    },
+  },
+  {
+    name: "POST /v1/chat/completions (body not JSON)",
+    send: (headers) => t.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{" }),
+    table: {
+      "no credential": [400, "invalid_request_error", /not valid JSON/],
+      "unknown key": [401, "invalid_api_key", /not valid/],
+      "tampered cookie": [401, "invalid_session", /not valid/],
+      "valid key": [400, "invalid_request_error", /not valid JSON/],
+    },
+  },
+  {
     name: "POST /api/admin/credits",
     send: (headers) => t.request("/api/admin/credits", {
       method: "POST",
