@@ -22,7 +22,7 @@ export interface OpenedDb {
 /** How long any statement waits for a write lock another connection holds. */
 const BUSY_TIMEOUT_MS = 5_000;
 /** How long a background batch write (brieflyLocked) waits for one. */
-export const BATCH_BUSY_TIMEOUT_MS = 20;
+const BATCH_BUSY_TIMEOUT_MS = 20;
 
 /**
  * `write`, run with a busy timeout of BATCH_BUSY_TIMEOUT_MS: for write-behind batches, which keep
