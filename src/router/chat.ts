@@ -15,6 +15,7 @@ import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
 import { promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
+import { UpstreamFailure } from "./upstream-client";
 
 export interface ChatContext {
   request: Request;
@@ -82,11 +83,12 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
         try {
           text = await reply.text();
-        } catch {
-          if (!client.gone) recordFailure(upstream, deps.now(), "broke off its answer", deps.config.routing);
+        } catch (err) {
+          const why = err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
+          if (!client.gone) recordFailure(upstream, deps.now(), why, deps.config.routing);
           const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
           served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-          throw new GatewayError("upstream_error", `upstream "${upstream.name}" broke off its answer`, { headers: { ...headers, "content-type": "application/json" } });
+          throw new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
         } finally {
           clearTimeout(timer);
         }

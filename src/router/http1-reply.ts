@@ -6,7 +6,7 @@
  */
 import type { Connection } from "./http1-connection";
 import type { HeaderBlock } from "./http1-parse";
-import { UpstreamFailure, type UpstreamReply } from "./upstream-client";
+import { answerTooLarge, MAX_ANSWER_BYTES, UpstreamFailure, type UpstreamReply } from "./upstream-client";
 
 /** Chunks a streamed body may queue for a slow reader before the socket is paused. */
 const STREAM_HIGH_WATER = 16;
@@ -17,6 +17,8 @@ export class Http1Reply implements UpstreamReply {
   private first: Buffer | null = null;
   private firstStart = 0;
   private firstEnd = 0;
+  /** Bytes pushed while no stream was reading them (bounded by MAX_ANSWER_BYTES). */
+  private heldBytes = 0;
   private ended = false;
   private failure: UpstreamFailure | null = null;
   private waiter: { resolve: (text: string) => void; reject: (failure: UpstreamFailure) => void } | null = null;
@@ -71,6 +73,12 @@ export class Http1Reply implements UpstreamReply {
   push(data: Buffer, start: number, end: number): void {
     const controller = this.controller;
     if (controller === null) {
+      this.heldBytes += end - start;
+      if (this.heldBytes > MAX_ANSWER_BYTES) {
+        const exchange = this.conn.exchange;
+        if (exchange) this.conn.breakOff(exchange, answerTooLarge(this.conn.origin.name));
+        return;
+      }
       if (this.first === null && this.chunks.length === 0) {
         this.first = data;
         this.firstStart = start;

@@ -8,7 +8,9 @@
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
  *   nothing would never be called again, and an event split over several reads would hang;
  * - the idle timeout counts only time spent waiting on the upstream: while the client is slow to
- *   read, no pull runs and the upstream is paused, which is not the upstream's silence.
+ *   read, no pull runs and the upstream is paused, which is not the upstream's silence;
+ * - one incomplete event holds at most MAX_EVENT_CHARS: an upstream that never ends an event is
+ *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
 import { readUsage, type Usage } from "./usage";
 
@@ -36,6 +38,10 @@ export interface RelayResult {
 const encoder = new TextEncoder();
 const USAGE_PATTERN = /"usage"\s*:\s*\{/;
 const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+/** The longest event accepted; chat events are a few hundred bytes. */
+export const MAX_EVENT_CHARS = 1024 * 1024;
+
+class EventTooLarge extends Error {}
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
@@ -99,14 +105,25 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           const hadPending = pending !== "";
           const decoded = decoder.decode(value, { stream: true });
           const out = filterEvents(pending + (decoded.includes("\r") ? decoded.replaceAll("\r\n", "\n") : decoded));
+          if (pending.length > MAX_EVENT_CHARS) {
+            if (out.length > 0) controller.enqueue(encoder.encode(out));
+            throw new EventTooLarge();
+          }
           if (out.length === 0) continue; // only part of an event so far: read on
           // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
           controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
           return;
         }
-      } catch {
+      } catch (err) {
         if (ended) return;
-        const message = stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
+        const tooLarge = err instanceof EventTooLarge;
+        if (tooLarge) {
+          options.abortUpstream("event too large");
+          pending = "";
+        }
+        const message = tooLarge
+          ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
+          : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);
         controller.close();

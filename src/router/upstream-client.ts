@@ -25,7 +25,17 @@ export interface UpstreamReply {
   body(): ReadableStream<Uint8Array>;
 }
 
-export type FailureKind = "connect_timeout" | "refused" | "broken" | "aborted";
+export type FailureKind = "connect_timeout" | "refused" | "broken" | "aborted" | "too_large";
+
+/**
+ * The most a non-streamed answer may hold. Chat answers are kilobytes; without a bound, an upstream
+ * that never ends its body would grow the gateway's memory until the idle timeout (gigabytes).
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+export function answerTooLarge(upstream: string): UpstreamFailure {
+  return new UpstreamFailure("too_large", `upstream "${upstream}" answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`);
+}
 
 /** Why an exchange failed, as a plain value the forwarder maps to its error messages. */
 export class UpstreamFailure extends Error {
@@ -39,11 +49,11 @@ export class UpstreamFailure extends Error {
 
 export const USES_PROXY = Boolean(process.env.HTTP_PROXY || process.env.HTTPS_PROXY || process.env.http_proxy || process.env.https_proxy);
 
-/** POSTs `body` through fetch. */
-export function fetchPost(url: string, headers: Readonly<Record<string, string>>, body: string): UpstreamExchange {
+/** POSTs `body` through fetch; `name` is the upstream's, for messages. */
+export function fetchPost(name: string, url: string, headers: Readonly<Record<string, string>>, body: string): UpstreamExchange {
   const controller = new AbortController();
   const reply = fetch(url, { method: "POST", headers, body, signal: controller.signal }).then(
-    (response) => new FetchReply(response, controller),
+    (response) => new FetchReply(name, response, controller),
     (err: unknown) => {
       throw controller.signal.aborted
         ? new UpstreamFailure("aborted", String(controller.signal.reason?.message ?? "aborted"))
@@ -57,6 +67,7 @@ class FetchReply implements UpstreamReply {
   readonly status: number;
 
   constructor(
+    private readonly name: string,
     private readonly response: Response,
     private readonly controller: AbortController,
   ) {
@@ -71,10 +82,27 @@ class FetchReply implements UpstreamReply {
     return null;
   }
 
-  text(): Promise<string> {
-    return this.response.text().catch((err: unknown) => {
+  /** The body, read to its end or to MAX_ANSWER_BYTES, whichever comes first. */
+  async text(): Promise<string> {
+    const reader = this.response.body?.getReader();
+    if (!reader) return "";
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    try {
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        bytes += read.value.length;
+        if (bytes > MAX_ANSWER_BYTES) {
+          const failure = answerTooLarge(this.name);
+          this.controller.abort(failure);
+          throw failure;
+        }
+        chunks.push(read.value);
+      }
+    } catch (err) {
+      if (err instanceof UpstreamFailure) throw err;
       throw new UpstreamFailure(this.controller.signal.aborted ? "aborted" : "broken", String((err as Error)?.message ?? err));
-    });
+    }
+    return Buffer.concat(chunks).toString("utf8");
   }
 
   body(): ReadableStream<Uint8Array> {

@@ -71,7 +71,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     hostname,
     port,
     authorization: headers.authorization ?? null,
-    postChat: viaFetch ? (body) => fetchPost(chatUrl.href, headers, body) : (body) => http1Post(origin, body),
+    postChat: viaFetch ? (body) => fetchPost(config.name, chatUrl.href, headers, body) : (body) => http1Post(origin, body),
     viaFetch,
     consecutiveFailures: 0,
     cooldownUntil: 0,

@@ -66,6 +66,23 @@ describe("chat outcomes", () => {
     }
   });
 
+  test("an answer past MAX_ANSWER_BYTES is a 502 naming the limit, held against the upstream", async () => {
+    const endless = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new Uint8Array(1024 * 1024).fill(32)) }), { headers: { "content-type": "application/json" } }),
+    });
+    try {
+      t = buildAuthApp({ upstreams: [{ name: "mock", base_url: `http://127.0.0.1:${endless.port}/v1` }] });
+      const response = await t.chat({ model: "free-model", messages: HELLO.messages });
+      expect(response.status).toBe(502);
+      expect((await jsonOf(response)).error.message).toBe('upstream "mock" answered more than 32 MiB');
+      expect(t.deps.registry.upstreams.get("mock")!.lastError).toBe('upstream "mock" answered more than 32 MiB');
+    } finally {
+      endless.stop(true);
+    }
+  });
+
   test("errors raised before admission carry x-request-id and x-gateway-overhead-ms", async () => {
     t = buildAuthApp();
     for (const [body, status] of [["not json", 400], [{ model: "nope", messages: HELLO.messages }, 404], [{ model: "free-model" }, 400]] as const) {

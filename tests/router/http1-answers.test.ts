@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { http1Post } from "../../src/router/http1";
-import { answer, chunk, cleanUp, joined, post, readPieces, T, upstream } from "../support/raw-upstream";
+import { answer, chunk, cleanUp, expectFailure, joined, post, readPieces, T, upstream } from "../support/raw-upstream";
+import { fetchPost, MAX_ANSWER_BYTES } from "../../src/router/upstream-client";
 
 afterEach(cleanUp);
 
@@ -139,6 +140,35 @@ describe("chunked answers", () => {
     const server = upstream((req) => req.conn.write(parts.join("")));
     expect((await post(server.origin)).text).toBe(expected);
   }, T);
+});
+
+describe("answers past MAX_ANSWER_BYTES (regression: an endless body grew the gateway's memory until the idle timeout)", () => {
+  const MIB = "x".repeat(1024 * 1024);
+
+  test("a chunked body that never ends fails too_large and closes the connection", async () => {
+    const server = upstream(async (req) => {
+      await req.conn.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n");
+      while (!req.conn.isClosed) await req.conn.write(chunk(MIB));
+    });
+    const reply = await http1Post(server.origin, "{}").reply;
+    const failure = await expectFailure(reply.text(), "too_large");
+    expect(failure.message).toBe(`upstream "raw" answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`);
+    await server.conns[0].closed;
+  }, 10_000);
+
+  test("through fetch (https upstreams) too", async () => {
+    const endless = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new TextEncoder().encode(MIB)) })),
+    });
+    try {
+      const reply = await fetchPost("far", `http://127.0.0.1:${endless.port}/v1/chat/completions`, {}, "{}").reply;
+      expect((await expectFailure(reply.text(), "too_large")).message).toContain('upstream "far" answered more than');
+    } finally {
+      endless.stop(true);
+    }
+  }, 10_000);
 });
 
 describe("answers framed by the end of the connection", () => {

@@ -4,7 +4,7 @@
  * the stream hung), and the idle timeout is the upstream's silence, not a slow client's.
  */
 import { describe, expect, test } from "bun:test";
-import { relaySse, type RelayResult } from "../../src/router/sse";
+import { MAX_EVENT_CHARS, relaySse, type RelayResult } from "../../src/router/sse";
 
 const encoder = new TextEncoder();
 const EVENT = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "Hello there, this is one event" } }] })}\n\n`;
@@ -77,5 +77,17 @@ describe("relaySse", () => {
     expect(text.endsWith(DONE)).toBe(true);
     expect(relayed.aborted).toEqual(["idle"]);
     expect(relayed.ended()).toMatchObject({ outcome: "upstream_error" });
+  });
+
+  test("an event that never ends is cut off at MAX_EVENT_CHARS: the events before it, an error event, then [DONE] (regression: memory grew without bound)", async () => {
+    const endless = Array.from({ length: 2 * (MAX_EVENT_CHARS / 65_536) + 1 }, () => "a".repeat(65_536));
+    const relayed = relay([EVENT + "data: ", ...endless], { gapMs: 0, idleTimeoutMs: 5_000 });
+    const text = await new Response(relayed.stream).text();
+    expect(text.startsWith(EVENT)).toBe(true);
+    expect(text).toContain(`the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`);
+    expect(text.endsWith(DONE)).toBe(true);
+    expect(text.length).toBeLessThan(10_000);
+    expect(relayed.aborted).toEqual(["event too large"]);
+    expect(relayed.ended()).toMatchObject({ outcome: "upstream_error", events: 1 });
   });
 });
