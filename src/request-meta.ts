@@ -4,6 +4,8 @@
  * Ids are `req_` + a random per-process prefix + a counter of 12 hex digits (it starts at
  * 0x100000000000, so it needs no padding): unique across restarts, and far cheaper than a UUID.
  */
+import { isIP } from "node:net";
+
 const metas = new WeakMap<Request, RequestMeta>();
 const PROCESS_PREFIX = `req_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
 const NO_PROXIES: ReadonlySet<string> = new Set();
@@ -43,8 +45,12 @@ function clientAddress(request: Request, socket: string, trusted: ReadonlySet<st
   if (!trusted.has(address)) return address;
   const forwarded = request.headers.get("x-forwarded-for");
   if (!forwarded) return address;
-  // The right-most entry not added by a trusted proxy is the client.
+  // The right-most entry not added by a trusted proxy is the client. It must be an IP address:
+  // anything else was passed through from the client, and would be a rate-limit subject of its
+  // choosing (any length, any number of them); such requests count as the proxy's own.
   const hops = forwarded.split(",").map((h) => h.trim()).filter(Boolean);
-  for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(hops[i])) return hops[i];
-  return hops[0] ?? address;
+  let i = hops.length - 1;
+  while (i > 0 && trusted.has(hops[i])) i--;
+  const client = hops[i];
+  return client !== undefined && isIP(client) !== 0 ? client : address;
 }
