@@ -11,7 +11,7 @@ import { declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { describeViolation, violationParam } from "../validation";
 import { handleChat } from "./chat";
-import { ChatCompletionRequest } from "./schema";
+import { ChatCompletionRequest, contentMissing } from "./schema";
 import { hundredths, log } from "../log";
 
 type Server = Parameters<RequestMeta["clientIp"]>[0];
@@ -35,6 +35,11 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
         const first = checker.Errors(body).First();
         throw new GatewayError("invalid_request_error", describeViolation(first), { param: violationParam(first) });
       }
+      const missing = contentMissing(body.messages);
+      if (missing !== -1) {
+        const param = `messages[${missing}].content`;
+        throw new GatewayError("invalid_request_error", `Invalid request body: ${param}: required (a string or an array; null only on an assistant message with tool_calls)`, { param });
+      }
       return await handleChat(deps, { request, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
       // Refused before admission (a bad body, an unknown model): an invalid credential is answered
@@ -43,6 +48,8 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
         const refusal = REFUSED_BEFORE_ADMISSION.has(err.status) ? (deps.gate.credentialRefusal?.(request) ?? err) : err;
         return errorResponse(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
       }
+      // A client that left while sending its body: nobody to answer, and nothing went wrong here.
+      if (request.signal.aborted) return errorResponse(new GatewayError("client_closed_request", "the client closed the connection before its body arrived"), { "x-request-id": meta.id });
       log("error", "unhandled error in chat completions", { request_id: meta.id, error: String((err as Error)?.message ?? err) });
       return errorResponse(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
     }

@@ -30,8 +30,11 @@ describe("POST /v1/chat/completions validation", () => {
     ["missing messages", { model: "m1" }, /messages/],
     ["empty messages", { model: "m1", messages: [] }, /messages/],
     ["bad role", { model: "m1", messages: [{ role: "robot", content: "x" }] }, /messages\[0\]\.role: must be one of system, user, assistant, tool/],
-    ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content: expected string or array$/],
-    ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content/],
+    ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content: expected string or array or null$/],
+    ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content: required/],
+    ["null content on a user message", { model: "m1", messages: [{ role: "user", content: null }] }, /messages\[0\]\.content: required/],
+    ["null content on an assistant message without tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null }] }, /messages\[1\]\.content: required/],
+    ["null content with empty tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null, tool_calls: [] }] }, /messages\[1\]\.content: required/],
     ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
     ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer$/],
     ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer$/],
@@ -55,6 +58,16 @@ describe("POST /v1/chat/completions validation", () => {
       expect(mock.chatCount()).toBe(before);
     });
   }
+
+  test("a tool-calling transcript is accepted: the assistant's tool call with content null or absent, then the tool's result (as the SDKs send it back)", async () => {
+    const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } };
+    for (const assistant of [{ role: "assistant", content: null, tool_calls: [call] }, { role: "assistant", tool_calls: [call] }, { role: "assistant", content: null, function_call: call.function }]) {
+      const messages = [...user, assistant, { role: "tool", tool_call_id: "call_1", content: '{"temp":20}' }];
+      const res = await t.chat({ model: "m1", messages });
+      expect(res.status).toBe(200);
+      expect(mock.requests.at(-1)!.body.messages[1]).toEqual(assistant);
+    }
+  });
 
   test("malformed JSON -> 400 naming JSON", async () => {
     const res = await t.chat("{not json");

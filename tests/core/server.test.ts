@@ -55,4 +55,18 @@ describe("the server", () => {
     expect(chat.status).toBe(413);
     expect(((await chat.json()) as any).error.code).toBe("payload_too_large");
   });
+
+  test("a client that leaves in the middle of its body is not logged as an unhandled error", async () => {
+    const gateway = await startGateway();
+    started.push(gateway);
+    for (let i = 0; i < 5; i++) {
+      const socket = await Bun.connect({ hostname: "127.0.0.1", port: gateway.port, socket: { data() {} } });
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{"model":`);
+      await Bun.sleep(20);
+      socket.end();
+    }
+    await Bun.sleep(200);
+    expect((await fetch(`${gateway.url}/api/health`)).status).toBe(200);
+    expect(gateway.output()).not.toContain("unhandled error");
+  });
 });

@@ -77,6 +77,19 @@ describe("openai SDK against the compiled binary", () => {
     expect(chunks).toBe(7);
   });
 
+  test("the second turn of a tool-calling loop: the assistant's tool call sent back as the SDK returned it (content null), then the tool's result", async () => {
+    const assistant = {
+      role: "assistant" as const,
+      content: null,
+      tool_calls: [{ id: "call_1", type: "function" as const, function: { name: "get_weather", arguments: '{"city":"Paris"}' } }],
+    };
+    const completion = await client.chat.completions.create({
+      model: "chat-small",
+      messages: [{ role: "user", content: "Weather in Paris?" }, assistant, { role: "tool", tool_call_id: "call_1", content: '{"temp":20}' }],
+    });
+    expect(completion.choices[0].message.content).toBe("Hello from the mock upstream.");
+  });
+
   test("an unknown model surfaces as the SDK's NotFoundError", async () => {
     const error = await client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
