@@ -50,6 +50,8 @@ export function openDatabase(dataDir: string): OpenedDb {
     try {
       mkdirSync(dataDir, { recursive: true });
       sqlite = new Database(file, { create: true });
+      // First, so that switching a new file to WAL waits for another process starting at once.
+      sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       sqlite.run("PRAGMA journal_mode = WAL");
     } catch (err) {
       throw new Error(`server.data_dir: cannot open ${file} (${(err as Error)?.message ?? err})`);

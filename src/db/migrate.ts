@@ -7,14 +7,15 @@ import type { Database } from "bun:sqlite";
 import { migrations } from "./migrations.gen";
 
 export function applyMigrations(sqlite: Database): number {
-  sqlite.run(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
-  const last = sqlite
-    .query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1")
-    .get();
-  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
-  if (pending.length === 0) return 0;
-  sqlite.transaction(() => {
+  // What is pending is decided inside the write transaction: two processes starting on a fresh
+  // data_dir at once (a server and a CLI command) would otherwise both apply the same migration.
+  const apply = sqlite.transaction((): number => {
+    sqlite.run(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
+    const last = sqlite
+      .query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1")
+      .get();
+    const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
     for (const m of pending) {
       for (const statement of m.sql.split("--> statement-breakpoint")) {
         if (statement.trim()) sqlite.run(statement);
@@ -22,6 +23,7 @@ export function applyMigrations(sqlite: Database): number {
       const hash = new Bun.CryptoHasher("sha256").update(m.sql).digest("hex");
       sqlite.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", [hash, m.when]);
     }
-  })();
-  return pending.length;
+    return pending.length;
+  });
+  return apply.immediate();
 }
