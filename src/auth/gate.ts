@@ -6,7 +6,8 @@
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
  * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too),
- * then, for API key and session callers on non-free models, credits: 402 unless the balance left
+ * then, for API key and session callers on non-free models, credits (paused with a 503 while the
+ * database has refused debits for more than DEBITS_STALLED_MS): 402 unless the balance left
  * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
  * memory and settle() debits what the upstream reported. Free models are never debited.
  * A request refused before admission (a bad body, an unknown model) is first asked
@@ -41,6 +42,11 @@ export interface GateDeps {
 }
 
 const NO_SETTLE = (): void => {};
+/**
+ * How long debits may go unwritten before paid requests are paused: past it a crash would lose
+ * more than a moment of usage (nothing bounds a queue the database keeps refusing).
+ */
+export const DEBITS_STALLED_MS = 10_000;
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
@@ -70,6 +76,12 @@ export function createGate(deps: GateDeps): Gate {
     }
     const { route } = input;
     if (route.free) return { identity, headers, settle: NO_SETTLE };
+    const unrecordedSince = meter.unrecordedSince();
+    if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
+      return new IdentifiedDenial(identity, "service_unavailable", "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly", {
+        headers: { ...headers, "retry-after": "5" },
+      });
+    }
     const userId = identity.userId!;
     const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);

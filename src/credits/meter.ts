@@ -30,6 +30,8 @@ export interface CreditMeter {
   settle(hold: Hold, debit: { costMicro: number; requestId: string; model: string; at: number }): void;
   /** A user's held micro-credits: open reservations plus queued debits (tests, dashboard). */
   outstanding(userId: number): number;
+  /** Since when the database has refused the debits (null while they are written). */
+  unrecordedSince(): number | null;
   flush(): void;
   /** Writes the queued debits, retrying for up to `ms` while the database refuses; returns those still unwritten. */
   close(ms?: number): Promise<Debit[]>;
@@ -71,6 +73,7 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
       if (cost > 0) debits.push({ userId: hold.userId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
     },
     outstanding: (userId) => held.get(userId) ?? 0,
+    unrecordedSince: debits.failingSince,
     flush: debits.flush,
     close: (ms = 0) => debits.closeWithin(ms),
   };

@@ -14,6 +14,8 @@ export interface WriteBehind<T> {
   close(): void;
   /** Stops the timer and writes what is queued, trying again every RETRY_MS for up to `ms`; returns the rows still unwritten. */
   closeWithin(ms: number): Promise<T[]>;
+  /** When writes began failing (the first failed attempt of the current run), or null while they work. */
+  failingSince(): number | null;
 }
 
 const RETRY_MS = 100;
@@ -42,6 +44,7 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
   /** Accepted, not yet written: kept after a failed write, oldest first. */
   let pending: T[] = [];
   let failures = 0;
+  let firstFailureAt: number | null = null;
   let retryAt = 0;
 
   const report = (msg: string, error?: unknown): void => {
@@ -63,8 +66,10 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
       write(rows);
       if (failures > 0) report(`written again after ${failures} failed attempt(s)`);
       failures = 0;
+      firstFailureAt = null;
     } catch (err) {
       failures += 1;
+      firstFailureAt ??= now();
       retryAt = now() + Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** (failures - 1));
       if (!options.keepFailed) return report(`write failed, ${rows.length} row(s) dropped`, err);
       pending = rows.length > maxKept ? rows.slice(rows.length - maxKept) : rows;
@@ -101,5 +106,6 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
       }
       return pending;
     },
+    failingSince: () => firstFailureAt,
   };
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { formatCredits, MAX_BALANCE_MICRO, MICRO_PER_CREDIT, parseCredits } from "../../src/credits/amount";
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
+import { DEBITS_STALLED_MS } from "../../src/auth/gate";
 import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";
 
 let t: AuthTestApp;
@@ -162,6 +163,31 @@ describe("spending", () => {
     t.identities.meter.flush();
     expect(getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);
     expect(t.records.at(-1)).toMatchObject({ identity: "session", userId: user.id, costMicro: HELLO_COST });
+  });
+
+  test("while the database refuses debits for more than DEBITS_STALLED_MS, paid requests are paused with a 503; free ones go on", async () => {
+    t = buildAuthApp();
+    const { auth } = await paying(1_000_000);
+    expect((await t.chat(HELLO, auth)).status).toBe(200);
+    const errors = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      t.deps.db.$client.run("PRAGMA query_only = 1"); // every write fails until switched back
+      t.identities.meter.flush();
+      t.clock.advance(DEBITS_STALLED_MS);
+      expect((await t.chat(HELLO, auth)).status).toBe(200); // not yet past the bound
+      t.clock.advance(1);
+      const paused = await t.chat(HELLO, auth);
+      expect(paused.status).toBe(503);
+      expect(paused.headers.get("retry-after")).toBe("5");
+      expect((await jsonOf(paused)).error).toMatchObject({ code: "service_unavailable", message: expect.stringContaining("Paid models are paused") });
+      expect((await t.chat({ ...HELLO, model: "free-model" }, auth)).status).toBe(200);
+      t.deps.db.$client.run("PRAGMA query_only = 0");
+      t.clock.advance(2_000); // past the retry's backoff
+      t.identities.meter.flush();
+      expect((await t.chat(HELLO, auth)).status).toBe(200);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   test("a debit batch that fails to write stays queued, still counts against the balance, and is written once later", async () => {
