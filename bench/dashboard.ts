@@ -8,6 +8,7 @@
 import { startGateway } from "../tests/support/binary";
 import { startMockUpstream } from "../tests/support/mock-upstream";
 import { launchBrowser } from "../tests/support/browser";
+import { benchDir } from "./processes";
 
 const PAGES = ["/dashboard/signin", "/dashboard/keys", "/dashboard/usage", "/dashboard/models", "/dashboard/playground"];
 
@@ -28,7 +29,7 @@ base_url = "${mock.url}"
 id = "mock-small"
 targets = [{ upstream = "mock" }]
 free = true
-`);
+`, { dir: benchDir("modelgate-bench-") });
   const browser = await launchBrowser();
   try {
     const signup = await fetch(`${gw.url}/auth/signup`, {

@@ -6,9 +6,9 @@
  * wrk cannot see inside a response; its own overhead is the same for every target.
  * Invariants: every run is bounded by a duration and a request count; nothing leaves loopback.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { benchDir } from "./processes";
 
 /** One thing to measure: a POST of `body` to `url` with `headers`. Adding a case is one object. */
 export interface Scenario {
@@ -34,7 +34,7 @@ export interface WrkOptions {
   cpus: string | null;
 }
 
-const scriptDir = mkdtempSync(join(tmpdir(), "modelgate-bench-"));
+const scriptDir = benchDir("modelgate-bench-");
 let scripts = 0;
 
 /** The wrk Lua script: method, headers and body, and a done() that prints one JSON line. */

@@ -10,6 +10,7 @@ import type { Subprocess } from "bun";
 import { freePort, startGateway } from "../tests/support/binary";
 import { median, percentile, runWrk, type Scenario, type WrkResult } from "./load";
 import { checkConnect } from "../src/router/connect";
+import { benchDir } from "./processes";
 
 export interface RoutingBenchOptions {
   mockUrl?: string;
@@ -70,7 +71,7 @@ ${route("three-weighted", ["u1", "u2", "u3"], "weighted")}
 ${route("three-failover", ["u1", "u2", "u3"], "failover")}
 ${route("past-refused", ["refusing", "u1"], "failover")}
 ${route("past-503", ["failing", "u1"], "failover")}
-`);
+`, { dir: benchDir("modelgate-bench-") });
     children.push(gateway.proc as unknown as Subprocess);
     options.pin?.(gateway.proc.pid);
     const scenario = (name: string, url: string, model: string): Scenario => ({

@@ -15,6 +15,7 @@ import { startMockUpstream } from "../tests/support/mock-upstream";
 import { deployShieldedCredits, startChain, ANVIL_KEYS } from "../tests/support/chain";
 import { SPEND_AUTH_TYPES, recoverSpendSigner, spendDomain } from "../src/auth/spendauth-verify";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../src/auth/spendauth-parse";
+import { benchDir } from "./processes";
 
 const N = Number(process.env.BENCH_SPENDAUTH_N ?? 400);
 
@@ -61,7 +62,7 @@ operator = "${operator.address}"
 service_id = 1
 rpc_url = "${chain.rpcUrl}"
 account_cache_ms = 3600000
-`);
+`, { dir: benchDir("modelgate-bench-") });
     options.pin?.(gateway.proc.pid);
     const apiKey = await createFundedKey(gateway);
     const account = privateKeyToAccount(key);

@@ -8,13 +8,13 @@
  * Bounded: a 1 s warm-up and `durationS` of load per target; loopback only; children are killed.
  */
 import { Database } from "bun:sqlite";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { freePort, startGateway, type RunningGateway } from "../tests/support/binary";
 import { runWrk, type Scenario, type WrkResult } from "./load";
 import { signBody } from "../src/webhooks/auth";
+import { benchDir } from "./processes";
 
 export interface WebhookBenchOptions {
   /** Pins a server process to the server CPUs (bench/run.ts passes its own). */
@@ -65,7 +65,7 @@ export async function runWebhookBench(input: WebhookBenchOptions = {}): Promise<
     concurrency: input.concurrency ?? 32,
   };
   if (!Bun.which("wrk")) throw new Error("wrk is not installed (apt-get install -y wrk)");
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-webhooks-"));
+  const dir = benchDir("modelgate-bench-webhooks-");
   const floorFile = join(dir, "floor.ts");
   writeFileSync(floorFile, FLOOR);
   const floorPort = freePort();

@@ -3,7 +3,11 @@
 set -uo pipefail
 BUN="${1:-bun}"
 log="$(mktemp)"
-"$BUN" test --timeout 60000 2>&1 | tee "$log"
+# Every temporary file the tests make (databases, data dirs, browser profiles) goes under one
+# directory, removed at the end, so runs leave nothing behind in /tmp.
+scratch="$(mktemp -d -t modelgate-tests-XXXXXX)"
+trap 'rm -rf "$scratch"' EXIT
+TMPDIR="$scratch" "$BUN" test --timeout 60000 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}
 passed=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 failed=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)

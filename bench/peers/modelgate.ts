@@ -5,12 +5,12 @@
  * /api/health and idle RSS. Optionally an API key, once the CLI can create one, with credits for
  * the paid model (BENCH_PAID_MODEL, the same upstream model behind a price: metering on).
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { BINARY, freePort } from "../../tests/support/binary";
 import { median } from "../load";
+import { benchDir } from "../processes";
 
 export const BENCH_MODEL = "mock-small";
 export const BENCH_PAID_MODEL = "mock-paid";
@@ -53,7 +53,7 @@ export interface BenchGateway {
  * read every request line.
  */
 export async function startModelgate(upstreamBaseUrl: string, binary = BINARY): Promise<BenchGateway> {
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-"));
+  const dir = benchDir("modelgate-bench-");
   const port = freePort();
   const file = join(dir, "modelgate.toml");
   writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
@@ -120,7 +120,7 @@ export interface StartupResult {
 }
 
 export async function measureStartup(upstreamBaseUrl: string, options: { starts: number; pin: (pid: number) => void }): Promise<StartupResult> {
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-start-"));
+  const dir = benchDir("modelgate-bench-start-");
   const file = join(dir, "modelgate.toml");
   const times: number[] = [];
   let idle = { rss: Number.NaN, anon: Number.NaN, file: Number.NaN };
