@@ -34,6 +34,8 @@ export const WebhooksSection = T.Object(
     bind_address: T.String({ default: "0.0.0.0:9090", pattern: "^.+:[0-9]{1,5}$" }),
     endpoints: T.Array(WebhookEndpoint, { default: [] }),
     max_body_bytes: T.Integer({ default: 1_048_576, minimum: 1 }),
+    /** The most body bytes undelivered calls may hold; past it a verified request gets 503 with Retry-After. */
+    max_pending_bytes: T.Integer({ default: 1_073_741_824, minimum: 1 }),
     dedupe_window_s: T.Integer({ default: 86_400, minimum: 1 }),
     lease_ms: T.Integer({ default: 30_000, minimum: 100 }),
     max_attempts: T.Integer({ default: 5, minimum: 1 }),

@@ -7,15 +7,15 @@
  * Content-Length is over max_body_bytes; header-only auth (bearer, api-key) -> 401; the body is
  * read up to the limit (413 also for chunked bodies); HMAC over the raw bytes -> 401; durable
  * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
- * written the answer is 503 with Retry-After, because senders such as Alertmanager retry only
- * 5xx. The body is stored exactly as received. `GET /webhooks/health` answers `ok`, and the pull
+ * written, or its undelivered calls already hold max_pending_bytes, the answer is 503 with
+ * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as received. `GET /webhooks/health` answers `ok`, and the pull
  * API for external runners lives under /webhooks/jobs/ when a pull_token is configured.
  */
 import type { Server } from "bun";
 import type { WebhooksConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
 import { createVerifier, type Verifier } from "./auth";
 import { HEALTH_PATH, PULL_PREFIX } from "./config";
-import type { Outbox } from "./outbox";
+import { OutboxFullError, type Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
@@ -45,6 +45,8 @@ export class WebhookGateway {
   private readonly pull: ((request: Request, path: string) => Promise<Response>) | null;
   private server: Server<undefined> | null = null;
   private readonly retryAfter: string;
+  /** When a full outbox was last logged: once a minute at most, however many requests it refuses. */
+  private fullLoggedAt = -Infinity;
   private readonly maxBody: number;
 
   constructor(private readonly options: GatewayOptions) {
@@ -129,6 +131,14 @@ export class WebhookGateway {
       });
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
+      if (error instanceof OutboxFullError) {
+        const now = Date.now();
+        if (now - this.fullLoggedAt >= 60_000) {
+          this.fullLoggedAt = now;
+          this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { path: endpoint.path, reason: error.message });
+        }
+        return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+      }
       this.options.log?.("error", "webhook outbox unavailable; answering 503", {
         path: endpoint.path,
         error: String((error as Error)?.message ?? error),

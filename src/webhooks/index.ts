@@ -48,6 +48,7 @@ export function outboxFor(config: Config, file: string, now?: () => number): Out
     maxAttempts: w.max_attempts,
     backoffMs: w.backoff_ms,
     backoffMaxMs: w.backoff_max_ms,
+    maxPendingBytes: w.max_pending_bytes,
   });
 }
 

@@ -6,6 +6,10 @@
  * transaction has committed, which is what lets the gateway answer 202 only for durable rows.
  * When the commit fails (read-only or full disk, lock timeout) every write of the batch rejects
  * and nothing of it is kept.
+ * The bodies of calls not yet delivered may hold at most `maxPendingBytes`: past it an append is
+ * refused (OutboxFullError), so a flood of large bodies fills neither the disk nor the runners'
+ * backlog. The amount is counted from the table when it matters (at most once a second), and
+ * kept up to date by appends in between.
  */
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
@@ -26,6 +30,8 @@ export interface OutboxOptions {
   backoffMaxMs: number;
   /** How long a write waits for another process's lock (e.g. `jobs retry`) before failing. */
   busyTimeoutMs?: number;
+  /** The most body bytes of undelivered (pending or leased) calls; default unbounded. */
+  maxPendingBytes?: number;
 }
 
 export interface ClaimRequest {
@@ -44,6 +50,12 @@ export class OutboxUnavailableError extends Error {
   override name = "OutboxUnavailableError";
 }
 
+export class OutboxFullError extends Error {
+  override name = "OutboxFullError";
+}
+
+const RECOUNT_MS = 1_000;
+
 export class Outbox {
   readonly sqlite: Database;
   readonly db: Db;
@@ -54,6 +66,9 @@ export class Outbox {
   private readonly options: OutboxOptions;
   /** Counters since start, for /api/status and the bench. */
   readonly counters = { accepted: 0, duplicates: 0, commits: 0, failedCommits: 0 };
+  /** Body bytes of undelivered calls as last counted, plus those appended since; when it was counted. */
+  private pendingBytes = 0;
+  private countedAt = -Infinity;
 
   /** `file` is the migrated modelgate.db (openDatabase has created and migrated it). */
   constructor(file: string | Database, options: OutboxOptions) {
@@ -68,12 +83,31 @@ export class Outbox {
 
   /** Appends a verified request; resolves after the row is durably committed. */
   append(input: AppendInput): Promise<AppendResult> {
+    const max = this.options.maxPendingBytes;
+    if (max !== undefined && this.pendingBytes + input.body.length > max && this.recount() + input.body.length > max) {
+      return Promise.reject(new OutboxFullError(`undelivered calls already hold ${this.pendingBytes} bytes (webhooks.max_pending_bytes = ${max})`));
+    }
     return this.write(() => {
       const result = appendCall(this.sqlite, input, this.now(), this.options.dedupeWindowMs);
       if (result.duplicate) this.counters.duplicates++;
-      else this.counters.accepted++;
+      else {
+        this.counters.accepted++;
+        this.pendingBytes += input.body.length;
+      }
       return result;
     });
+  }
+
+  /** Counts the undelivered bodies again, at most once per RECOUNT_MS (deliveries lower it meanwhile). */
+  private recount(): number {
+    const now = this.now();
+    if (now - this.countedAt < RECOUNT_MS) return this.pendingBytes;
+    this.countedAt = now;
+    const row = this.sqlite
+      .query<{ bytes: number }, []>("SELECT coalesce(sum(length(body)), 0) AS bytes FROM webhook_jobs WHERE state IN ('pending', 'leased')")
+      .get();
+    this.pendingBytes = row?.bytes ?? 0;
+    return this.pendingBytes;
   }
 
   claim(request: ClaimRequest = {}): Promise<ClaimedRow[]> {

@@ -183,3 +183,27 @@ describe("pull API", () => {
     expect((await pull("nothing-here", {})).status).toBe(404);
   });
 });
+
+describe("max_pending_bytes", () => {
+  test("past it a verified request gets 503 with Retry-After; deliveries make room again (regression: a flood of large bodies grew the outbox without bound)", async () => {
+    const own = buildTestGateway({ endpoints: [{ path: "/big", job_id: 9 }], max_pending_bytes: 2_500, retry_after_s: 7 });
+    try {
+      const kilobyte = "x".repeat(1_000);
+      expect((await own.post("/big", kilobyte)).status).toBe(202);
+      expect((await own.post("/big", kilobyte)).status).toBe(202);
+      const refused = await own.post("/big", kilobyte);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("7");
+      expect(await refused.json()).toEqual({ error: "unavailable" });
+      expect((await own.post("/big", "small")).status).toBe(202); // what still fits is taken
+      const [call] = await own.outbox.claim({ jobIds: [9] });
+      expect(await own.outbox.ack(call.callId, call.attempt)).toBe(true);
+      expect((await own.post("/big", kilobyte)).status).toBe(503); // counted again at most once a second
+      own.clock.advance(1_000);
+      expect((await own.post("/big", kilobyte)).status).toBe(202);
+      expect(own.outbox.sqlite.query("SELECT count(*) AS n FROM webhook_jobs").get()).toEqual({ n: 4 });
+    } finally {
+      own.close();
+    }
+  });
+});
