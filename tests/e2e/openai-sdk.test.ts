@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
+import { tmpdir } from "node:os";
 import { createUserKey, startGateway, BINARY, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 
@@ -147,7 +148,7 @@ free = true
 
 describe("command line", () => {
   test("config check prints the resolved config with secrets redacted", async () => {
-    const dir = (await import("node:fs")).mkdtempSync("/tmp/modelgate-check-");
+    const dir = (await import("node:fs")).mkdtempSync(`${tmpdir()}/modelgate-check-`);
     await Bun.write(`${dir}/modelgate.toml`, `[[upstreams]]\nname = "openai"\nbase_url = "https://api.example.com/v1"\napi_key = "env:UPSTREAM_KEY"\n`);
     const result = Bun.spawnSync([BINARY, "config", "check", "--config", `${dir}/modelgate.toml`], {
       env: { ...process.env, MODELGATE_CONFIG: "", UPSTREAM_KEY: "sk-should-not-print" },
@@ -160,7 +161,7 @@ describe("command line", () => {
   });
 
   test("a bad config stops start-up with the key path and no stack trace", async () => {
-    const dir = (await import("node:fs")).mkdtempSync("/tmp/modelgate-bad-");
+    const dir = (await import("node:fs")).mkdtempSync(`${tmpdir()}/modelgate-bad-`);
     await Bun.write(`${dir}/modelgate.toml`, `[[models]]\nid = "x"\ntargets = [{ upstream = "olama" }]\n`);
     const result = Bun.spawnSync([BINARY, "serve"], { cwd: dir, env: { ...process.env, MODELGATE_CONFIG: "" } });
     const stderr = result.stderr.toString();
