@@ -152,6 +152,9 @@ function describe(error: { message: string; schema: unknown; value: unknown }): 
 }
 
 function checkReferences(config: Config): void {
+  if (config.server.max_body_bytes_in_flight < config.server.max_body_bytes) {
+    throw new ConfigError("server.max_body_bytes_in_flight: must be at least server.max_body_bytes, or one large body could never be read");
+  }
   const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
   for (const [path, address] of addresses) {
     const { port } = parseAddress(address);

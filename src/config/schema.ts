@@ -20,6 +20,8 @@ const Server = T.Object(
     public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
     data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
+    /** Chat bodies being read at once may declare at most this many bytes together (503 past it). */
+    max_body_bytes_in_flight: T.Integer({ default: 268_435_456, minimum: 1024 }),
     trusted_proxies: T.Array(T.String(), { default: [] }),
     shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0 }),
     /** Rows of the request log (the dashboard's usage history) older than this are pruned. */

@@ -18,17 +18,34 @@ type Server = Parameters<RequestMeta["clientIp"]>[0];
 export type ChatEndpoint = (request: Request, server: Server) => Promise<Response>;
 
 const checker = TypeCompiler.Compile(ChatCompletionRequest);
+/** The body is never read, so the connection closes after the answer (as for a 413). */
+function busyReading(): GatewayError {
+  return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
+    headers: { "retry-after": "1", connection: "close" },
+  });
+}
 /** Refusals made before the gate admits a request (a bad body, an unknown model); not 411 or 413, whose unread body closes the connection. */
 const REFUSED_BEFORE_ADMISSION = new Set([400, 404]);
 
 export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   const trusted = new Set(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
+  const bodyBudget = deps.config.server.max_body_bytes_in_flight;
+  /** Bytes the bodies being read declared (max_body_bytes for a chunked one): many slow uploads cannot fill memory. */
+  let bodiesInFlight = 0;
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     try {
       const declared = declaredLength(request);
-      const text = await readBodyText(request, maxBody, declared);
+      const reserved = Number.isFinite(declared) ? Math.min(declared, maxBody) : maxBody;
+      if (bodiesInFlight + reserved > bodyBudget) throw busyReading();
+      bodiesInFlight += reserved;
+      let text: string;
+      try {
+        text = await readBodyText(request, maxBody, declared);
+      } finally {
+        bodiesInFlight -= reserved;
+      }
       const body = parseJsonBody(text, maxBody);
       const bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
       if (!checker.Check(body)) {

@@ -82,6 +82,10 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(`[metrics]\ntoken = ""`)).toStartWith("metrics.token: expected string length greater or equal to 1");
   });
 
+  test("max_body_bytes_in_flight below max_body_bytes is refused by name", () => {
+    expect(errorOf(`[server]\nmax_body_bytes = 5000\nmax_body_bytes_in_flight = 4000`)).toStartWith("server.max_body_bytes_in_flight: must be at least server.max_body_bytes");
+  });
+
   test("a port above 65535 names the key", () => {
     expect(errorOf(`[server]\nlisten = "127.0.0.1:99999"`)).toBe("server.listen: port 99999 is out of range (0 to 65535)");
     expect(errorOf(`[webhooks]\nbind_address = "127.0.0.1:65536"`)).toBe("webhooks.bind_address: port 65536 is out of range (0 to 65535)");

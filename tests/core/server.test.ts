@@ -1,8 +1,9 @@
 /**
  * The listening server, against the compiled binary: a second server on a port that is taken
  * stops naming server.listen (the port is not shared: that would split rate limits and credit
- * reservations between two processes), and a body far past max_body_bytes gets the JSON 413,
- * not the HTTP layer's empty one.
+ * reservations between two processes), a body far past max_body_bytes gets the JSON 413,
+ * not the HTTP layer's empty one, and many slow uploads cannot hold more than
+ * max_body_bytes_in_flight (regression: 200 stalled 10 MB uploads held 2 GB).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -68,5 +69,32 @@ describe("the server", () => {
     await Bun.sleep(200);
     expect((await fetch(`${gateway.url}/api/health`)).status).toBe(200);
     expect(gateway.output()).not.toContain("unhandled error");
+  });
+
+  test("bodies being read at once are bounded by max_body_bytes_in_flight: past it a 503 that closes the connection, room again once they end", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 2000\nmax_body_bytes_in_flight = 4100\n");
+    started.push(gateway);
+    const slow = [];
+    for (let i = 0; i < 2; i++) {
+      const socket = await Bun.connect({ hostname: "127.0.0.1", port: gateway.port, socket: { data() {} } });
+      socket.write("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2000\r\n\r\n{");
+      slow.push(socket);
+    }
+    try {
+      await Bun.sleep(100);
+      const body = JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(1_900) }] });
+      const refused = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.headers.get("connection")).toBe("close");
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("service_unavailable");
+      // A small body still fits beside the two stalled ones.
+      expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body: '{"model":"none","messages":[{"role":"user","content":"x"}]}' })).status).toBe(404);
+      for (const socket of slow) socket.end();
+      await Bun.sleep(100);
+      expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })).status).toBe(404);
+    } finally {
+      for (const socket of slow) socket.end();
+    }
   });
 });
