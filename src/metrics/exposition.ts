@@ -62,10 +62,11 @@ export class Counter {
     return this.series.peek(labels)?.value ?? 0;
   }
 
-  render(scale = 1): string {
+  /** `divisor`: the unit the values are counted in, per unit shown (1,000,000 micro-credits per credit); dividing keeps 200,000 / 1e6 exactly 0.2. */
+  render(divisor = 1): string {
     let out = header(this.name, this.help, "counter");
     for (const { labels, value } of this.series.all) {
-      out += `${this.name}${labelSet(this.labelNames, labels)} ${formatNumber(value * scale)}\n`;
+      out += `${this.name}${labelSet(this.labelNames, labels)} ${formatNumber(divisor === 1 ? value : value / divisor)}\n`;
     }
     return out;
   }

@@ -74,7 +74,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     out += requests.render();
     out += rateLimited.render();
     out += tokens.render();
-    out += credits.render(1 / 1_000_000);
+    out += credits.render(1_000_000);
     out += total.render();
     out += upstream.render();
     out += overhead.render();

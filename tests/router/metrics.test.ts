@@ -7,6 +7,7 @@ import { GatewayError } from "../../src/errors";
 import type { Gate } from "../../src/auth/types";
 import { createLogger } from "../../src/log";
 import type { RequestRecord } from "../../src/deps";
+import { Counter } from "../../src/metrics/exposition";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { HELLO, parseMetrics, routerApp, sample } from "./helpers";
 
@@ -39,6 +40,12 @@ async function scrape(gw: ReturnType<typeof routerApp>, headers: Record<string, 
 }
 
 describe("/metrics", () => {
+  test("credits are shown divided, not multiplied by 1e-6 (regression: 200,000 micro-credits read 0.19999999999999998)", () => {
+    const credits = new Counter("modelgate_credits_total", "Credits charged.", ["model"]);
+    credits.inc(["m"], 200_000);
+    expect(credits.render(1_000_000)).toContain('modelgate_credits_total{model="m"} 0.2\n');
+  });
+
   test("request, token, credit, latency and upstream series move as expected", async () => {
     const { gw } = gateway();
     const before = await scrape(gw);
@@ -61,7 +68,7 @@ describe("/metrics", () => {
     expect(sample(m, "modelgate_tokens_total", { model: "m", type: "completion" })).toBe(18);
     const micro = gw.records.reduce((n, r) => n + r.costMicro, 0);
     expect(micro).toBe(prompt * 1_000 + 18 * 2_000);
-    expect(sample(m, "modelgate_credits_total", { model: "m" })).toBeCloseTo(micro / 1_000_000, 9);
+    expect(sample(m, "modelgate_credits_total", { model: "m" })).toBe(micro / 1_000_000);
     expect(sample(m, "modelgate_request_duration_seconds_count", { model: "m" })).toBe(3);
     expect(sample(m, "modelgate_request_duration_seconds_bucket", { model: "m", le: "+Inf" })).toBe(3);
     expect(sample(m, "modelgate_upstream_duration_seconds_count", { upstream: "b" })).toBe(3);
