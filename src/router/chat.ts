@@ -58,10 +58,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       now: deps.now,
       random: deps.registry.random,
     });
-    if (forwarded instanceof GatewayError) {
-      const latencyMs = served.finish(unanswered(route, forwarded.status));
-      forwarded.options.headers = { ...admission.headers, ...forwarded.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs) };
-      throw forwarded;
+    if ("error" in forwarded) {
+      const { error, upstreamMs } = forwarded;
+      const latencyMs = served.finish(unanswered(route, error.status, upstreamMs));
+      error.options.headers = { ...admission.headers, ...error.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs - upstreamMs) };
+      throw error;
     }
     const { reply, target } = forwarded;
     const upstream = target.upstream;
@@ -138,9 +139,9 @@ function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: nu
   return { upstream: done.upstream, price: done.price, model: done.model, status, usage, upstreamMs };
 }
 
-/** How a request ends that no upstream answered (refused, every attempt failed, an error of ours). */
-function unanswered(route: ModelRoute, status: number): Outcome {
-  return { status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs: 0 };
+/** How a request ends that no upstream answered (refused, every attempt failed, an error of ours); `upstreamMs` spent trying. */
+function unanswered(route: ModelRoute, status: number, upstreamMs = 0): Outcome {
+  return { status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs };
 }
 
 /** An admitted request: settled and recorded once, by whichever way it ends first. */

@@ -36,16 +36,22 @@ export interface Forwarded {
   attempts: number;
 }
 
+/** No upstream answered: the error for the client, and the time spent trying (waits and backoff). */
+export interface Unforwarded {
+  error: GatewayError;
+  upstreamMs: number;
+}
+
 /** Upstream statuses that refuse the gateway itself (its api_key, a proxy's credentials), not the client's request. */
 const CREDENTIAL_REFUSALS = new Set([401, 403, 407]);
 
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
 
-export async function forwardChat(input: ForwardInput): Promise<Forwarded | GatewayError> {
+export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unforwarded> {
   const { route, routing, now } = input;
   const order = orderTargets(route, now(), input.random);
-  if (order.length === 0) return allCoolingDown(route, now());
+  if (order.length === 0) return { error: allCoolingDown(route, now()), upstreamMs: 0 };
   let lastFailure: AttemptFailure | null = null;
   let timedOut: Set<Target> | null = null;
   let upstreamMs = 0;
@@ -54,13 +60,18 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     const target = order[i % order.length];
     if (round > 0) {
       if (timedOut?.has(target) || !isAvailable(target.upstream, now())) continue;
-      if (routing.retry_backoff_ms > 0) await Bun.sleep(routing.retry_backoff_ms * 2 ** (round - 1));
+      if (routing.retry_backoff_ms > 0) {
+        // Waiting to try upstreams again is upstream time, not the gateway's own.
+        const slept = performance.now();
+        await Bun.sleep(routing.retry_backoff_ms * 2 ** (round - 1));
+        upstreamMs += performance.now() - slept;
+      }
     }
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
     const payload = serialize(input.body);
-    if (payload === null) return new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded");
+    if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
     beginAttempt(target.upstream, now());
     const started = performance.now();
     const outcome = await attempt(target, payload, input, now());
@@ -78,8 +89,8 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Gate
     if (outcome.failure === "timeout") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;
   }
-  if (input.client.gone) return new GatewayError("client_closed_request", "the client went away before an upstream answered");
-  return new GatewayError(lastFailure!.failure === "timeout" ? "upstream_timeout" : "upstream_error", lastFailure!.message);
+  if (input.client.gone) return { error: new GatewayError("client_closed_request", "the client went away before an upstream answered"), upstreamMs };
+  return { error: new GatewayError(lastFailure!.failure === "timeout" ? "upstream_timeout" : "upstream_error", lastFailure!.message), upstreamMs };
 }
 
 /** A failed attempt, as a plain value: errors with stack traces are built once, for the client. */

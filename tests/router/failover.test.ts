@@ -90,6 +90,31 @@ describe("failover before the first byte", () => {
     }
   });
 
+  test("when no upstream answers, the time spent waiting on them (and the backoff between rounds) is upstream time, not the gateway's overhead", async () => {
+    const slow = mock({ delayMs: 1_000 });
+    const gw = routerApp({
+      upstreams: [{ name: "slow", base_url: slow.url, first_byte_timeout_ms: 150 }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "slow" }] }],
+      routing: { max_attempts: 1 },
+    });
+    const res = await gw.chat({ model: "m", messages: HELLO });
+    expect(res.status).toBe(504);
+    const [record] = gw.records;
+    expect(record.upstreamMs).toBeGreaterThanOrEqual(150);
+    // Before, all of the wait showed as the gateway's own time (header, log line and histogram).
+    expect(Number(res.headers.get("x-gateway-overhead-ms"))).toBeLessThan(record.upstreamMs / 2);
+    expect(record.latencyMs - record.upstreamMs).toBeLessThan(record.upstreamMs / 2);
+
+    const failing = mock({ failWith: 503 });
+    const retried = routerApp({
+      upstreams: [{ name: "f", base_url: failing.url }],
+      models: [{ id: "m", free: true, targets: [{ upstream: "f" }] }],
+      routing: { max_attempts: 3, retry_backoff_ms: 100, cooldown_failures: 10 },
+    });
+    expect((await retried.chat({ model: "m", messages: HELLO })).status).toBe(502);
+    expect(retried.records[0].upstreamMs).toBeGreaterThanOrEqual(300); // 100 + 200 ms of backoff
+  });
+
   test("a first-byte timeout moves on to the next target", async () => {
     const a = mock({ delayMs: 5_000 });
     const b = mock();
