@@ -10,13 +10,34 @@ export function declaredLength(request: Request): number {
 }
 
 /**
+ * The bytes of the bodies being read at once, against server.max_body_bytes_in_flight: a body with
+ * a length takes its length before it is read (the caller's part), a chunked one each piece as it
+ * arrives (readLimited); both give it back once read. So many slow uploads cannot fill memory.
+ */
+export class BodyBudget {
+  private inFlight = 0;
+  constructor(readonly limit: number) {}
+
+  /** Takes `bytes`; false (taking nothing) when that would pass the limit. */
+  take(bytes: number): boolean {
+    if (this.inFlight + bytes > this.limit) return false;
+    this.inFlight += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.inFlight -= bytes;
+  }
+}
+
+/**
  * The body as text, refused early when its declared length (declaredLength) is over `limit`. With a
  * length, this is the request's own text() promise (no wrapper to await); a chunked body is counted
- * as it arrives.
+ * as it arrives, against `limit` and `budget`.
  */
-export function readBodyText(request: Request, limit: number, declared: number): Promise<string> {
+export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget): Promise<string> {
   if (declared > limit) return Promise.reject(tooLarge(limit));
-  return Number.isFinite(declared) ? request.text() : readLimited(request, limit);
+  return Number.isFinite(declared) ? request.text() : readLimited(request, limit, budget);
 }
 
 /** The body text as JSON; GatewayError (400, 413) when it is too large, empty or not JSON. */
@@ -30,16 +51,28 @@ export function parseJsonBody(text: string, limit: number): unknown {
   }
 }
 
-async function readLimited(request: Request, limit: number): Promise<string> {
+async function readLimited(request: Request, limit: number, budget: BodyBudget): Promise<string> {
   if (!request.body) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+      if (size + chunk.byteLength > limit) throw tooLarge(limit);
+      if (!budget.take(chunk.byteLength)) throw busyReading();
+      size += chunk.byteLength;
+      chunks.push(chunk);
+    }
+  } finally {
+    budget.give(size);
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The 503 for a body that would pass server.max_body_bytes_in_flight; not read, so the connection closes after it. */
+export function busyReading(): GatewayError {
+  return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
+    headers: { "retry-after": "1", connection: "close" },
+  });
 }
 
 /**

@@ -25,7 +25,7 @@ import type { CreditMeter } from "../credits/meter";
 import { maxCostMicro } from "../credits/price";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
@@ -42,6 +42,17 @@ export interface GateDeps {
 }
 
 const NO_SETTLE = (): void => {};
+
+/**
+ * The kind of credential a request presents, in the gate's order, without checking it: what a
+ * refused request is recorded as (a request with a bad key is not an anonymous caller).
+ */
+export function presentedKind(request: Request): IdentityKind {
+  const headers = request.headers;
+  if (headers.has("x-payment-signature")) return "spend_auth";
+  if (headers.has("authorization")) return "api_key";
+  return readCookie(request, SESSION_COOKIE) !== null ? "session" : "anonymous";
+}
 /**
  * How long debits may go unwritten before paid requests are paused: past it a crash would lose
  * more than a moment of usage (nothing bounds a queue the database keeps refusing).

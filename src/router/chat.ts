@@ -6,6 +6,7 @@
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
+import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
 import type { ModelRoute } from "./registry";
@@ -19,6 +20,8 @@ import { UpstreamFailure } from "./upstream-client";
 
 export interface ChatContext {
   request: Request;
+  /** The route the body's model names (the endpoint refuses an unknown one). */
+  route: ModelRoute;
   body: AdmitInput["body"];
   /** The body's size in bytes as received. */
   bodyBytes: number;
@@ -28,16 +31,12 @@ export interface ChatContext {
 }
 
 export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Response> {
-  const route = deps.registry.resolve(ctx.body.model);
-  if (!route) {
-    throw new GatewayError("model_not_found", `The model "${ctx.body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
-  }
+  const route = ctx.route;
   const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, bodyBytes: ctx.bodyBytes, route });
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
-    const identity = admission instanceof IdentifiedDenial ? admission.identity : null;
-    const denied = record(ctx, identity, unanswered(route, admission.status), performance.now() - ctx.startedAt);
+    const denied = record(ctx, refusedIdentity(admission, ctx.request), unanswered(route, admission.status), performance.now() - ctx.startedAt);
     deps.onRequestDone(denied);
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
@@ -165,6 +164,34 @@ class Served {
     this.deps.onRequestDone(record(this.ctx, this.admission.identity, outcome, latencyMs));
     return latencyMs;
   }
+}
+
+/** Who a refusal was for: the identity a rate-limit or credit denial established, else the kind of credential presented (a bad key is not an anonymous caller). */
+function refusedIdentity(error: GatewayError, request: Request): Identity {
+  if (error instanceof IdentifiedDenial) return error.identity;
+  return { kind: presentedKind(request), userId: null, keyId: null, subject: "" };
+}
+
+/**
+ * The record of a request refused before it reached a route (a bad body, an unknown model, a busy
+ * server): no model (an unknown name would be an unbounded metrics label) and no upstream.
+ */
+export function refusalRecord(request: Request, requestId: string, startedAt: number, error: GatewayError): RequestRecord {
+  return {
+    requestId,
+    createdAt: Date.now(),
+    identity: presentedKind(request),
+    userId: null,
+    keyId: null,
+    model: "",
+    upstream: null,
+    status: error.status,
+    promptTokens: 0,
+    completionTokens: 0,
+    costMicro: 0,
+    latencyMs: performance.now() - startedAt,
+    upstreamMs: 0,
+  };
 }
 
 /** A request's row in the request log; `identity` null for a caller refused without one that counts (anonymous). */

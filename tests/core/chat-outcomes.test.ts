@@ -83,6 +83,26 @@ describe("chat outcomes", () => {
     }
   });
 
+  test("requests refused before admission are recorded too, with no model; refusals are recorded as the kind of credential presented, not as anonymous", async () => {
+    t = buildAuthApp();
+    const { auth } = await payingUser(t, 0);
+    const sent = [
+      await t.chat("{not json"),
+      await t.chat({ model: "no-such-model", messages: HELLO.messages }, auth),
+      await t.chat({ ...HELLO, model: "free-model" }, { authorization: "Bearer sk-mg-garbage" }),
+      await t.chat("{not json", { cookie: "mg_session=forged", origin: "http://localhost" }),
+      await t.chat(HELLO, { "x-payment-signature": "{}" }),
+    ];
+    expect(sent.map((r) => r.status)).toEqual([400, 404, 401, 401, 401]);
+    expect(t.records.map((r) => [r.requestId === sent[t.records.indexOf(r)].headers.get("x-request-id"), r.status, r.identity, r.model])).toEqual([
+      [true, 400, "anonymous", ""],
+      [true, 404, "api_key", ""],
+      [true, 401, "api_key", "free-model"],
+      [true, 401, "session", ""],
+      [true, 401, "spend_auth", "paid-model"],
+    ]);
+  });
+
   test("errors raised before admission carry x-request-id and x-gateway-overhead-ms", async () => {
     t = buildAuthApp();
     for (const [body, status] of [["not json", 400], [{ model: "nope", messages: HELLO.messages }, 404], [{ model: "free-model" }, 400]] as const) {
