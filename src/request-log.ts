@@ -3,11 +3,13 @@
  * request sink (./request-sink.ts), so no request waits on the database; each batch is one
  * transaction of multi-row prepared statements (./db/batch-insert.ts; a query-builder insert costs
  * ~30 µs a row, a bound statement about 2). Rows older than `server.request_log_days` are pruned
- * 5 s after start and then hourly, in small chunks so the event loop is never held long.
+ * 5 s after start and then hourly, in small chunks so the event loop is never held long; a prune
+ * the database refuses (locked elsewhere) is logged and put off to the next.
  */
 import { createBatchInsert, type SqlValue } from "./db/batch-insert";
 import { brieflyLocked, type Db } from "./db/client";
 import type { RequestRecord } from "./deps";
+import { log } from "./log";
 
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
@@ -32,7 +34,11 @@ export interface RequestLog {
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
   const insertRows = createBatchInsert(db.$client, INSERT, 12, pushValues);
   const insertAll = brieflyLocked(db.$client, db.$client.transaction(insertRows));
-  const prune = (): void => void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS);
+  // A prune the database refuses (locked elsewhere for more than a moment) waits for the next one.
+  const prune = (): void =>
+    void pruneRequestLog(db, options.now() - options.retainDays * DAY_MS).catch((error: unknown) =>
+      log("warn", "request log: prune put off, the database refused it", { error: String((error as Error)?.message ?? error) }),
+    );
   // Once soon after start too: a server restarted more often than hourly would otherwise never prune.
   const first = setTimeout(prune, options.firstPruneMs ?? PRUNE_FIRST_MS);
   const pruner = setInterval(prune, PRUNE_EVERY_MS);
@@ -49,12 +55,13 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
 
 /** Deletes request-log rows created before `before` (ms), a chunk at a time; returns how many. */
 export async function pruneRequestLog(db: Db, before: number): Promise<number> {
-  const chunk = db.$client.prepare(
+  const statement = db.$client.prepare<unknown, [number, number]>(
     "DELETE FROM request_log WHERE id IN (SELECT id FROM request_log WHERE created_at < ? LIMIT ?)",
   );
+  const chunk = brieflyLocked(db.$client, () => statement.run(before, PRUNE_CHUNK));
   let total = 0;
   for (;;) {
-    const { changes } = chunk.run(before, PRUNE_CHUNK);
+    const { changes } = chunk();
     total += changes;
     if (changes < PRUNE_CHUNK) return total;
     await Bun.sleep(0); // let requests in between chunks

@@ -13,7 +13,7 @@
  *   deleteSession(db, token), deleteUserSessions(db, userId)
  */
 import { eq } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { brieflyLocked, type Db } from "../db/client";
 import { sessions } from "../db/schema";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
@@ -66,8 +66,12 @@ export function createSessionValidator(
        FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.token_hash = ?`,
   );
-  const slide = db.$client.query<unknown, [number, string]>("UPDATE sessions SET expires_at = ? WHERE token_hash = ?");
-  const remove = db.$client.query<unknown, [string]>("DELETE FROM sessions WHERE token_hash = ?");
+  // Writes on the request path that can wait: with the database locked elsewhere they are skipped
+  // (tried again on a later request), never a 5 s stall or a 500.
+  const update = db.$client.query<unknown, [number, string]>("UPDATE sessions SET expires_at = ? WHERE token_hash = ?");
+  const slide = brieflyLocked(db.$client, (expiresAt: number, hash: string) => update.run(expiresAt, hash));
+  const deleteRow = db.$client.query<unknown, [string]>("DELETE FROM sessions WHERE token_hash = ?");
+  const remove = brieflyLocked(db.$client, (hash: string) => deleteRow.run(hash));
   const invalid = { ok: false as const, message: "The session cookie is not valid; sign in again" };
   return (token) => {
     if (!TOKEN.test(token)) return invalid;
@@ -76,14 +80,22 @@ export function createSessionValidator(
     if (row === null || !equalSecrets(row.tokenHash, hash)) return invalid;
     const now = options.now();
     if (row.expiresAt <= now) {
-      remove.run(hash);
+      try {
+        remove(hash);
+      } catch {
+        // left for a later request (or the sign-out) to delete
+      }
       return { ok: false, message: "The session has expired; sign in again" };
     }
     if (row.disabledAt !== null) return { ok: false, message: "This account is disabled" };
     let expiresAt = row.expiresAt;
     if (now + options.durationMs - expiresAt >= SLIDE_EVERY_MS) {
-      expiresAt = now + options.durationMs;
-      slide.run(expiresAt, hash);
+      try {
+        slide(now + options.durationMs, hash);
+        expiresAt = now + options.durationMs;
+      } catch {
+        // not slid this time: the next request tries again
+      }
     }
     return {
       ok: true,

@@ -25,15 +25,16 @@ const BUSY_TIMEOUT_MS = 5_000;
 const BATCH_BUSY_TIMEOUT_MS = 20;
 
 /**
- * `write`, run with a busy timeout of BATCH_BUSY_TIMEOUT_MS: for write-behind batches, which keep
- * their rows and try again later, so a lock held elsewhere (another process's long transaction)
- * stalls the event loop 20 ms per attempt instead of 5 s.
+ * `write`, run with a busy timeout of BATCH_BUSY_TIMEOUT_MS: for the server's writes that can be
+ * tried again later (write-behind batches, the request-log prune, a session's sliding expiry), so
+ * a lock held elsewhere (another process's long transaction) stalls the event loop 20 ms per
+ * attempt instead of 5 s. It throws as `write` does; the caller keeps what it could not write.
  */
-export function brieflyLocked<A extends unknown[]>(sqlite: Database, write: (...args: A) => void): (...args: A) => void {
+export function brieflyLocked<A extends unknown[], R>(sqlite: Database, write: (...args: A) => R): (...args: A) => R {
   return (...args) => {
     sqlite.run(`PRAGMA busy_timeout = ${BATCH_BUSY_TIMEOUT_MS}`);
     try {
-      write(...args);
+      return write(...args);
     } finally {
       sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }

@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
 import { issueSetupLink } from "../../src/auth/setup";
+import { Database } from "bun:sqlite";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase } from "../../src/db/client";
+import { createUser } from "../../src/auth/users";
+import { createSession, createSessionValidator } from "../../src/auth/session";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
@@ -142,6 +149,30 @@ describe("session lifetime", () => {
     expect(expired.status).toBe(401);
     expect((await jsonOf(expired)).error.message).toContain("expired");
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+  });
+
+  test("with the database locked elsewhere, a session due to slide is still served at once; it slides on a later request (regression: a 5 s stall, then a 500)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-slide-"));
+    const { db, close } = openDatabase(dir);
+    const user = await createUser(db, { email: "lock@example.com" });
+    if ("error" in user) throw new Error(user.error);
+    let now = Date.UTC(2026, 5, 16);
+    const { token } = createSession(db, { userId: user.id, now, durationMs: 86_400_000 });
+    const validate = createSessionValidator(db, { now: () => now, durationMs: 86_400_000 });
+    const expiry = () => (db.$client.query("SELECT expires_at AS at FROM sessions").get() as { at: number }).at;
+    const created = expiry();
+    now += 2 * 3_600_000;
+    const other = new Database(join(dir, "modelgate.db"));
+    other.run("BEGIN IMMEDIATE");
+    const started = performance.now();
+    const locked = validate(token);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(locked).toMatchObject({ ok: true, session: { expiresAt: created } });
+    other.run("COMMIT");
+    other.close();
+    expect(validate(token)).toMatchObject({ ok: true, session: { expiresAt: now + 86_400_000 } });
+    expect(expiry()).toBe(now + 86_400_000);
+    close();
   });
 
   test("a session's state-changing request from the other scheme of this host is refused, as on the dashboard", async () => {

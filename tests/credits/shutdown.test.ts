@@ -64,6 +64,30 @@ describe("a database locked by another process", () => {
   }, 30_000);
 });
 
+describe("the request-log prune under a lock", () => {
+  test("the prune 5 s after start, refused by a lock held elsewhere, is put off: the server neither stalls nor dies (regression: a 5 s stall, then an uncaught error killed it)", async () => {
+    const gw = await startGateway(modelsToml(upstream.url));
+    started.push(gw);
+    const lock = new Database(join(gw.dir, "data", "modelgate.db"));
+    lock.run("BEGIN IMMEDIATE");
+    try {
+      const until = Date.now() + 6_500;
+      while (Date.now() < until) {
+        const asked = performance.now();
+        expect((await fetch(`${gw.url}/api/health`)).status).toBe(200);
+        expect(performance.now() - asked).toBeLessThan(1_000);
+        await Bun.sleep(200);
+      }
+    } finally {
+      lock.run("COMMIT");
+      lock.close();
+    }
+    expect(gw.proc.exitCode).toBeNull();
+    expect(gw.output()).toContain("request log: prune put off, the database refused it");
+    expect((await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ ...HELLO, model: "free-model" }) })).status).toBe(200);
+  }, 30_000);
+});
+
 describe("a stop while the database is locked", () => {
   test("queued debits are written when the lock goes within the grace; exit 0", async () => {
     const { gw, lock } = await lockedWithDebits(12_000, 3);
