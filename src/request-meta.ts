@@ -41,16 +41,26 @@ function newMeta(request: Request, trustedProxies: ReadonlySet<string>): Request
 }
 
 function clientAddress(request: Request, socket: string, trusted: ReadonlySet<string>): string {
-  const address = socket.startsWith("::ffff:") ? socket.slice(7) : socket;
+  const address = unmapped(socket);
   if (!trusted.has(address)) return address;
   const forwarded = request.headers.get("x-forwarded-for");
   if (!forwarded) return address;
   // The right-most entry not added by a trusted proxy is the client. It must be an IP address:
   // anything else was passed through from the client, and would be a rate-limit subject of its
   // choosing (any length, any number of them); such requests count as the proxy's own.
-  const hops = forwarded.split(",").map((h) => h.trim()).filter(Boolean);
+  const hops = forwarded.split(",").map((h) => unmapped(h.trim())).filter(Boolean);
   let i = hops.length - 1;
   while (i > 0 && trusted.has(hops[i])) i--;
   const client = hops[i];
-  return client !== undefined && isIP(client) !== 0 ? client : address;
+  return client !== undefined && isAddress(client) ? client : address;
+}
+
+/** An IPv4 address written as IPv6 (`::ffff:1.2.3.4`), as the IPv4 address it is. */
+function unmapped(address: string): string {
+  return address.startsWith("::ffff:") && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+}
+
+/** A plain IP address: IPv6 at most 39 characters and without a zone (`%eth0` takes any length). */
+function isAddress(text: string): boolean {
+  return text.length <= 39 && !text.includes("%") && isIP(text) !== 0;
 }

@@ -28,12 +28,18 @@ describe("client address", () => {
     expect(clientOf(PROXY, "9.9.9.9, 1.2.3.4, 10.0.0.2")).toBe("1.2.3.4");
     expect(clientOf(PROXY, "2001:db8::7")).toBe("2001:db8::7");
     expect(clientOf(PROXY, "10.0.0.2")).toBe("10.0.0.2");
+    // An IPv4 address written as IPv6 is that IPv4 address: one bucket, and a trusted proxy is recognised.
+    expect(clientOf(PROXY, "::ffff:9.9.9.9")).toBe("9.9.9.9");
+    expect(clientOf(PROXY, "9.9.9.9, ::ffff:10.0.0.2")).toBe("9.9.9.9");
   });
 
   test("an entry that is not an IP address counts as the proxy's own request", () => {
     expect(clientOf(PROXY, "not-an-address")).toBe(PROXY);
     expect(clientOf(PROXY, `1.2.3.4, ${"a".repeat(6_000)}`)).toBe(PROXY);
     expect(clientOf(PROXY, "1.2.3.4:5678")).toBe(PROXY);
+    // A zone makes an IPv6 address any length (regression: 8,000-character zones, 265 MB of buckets).
+    expect(clientOf(PROXY, `fe80::1%${"z".repeat(8_000)}`)).toBe(PROXY);
+    expect(clientOf(PROXY, "fe80::1%eth0")).toBe(PROXY);
     // Garbage to the left of the entry the proxy appended is never looked at.
     expect(clientOf(PROXY, "junk, 1.2.3.4")).toBe("1.2.3.4");
   });
