@@ -47,6 +47,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
   let pending = "";
+  /** A read that ended in "\r": held back, in case the next read starts with the "\n" of a CRLF. */
+  let carriedCr = false;
   let usage: Usage | null = null;
   let events = 0;
   let sawDone = false;
@@ -95,16 +97,19 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           const { done, value } = await reader.read();
           waiting = false;
           if (done) {
-            const rest = pending + decoder.decode();
+            const rest = pending + decoder.decode() + (carriedCr ? "\r" : "");
             if (rest.trim()) controller.enqueue(encoder.encode(filterEvents(rest + "\n\n")));
             if (!sawDone) controller.enqueue(DONE_EVENT);
             controller.close();
             finish({ outcome: "complete" });
             return;
           }
-          const hadPending = pending !== "";
+          const hadPending = pending !== "" || carriedCr;
           const decoded = decoder.decode(value, { stream: true });
-          const out = filterEvents(pending + (decoded.includes("\r") ? decoded.replaceAll("\r\n", "\n") : decoded));
+          let text = carriedCr ? `\r${decoded}` : decoded;
+          carriedCr = text.endsWith("\r");
+          if (carriedCr) text = text.slice(0, -1);
+          const out = filterEvents(pending + (text.includes("\r") ? text.replaceAll("\r\n", "\n") : text));
           if (pending.length > MAX_EVENT_CHARS) {
             if (out.length > 0) controller.enqueue(encoder.encode(out));
             throw new EventTooLarge();

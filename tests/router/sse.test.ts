@@ -90,4 +90,16 @@ describe("relaySse", () => {
     expect(relayed.aborted).toEqual(["event too large"]);
     expect(relayed.ended()).toMatchObject({ outcome: "upstream_error", events: 1 });
   });
+
+  test("CRLF events split between the \\r and the \\n of a boundary are relayed one by one, the usage chunk read and dropped (regression: merged, held to the end, usage lost)", async () => {
+    const crlf = (event: string) => event.replaceAll("\n", "\r\n");
+    const usageEvent = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 7, completion_tokens: 9 } })}\n\n`;
+    const stream = crlf(EVENT + EVENT + usageEvent + DONE);
+    // Every read ends right after a "\r".
+    const pieces = stream.split(/(?<=\r)/);
+    const relayed = relay(pieces, { gapMs: 0, idleTimeoutMs: 5_000 });
+    const text = await new Response(relayed.stream).text();
+    expect(text).toBe(EVENT + EVENT + DONE);
+    expect(relayed.ended()).toMatchObject({ outcome: "complete", events: 2, usage: { prompt_tokens: 7, completion_tokens: 9 } });
+  });
 });
