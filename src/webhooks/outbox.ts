@@ -8,15 +8,16 @@
  * and nothing of it is kept.
  * The bodies of calls not yet delivered may hold at most `maxPendingBytes`: past it an append is
  * refused (OutboxFullError), so a flood of large bodies fills neither the disk nor the runners'
- * backlog. The amount is counted from the table when it matters (at most once a second), and
- * kept up to date by appends in between.
+ * backlog. The amount is counted from the table at start and when it matters (at most once a
+ * second); an append takes its bytes at once, so appends of one turn see each other, and gives
+ * them back if it turns out a redelivery or its commit fails. A redelivery is never refused.
  */
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Db } from "../db/client";
 import * as schema from "../db/schema";
 import {
-  ackCall, appendCall, claimCalls, extendLease, failCall, pruneDone, releaseCall,
+  ackCall, appendCall, claimCalls, extendLease, failCall, isDuplicate, pruneDone, releaseCall,
   type AppendInput, type AppendResult, type ClaimedRow, type JobState,
 } from "./store";
 import { outboxStats, type OutboxStats } from "./admin";
@@ -79,23 +80,33 @@ export class Outbox {
     this.db = drizzle(this.sqlite, { schema }) as Db;
     this.now = options.now ?? Date.now;
     this.options = options;
+    if (options.maxPendingBytes !== undefined) this.recount();
   }
 
   /** Appends a verified request; resolves after the row is durably committed. */
   append(input: AppendInput): Promise<AppendResult> {
     const max = this.options.maxPendingBytes;
-    if (max !== undefined && this.pendingBytes + input.body.length > max && this.recount() + input.body.length > max) {
+    const bytes = input.body.length;
+    if (max !== undefined && this.pendingBytes + bytes > max && this.recount() + bytes > max && !this.redelivery(input)) {
       return Promise.reject(new OutboxFullError(`undelivered calls already hold ${this.pendingBytes} bytes (webhooks.max_pending_bytes = ${max})`));
     }
-    return this.write(() => {
+    this.pendingBytes += bytes;
+    const appended = this.write(() => {
       const result = appendCall(this.sqlite, input, this.now(), this.options.dedupeWindowMs);
-      if (result.duplicate) this.counters.duplicates++;
-      else {
-        this.counters.accepted++;
-        this.pendingBytes += input.body.length;
-      }
+      if (result.duplicate) {
+        this.counters.duplicates++;
+        this.pendingBytes -= bytes;
+      } else this.counters.accepted++;
       return result;
     });
+    return appended.catch((error: unknown) => {
+      this.pendingBytes -= bytes;
+      throw error;
+    });
+  }
+
+  private redelivery(input: AppendInput): boolean {
+    return input.dedupeKey !== null && isDuplicate(this.sqlite, input.dedupeKey, this.now(), this.options.dedupeWindowMs);
   }
 
   /** Counts the undelivered bodies again, at most once per RECOUNT_MS (deliveries lower it meanwhile). */

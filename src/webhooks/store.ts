@@ -142,6 +142,12 @@ function statements(sqlite: Database): Statements {
 }
 
 /** Appends one call (inside the caller's transaction). Redeliveries inside the window fold. */
+/** Whether `dedupeKey` names a call stored within the window (its redelivery would take no room). */
+export function isDuplicate(sqlite: Database, dedupeKey: string, now: number, dedupeWindowMs: number): boolean {
+  const previous = statements(sqlite).findDedupe.get(dedupeKey);
+  return !!previous && previous.created_at > now - dedupeWindowMs;
+}
+
 export function appendCall(sqlite: Database, input: AppendInput, now: number, dedupeWindowMs: number): AppendResult {
   const s = statements(sqlite);
   if (input.dedupeKey !== null) {

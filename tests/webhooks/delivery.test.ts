@@ -3,6 +3,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { retryJob, listJobs, outboxStats } from "../../src/webhooks/admin";
 import { buildTestGateway } from "./support";
+import { join } from "node:path";
+import { outboxFor } from "../../src/webhooks";
+import { OutboxFullError } from "../../src/webhooks/outbox";
 
 const LEASE = 30_000;
 const t = buildTestGateway({
@@ -202,6 +205,24 @@ describe("max_pending_bytes", () => {
       own.clock.advance(1_000);
       expect((await own.post("/big", kilobyte)).status).toBe(202);
       expect(own.outbox.sqlite.query("SELECT count(*) AS n FROM webhook_jobs").get()).toEqual({ n: 4 });
+    } finally {
+      own.close();
+    }
+  });
+
+  test("concurrent requests, a restart and redeliveries at the bound (regressions: 40 at once all got in; each restart let in another bound; a redelivery got 503)", async () => {
+    const own = buildTestGateway({ endpoints: [{ path: "/big", job_id: 9, dedupe_header: "X-Id" }], max_pending_bytes: 2_500 });
+    try {
+      const kilobyte = "x".repeat(1_000);
+      const statuses = await Promise.all(Array.from({ length: 10 }, (_, i) => own.post("/big", kilobyte, { "x-id": `d${i}` }).then((r) => r.status)));
+      expect(statuses.filter((s) => s === 202)).toHaveLength(2);
+      expect(statuses.filter((s) => s === 503)).toHaveLength(8);
+      // A redelivery of a stored call takes no room: 202 with the original call_id.
+      const again = await own.post("/big", kilobyte, { "x-id": "d0" });
+      expect(again.status).toBe(202);
+      const reopened = outboxFor(own.config, join(own.dir, "modelgate.db"), own.clock.now);
+      await expect(reopened.append({ jobId: 9, serviceId: 1, path: "/big", name: null, body: new TextEncoder().encode(kilobyte), contentType: null, dedupeKey: null })).rejects.toBeInstanceOf(OutboxFullError);
+      reopened.close();
     } finally {
       own.close();
     }
