@@ -99,16 +99,19 @@ function refuseNonArrayLists(raw: Record<string, unknown>): void {
 
 interface Secrets {
   paths: Set<string>;
+  /** Values of at least MIN_REDACTED characters: a shorter one would garble every text it is taken out of. */
   values: Set<string>;
   env: Set<string>;
 }
+
+const MIN_REDACTED = 6;
 
 function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
   if (typeof value === "string") {
     const key = path.slice(path.lastIndexOf(".") + 1);
     if (SECRET_KEYS.has(key)) {
       secrets.paths.add(path);
-      if (!value.startsWith("env:")) secrets.values.add(value);
+      if (!value.startsWith("env:") && value.length >= MIN_REDACTED) secrets.values.add(value);
     }
     if (!value.startsWith("env:")) return value;
     const name = value.slice(4);
@@ -117,7 +120,7 @@ function resolveSecrets(value: unknown, path: string, env: Record<string, string
       throw new ConfigError(`${path}: environment variable ${name} is not set`);
     }
     secrets.paths.add(path);
-    secrets.values.add(found);
+    if (found.length >= MIN_REDACTED) secrets.values.add(found);
     secrets.env.add(name);
     return found;
   }

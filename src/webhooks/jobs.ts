@@ -39,6 +39,8 @@ interface HandlerContext {
   running: Set<number>;
   /** The environment a command starts with (before the call's metadata). */
   env: Record<string, string | undefined>;
+  /** Takes the config's secrets out of text: a command's stderr is redacted before it is cut to its tail. */
+  redact: (text: string) => string;
 }
 
 export interface JobRunner {
@@ -88,7 +90,7 @@ async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: num
   await Promise.race([stderr.ended, Bun.sleep(STDERR_GRACE_MS)]);
   if (code === 0 && !timedOut) return { ok: true };
   const why = timedOut ? `killed (timeout ${timeoutMs} ms)` : child.signalCode ? `killed by ${child.signalCode}` : `exit code ${code}`;
-  const tail = stderr.text().trim().slice(-STDERR_TAIL);
+  const tail = context.redact(stderr.text().trim()).slice(-STDERR_TAIL);
   return { ok: false, error: tail ? `${why}: ${tail}` : why };
 }
 
@@ -149,13 +151,14 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   const producers: WebhookProducer[] = [];
   const workers: Promise<void>[] = [];
   const running = new Set<number>();
+  const secrets = options.secretValues ?? new Set<string>();
   const env: Record<string, string | undefined> = { ...process.env };
   for (const name of options.secretEnv ?? []) delete env[name];
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
       producers.push(producer);
-      workers.push(work(producer, handler, options, { running, env }));
+      workers.push(work(producer, handler, options, { running, env, redact: (text) => redactSecrets(text, secrets) }));
     }
   }
   return {
@@ -170,7 +173,6 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
 }
 
 async function work(producer: WebhookProducer, handler: JobHandlerConfig, options: JobRunnerOptions, context: HandlerContext): Promise<void> {
-  const secrets = options.secretValues ?? new Set<string>();
   for await (const call of producer) {
     const heartbeat = setInterval(() => void call.extend().catch(() => {}), Math.max(50, Math.floor(options.leaseMs / 3)));
     let outcome: Outcome;
@@ -184,7 +186,7 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
     try {
       if (outcome.ok) await call.ack();
       else {
-        const error = redactSecrets(outcome.error, secrets);
+        const error = context.redact(outcome.error);
         const state = await call.fail(error);
         options.log?.(state === "dead" ? "error" : "warn", `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`, { error });
       }

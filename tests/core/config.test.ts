@@ -142,7 +142,7 @@ api_key = "env:OPENAI_KEY"
 
   test("the secret values and the variables they came from are collected (for job failures and job environments)", () => {
     const loaded = build(
-      `[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"\n\n[[jobs]]\njob_id = 1\nforward = "env:HOOK_URL"`,
+      `[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"\n\n[[upstreams]]\nname = "y"\nbase_url = "http://y/v1"\napi_key = "abc"\n\n[[jobs]]\njob_id = 1\nforward = "env:HOOK_URL"`,
       { HOOK_URL: "https://hooks.example/T0/secret" },
     );
     expect([...loaded.secretValues].sort()).toEqual(["https://hooks.example/T0/secret", "literal-key"]);

@@ -32,6 +32,7 @@ const t = buildTestGateway(
       { path: "/stopping", job_id: 7 },
       { path: "/leaky", job_id: 8 },
       { path: "/leaky-forward", job_id: 9 },
+      { path: "/leaky-tail", job_id: 10 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -138,6 +139,8 @@ describe("secrets", () => {
       [
         { job_id: 8, command: ["sh", "-c", 'echo "env=[$MG_TEST_SECRET] literal=s3cr3t-value-42" >&2; exit 3'], timeout_ms: 5_000, concurrency: 1 },
         { job_id: 9, forward: secretUrl, timeout_ms: 5_000, concurrency: 1 },
+        // The secret straddles where the 500-character tail of stderr begins.
+        { job_id: 10, command: ["sh", "-c", `printf 'A%.0s' $(seq 100) >&2; printf 's3cr3t-value-42' >&2; printf 'B%.0s' $(seq 495) >&2; exit 3`], timeout_ms: 5_000, concurrency: 1 },
       ],
       {
         leaseMs: 300,
@@ -150,7 +153,11 @@ describe("secrets", () => {
     try {
       const command = await enqueue("/leaky", "x");
       const forward = await enqueue("/leaky-forward", "x");
-      await until(() => row(command).attempts > 0 && row(forward).attempts > 0, "both calls to fail once");
+      const tail = await enqueue("/leaky-tail", "x");
+      await until(() => row(command).attempts > 0 && row(forward).attempts > 0 && row(tail).attempts > 0, "the calls to fail once");
+      // Redacted before it was cut (regression: the cut kept the secret's end, "value-42").
+      expect(row(tail).last_error).toMatch(/^exit code 3: [a-z\]]*B{495}$/);
+      expect(row(tail).last_error).not.toContain("42");
       expect(row(command).last_error).toBe("exit code 3: env=[] literal=[redacted]");
       expect(row(forward).last_error).toStartWith("[redacted]: ");
       expect(lines.join("\n")).not.toContain("s3cr3t-value-42");
