@@ -96,7 +96,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       recordComplete(upstream, deps.now());
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's key for that upstream, should the upstream echo it.
-      if (reply.status >= 400 && upstream.config.api_key) text = text.replaceAll(upstream.config.api_key, "[redacted]");
+      if (reply.status >= 400 && upstream.config.api_key) text = withoutKey(text, upstream.config.api_key);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
       const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
@@ -120,6 +120,14 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     served.finish(unanswered(route, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/** `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do). */
+function withoutKey(text: string, key: string): string {
+  const escaped = JSON.stringify(key).slice(1, -1);
+  let out = text.replaceAll(key, "[redacted]");
+  for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== key) out = out.replaceAll(form, "[redacted]");
+  return out;
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
