@@ -6,7 +6,7 @@
  * A record is released only when its request was refused or nothing was served, so the client can
  * retry with the same signed authorization.
  */
-import type { Db } from "../db/client";
+import { brieflyLocked, type Db } from "../db/client";
 
 export interface NonceStore {
   /** True when this (commitment, nonce) was not seen before and is now recorded. */
@@ -16,17 +16,27 @@ export interface NonceStore {
   prune(nowMs: number): number;
 }
 
+/**
+ * Each write waits at most a moment for a lock held elsewhere. A refused record throws (the
+ * request gets a 503), a refused prune throws (tried again later), a refused release is dropped.
+ */
 export function createNonceStore(db: Db): NonceStore {
   const sqlite = db.$client;
-  const insert = sqlite.prepare("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
-  const remove = sqlite.prepare("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
-  const expired = sqlite.prepare("DELETE FROM spend_nonces WHERE expires_at < ?");
+  const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  const remove = sqlite.prepare<unknown, [string, string]>("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
+  const expired = sqlite.prepare<unknown, [number]>("DELETE FROM spend_nonces WHERE expires_at < ?");
+  const removeBriefly = brieflyLocked(sqlite, (commitment: string, nonce: string) => void remove.run(commitment, nonce));
   return {
-    record: (commitment, nonce, keepUntilMs) => insert.run(commitment, nonce, keepUntilMs).changes === 1,
+    record: brieflyLocked(sqlite, (commitment: string, nonce: string, keepUntilMs: number) => insert.run(commitment, nonce, keepUntilMs).changes === 1),
     release: (commitment, nonce) => {
-      remove.run(commitment, nonce);
+      try {
+        removeBriefly(commitment, nonce);
+      } catch {
+        // Refused (locked elsewhere): the record stays until its expiry, and this signed
+        // authorization cannot be sent again; the client signs a new one.
+      }
     },
-    prune: (nowMs) => expired.run(nowMs).changes,
+    prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
   };
 }
 

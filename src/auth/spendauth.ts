@@ -14,7 +14,7 @@ import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import { enqueueSettlement } from "../spendauth/queue";
+import { enqueueSettlement, type SettlementWriter } from "../spendauth/queue";
 import type { AccountReader } from "../spendauth/chain";
 import type { Admission, AdmitInput, Identity } from "./types";
 import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
@@ -38,6 +38,8 @@ export interface SpendAuthDeps {
   rateLimit?: SpendRateLimit;
   nonces?: NonceStore;
   reservations?: Reservations;
+  /** Where served authorizations go; default: written at once (tests, the CLI). */
+  settlements?: Pick<SettlementWriter, "push">;
 }
 
 export { spendAuthMode, type SpendAuthMode } from "./spendauth-mode";
@@ -85,7 +87,13 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     const commitment = auth.commitment;
     const nonce = auth.nonce.toString();
     const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
-    if (!nonces.record(commitment, nonce, keepUntilMs)) {
+    let fresh: boolean;
+    try {
+      fresh = nonces.record(commitment, nonce, keepUntilMs);
+    } catch {
+      return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
+    }
+    if (!fresh) {
       return new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
     }
     const limited = deps.rateLimit?.(commitment) ?? {};
@@ -126,7 +134,8 @@ function admission(
       const delivered = outcome.status < 400 || (outcome.usage?.completion_tokens ?? 0) > 0;
       try {
         if (delivered) {
-          enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+          if (deps.settlements) deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() });
+          else enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
         } else {
           ctx.reservations.remove(auth.commitment, nonce);
           ctx.nonces.release(auth.commitment, nonce);

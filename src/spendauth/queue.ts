@@ -5,7 +5,8 @@
  * handle, shared by the worker, /api/status and the CLI.
  */
 import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { brieflyLocked, type Db } from "../db/client";
+import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
 import { authorizationToJson, type SpendAuthorization } from "../auth/spendauth-parse";
 import type { Reservations } from "../auth/spendauth-replay";
@@ -21,6 +22,33 @@ export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: s
       "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
     )
     .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
+}
+
+export interface ServedAuthorization {
+  auth: SpendAuthorization;
+  requestId: string | null;
+  at: number;
+}
+
+export interface SettlementWriter {
+  push(served: ServedAuthorization): void;
+  /** Writes what is queued now (the worker, before it reads the table). */
+  flush(): void;
+  /** Writes what is queued, retrying for up to `ms` while the database refuses; returns how many are still unwritten. */
+  closeWithin(ms: number): Promise<number>;
+}
+
+/**
+ * Served authorizations written behind, as debits are: a request never waits on the database, and
+ * a row the database refuses (locked elsewhere) is kept and written later, never dropped while
+ * the server runs (a lost row is a payment the operator never claims).
+ */
+export function createSettlementWriter(db: Db, options: { now?: () => number } = {}): SettlementWriter {
+  const write = brieflyLocked(db.$client, db.$client.transaction((rows: ServedAuthorization[]) => {
+    for (const row of rows) enqueueSettlement(db, row.auth, row.requestId, row.at);
+  }));
+  const queue = createWriteBehind<ServedAuthorization>(write, { label: "spend_auth settlements", intervalMs: 250, keepFailed: true, now: options.now });
+  return { push: queue.push, flush: queue.flush, closeWithin: async (ms) => (await queue.closeWithin(ms)).length };
 }
 
 /** Rows the worker may work on now, oldest nonce of each commitment first. */

@@ -12,7 +12,7 @@ import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
 import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
 import { createNonceStore, Reservations } from "../auth/spendauth-replay";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
-import { loadReservations, settlementCounts } from "./queue";
+import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./queue";
 import { startSettlementWorker, type SettlementWorker } from "./worker";
 
 export interface SpendAuthRuntime {
@@ -21,6 +21,8 @@ export interface SpendAuthRuntime {
   settling: boolean;
   statusSection: () => Record<string, unknown>;
   worker: SettlementWorker | null;
+  /** Served authorizations, written behind to the settlements table. */
+  settlements: SettlementWriter;
   stop(): Promise<void>;
 }
 
@@ -44,6 +46,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     throw new ConfigError(`spend_auth.operator_key: controls ${operatorAddress}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`);
   }
   const nonces = createNonceStore(options.db);
+  const settlements = createSettlementWriter(options.db, { now: options.now });
   const reservations = new Reservations();
   loadReservations(options.db, reservations);
   let accounts: AccountReader | undefined;
@@ -58,13 +61,17 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     );
     if (cfg.operator_key) {
       const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
-      worker = startSettlementWorker({ db: options.db, settler, reservations, accounts, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log });
+      worker = startSettlementWorker({ db: options.db, settler, reservations, accounts, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log, beforeTick: settlements.flush });
     }
   }
-  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, reservations });
+  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, reservations, settlements });
   const pruner = setInterval(() => {
-    nonces.prune(options.now());
     reservations.sweep(options.now());
+    try {
+      nonces.prune(options.now());
+    } catch (error) {
+      options.log("warn", "spend_auth: nonce prune put off, the database refused it", { error: String((error as Error)?.message ?? error) });
+    }
   }, PRUNE_INTERVAL_MS);
   pruner.unref?.();
   return {
@@ -72,9 +79,12 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     mode,
     settling: worker !== null,
     worker,
+    settlements,
     statusSection: () => ({ spend_auth: { mode, settling: worker !== null, settlements: settlementCounts(options.db) } }),
     async stop() {
       clearInterval(pruner);
+      const unwritten = await settlements.closeWithin(options.config.server.shutdown_grace_ms);
+      if (unwritten > 0) options.log("error", `spend_auth: ${unwritten} served authorization(s) could not be written before the stop and will not be settled`);
       await worker?.stop();
     },
   };

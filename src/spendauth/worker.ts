@@ -16,6 +16,8 @@ import { readySettlements, updateSettlement, type SettlementRow } from "./queue"
 
 export interface SettlementWorkerOptions {
   db: Db;
+  /** Runs before each tick: writes the served authorizations still queued (SettlementWriter.flush). */
+  beforeTick?: () => void;
   settler: Settler;
   reservations: Reservations;
   /** The admission's cached account reads: an authorized spend changes the balance they kept. */
@@ -39,7 +41,10 @@ export function startSettlementWorker(options: SettlementWorkerOptions): Settlem
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
 
-  const runOnce = (): Promise<number> => (running ??= tick(options).finally(() => (running = null)));
+  const runOnce = (): Promise<number> => {
+    options.beforeTick?.();
+    return (running ??= tick(options).finally(() => (running = null)));
+  };
   const schedule = (): void => {
     if (stopped) return;
     timer = setTimeout(() => void runOnce().catch((err) => options.log("error", "settlement: tick failed", { error: String(err) })).finally(schedule), options.intervalMs);

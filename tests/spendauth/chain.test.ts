@@ -150,7 +150,8 @@ describe("rate limit per commitment", () => {
     const denied = responses.find((r) => r.status === 429)!;
     expect(denied.headers.get("retry-after")).not.toBeNull();
     expect(denied.headers.get("x-ratelimit-limit-requests")).toBe("120");
-    // Refused requests did not burn their nonces or queue settlements.
+    // Refused requests did not burn their nonces or queue settlements (written behind: flushed first).
+    runtime.settlements.flush();
     expect(listSettlements(app.deps.db, { limit: 1000 }).length).toBe(120);
     limiter.close();
     await runtime.stop();

@@ -1,0 +1,66 @@
+/**
+ * SpendAuth's writes on the request path with the database locked by another process: the replay
+ * record is refused within a moment, so the request gets a 503 instead of a 5 s stall and a 500,
+ * and the periodic prune is put off instead of throwing out of its timer (which ended the process);
+ * a served authorization is written behind and kept until the database takes it.
+ */
+import { expect, spyOn, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase } from "../../src/db/client";
+import { createNonceStore } from "../../src/auth/spendauth-replay";
+import { createSettlementWriter, listSettlements } from "../../src/spendauth/queue";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { signedHeader } from "./helpers";
+
+test("with the database locked elsewhere, recording a nonce fails fast, a release is dropped, and a prune throws for its caller to retry", () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-nonces-"));
+  const { db, close } = openDatabase(dir);
+  const store = createNonceStore(db);
+  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe(true);
+  const other = new Database(join(dir, "modelgate.db"));
+  other.run("BEGIN IMMEDIATE");
+  try {
+    const started = performance.now();
+    expect(() => store.record("0xabc", "2", Date.now() + 60_000)).toThrow(/locked/);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(() => store.release("0xabc", "1")).not.toThrow();
+    expect(() => store.prune(Date.now())).toThrow(/locked/);
+  } finally {
+    other.run("COMMIT");
+    other.close();
+  }
+  expect(store.record("0xabc", "2", Date.now() + 60_000)).toBe(true);
+  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe(false); // its release was dropped
+  close();
+});
+
+test("a served authorization the locked database refuses is kept and written once the lock goes (regression: a 5 s stall, then the row was dropped: a payment never claimed)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-settle-"));
+  const { db, close } = openDatabase(dir);
+  let now = 1_000_000;
+  const writer = createSettlementWriter(db, { now: () => now });
+  const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
+  const other = new Database(join(dir, "modelgate.db"));
+  other.run("BEGIN IMMEDIATE");
+  const errors = spyOn(console, "error").mockImplementation(() => {});
+  try {
+    writer.push({ auth, requestId: "req_1", at: now });
+    const started = performance.now();
+    writer.flush();
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(String(errors.mock.calls[0]?.[0])).toContain("spend_auth settlements: write failed, 1 row(s) kept to retry");
+  } finally {
+    other.run("COMMIT");
+    other.close();
+    errors.mockRestore();
+  }
+  expect(listSettlements(db)).toHaveLength(0);
+  now += 2_000;
+  writer.flush();
+  expect(listSettlements(db).map((row) => [row.state, row.requestId])).toEqual([["pending", "req_1"]]);
+  expect(await writer.closeWithin(0)).toBe(0);
+  close();
+});
