@@ -41,6 +41,25 @@ export function brieflyLocked<A extends unknown[], R>(sqlite: Database, write: (
   };
 }
 
+/**
+ * `PRAGMA journal_mode = WAL`, tried again for up to the busy timeout: while another process
+ * starting at the same moment holds the new file's lock, SQLite answers SQLITE_BUSY at once here,
+ * without its busy handler.
+ */
+function switchToWal(sqlite: Database): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      sqlite.run("PRAGMA journal_mode = WAL");
+      return;
+    } catch (err) {
+      const busy = String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY");
+      if (!busy || Date.now() > deadline) throw err;
+      Bun.sleepSync(5);
+    }
+  }
+}
+
 /** `dataDir` of ":memory:" gives a private in-memory database (tests). */
 export function openDatabase(dataDir: string): OpenedDb {
   let sqlite: Database;
@@ -51,9 +70,8 @@ export function openDatabase(dataDir: string): OpenedDb {
     try {
       mkdirSync(dataDir, { recursive: true });
       sqlite = new Database(file, { create: true });
-      // First, so that switching a new file to WAL waits for another process starting at once.
       sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      sqlite.run("PRAGMA journal_mode = WAL");
+      switchToWal(sqlite);
     } catch (err) {
       throw new Error(`server.data_dir: cannot open ${file} (${(err as Error)?.message ?? err})`);
     }
