@@ -1,6 +1,8 @@
 /**
- * POST /v1/chat/completions as one function from Request to Response: request id, body limit,
- * JSON parse, schema check, handleChat, and error rendering. The server mounts it as a plain Bun
+ * POST /v1/chat/completions as one function from Request to Response: request id, body limits
+ * (per request and in flight together), JSON parse, schema check, the route, handleChat, and error
+ * rendering. A request refused before handleChat is recorded here (log line, request-log row,
+ * metrics), everything after it there. The server mounts it as a plain Bun
  * route, so no framework work sits on the hot path; the Elysia app mounts the same function for
  * in-process requests and the OpenAPI document. Both paths therefore behave identically.
  */
