@@ -53,7 +53,12 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const spendAuth = spendAuthMode(config) === "off"
     ? null
     : (await import("./spendauth/setup")).setupSpendAuth({ config, db: database.db, now: Date.now, limiter, log });
-  if (spendAuth) stops.push(spendAuth.stop);
+  if (spendAuth) {
+    stops.push(async () => {
+      // A served authorization never written is a payment never claimed: like a lost debit.
+      if ((await spendAuth.stop()) > 0) exitCode = 1;
+    });
+  }
   const identities = buildIdentities({ db: database.db, config, now: Date.now, limiter, spendAuth: spendAuth?.hook });
   stops.push(async () => {
     // A debit the database still refuses after the grace is lost: say so, and exit non-zero.
@@ -109,13 +114,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     stopping = true;
     log("info", `${signal}: draining (up to ${config.server.shutdown_grace_ms} ms)`);
     await stopWithin(app.server!, config.server.shutdown_grace_ms);
-    // The request log retries beside the debits (each for up to the grace), not after them.
-    const [, unlogged] = await Promise.all([
-      (async () => {
-        for (const stop of stops) await stop();
-      })(),
-      finished.closeWithin(config.server.shutdown_grace_ms),
-    ]);
+    // Everything written behind (debits, settlements, the request log) retries side by side, each
+    // for up to the grace, so a stop under a lock takes one grace, not one per part.
+    const [, unlogged] = await Promise.all([Promise.all(stops.map((stop) => stop())), finished.closeWithin(config.server.shutdown_grace_ms)]);
     if (unlogged.length > 0) {
       exitCode = 1;
       log("error", `request log: ${unlogged.length} row(s) could not be written before the stop and are lost`);

@@ -23,7 +23,8 @@ export interface SpendAuthRuntime {
   worker: SettlementWorker | null;
   /** Served authorizations, written behind to the settlements table. */
   settlements: SettlementWriter;
-  stop(): Promise<void>;
+  /** Writes the queued settlements (retrying for up to shutdown_grace_ms) and stops the worker; resolves to how many could not be written. */
+  stop(): Promise<number>;
 }
 
 export interface SpendAuthSetupOptions {
@@ -86,6 +87,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
       const unwritten = await settlements.closeWithin(options.config.server.shutdown_grace_ms);
       if (unwritten > 0) options.log("error", `spend_auth: ${unwritten} served authorization(s) could not be written before the stop and will not be settled`);
       await worker?.stop();
+      return unwritten;
     },
   };
 }

@@ -13,7 +13,9 @@ import { openDatabase } from "../../src/db/client";
 import { createNonceStore } from "../../src/auth/spendauth-replay";
 import { createSettlementWriter, listSettlements } from "../../src/spendauth/queue";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
-import { signedHeader } from "./helpers";
+import { CHAIN_ID, CONTRACT, OPERATOR, signedHeader } from "./helpers";
+import { buildConfig } from "../../src/config/load";
+import { setupSpendAuth } from "../../src/spendauth/setup";
 
 test("with the database locked elsewhere, recording a nonce fails fast, a release is dropped, and a prune throws for its caller to retry", () => {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-nonces-"));
@@ -63,4 +65,29 @@ test("a served authorization the locked database refuses is kept and written onc
   expect(listSettlements(db).map((row) => [row.state, row.requestId])).toEqual([["pending", "req_1"]]);
   expect(await writer.closeWithin(0)).toBe(0);
   close();
+});
+
+test("a stop that cannot write the queued settlements says how many it lost (serve then exits 1)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-settle-stop-"));
+  const { db, close } = openDatabase(dir);
+  const { config } = buildConfig(
+    { server: { shutdown_grace_ms: 150 }, spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] } },
+    { env: {} },
+  );
+  const lines: string[] = [];
+  const runtime = setupSpendAuth({ config, db, now: Date.now, log: (_level, msg) => void lines.push(msg) });
+  const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
+  const other = new Database(join(dir, "modelgate.db"));
+  other.run("BEGIN IMMEDIATE");
+  const errors = spyOn(console, "error").mockImplementation(() => {});
+  try {
+    runtime.settlements.push({ auth, requestId: "req_1", at: Date.now() });
+    expect(await runtime.stop()).toBe(1);
+    expect(lines).toContain("spend_auth: 1 served authorization(s) could not be written before the stop and will not be settled");
+  } finally {
+    other.run("COMMIT");
+    other.close();
+    errors.mockRestore();
+    close();
+  }
 });
