@@ -19,7 +19,7 @@ const FLUSH_MS = 100;
  */
 export const FULL_BATCH = 1024;
 /** Rows kept while the database refuses them: about 10 s of a busy server's requests, ~20 MB. */
-export const MAX_KEPT = 100_000;
+const MAX_KEPT = 100_000;
 
 export interface RequestSinkParts {
   observe: ((record: RequestRecord) => void) | null;

@@ -142,7 +142,7 @@ function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerCo
 }
 
 /** Replaces each of `secrets` in `text` with `[redacted]`, longest first (one may contain another). */
-export function redactSecrets(text: string, secrets: ReadonlySet<string>): string {
+function redactSecrets(text: string, secrets: ReadonlySet<string>): string {
   for (const secret of [...secrets].sort((a, b) => b.length - a.length)) text = text.replaceAll(secret, "[redacted]");
   return text;
 }
