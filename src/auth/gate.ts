@@ -43,15 +43,33 @@ export interface GateDeps {
 
 const NO_SETTLE = (): void => {};
 
-/**
- * The kind of credential a request presents, in the gate's order, without checking it: what a
- * refused request is recorded as (a request with a bad key is not an anonymous caller).
- */
-export function presentedKind(request: Request): IdentityKind {
+/** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
+type Presented =
+  | { kind: "spend_auth" }
+  | { kind: "api_key"; authorization: string }
+  | { kind: "session"; token: string }
+  | { kind: "anonymous" };
+
+const SPEND_AUTH: Presented = { kind: "spend_auth" };
+const ANONYMOUS: Presented = { kind: "anonymous" };
+
+/** The one place the identities' order is decided: admission, credentialRefusal and records follow it. */
+function presented(request: Request): Presented {
   const headers = request.headers;
-  if (headers.has("x-payment-signature")) return "spend_auth";
-  if (headers.has("authorization")) return "api_key";
-  return readCookie(request, SESSION_COOKIE) !== null ? "session" : "anonymous";
+  if (headers.has("x-payment-signature")) return SPEND_AUTH;
+  const authorization = headers.get("authorization");
+  if (authorization !== null) return { kind: "api_key", authorization };
+  const token = readCookie(request, SESSION_COOKIE);
+  return token === null ? ANONYMOUS : { kind: "session", token };
+}
+
+/** The kind of credential a request presents, unchecked: what a refused request is recorded as (a request with a bad key is not an anonymous caller). */
+export function presentedKind(request: Request): IdentityKind {
+  return presented(request).kind;
+}
+
+function spendAuthDisabled(): GatewayError {
+  return new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
 }
 /**
  * How long debits may go unwritten before paid requests are paused: past it a crash would lose
@@ -157,27 +175,18 @@ export function createGate(deps: GateDeps): Gate {
 
   return {
     credentialRefusal(request) {
-      const { headers } = request;
-      if (headers.has("x-payment-signature")) return deps.spendAuth ? null : new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
-      const authorization = headers.get("authorization");
-      if (authorization !== null) {
-        const check = verifyKey(authorization);
-        return check instanceof GatewayError ? check : null;
-      }
-      const session = readCookie(request, SESSION_COOKIE);
-      if (session === null) return null;
-      const check = verifySession(request, session);
+      const credential = presented(request);
+      let check: unknown = null;
+      if (credential.kind === "spend_auth") check = deps.spendAuth ? null : spendAuthDisabled();
+      else if (credential.kind === "api_key") check = verifyKey(credential.authorization);
+      else if (credential.kind === "session") check = verifySession(request, credential.token);
       return check instanceof GatewayError ? check : null;
     },
     admit(input) {
-      const { headers } = input.request;
-      if (headers.has("x-payment-signature")) {
-        return deps.spendAuth ? deps.spendAuth(input) : new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
-      }
-      const authorization = headers.get("authorization");
-      if (authorization !== null) return admitKey(input, authorization);
-      const session = readCookie(input.request, SESSION_COOKIE);
-      if (session !== null) return admitSession(input, session);
+      const credential = presented(input.request);
+      if (credential.kind === "spend_auth") return deps.spendAuth ? deps.spendAuth(input) : spendAuthDisabled();
+      if (credential.kind === "api_key") return admitKey(input, credential.authorization);
+      if (credential.kind === "session") return admitSession(input, credential.token);
       return admitAnonymous(input);
     },
   };

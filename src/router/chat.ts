@@ -36,7 +36,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
-    const denied = record(ctx, refusedIdentity(admission, ctx.request), unanswered(route, admission.status), performance.now() - ctx.startedAt);
+    const denied = record(ctx.requestId, refusedIdentity(admission, ctx.request), unanswered(route, admission.status), performance.now() - ctx.startedAt);
     deps.onRequestDone(denied);
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
@@ -169,7 +169,7 @@ class Served {
     this.finished = true;
     this.client.done();
     this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-    this.deps.onRequestDone(record(this.ctx, this.admission.identity, outcome, latencyMs));
+    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs));
     return latencyMs;
   }
 }
@@ -185,31 +185,20 @@ function refusedIdentity(error: GatewayError, request: Request): Identity {
  * server): no model (an unknown name would be an unbounded metrics label) and no upstream.
  */
 export function refusalRecord(request: Request, requestId: string, startedAt: number, error: GatewayError): RequestRecord {
+  const outcome: Outcome = { status: error.status, upstream: null, usage: null, price: NO_PRICE, model: "", upstreamMs: 0 };
+  return record(requestId, refusedIdentity(error, request), outcome, performance.now() - startedAt);
+}
+
+const NO_PRICE = { prompt: 0, completion: 0 };
+
+/** A request's row in the request log. */
+function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number): RequestRecord {
   return {
     requestId,
     createdAt: Date.now(),
-    identity: presentedKind(request),
-    userId: null,
-    keyId: null,
-    model: "",
-    upstream: null,
-    status: error.status,
-    promptTokens: 0,
-    completionTokens: 0,
-    costMicro: 0,
-    latencyMs: performance.now() - startedAt,
-    upstreamMs: 0,
-  };
-}
-
-/** A request's row in the request log; `identity` null for a caller refused without one that counts (anonymous). */
-function record(ctx: ChatContext, identity: Identity | null, outcome: Outcome, latencyMs: number): RequestRecord {
-  return {
-    requestId: ctx.requestId,
-    createdAt: Date.now(),
-    identity: identity?.kind ?? "anonymous",
-    userId: identity?.userId ?? null,
-    keyId: identity?.keyId ?? null,
+    identity: identity.kind,
+    userId: identity.userId,
+    keyId: identity.keyId,
     model: outcome.model,
     upstream: outcome.upstream,
     status: outcome.status,

@@ -60,14 +60,14 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       handled = true;
       return await handleChat(deps, { request, route, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
-      if (err instanceof GatewayError && handled) {
-        return errorResponse(err, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
-      }
-      // Refused before admission (a bad body, an unknown model): an invalid credential is answered
-      // first; the gateway's own time is all of it; it is recorded like any other request.
       if (err instanceof GatewayError) {
-        const refusal = REFUSED_BEFORE_ADMISSION.has(err.status) ? (deps.gate.credentialRefusal?.(request) ?? err) : err;
-        deps.onRequestDone(refusalRecord(request, meta.id, meta.startedAt, refusal));
+        // Refused before admission (a bad body, an unknown model): an invalid credential is answered
+        // first, and it is recorded here like any other request (handleChat recorded the rest).
+        let refusal = err;
+        if (!handled) {
+          if (REFUSED_BEFORE_ADMISSION.has(err.status)) refusal = deps.gate.credentialRefusal?.(request) ?? err;
+          deps.onRequestDone(refusalRecord(request, meta.id, meta.startedAt, refusal));
+        }
         return errorResponse(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
       }
       // A client that left while sending its body: nobody to answer, and nothing went wrong here.
