@@ -7,7 +7,7 @@ import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
-import { describeViolation, violationParam } from "./validation";
+import { violationError } from "./validation";
 import { tooLarge } from "./body";
 import { apiRoutes } from "./api";
 import { createChatEndpoint } from "./router/endpoint";
@@ -36,10 +36,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .onError(({ code, error, request }) => {
       const id = requestMeta(request).id;
       if (error instanceof GatewayError) return render(error, id);
-      if (code === "VALIDATION") {
-        const first = (error as ValidationError).all?.[0];
-        return render(new GatewayError("invalid_request_error", describeViolation(first), { param: violationParam(first) }), id);
-      }
+      if (code === "VALIDATION") return render(violationError((error as ValidationError).all?.[0]), id);
       if (code === "PARSE") {
         // Our body reader throws GatewayError (413, 400); Elysia wraps what a parser throws.
         const cause = (error as Error).cause;

@@ -3,6 +3,7 @@
  * compiled TypeBox check): `Invalid request body: messages[0].role: must be one of ...`.
  */
 import { pointerToPath } from "./config/load";
+import { GatewayError } from "./errors";
 
 export interface SchemaViolation {
   path?: string;
@@ -10,12 +11,12 @@ export interface SchemaViolation {
   schema?: unknown;
 }
 
-/** The violation's key path (`messages[0].role`), for an error's `param`; null for the body as a whole. */
-export function violationParam(first: SchemaViolation | undefined): string | null {
-  return pointerToPath(first?.path ?? "") || null;
+/** The 400 for a body's first schema violation: its wording, and its key path (`messages[0].role`) as `param`. */
+export function violationError(first: SchemaViolation | undefined): GatewayError {
+  return new GatewayError("invalid_request_error", describeViolation(first), { param: pointerToPath(first?.path ?? "") || null });
 }
 
-export function describeViolation(first: SchemaViolation | undefined): string {
+function describeViolation(first: SchemaViolation | undefined): string {
   if (!first) return "The request body does not match the ChatCompletionRequest schema";
   const path = pointerToPath(first.path ?? "");
   const options = (first.schema as { anyOf?: { const?: unknown; type?: string }[] } | undefined)?.anyOf;

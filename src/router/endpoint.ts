@@ -11,7 +11,7 @@ import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
 import { BodyBudget, busyReading, declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
-import { describeViolation, violationParam } from "../validation";
+import { violationError } from "../validation";
 import { handleChat, refusalRecord } from "./chat";
 import { ChatCompletionRequest, contentMissing } from "./schema";
 import { hundredths, log } from "../log";
@@ -45,8 +45,7 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       const body = parseJsonBody(text, maxBody);
       const bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
       if (!checker.Check(body)) {
-        const first = checker.Errors(body).First();
-        throw new GatewayError("invalid_request_error", describeViolation(first), { param: violationParam(first) });
+        throw violationError(checker.Errors(body).First());
       }
       const missing = contentMissing(body.messages);
       if (missing !== -1) {
