@@ -18,7 +18,7 @@ export type SettlementRow = typeof settlements.$inferSelect;
 /** Records a served authorization; a second record of the same (commitment, nonce) is ignored. */
 export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): void {
   db.$client
-    .prepare(
+    .query(
       "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
     )
     .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);

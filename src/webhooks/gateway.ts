@@ -8,8 +8,9 @@
  * read up to the limit (413 also for chunked bodies); HMAC over the raw bytes -> 401; durable
  * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
  * written, or its undelivered calls already hold max_pending_bytes, the answer is 503 with
- * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as received. `GET /webhooks/health` answers `ok`, and the pull
- * API for external runners lives under /webhooks/jobs/ when a pull_token is configured.
+ * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as
+ * received. `GET /webhooks/health` answers `ok`, and the pull API for external runners lives
+ * under /webhooks/jobs/ when a pull_token is configured.
  */
 import type { Server } from "bun";
 import type { WebhooksConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
@@ -78,7 +79,7 @@ export class WebhookGateway {
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 60,
       fetch: (request) => this.fetch(request),
-      error: () => json(503, { error: "unavailable" }, { "retry-after": this.retryAfter }),
+      error: () => this.unavailable(),
     });
     return this.server.port!;
   }
@@ -131,19 +132,13 @@ export class WebhookGateway {
       });
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
-      if (error instanceof OutboxFullError) {
-        const now = Date.now();
-        if (now - this.fullLoggedAt >= 60_000) {
-          this.fullLoggedAt = now;
-          this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { path: endpoint.path, reason: error.message });
-        }
-        return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+      if (!(error instanceof OutboxFullError)) {
+        this.options.log?.("error", "webhook outbox unavailable; answering 503", { path: endpoint.path, error: String((error as Error)?.message ?? error) });
+      } else if (Date.now() - this.fullLoggedAt >= 60_000) {
+        this.fullLoggedAt = Date.now();
+        this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { path: endpoint.path, reason: error.message });
       }
-      this.options.log?.("error", "webhook outbox unavailable; answering 503", {
-        path: endpoint.path,
-        error: String((error as Error)?.message ?? error),
-      });
-      return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+      return this.unavailable();
     }
   }
 
@@ -159,6 +154,11 @@ export class WebhookGateway {
   }
 
   /** The rest of the body is not read: the connection closes after the answer (see src/body.ts). */
+  /** 503 with Retry-After: senders such as Alertmanager retry only 5xx. */
+  private unavailable(): Response {
+    return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+  }
+
   private tooLarge(): Response {
     return json(413, { error: "payload_too_large", limit: this.maxBody }, { connection: "close" });
   }

@@ -141,19 +141,24 @@ function statements(sqlite: Database): Statements {
   return found;
 }
 
-/** Appends one call (inside the caller's transaction). Redeliveries inside the window fold. */
-/** Whether `dedupeKey` names a call stored within the window (its redelivery would take no room). */
-export function isDuplicate(sqlite: Database, dedupeKey: string, now: number, dedupeWindowMs: number): boolean {
+/** The call stored under `dedupeKey`: `recent` when inside the window (a redelivery of it folds and takes no room). */
+function dedupeEntry(sqlite: Database, dedupeKey: string, now: number, dedupeWindowMs: number): { callId: number; recent: boolean } | null {
   const previous = statements(sqlite).findDedupe.get(dedupeKey);
-  return !!previous && previous.created_at > now - dedupeWindowMs;
+  return previous ? { callId: previous.call_id, recent: previous.created_at > now - dedupeWindowMs } : null;
 }
 
+/** Whether `dedupeKey` names a call stored within the window. */
+export function isDuplicate(sqlite: Database, dedupeKey: string, now: number, dedupeWindowMs: number): boolean {
+  return dedupeEntry(sqlite, dedupeKey, now, dedupeWindowMs)?.recent === true;
+}
+
+/** Appends one call (inside the caller's transaction). Redeliveries inside the window fold. */
 export function appendCall(sqlite: Database, input: AppendInput, now: number, dedupeWindowMs: number): AppendResult {
   const s = statements(sqlite);
   if (input.dedupeKey !== null) {
-    const previous = s.findDedupe.get(input.dedupeKey);
-    if (previous && previous.created_at > now - dedupeWindowMs) return { callId: previous.call_id, duplicate: true };
-    if (previous) s.clearDedupe.run(previous.call_id);
+    const previous = dedupeEntry(sqlite, input.dedupeKey, now, dedupeWindowMs);
+    if (previous?.recent) return { callId: previous.callId, duplicate: true };
+    if (previous) s.clearDedupe.run(previous.callId);
   }
   const result = s.insert.run(
     input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.dedupeKey, now,
