@@ -5,6 +5,8 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import type { ChatEndpoint } from "./endpoint";
+import type { ModelRoute } from "./registry";
+import { GatewayError } from "../errors";
 import { ChatCompletionRequest } from "./schema";
 import { circuitState } from "./upstream-state";
 import { errorDoc, jsonDoc } from "../swagger";
@@ -46,36 +48,60 @@ function exampleChat(deps: AppDeps): Record<string, unknown> {
   return { model, messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 };
 }
 
+/** A route as GET /v1/models lists it: OpenAI's model object, plus price, free tier and upstream state. */
+function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<string, unknown> {
+  return {
+    id: route.id,
+    object: "model",
+    created: Math.floor(startedAt / 1000),
+    owned_by: route.ownedBy,
+    free: route.free,
+    price: { prompt: route.price.prompt, completion: route.price.completion, unit: "credits per 1M tokens" },
+    aliases: route.aliases,
+    source: route.source,
+    strategy: route.strategy,
+    // Circuit state per target, in target order (kept for clients that read it as a list).
+    upstreams: route.targets.map((target) => circuitState(target.upstream, now)),
+    targets: route.targets.map((target) => ({ upstream: target.upstream.name, model: target.model, weight: target.weight, state: circuitState(target.upstream, now) })),
+  };
+}
+
+/** The path's model id, percent-decoded; null when its escapes are malformed. */
+function decodeModelId(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
 export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
   return new Elysia({ name: "modelgate.v1" })
     .get(
       "/v1/models",
       () => {
         const now = deps.now();
-        return {
-          object: "list",
-          data: deps.registry.list().map((route) => ({
-            id: route.id,
-            object: "model",
-            created: Math.floor(deps.startedAt / 1000),
-            owned_by: route.ownedBy,
-            free: route.free,
-            price: { prompt: route.price.prompt, completion: route.price.completion, unit: "credits per 1M tokens" },
-            aliases: route.aliases,
-            source: route.source,
-            strategy: route.strategy,
-            // Circuit state per target, in target order (kept for clients that read it as a list).
-            upstreams: route.targets.map((target) => circuitState(target.upstream, now)),
-            targets: route.targets.map((target) => ({
-              upstream: target.upstream.name,
-              model: target.model,
-              weight: target.weight,
-              state: circuitState(target.upstream, now),
-            })),
-          })),
-        };
+        return { object: "list", data: deps.registry.list().map((route) => modelEntry(route, deps.startedAt, now)) };
       },
       { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state") } } },
+    )
+    // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or encoded.
+    .get(
+      "/v1/models/*",
+      ({ params }) => {
+        const id = decodeModelId(params["*"]);
+        const route = id === null ? undefined : deps.registry.resolve(id);
+        if (!route) throw new GatewayError("model_not_found", `The model "${id ?? params["*"]}" does not exist; GET /v1/models lists the available models`, { param: "model" });
+        return modelEntry(route, deps.startedAt, deps.now());
+      },
+      {
+        detail: {
+          operationId: "retrieveModel",
+          summary: "One model route by id or alias (the entry GET /v1/models lists)",
+          tags: ["models"],
+          responses: { 200: jsonDoc("The model route"), 404: errorDoc("No model of that name") },
+        },
+      },
     )
     .post("/v1/chat/completions", ({ request, server }) => chat(request, server), {
       // The endpoint reads and checks the body itself (see endpoint.ts); the schema is for the docs.

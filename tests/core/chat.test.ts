@@ -11,7 +11,10 @@ beforeAll(() => {
   t = buildTestApp({
     server: { max_body_bytes: 2048 },
     upstreams: [{ name: "mock", base_url: mock.url, api_key: "upstream-secret" }],
-    models: [{ id: "m1", targets: [{ upstream: "mock", model: "mock-small" }], free: true, price: { prompt: 2, completion: 3 } }],
+    models: [
+      { id: "m1", targets: [{ upstream: "mock", model: "mock-small" }], free: true, price: { prompt: 2, completion: 3 } },
+      { id: "org/m2:8b", aliases: ["m2"], targets: [{ upstream: "mock", model: "mock-small" }] },
+    ],
   });
 });
 afterAll(() => mock.stop());
@@ -183,6 +186,26 @@ describe("service endpoints", () => {
     const body = (await (await t.request("/v1/models")).json()) as any;
     expect(body.object).toBe("list");
     expect(body.data[0]).toMatchObject({ id: "m1", object: "model", owned_by: "mock", free: true, price: { prompt: 2, completion: 3 } });
+  });
+
+  test("GET /v1/models/{id} answers one route by id (slashes as sent or encoded) or alias", async () => {
+    for (const path of ["/v1/models/m1", "/v1/models/org/m2:8b", "/v1/models/org%2Fm2%3A8b", "/v1/models/m2"]) {
+      const res = await t.request(path);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body).toMatchObject({ object: "model", owned_by: "mock" });
+      expect(body.id).toBe(path === "/v1/models/m1" ? "m1" : "org/m2:8b");
+    }
+  });
+
+  test("GET /v1/models/{id} of an unknown or malformed id is 404 model_not_found", async () => {
+    for (const path of ["/v1/models/nope", "/v1/models/org", "/v1/models/%E0%A4%A"]) {
+      const res = await t.request(path);
+      expect(res.status).toBe(404);
+      const error = await errorBody(res);
+      expect(error.code).toBe("model_not_found");
+      expect(error.param).toBe("model");
+    }
   });
 
   test("unknown paths are 404 in the error shape", async () => {

@@ -1,6 +1,6 @@
 /**
  * The compiled binary over loopback, driven by the official `openai` SDK, in front of the mock
- * upstream: models.list, a completion, a streamed completion, typed errors, client disconnects,
+ * upstream: models.list and retrieve, a completion, a streamed completion, typed errors, client disconnects,
  * the CLI's config check, and graceful shutdown with a stream in flight.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -58,6 +58,13 @@ describe("openai SDK against the compiled binary", () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
     expect(ids).toEqual(expect.arrayContaining(["chat-small", "slow-stream"]));
+  });
+
+  test("models.retrieve, and NotFoundError for an unknown model", async () => {
+    expect(await client.models.retrieve("chat-small")).toMatchObject({ id: "chat-small", object: "model" });
+    const error = await client.models.retrieve("no-such-model").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe("model_not_found");
   });
 
   test("a non-streamed completion", async () => {
