@@ -48,9 +48,11 @@ ab: build
 	test -n "$(A)" || (echo "usage: make ab A=BINARY [B=BINARY] [AB_PATH=paid|key|anonymous]" && exit 2)
 	$(BUN) bench/ab.ts "$(A)" "$(B)"
 
-# Regenerate the single initial migration from src/db/schema.ts and embed it (pre-1.0: one file).
+# After a change to src/db/schema.ts: `make migrations NAME=what_changed` adds the next migration
+# under drizzle/ and embeds them all (databases already in use apply only the new one).
 migrations: node_modules/.installed
-	rm -rf drizzle && $(BUN) x drizzle-kit generate --name init && $(BUN) scripts/embed-migrations.ts
+	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)
+	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) scripts/embed-migrations.ts
 
 check: node_modules/.installed
 	$(BUN) x tsc --noEmit

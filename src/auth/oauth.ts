@@ -142,6 +142,10 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
     const email = profile.emailVerified ? normalizeEmail(profile.email) : null;
     if (email === null) return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
     user = findUserByEmail(db, email);
+    // A password sign-up never proved its address: whoever made it may not be the address's owner.
+    if (user?.emailUnverified) {
+      return { error: `an account with ${email} was made by a password sign-up, which does not prove the address, so ${name} sign-in cannot join it; sign in with its password`, status: 403, reason: "oauth_unproven_account" };
+    }
     if (!user) {
       const refusal = signupRefusal(config.auth, email);
       if (refusal) return { error: refusal, status: 403, reason: config.auth.signup === "closed" ? "signup_closed" : "signup_domain" };

@@ -25,9 +25,11 @@ const MESSAGES = {
   oauth_cancelled: "Sign-in was cancelled or refused at the provider.",
   oauth_state: "The sign-in could not be verified: it took too long or was started in another window. Start again.",
   oauth_unverified: "Your account at the provider has no verified email address, so it cannot sign in here.",
+  oauth_unproven_account: "An account with this email was made by a password sign-up, which does not prove the address, so this sign-in cannot join it. Sign in with its password.",
   oauth_failed: "The provider could not complete the sign-in. Try again in a moment.",
   oauth_unavailable: "That sign-in method is not configured on this gateway.",
   setup_invalid: "This setup link is invalid, expired or already used.",
+  setup_email_taken: "That address already has an account, made by a sign-up that did not prove the address. Choose another address for the administrator.",
 } as const;
 
 export type RefusalCode = keyof typeof MESSAGES;
@@ -36,7 +38,7 @@ export type RefusalCode = keyof typeof MESSAGES;
 export function refusalMessage(code: unknown, auth: Pick<Config["auth"], "allowed_domains">): string | null {
   if (typeof code !== "string" || !Object.hasOwn(MESSAGES, code)) return null;
   if (code === "signup_domain" && auth.allowed_domains.length > 0) {
-    return `Sign-up is limited to addresses at ${auth.allowed_domains.map((d) => d.trim().replace(/^@/, "")).join(", ")}.`;
+    return `Sign-up is limited to addresses at ${auth.allowed_domains.map((d) => d.trim().toLowerCase().replace(/^@/, "")).join(", ")}.`;
   }
   return MESSAGES[code as RefusalCode];
 }

@@ -180,7 +180,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
       const policy = signupRefusal(config.auth, email);
       if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
-      const created = await createUser(db, { email, password: field(body, "password") ?? "" });
+      // Nothing proves the address typed here: OAuth sign-in and setup will not join this account.
+      const created = await createUser(db, { email, password: field(body, "password") ?? "", emailUnverified: true });
       if ("error" in created) {
         return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
       }
@@ -221,7 +222,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if (refused) return refuse(request, back(), refused);
       const result = await completeSetup(db, { token, email: field(body, "email"), password: field(body, "password"), now: deps.now() });
       if ("error" in result) {
-        const reason = result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid";
+        const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
         return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
       }
       return signedIn(request, result, {});

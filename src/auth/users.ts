@@ -31,8 +31,11 @@ export interface UserError {
   param: "email" | "password";
 }
 
-/** local@domain.tld without spaces, control characters or a second "@". */
-const EMAIL = /^[^\s@\p{Cc}]{1,64}@[^\s@\p{Cc}]{1,253}\.[^\s@.\p{Cc}]{1,63}$/u;
+/**
+ * local@domain.tld without spaces, control or invisible format characters (a zero-width space
+ * would make a second account that looks like the first) or a second "@".
+ */
+const EMAIL = /^[^\s@\p{Cc}\p{Cf}]{1,64}@[^\s@\p{Cc}\p{Cf}]{1,253}\.[^\s@.\p{Cc}\p{Cf}]{1,63}$/u;
 export const PASSWORD_MIN = 8;
 /** argon2 hashes whatever it is given; a bound keeps one request from costing seconds. */
 export const PASSWORD_MAX = 256;
@@ -42,7 +45,8 @@ let dummyHash: Promise<string> | null = null;
 
 export function normalizeEmail(input: unknown): string | null {
   if (typeof input !== "string") return null;
-  const email = input.trim().toLowerCase();
+  // NFKC: a fullwidth or otherwise compatible spelling is the same address, not a lookalike second one.
+  const email = input.normalize("NFKC").trim().toLowerCase();
   return email.length <= 320 && EMAIL.test(email) ? email : null;
 }
 
@@ -60,7 +64,7 @@ export function hashPassword(password: string): Promise<string> {
 
 export async function createUser(
   db: Db,
-  input: { email: string; password?: string; isAdmin?: boolean },
+  input: { email: string; password?: string; isAdmin?: boolean; emailUnverified?: boolean },
 ): Promise<User | UserError> {
   const email = normalizeEmail(input.email);
   if (email === null) return { error: `"${String(input.email).slice(0, 80)}" is not an email address`, param: "email" };
@@ -71,7 +75,7 @@ export async function createUser(
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   const inserted = db
     .insert(users)
-    .values({ email, passwordHash, isAdmin: input.isAdmin ?? false })
+    .values({ email, passwordHash, isAdmin: input.isAdmin ?? false, emailUnverified: input.emailUnverified ?? false })
     .onConflictDoNothing()
     .returning()
     .get();

@@ -15,6 +15,8 @@ export const users = sqliteTable("users", {
   isAdmin: integer("is_admin", { mode: "boolean" }).notNull().default(false),
   disabledAt: integer("disabled_at"),
   createdAt: integer("created_at").notNull().default(now),
+  /** Made by a password sign-up: the address was typed in, never proven (no mail is sent). OAuth and setup never join such an account. */
+  emailUnverified: integer("email_unverified", { mode: "boolean" }).notNull().default(false),
 });
 
 export const oauthAccounts = sqliteTable(

@@ -97,6 +97,20 @@ describe("GitHub", () => {
     expect(count("sessions")).toBe(0);
   });
 
+  test("a verified email never joins an account made by password sign-up (regression: a squatter who signed up with the victim's address shared the victim's account)", async () => {
+    t = app({ signup: "open" });
+    const signup = await t.request("/auth/signup", { method: "POST", headers: { ...JSON_ACCEPT, "content-type": "application/json" }, body: JSON.stringify({ email: "victim@example.com", password: "squatter pw" }) });
+    expect(signup.status).toBe(200);
+    provider.account = { id: "505", email: "victim@example.com", verified: true };
+    const { callback } = await signIn("github", { headers: JSON_ACCEPT });
+    expect(callback.status).toBe(403);
+    expect((await jsonOf(callback)).error.message).toContain("password sign-up, which does not prove the address");
+    const browser = (await signIn("github")).callback;
+    expect(browser.headers.get("location")).toBe("/dashboard/signin?error=oauth_unproven_account");
+    expect(count("oauth_accounts")).toBe(0);
+    expect(count("sessions")).toBe(1); // the sign-up's own
+  });
+
   test("closed sign-up refuses a new account", async () => {
     t = app();
     provider.account = { id: "404", email: "stranger@example.com", verified: true };

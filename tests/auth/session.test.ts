@@ -107,7 +107,8 @@ describe("password sign-in", () => {
 
   test("emails with control characters are refused; password length counts characters, not UTF-16 units", async () => {
     t = buildAuthApp({ auth: { signup: "open" } });
-    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com"]) {
+    // And invisible format characters (regression: "admin\u200b@example.com" was a second account that looks like the first).
+    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com", "zw\u200bsp@example.com", "rtl\u202e@example.com", "a@exam\u00adple.com"]) {
       const refused = await t.request("/auth/signup", json({ email, password: "long enough" }));
       expect(refused.status).toBe(400);
       expect((await jsonOf(refused)).error.param).toBe("email");
@@ -214,9 +215,12 @@ describe("sign-up policy", () => {
     const response = await t.request("/auth/signup", form({ email: "new@example.com", password: "long enough" }));
     expect(response.status).toBe(303);
     expect((await t.request("/auth/me", { headers: { cookie: cookieOf(response) } })).status).toBe(200);
-    const again = await t.request("/auth/signup", json({ email: "NEW@example.com", password: "long enough" }));
-    expect(again.status).toBe(400);
-    expect((await jsonOf(again)).error.param).toBe("email");
+    // Another spelling of the same address (case, fullwidth letters) is the same account.
+    for (const email of ["NEW@example.com", "\uff4eew@example.com"]) {
+      const again = await t.request("/auth/signup", json({ email, password: "long enough" }));
+      expect(again.status).toBe(400);
+      expect((await jsonOf(again)).error.param).toBe("email");
+    }
     const short = await t.request("/auth/signup", json({ email: "short@example.com", password: "short" }));
     expect(short.status).toBe(400);
     expect((await jsonOf(short)).error.param).toBe("password");

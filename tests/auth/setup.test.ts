@@ -1,9 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
 import { completeSetup, issueSetupLink, setupTokenValid } from "../../src/auth/setup";
-import { createUser, findUserByEmail, hasAdmin, verifyPassword } from "../../src/auth/users";
+import { createUser, findUserByEmail, hasAdmin, verifyPassword, type User } from "../../src/auth/users";
+import { createSession, createSessionValidator } from "../../src/auth/session";
 
 const NOW = 1_800_000_000_000;
+const DAY = 86_400_000;
 const tokenOf = (link: string): string => new URL(link).searchParams.get("token")!;
 
 describe("first-run setup", () => {
@@ -41,5 +43,28 @@ describe("first-run setup", () => {
     const admin = await completeSetup(db, { token: later, email: "Existing@example.com", password: "new password!", now: NOW });
     expect(admin).toMatchObject({ email: "existing@example.com", isAdmin: true });
     expect(await verifyPassword(db, "existing@example.com", "new password!")).not.toBeNull();
+  });
+
+  test("an account made by a password sign-up is refused, not adopted (regression: its maker's session became the administrator's)", async () => {
+    const { db } = openDatabase(":memory:");
+    const squatter = (await createUser(db, { email: "ops@example.com", password: "squatter pw", emailUnverified: true })) as User;
+    const session = createSession(db, { userId: squatter.id, now: NOW, durationMs: DAY });
+    const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    const refused = await completeSetup(db, { token, email: "OPS@example.com", password: "real admin pw", now: NOW });
+    expect(refused).toMatchObject({ param: "email", reason: "setup_email_taken" });
+    expect(hasAdmin(db)).toBe(false);
+    expect(await verifyPassword(db, "ops@example.com", "squatter pw")).not.toBeNull();
+    expect(createSessionValidator(db, { now: () => NOW, durationMs: DAY })(session.token)).toMatchObject({ ok: true, session: { isAdmin: false } });
+    // The link still works for another address.
+    expect(await completeSetup(db, { token, email: "admin@example.com", password: "real admin pw", now: NOW })).toMatchObject({ isAdmin: true });
+  });
+
+  test("adopting an account the CLI made ends the sessions it had", async () => {
+    const { db } = openDatabase(":memory:");
+    const made = (await createUser(db, { email: "ops@example.com", password: "first password" })) as User;
+    const session = createSession(db, { userId: made.id, now: NOW, durationMs: DAY });
+    const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    expect(await completeSetup(db, { token, email: "ops@example.com", password: "real admin pw", now: NOW })).toMatchObject({ id: made.id, isAdmin: true });
+    expect(createSessionValidator(db, { now: () => NOW, durationMs: DAY })(session.token).ok).toBe(false);
   });
 });

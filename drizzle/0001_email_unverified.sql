@@ -1,0 +1,1 @@
+ALTER TABLE `users` ADD `email_unverified` integer DEFAULT false NOT NULL;
