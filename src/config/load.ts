@@ -173,6 +173,12 @@ function checkReferences(config: Config): void {
   });
   const names = new Set<string>();
   config.models.forEach((m, i) => {
+    for (const part of ["prompt", "completion"] as const) {
+      const millionths = m.price[part] * 1e6;
+      if (Math.abs(millionths - Math.round(millionths)) > 1e-3) {
+        throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit per 1M tokens), so costs stay exact`);
+      }
+    }
     for (const name of [m.id, ...m.aliases]) {
       if (names.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);
       names.add(name);

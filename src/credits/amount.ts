@@ -28,9 +28,8 @@ export function parseCredits(input: unknown): number | null {
   if (!match) return null;
   const whole = Number(match[1]);
   const fraction = Number((match[2] ?? "").padEnd(6, "0"));
-  if (whole > MAX_CREDITS) return null;
   const micro = whole * MICRO_PER_CREDIT + fraction;
-  return micro > 0 ? micro : null;
+  return micro > 0 && micro <= MAX_CREDITS * MICRO_PER_CREDIT ? micro : null;
 }
 
 /** Micro-credits as a decimal string with six places: 12500000 -> "12.500000". */

@@ -3,11 +3,15 @@
  * meter's reservation and the amount a SpendAuth signature must cover. It is price x (prompt
  * estimate + completion bound), in integer micro-credits (prices are credits per 1M tokens, so
  * micro-credits per token). The prompt estimate is the request body's size in bytes / 4, which
- * over-counts the JSON around the messages and so errs towards more. The completion bound is
- * max_completion_tokens, else max_tokens, else routing.default_max_tokens, at most
- * MAX_COUNTED_TOKENS (a bound of 1e308 tokens would make the cost Infinity).
+ * over-counts the JSON around the messages and so errs towards more. The completion bound is the
+ * larger of max_completion_tokens and max_tokens (an upstream may read either), else
+ * routing.default_max_tokens, times `n` (the choices asked for), at most MAX_COUNTED_TOKENS (a
+ * bound of 1e308 tokens would make the cost Infinity).
  */
-import { MAX_COUNTED_TOKENS } from "../router/usage";
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../router/usage";
+
+/** OpenAI's own limit on `n`; a larger one is counted as this many (the upstream refuses it anyway). */
+const MAX_CHOICES = 128;
 
 export interface CostInput {
   price: { prompt: number; completion: number };
@@ -20,7 +24,7 @@ export interface CostInput {
 export function maxCostMicro(input: CostInput): number {
   const { price } = input;
   if (price.prompt === 0 && price.completion === 0) return 0;
-  return Math.ceil(promptTokenEstimate(input.bodyBytes) * price.prompt + completionBound(input.body, input.defaultMaxTokens) * price.completion);
+  return tokensCostMicro(promptTokenEstimate(input.bodyBytes), completionBound(input.body, input.defaultMaxTokens), price);
 }
 
 /** A request's prompt tokens before any upstream reported them: its body's bytes / 4. */
@@ -28,7 +32,14 @@ export function promptTokenEstimate(bodyBytes: number): number {
   return Math.ceil(bodyBytes / 4);
 }
 
-function completionBound(body: Record<string, unknown>, fallback: number): number {
-  const value = body.max_completion_tokens ?? body.max_tokens;
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.ceil(value), MAX_COUNTED_TOKENS) : fallback;
+/** The most completion tokens a request may be answered with: what its reservation is for. */
+export function completionBound(body: Record<string, unknown>, fallback: number): number {
+  const asked = Math.max(positive(body.max_completion_tokens), positive(body.max_tokens));
+  const choices = Math.min(Math.max(1, positive(body.n)), MAX_CHOICES);
+  return Math.min((asked > 0 ? asked : fallback) * choices, MAX_COUNTED_TOKENS);
+}
+
+/** A positive finite number rounded up, else 0. */
+function positive(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.ceil(value), MAX_COUNTED_TOKENS) : 0;
 }

@@ -14,7 +14,7 @@ import { recordComplete, recordFailure } from "./upstream-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
-import { promptTokenEstimate } from "../credits/price";
+import { completionBound, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 
@@ -98,7 +98,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       // it came, less the gateway's key for that upstream, should the upstream echo it.
       if (reply.status >= 400 && upstream.config.api_key) text = withoutKey(text, upstream.config.api_key);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4)) : null);
+      const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       return new Response(text, { status: reply.status, headers });
     }
@@ -110,7 +110,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordFailure(upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         if (result.outcome === "complete") recordComplete(upstream, deps.now());
-        const usage = result.usage ?? estimatedUsage(ctx, result.events);
+        const usage = result.usage ?? estimatedUsage(ctx, result.events, deps.config.routing.default_max_tokens);
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
         served.finish(outcome(done, STREAM_END_STATUS[result.outcome], usage, upstreamMs));
       },
@@ -213,8 +213,9 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
 /**
  * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
  * reservation estimates it, and the completion as counted by the caller (a stream's events
- * relayed, a JSON answer's characters / 4).
+ * relayed, a JSON answer's characters / 4), at most what the reservation allowed for: a guess
+ * never charges past the overdraw bound.
  */
-function estimatedUsage(ctx: ChatContext, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: completionTokens };
+function estimatedUsage(ctx: ChatContext, completionTokens: number, defaultMaxTokens: number): Usage {
+  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: Math.min(completionTokens, completionBound(ctx.body, defaultMaxTokens)) };
 }

@@ -1,6 +1,7 @@
 /**
  * Token usage as upstreams report it, and its cost in integer micro-credits. Prices are credits
- * per 1M tokens, so micro-credits per token equals the price: cost = tokens * price, rounded up.
+ * per 1M tokens, so micro-credits per token equals the price: cost = tokens * price, rounded up,
+ * computed exactly (tokensCostMicro).
  * A reported usage is untrusted JSON: readUsage narrows it to whole, non-negative token counts of
  * at most MAX_COUNTED_TOKENS, so no cost, hold or log row is ever NaN, Infinity or a string.
  */
@@ -19,7 +20,20 @@ export const MAX_COUNTED_TOKENS = 1_000_000_000;
 
 export function costMicro(usage: Usage | null, price: { prompt: number; completion: number }): number {
   if (!usage) return 0;
-  return Math.ceil(usage.prompt_tokens * price.prompt + usage.completion_tokens * price.completion);
+  return tokensCostMicro(usage.prompt_tokens, usage.completion_tokens, price);
+}
+
+/**
+ * prompt * price.prompt + completion * price.completion, rounded up, without a float's error
+ * (100 tokens at 0.07 is 7, where the float product is 7.000000000000001). Prices have at most 6
+ * decimals (the config refuses more), so each is a whole part and a count of millionths, and
+ * with token counts of at most MAX_COUNTED_TOKENS every product stays an exact integer below 2^53.
+ */
+export function tokensCostMicro(prompt: number, completion: number, price: { prompt: number; completion: number }): number {
+  const promptWhole = Math.floor(price.prompt);
+  const completionWhole = Math.floor(price.completion);
+  const millionths = prompt * Math.round((price.prompt - promptWhole) * 1e6) + completion * Math.round((price.completion - completionWhole) * 1e6);
+  return prompt * promptWhole + completion * completionWhole + Math.ceil(millionths / 1e6);
 }
 
 /** A whole token count from an untrusted number: 0 unless positive, at most MAX_COUNTED_TOKENS. */

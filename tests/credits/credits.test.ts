@@ -2,6 +2,9 @@ import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { formatCredits, MAX_BALANCE_MICRO, MICRO_PER_CREDIT, parseCredits } from "../../src/credits/amount";
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
+import { maxCostMicro } from "../../src/credits/price";
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../../src/router/usage";
+import { buildConfig } from "../../src/config/load";
 import { DEBITS_STALLED_MS } from "../../src/auth/gate";
 import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";
 
@@ -22,11 +25,44 @@ describe("amounts", () => {
     expect(parseCredits("0.000001")).toBe(1);
     expect(parseCredits(" 3 ")).toBe(3_000_000);
     expect(parseCredits("1000000000")).toBe(1e15);
-    for (const bad of ["0", "-1", "1.0000001", "1e3", "abc", "", "1,5", "1000000001", null, undefined, NaN, Infinity, -2, {}]) {
+    // At most one billion credits, fraction included (regression: 1000000000.000001 was granted).
+    for (const bad of ["0", "-1", "1.0000001", "1e3", "abc", "", "1,5", "1000000001", "1000000000.000001", 1000000000.5, null, undefined, NaN, Infinity, -2, {}]) {
       expect(parseCredits(bad)).toBeNull();
     }
     expect(formatCredits(12_500_000)).toBe("12.500000");
     expect(formatCredits(-50)).toBe("-0.000050");
+  });
+});
+
+describe("prices", () => {
+  test("tokens x price is exact for prices with decimals (regression: 100 tokens at 0.07 cost 8 micro-credits, not 7)", () => {
+    expect(tokensCostMicro(100, 0, { prompt: 0.07, completion: 0 })).toBe(7);
+    expect(tokensCostMicro(3, 7, { prompt: 0.1, completion: 0.2 })).toBe(2); // 0.3 + 1.4 = 1.7, rounded up
+    expect(tokensCostMicro(10, 10, { prompt: 0.1, completion: 0.2 })).toBe(3);
+    expect(tokensCostMicro(MAX_COUNTED_TOKENS, MAX_COUNTED_TOKENS, { prompt: 999_999.999999, completion: 1_000_000 })).toBe(1_999_999_999_999_000);
+    expect(tokensCostMicro(1, 0, { prompt: 0.000001, completion: 0 })).toBe(1);
+    expect(tokensCostMicro(0, 0, { prompt: 5, completion: 5 })).toBe(0);
+  });
+
+  test("a price with more than 6 decimals is a config error", () => {
+    const models = (price: Record<string, number>) => ({ upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }], price }] });
+    expect(() => buildConfig(models({ prompt: 0.0000001 }), { env: {} })).toThrow("models[0].price.prompt: at most 6 decimal places");
+    expect(() => buildConfig(models({ completion: 12.3456789 }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
+    expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({ prompt: 0.07, completion: 999_999.999999 });
+  });
+
+  test("the reservation covers n choices of the larger of max_tokens and max_completion_tokens", () => {
+    const price = { prompt: 0, completion: 1 };
+    const cost = (body: Record<string, unknown>) => maxCostMicro({ price, body, bodyBytes: 0, defaultMaxTokens: 4096 });
+    expect(cost({})).toBe(4096);
+    expect(cost({ max_tokens: 100 })).toBe(100);
+    expect(cost({ max_tokens: 100, n: 50 })).toBe(5000);
+    expect(cost({ n: 2 })).toBe(8192);
+    expect(cost({ max_completion_tokens: 1, max_tokens: 4000 })).toBe(4000);
+    expect(cost({ max_completion_tokens: 300, max_tokens: 20 })).toBe(300);
+    expect(cost({ max_tokens: 100, n: 1e9 })).toBe(100 * 128);
+    expect(cost({ max_tokens: 100, n: "3" })).toBe(100);
+    expect(cost({ max_tokens: 1e308, n: 128 })).toBe(MAX_COUNTED_TOKENS);
   });
 });
 
@@ -225,10 +261,10 @@ describe("spending", () => {
 
 describe("concurrency bound", () => {
   // The reservation is the body's bytes / 4 at the prompt price plus the completion bound
-  // (max_completion_tokens, else max_tokens) at the completion price, Content-Length sent or not.
+  // (the larger of max_completion_tokens and max_tokens) at the completion price, Content-Length sent or not.
   for (const { name, extra, sendLength } of [
     { name: "max_tokens, Content-Length sent", extra: { max_tokens: 10 }, sendLength: true },
-    { name: "max_completion_tokens", extra: { max_completion_tokens: 10, max_tokens: 5_000 }, sendLength: true },
+    { name: "max_completion_tokens, above max_tokens", extra: { max_completion_tokens: 10, max_tokens: 5 }, sendLength: true },
     { name: "a body without Content-Length (chunked)", extra: { max_tokens: 10 }, sendLength: false },
   ]) {
     test(`a burst never overdraws by more than one request's reserved maximum cost (${name})`, async () => {

@@ -103,6 +103,20 @@ describe("an upstream's reported usage", () => {
     });
   }
 
+  for (const stream of [false, true]) {
+    test(`an estimate never charges more completion tokens than the reservation was for (${stream ? "streamed" : "JSON"}; regression: max_tokens 1 was charged as 46, past the overdraw bound)`, async () => {
+      t = buildAuthApp();
+      Object.assign(t.upstream.behaviour, { noUsage: true, words: ["a", "b", "c", "d", "e"] });
+      const { userId, auth } = await paying(1_000_000);
+      const body = JSON.stringify({ ...HELLO, stream, max_tokens: 2 });
+      expect(await statusOf(t.chat(body, auth))).toBe(200);
+      const prompt = Math.ceil(body.length / 4);
+      expect(t.records.at(-1)).toMatchObject({ promptTokens: prompt, completionTokens: 2, costMicro: prompt * PAID_PRICE.prompt + 2 * PAID_PRICE.completion });
+      t.identities.meter.flush();
+      expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - (prompt * PAID_PRICE.prompt + 2 * PAID_PRICE.completion));
+    });
+  }
+
   test("a usage object without a number in it is no usage", () => {
     expect(usageFromJson('{"choices":[],"usage":{"prompt_tokens":"1","completion_tokens":null}}')).toBeNull();
     expect(usageFromJson('{"choices":[],"usage":null}')).toBeNull();
