@@ -117,21 +117,32 @@ export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial
 export function createApiKey(
   db: Db,
   input: { userId: number; name: string; expiresAt?: number | null; perMinute?: number | null; now?: number },
-): { id: string; key: string; displayPrefix: string } {
+): { id: string; key: string; displayPrefix: string; name: string } {
   const key = generateApiKey();
+  const name = keyName(input.name);
   const id = `key_${randomToken(10)}`;
   const displayPrefix = key.slice(0, KEY_PREFIX.length + 6);
   db.insert(apiKeys).values({
     id,
     userId: input.userId,
-    name: [...input.name.trim()].slice(0, 100).join("") || "default", // 100 characters, never half of one
+    name,
     keyHash: sha256Hex(key),
     displayPrefix,
     perMinute: input.perMinute ?? null,
     createdAt: input.now ?? Date.now(),
     expiresAt: input.expiresAt ?? null,
   }).run();
-  return { id, key, displayPrefix };
+  return { id, key, displayPrefix, name };
+}
+
+/**
+ * A key's name as stored: control and invisible format characters (a line break, a terminal
+ * escape) become spaces, runs of spaces one, at most 100 characters (never half of one), or
+ * "default" when nothing is left.
+ */
+export function keyName(raw: string): string {
+  const clean = raw.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
+  return [...clean].slice(0, 100).join("") || "default";
 }
 
 export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo[] {

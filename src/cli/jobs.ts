@@ -7,6 +7,7 @@ import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/adm
 import type { JobState } from "../webhooks/store";
 import { registerCommand, type CliContext } from "./index";
 import { stringFlag, UsageError } from "./args";
+import { formatTable } from "./table";
 
 const USAGE = "usage: modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID";
 
@@ -24,8 +25,7 @@ function printTable(ctx: CliContext, rows: JobSummary[]): void {
     String(r.callId), String(r.jobId), r.state, String(r.attempts), String(r.bytes), iso(r.createdAt),
     iso(r.leaseUntil), r.path, r.name ?? "-", (r.lastError ?? "-").replace(/\s+/g, " ").slice(0, 80),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  for (const line of [header, ...lines]) ctx.print(line.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+  for (const line of formatTable([header, ...lines])) ctx.print(line);
 }
 
 function list(ctx: CliContext): number {

@@ -12,6 +12,7 @@
  */
 import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
+import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
 import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
@@ -119,7 +120,7 @@ registerCommand("key", (ctx) => {
     const name = stringFlag(ctx.args, "name") ?? "default";
     const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email).id, name, expiresAt, perMinute, now }));
     ctx.print(created.key);
-    console.error(`created ${created.id} "${name}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
+    console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
     return 0;
   }
   if (sub === "list") {
@@ -131,9 +132,7 @@ registerCommand("key", (ctx) => {
     }
     const rows = keys.map((k) => [k.id, k.email, k.name, `${k.displayPrefix}...`, date(k.createdAt), date(k.expiresAt), date(k.lastUsedAt),
       k.revokedAt !== null ? `revoked ${date(k.revokedAt)}` : k.expiresAt !== null && k.expiresAt <= Date.now() ? "expired" : "active"]);
-    const table = [["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS"], ...rows];
-    const widths = table[0].map((_, i) => Math.max(...table.map((r) => r[i].length)));
-    for (const row of table) ctx.print(row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+    for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS"], ...rows])) ctx.print(line);
     return 0;
   }
   if (sub === "revoke" && keyId) {

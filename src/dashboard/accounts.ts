@@ -29,7 +29,7 @@ export interface SignedIn {
 export interface DashboardAccounts {
   sessionUser(request: Request): SignedIn | null;
   listKeys(options: { userId?: number }): KeyView[];
-  createKey(input: { userId: number; name: string; expiresAt: number | null }): Result<{ id: string; key: string }>;
+  createKey(input: { userId: number; name: string; expiresAt: number | null }): Result<{ id: string; key: string; name: string }>;
   revokeKey(keyId: string, options: { userId?: number }): boolean;
   balance(userId: number): number;
   listUsers(): UserView[];
@@ -57,7 +57,7 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     },
     createKey(input) {
       const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, now: now() });
-      return { ok: true, value: { id: created.id, key: created.key } };
+      return { ok: true, value: { id: created.id, key: created.key, name: created.name } };
     },
     revokeKey(keyId, options) {
       return revokeApiKey(db, keyId, { ...options, now: now() }) === "revoked";

@@ -109,7 +109,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
       const created = accounts.createKey({ userId: g.user.id, name, expiresAt });
       if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
-      return renderKeys(g, { created: { key: created.value.key, name } });
+      return renderKeys(g, { created: { key: created.value.key, name: created.value.name } });
     }, hidden)
     .post("/dashboard/keys/:id/revoke", ({ request, body, params }) => {
       const g = guardForm(request, body);

@@ -9,6 +9,8 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseExpiry } from "../../src/cli/users";
+import { formatTable } from "../../src/cli/table";
+import { keyName } from "../../src/auth/apikey";
 
 describe("parseArgs", () => {
   test("positionals, --flag value, --flag=value and declared booleans", () => {
@@ -21,6 +23,42 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["key", "create", "--name", "--config", "mg.toml"])).toThrow(new UsageError("--name needs a value"));
     expect(() => parseArgs(["--name"])).toThrow(new UsageError("--name needs a value"));
     expect(parseArgs(["--name=--odd"]).flags.get("name")).toBe("--odd");
+  });
+
+  test("a flag given twice is refused, not the last one taken (regression: --amount 5 --amount 6 granted 6)", () => {
+    expect(() => parseArgs(["credits", "grant", "--amount", "5", "--amount", "6"])).toThrow(new UsageError("--amount is given twice"));
+    expect(() => parseArgs(["--admin", "--admin"], new Set(["admin"]))).toThrow(new UsageError("--admin is given twice"));
+    expect(() => parseArgs(["--user=a@x.io", "--user", "b@x.io"])).toThrow(new UsageError("--user is given twice"));
+  });
+});
+
+describe("key names and tables", () => {
+  test("a key name cannot carry a line break or a terminal escape into `key list` (regression: a dashboard user forged a row owned by admin@)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const quiet = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "pw@example.com", "--config", config])).toBe(0);
+      const forged = "ok\nkey_aaaaaaaaaaaaaaaa  admin@example.com  prod \u001b[31mRED\u001b[0m\u200b";
+      expect(await runCli(["key", "create", "--user", "pw@example.com", "--name", forged, "--config", config])).toBe(0);
+      printed.mockClear();
+      expect(await runCli(["key", "list", "--config", config])).toBe(0);
+      const lines = printed.mock.calls.map((call) => String(call[0]));
+      expect(lines).toHaveLength(2); // the header and the one key: no forged row
+      expect(lines[1]).toContain("ok key_aaaaaaaaaaaaaaaa admin@example.com prod [31mRED [0m");
+      for (const line of lines) expect(line).not.toMatch(/[\u0000-\u001f\u200b]/);
+    } finally {
+      quiet.mockRestore();
+      printed.mockRestore();
+    }
+  });
+
+  test("cells made elsewhere (an older row, an upstream's error) are shown escaped", () => {
+    expect(formatTable([["A", "B"], ["x\u001b[2Jy", "z\nw"]])).toEqual([`A${" ".repeat(12)}B`, "x\\u001b[2Jy  z\\u000aw"]);
+    expect(keyName("  ci\r\n\tbuild  ")).toBe("ci build");
+    expect(keyName("\u200b\u0007")).toBe("default");
   });
 });
 
