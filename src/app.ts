@@ -7,6 +7,7 @@ import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
+import { trustedProxies } from "./client-address";
 import { violationError } from "./validation";
 import { tooLarge } from "./body";
 import { apiRoutes } from "./api";
@@ -15,7 +16,7 @@ import { modelRoutes } from "./router/routes";
 import { swaggerRoutes } from "./swagger";
 
 export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
-  const trusted = new Set(deps.config.server.trusted_proxies);
+  const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
   const chat = createChatEndpoint(deps);
   // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the

@@ -11,6 +11,11 @@ export function parseAddress(address: string): { hostname: string; port: number 
   return { hostname, port: Number(address.slice(index + 1)) };
 }
 
+/** The base URL of a server listening on `hostname:port` (an IPv6 host in brackets, as URLs need). */
+export function listenUrl(hostname: string, port: number): string {
+  return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+}
+
 /** Runs `listen`; a failure (a port in use) is rethrown naming the key, e.g. `server.listen = "…": …`. */
 export function listenNaming<T>(key: string, address: string, listen: () => T): T {
   try {

@@ -23,7 +23,7 @@ import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
 import { VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
-import { listenNaming, parseAddress, stopWithin } from "./listen";
+import { listenNaming, listenUrl, parseAddress, stopWithin } from "./listen";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
@@ -102,7 +102,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   }
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
-  log("info", `modelgate ${VERSION} listening on http://${hostname}:${app.server?.port ?? port}`, {
+  log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, app.server?.port ?? port)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
     models: registry.list().length,

@@ -25,9 +25,10 @@ import type { CreditMeter } from "../credits/meter";
 import { maxCostMicro } from "../credits/price";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
+import { addressSubject } from "../client-address";
 import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
 
 export interface GateDeps {
@@ -40,8 +41,6 @@ export interface GateDeps {
   /** Verifies X-Payment-Signature (src/auth/spendauth.ts); absent when SpendAuth is off. */
   spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
 }
-
-const NO_SETTLE = (): void => {};
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
 type Presented =
@@ -86,6 +85,14 @@ export function createGate(deps: GateDeps): Gate {
     session: policyFromLimit(config.limits.session),
     anonymous: policyFromLimit(config.limits.anonymous),
   };
+  /**
+   * A request no upstream answered because of an outage (the gateway's own 500, or 502, 503, 504
+   * with no upstream's answer) gives its request back: a client that follows Retry-After through
+   * an outage keeps its limit, the anonymous daily window included.
+   */
+  const givingBackUnserved = (subject: string, policy: RatePolicy) => (outcome: SettleInput): void => {
+    if (outcome.upstream === null && outcome.status >= 500) limiter.giveBack(subject, policy);
+  };
   const keyPolicies = new Map<number, RatePolicy>();
   const keyPolicy = (perMinute: number): RatePolicy => {
     let policy = keyPolicies.get(perMinute);
@@ -104,9 +111,11 @@ export function createGate(deps: GateDeps): Gate {
       return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
     }
     const { route } = input;
-    if (route.free) return { identity, headers, settle: NO_SETTLE };
+    const giveBack = givingBackUnserved(identity.subject, policy);
+    if (route.free) return { identity, headers, settle: giveBack };
     const unrecordedSince = meter.unrecordedSince();
     if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
+      limiter.giveBack(identity.subject, policy);
       return new IdentifiedDenial(identity, "service_unavailable", "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly", {
         headers: { ...headers, "retry-after": "5" },
       });
@@ -122,7 +131,10 @@ export function createGate(deps: GateDeps): Gate {
     return {
       identity,
       headers,
-      settle: (outcome) => meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() }),
+      settle: (outcome) => {
+        meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() });
+        giveBack(outcome);
+      },
     };
   }
 
@@ -163,14 +175,14 @@ export function createGate(deps: GateDeps): Gate {
     if (!input.route.free) {
       return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
     }
-    const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${input.clientIp()}` };
+    const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${addressSubject(input.clientIp())}` };
     const decision = limiter.take(identity.subject, policies.anonymous);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       const per = decision.binding === "bucket" ? "minute" : "day";
       return new GatewayError("rate_limit_exceeded", `Rate limit reached for anonymous callers from your address: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s, or authenticate with ${ways}`, { headers });
     }
-    return { identity, headers, settle: NO_SETTLE };
+    return { identity, headers, settle: givingBackUnserved(identity.subject, policies.anonymous) };
   }
 
   return {

@@ -4,6 +4,7 @@
  * a minute; per account (the email as typed, normalised, whether or not it exists) 5 attempts,
  * refilled at 1 a minute. Every attempt counts, successful or not, so the limit cannot be raced.
  */
+import { addressSubject } from "../client-address";
 import { createMemoryLimiter } from "../ratelimit/memory";
 import type { RatePolicy } from "../ratelimit/types";
 
@@ -20,7 +21,7 @@ export function createSignInThrottle(options: { now?: () => number } = {}): Sign
   const limiter = createMemoryLimiter({ now: options.now, maxSubjects: 100_000 });
   return {
     attempt({ address, account }) {
-      const byAddress = limiter.take(`ip:${address}`, PER_ADDRESS);
+      const byAddress = limiter.take(`ip:${addressSubject(address)}`, PER_ADDRESS);
       if (!byAddress.allowed) return Math.ceil(byAddress.retryAfterMs / 1000);
       if (account === undefined) return null;
       const byAccount = limiter.take(`account:${account.trim().toLowerCase()}`, PER_ACCOUNT);

@@ -3,6 +3,7 @@
  * filled and the result checked against the schema. Every failure is a ConfigError whose message
  * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
  */
+import { parseProxyEntry } from "../client-address";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
@@ -163,6 +164,9 @@ function checkReferences(config: Config): void {
     const { port } = parseAddress(address);
     if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   }
+  config.server.trusted_proxies.forEach((entry, i) => {
+    if (parseProxyEntry(entry) === null) throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
+  });
   const upstreams = new Set<string>();
   config.upstreams.forEach((u, i) => {
     if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);

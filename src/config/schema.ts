@@ -6,13 +6,19 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
 
-const Limit = T.Object(
-  {
-    per_minute: T.Integer({ minimum: 1 }),
-    per_day: T.Optional(T.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: false },
-);
+/** The most requests a limit may name (as `key create --per-minute`): the x-ratelimit headers stay plain integers. */
+const MAX_LIMIT = 1_000_000_000;
+
+/** One `[limits]` entry. A key left out keeps its default; `per_day = 0` means no daily window. */
+function limitEntry(defaults: { per_minute: number; per_day?: number }) {
+  return T.Object(
+    {
+      per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }),
+      per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })),
+    },
+    { additionalProperties: false, default: defaults },
+  );
+}
 
 const Server = T.Object(
   {
@@ -32,10 +38,10 @@ const Server = T.Object(
 
 const Limits = T.Object(
   {
-    api_key: T.Composite([Limit], { default: { per_minute: 60 } }),
-    session: T.Composite([Limit], { default: { per_minute: 30 } }),
-    spend_auth: T.Composite([Limit], { default: { per_minute: 120 } }),
-    anonymous: T.Composite([Limit], { default: { per_minute: 10, per_day: 5 } }),
+    api_key: limitEntry({ per_minute: 60 }),
+    session: limitEntry({ per_minute: 30 }),
+    spend_auth: limitEntry({ per_minute: 120 }),
+    anonymous: limitEntry({ per_minute: 10, per_day: 5 }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -190,7 +196,7 @@ export const ConfigSchema = T.Object(
 export type Config = Static<typeof ConfigSchema>;
 export type UpstreamConfig = Static<typeof Upstream>;
 export type ModelConfig = Static<typeof Model>;
-export type LimitConfig = Static<typeof Limit>;
+export type LimitConfig = Static<ReturnType<typeof limitEntry>>;
 
 /** Keys whose values are secrets wherever they appear; `config check` prints them redacted. */
 export const SECRET_KEYS = new Set([

@@ -108,7 +108,8 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
       if (window === undefined) return bucket;
       const windowRemaining = window.limit - e.windowCount;
       const windowReset = e.windowStart + window.ms - t;
-      if (windowOk && windowRemaining >= bucketRemaining) return bucket;
+      // On a tie the window is described: it is the one that takes longer to come back.
+      if (windowOk && windowRemaining > bucketRemaining) return bucket;
       return {
         allowed,
         binding: "window",
@@ -117,6 +118,12 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
         resetMs: windowReset,
         retryAfterMs: Math.max(bucket.retryAfterMs, windowOk ? 0 : windowReset),
       };
+    },
+    giveBack(subject: string, policy: RatePolicy): void {
+      const e = entries.get(subject);
+      if (e === undefined) return;
+      e.tokens = Math.min(policy.limit, e.tokens + 1);
+      if (policy.window !== undefined && e.windowCount > 0) e.windowCount -= 1;
     },
     size: () => entries.size,
     sweep,

@@ -28,6 +28,8 @@ export interface RateDecision {
 
 export interface RateLimiter {
   take(subject: string, policy: RatePolicy): RateDecision;
+  /** Returns one request that take() allowed but nobody served (an outage): to the bucket and to the window. */
+  giveBack(subject: string, policy: RatePolicy): void;
   /** Number of subjects currently held in memory (for /api/status and tests). */
   size(): number;
   /** Drops state that no longer affects any decision (full buckets, closed windows). */
@@ -38,12 +40,12 @@ export interface RateLimiter {
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;
 
-/** A policy from a `[limits]` entry: `per_minute`, optionally `per_day`. */
+/** A policy from a `[limits]` entry: `per_minute`, optionally `per_day` (0: none). */
 export function policyFromLimit(limit: { per_minute: number; per_day?: number }): RatePolicy {
   return {
     limit: limit.per_minute,
     periodMs: MINUTE_MS,
-    window: limit.per_day === undefined ? undefined : { limit: limit.per_day, ms: DAY_MS },
+    window: limit.per_day === undefined || limit.per_day === 0 ? undefined : { limit: limit.per_day, ms: DAY_MS },
   };
 }
 

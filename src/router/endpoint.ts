@@ -11,6 +11,7 @@ import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
 import { BodyBudget, busyReading, declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
+import { trustedProxies } from "../client-address";
 import { violationError } from "../validation";
 import { handleChat, refusalRecord } from "./chat";
 import { ChatCompletionRequest, contentMissing } from "./schema";
@@ -24,7 +25,7 @@ const checker = TypeCompiler.Compile(ChatCompletionRequest);
 const REFUSED_BEFORE_ADMISSION = new Set([400, 404]);
 
 export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
-  const trusted = new Set(deps.config.server.trusted_proxies);
+  const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
   const budget = new BodyBudget(deps.config.server.max_body_bytes_in_flight);
   return async function serveChat(request, server) {

@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema";
 import { WebhookGateway } from "./gateway";
-import { listenNaming, parseAddress } from "../listen";
+import { listenNaming, listenUrl, parseAddress } from "../listen";
 import { startJobRunner } from "./jobs";
 import { Outbox } from "./outbox";
 import type { OutboxStats } from "./admin";
@@ -89,7 +89,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   if (serviceId === 0) {
     log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");
   }
-  log("info", `webhook gateway listening on http://${address.hostname}:${port}`, {
+  log("info", `webhook gateway listening on ${listenUrl(address.hostname, port)}`, {
     endpoints: w.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),
     jobs: config.jobs.map((j) => j.job_id),
     pull_api: w.pull_token !== undefined,

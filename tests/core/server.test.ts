@@ -8,6 +8,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { BINARY, startGateway, type RunningGateway } from "../support/binary";
+import { listenUrl } from "../../src/listen";
 
 const started: RunningGateway[] = [];
 afterAll(async () => {
@@ -97,4 +98,10 @@ describe("the server", () => {
       for (const socket of slow) socket.end();
     }
   });
+});
+
+test("the address logged at start is a URL for IPv6 hosts too (regression: http://::1:8080)", () => {
+  expect(listenUrl("::1", 8080)).toBe("http://[::1]:8080");
+  expect(listenUrl("0.0.0.0", 8080)).toBe("http://0.0.0.0:8080");
+  expect(new URL(listenUrl("fd00::7", 9090)).port).toBe("9090");
 });

@@ -3,6 +3,7 @@
  * compiled binary, and (in process, with an injected clock) the anonymous per-minute and daily
  * limits and a per-key override.
  */
+import { buildConfig } from "../../src/config/load";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
@@ -71,6 +72,44 @@ describe("in process, with an injected clock", () => {
     const next = await t.chat(free);
     expect(next.status).toBe(200);
     expect(next.headers.get("x-ratelimit-remaining-requests")).toBe("4");
+  });
+
+  test("a request no upstream answered gives its request back (regression: an anonymous caller following Retry-After through an outage used up its day)", async () => {
+    t = buildAuthApp({ routing: { cooldown_failures: 1_000_000 } }); // every attempt reaches the failing upstream
+    t.upstream.behaviour.failWith = 500;
+    for (let i = 0; i < 8; i++) expect((await t.chat(free)).status).toBe(502);
+    const user = await t.user("outage@example.com");
+    const auth = { authorization: `Bearer ${t.key(user.id, { perMinute: 2 })}` };
+    for (let i = 0; i < 4; i++) expect((await t.chat(free, auth)).status).toBe(502);
+    t.upstream.behaviour.failWith = undefined;
+    const served = await t.chat(free);
+    expect(served.status).toBe(200);
+    expect(served.headers.get("x-ratelimit-remaining-requests")).toBe("4");
+    expect([await t.chat(free, auth), await t.chat(free, auth), await t.chat(free, auth)].map((r) => r.status)).toEqual([200, 200, 429]);
+  });
+
+  test("IPv6 callers are limited per /64: another address of the same block is the same caller", async () => {
+    t = buildAuthApp({ server: { trusted_proxies: ["127.0.0.1"] } });
+    const from = (address: string) => ({ "x-forwarded-for": address });
+    const statuses: number[] = [];
+    for (let i = 1; i <= 6; i++) statuses.push((await t.chat(free, from(`2001:db8:1:2::${i.toString(16)}`))).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    expect((await t.chat(free, from("2001:db8:1:3::1"))).status).toBe(200);
+    expect((await t.chat(free, from("2001:DB8:1:2:ffff:ffff:ffff:ffff"))).status).toBe(429);
+  });
+
+  test("per_day = 0 turns the anonymous daily window off; a key left out keeps its default", async () => {
+    t = buildAuthApp({ limits: { anonymous: { per_minute: 8, per_day: 0 } } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await t.chat(free)).status);
+    expect(statuses).toEqual([...Array(8).fill(200), 429]);
+    expect(buildConfig({ limits: { anonymous: { per_minute: 100 } } }, { env: {} }).config.limits.anonymous).toEqual({ per_minute: 100, per_day: 5 });
+  });
+
+  test("a [limits] entry with an unknown key or a limit past 1,000,000,000 is a config error", () => {
+    expect(() => buildConfig({ limits: { api_key: { per_minute: 3, per_dya: 1 } } }, { env: {} })).toThrow("limits.api_key.per_dya: unknown key");
+    expect(() => buildConfig({ limits: { api_key: { per_minute: 1e300 } } }, { env: {} })).toThrow("limits.api_key.per_minute");
+    expect(() => buildConfig({ limits: { anonymous: { per_minute: 10, per_day: -1 } } }, { env: {} })).toThrow("limits.anonymous.per_day");
   });
 
   test("anonymous per-minute limit binds first when it is the tighter", async () => {

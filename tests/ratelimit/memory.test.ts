@@ -91,6 +91,33 @@ describe("anonymous daily window", () => {
     limiter.close();
   });
 
+  test("when both limits have as much left, the headers describe the window, which takes longer to come back (regression: `reset 1m0s`, then a 24-hour 429)", () => {
+    const c = clock();
+    const limiter = createMemoryLimiter({ now: c.now });
+    const even = policyFromLimit({ per_minute: 5, per_day: 5 });
+    const decisions = [1, 2, 3, 4, 5].map(() => limiter.take("ip:a", even));
+    expect(decisions.map((d) => d.binding)).toEqual(["window", "window", "window", "window", "window"]);
+    expect(decisions[4]).toMatchObject({ allowed: true, remaining: 0, resetMs: DAY_MS });
+    limiter.close();
+  });
+
+  test("giveBack returns one request to the bucket and to the window, never past the limit", () => {
+    const c = clock();
+    const limiter = createMemoryLimiter({ now: c.now });
+    for (let i = 0; i < 5; i++) limiter.take("ip:a", anonymous);
+    expect(limiter.take("ip:a", anonymous).allowed).toBe(false);
+    limiter.giveBack("ip:a", anonymous);
+    expect(limiter.take("ip:a", anonymous)).toMatchObject({ allowed: true, remaining: 0 });
+    limiter.giveBack("ip:fresh", anonymous); // unknown: nothing to return, nothing created
+    expect(limiter.size()).toBe(1);
+    const b = limiter.take("ip:b", perMinute60);
+    limiter.giveBack("ip:b", perMinute60);
+    limiter.giveBack("ip:b", perMinute60);
+    expect(limiter.take("ip:b", perMinute60).remaining).toBe(59);
+    expect(b.remaining).toBe(59);
+    limiter.close();
+  });
+
   test("the per-minute limit binds inside the day; a denial by either counts against neither", () => {
     const c = clock();
     const limiter = createMemoryLimiter({ now: c.now });
