@@ -10,8 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { BINARY } from "../support/binary";
+import { migrations } from "../../src/db/migrations.gen";
 
-test("processes starting together on a fresh data_dir all succeed, and the migration runs once", async () => {
+test("processes starting together on a fresh data_dir all succeed, and each migration runs once", async () => {
   for (let round = 0; round < 10; round++) {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-first-"));
     const config = join(dir, "modelgate.toml");
@@ -21,7 +22,7 @@ test("processes starting together on a fresh data_dir all succeed, and the migra
     const results = await Promise.all(runs.map(async (run) => ({ code: await run.exited, stderr: await new Response(run.stderr).text() })));
     for (const result of results) expect(result).toEqual({ code: 0, stderr: "" });
     const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });
-    expect((db.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n).toBe(1);
+    expect((db.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n).toBe(migrations.length);
     expect((db.query("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check).toBe("ok");
     db.close();
   }
