@@ -41,7 +41,8 @@ export function trustedProxies(entries: readonly string[]): TrustedProxies {
 
 /** The client's canonical address: the socket's, or X-Forwarded-For's right-most untrusted entry behind a trusted proxy. */
 export function clientAddress(request: Request, socket: string, trusted: TrustedProxies): string {
-  const address = canonicalAddress(socket) ?? socket;
+  // The socket's address is a valid one: only IPv6 (and mapped IPv4) can be spelled otherwise.
+  const address = socket.includes(":") ? (canonicalAddress(socket) ?? socket) : socket;
   if (!trusted.has(address)) return address;
   const forwarded = request.headers.get("x-forwarded-for");
   if (!forwarded) return address;
@@ -57,7 +58,7 @@ export function clientAddress(request: Request, socket: string, trusted: Trusted
 
 /** The rate-limit subject of an address: itself for IPv4, its /64 for IPv6 (`2001:db8:1:2::/64`). */
 export function addressSubject(address: string): string {
-  if (isIP(address) !== 6) return address;
+  if (!address.includes(":")) return address;
   const [head, tail] = address.split("::");
   const groups = head === "" ? [] : head.split(":");
   if (tail !== undefined) {
