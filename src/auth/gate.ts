@@ -86,12 +86,14 @@ export function createGate(deps: GateDeps): Gate {
     anonymous: policyFromLimit(config.limits.anonymous),
   };
   /**
-   * A request no upstream answered because of an outage (the gateway's own 500, or 502, 503, 504
-   * with no upstream's answer) gives its request back: a client that follows Retry-After through
-   * an outage keeps its limit, the anonymous daily window included.
+   * A request the gateway answered without trying any upstream, because every upstream of the
+   * model is cooling down (503), gives its request back: a client that follows its Retry-After
+   * through an outage keeps its limit, the anonymous daily window included. Attempts that reached
+   * an upstream count, whatever it answered: a client must not get unlimited tries at inputs that
+   * make an upstream fail.
    */
   const givingBackUnserved = (subject: string, policy: RatePolicy) => (outcome: SettleInput): void => {
-    if (outcome.upstream === null && outcome.status >= 500) limiter.giveBack(subject, policy);
+    if (outcome.upstream === null && outcome.status === 503) limiter.giveBack(subject, policy);
   };
   const keyPolicies = new Map<number, RatePolicy>();
   const keyPolicy = (perMinute: number): RatePolicy => {
