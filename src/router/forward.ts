@@ -139,12 +139,17 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     client.answered();
     upstream.lastContactAt = now;
     const refusedCredentials = CREDENTIAL_REFUSALS.has(reply.status);
-    if (reply.status === 429 || reply.status >= 500 || refusedCredentials) {
+    // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
+    // the API cannot use it): it means the upstream's base_url is wrong.
+    const redirected = reply.status >= 300 && reply.status < 400;
+    if (reply.status === 429 || reply.status >= 500 || refusedCredentials || redirected) {
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
       const message = refusedCredentials
         ? `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
-        : `upstream "${upstream.name}" answered ${reply.status}`;
+        : redirected
+          ? `upstream "${upstream.name}" answered ${reply.status}, a redirect; check its base_url (https instead of http? a missing /v1?)`
+          : `upstream "${upstream.name}" answered ${reply.status}`;
       return { failure: "error", message };
     }
     return { reply, abort };

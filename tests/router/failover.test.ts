@@ -67,6 +67,21 @@ describe("failover before the first byte", () => {
     }
   });
 
+  test("an upstream's redirect moves on; alone, it is the gateway's 502 naming base_url (regression: the 3xx reached the client without its Location)", async () => {
+    const redirecting = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(null, { status: 301, headers: { location: "https://127.0.0.1:1/v1/chat/completions" } }) });
+    try {
+      const url = `http://127.0.0.1:${redirecting.port}/v1`;
+      const b = mock();
+      expect((await twoTargets(url, b.url).chat({ model: "m", messages: HELLO })).status).toBe(200);
+      expect(b.chatCount()).toBe(1);
+      const res = await twoTargets(url, url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
+      expect(res.status).toBe(502);
+      expect((await json(res)).error).toMatchObject({ code: "upstream_error", message: 'upstream "b" answered 301, a redirect; check its base_url (https instead of http? a missing /v1?)' });
+    } finally {
+      redirecting.stop(true);
+    }
+  });
+
   test("an upstream's refusal of the request is passed on, without the gateway's key for that upstream if it echoes it", async () => {
     const echo = Bun.serve({
       hostname: "127.0.0.1",
