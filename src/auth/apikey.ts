@@ -141,7 +141,7 @@ export function createApiKey(
  * "default" when nothing is left.
  */
 export function keyName(raw: string): string {
-  const clean = raw.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
+  const clean = raw.replace(/[\p{Cc}\p{Cf}\p{DI}\s]+/gu, " ").trim();
   return [...clean].slice(0, 100).join("") || "default";
 }
 

@@ -65,7 +65,7 @@ export async function completeSetup(
       deleteUserSessions(t, existing.id);
       return { ...existing, passwordHash, isAdmin: true, disabledAt: null };
     }
-    return tx.insert(users).values({ email, passwordHash, isAdmin: true }).returning().get();
+    return tx.insert(users).values({ email, passwordHash, isAdmin: true, emailUnverified: false }).returning().get();
   });
   if (result === "taken") return { error: `${email} already has an account, made by a sign-up that did not prove the address; choose another address for the administrator`, param: "email", reason: "setup_email_taken" };
   return result ?? { error: "This setup link is invalid, expired or already used" };

@@ -1,6 +1,6 @@
 /**
  * Users and their passwords, as plain functions over a database handle (server and CLI).
- * Emails are stored trimmed and lower-cased, so lookups are exact. Passwords are argon2id
+ * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased), so lookups are exact. Passwords are argon2id
  * (Bun.password); only the hash is stored. A user without a password signs in through OAuth.
  *
  *   createUser(db, { email, password?, isAdmin? }) -> User | UserError
@@ -11,6 +11,7 @@
  *   hasAdmin(db), setAdmin(db, userId), setPassword(db, userId, password)
  *   disableUser(db, userId, { now? }) / enableUser(db, userId) -> what happened
  *   signupRefusal(config.auth, email) -> null | reason
+ *   normalizeStoredEmails(db) -> the accounts whose stored email cannot be put in its lookup form
  *
  * A disabled user keeps their row, keys and ledger. Disabling ends their sessions in the same
  * transaction and empties the verified-key cache, so their API keys are refused from the next
@@ -32,10 +33,12 @@ export interface UserError {
 }
 
 /**
- * local@domain.tld without spaces, control or invisible format characters (a zero-width space
- * would make a second account that looks like the first) or a second "@".
+ * local@domain.tld without spaces, control characters, characters that show as nothing (format
+ * characters, variation selectors, fillers: Unicode's default-ignorable code points, and the blank
+ * braille pattern), any of which would make a second account that looks like the first, or a
+ * second "@".
  */
-const EMAIL = /^[^\s@\p{Cc}\p{Cf}]{1,64}@[^\s@\p{Cc}\p{Cf}]{1,253}\.[^\s@.\p{Cc}\p{Cf}]{1,63}$/u;
+const EMAIL = /^[^\s@\p{Cc}\p{Cf}\p{DI}\u2800]{1,64}@[^\s@\p{Cc}\p{Cf}\p{DI}\u2800]{1,253}\.[^\s@.\p{Cc}\p{Cf}\p{DI}\u2800]{1,63}$/u;
 export const PASSWORD_MIN = 8;
 /** argon2 hashes whatever it is given; a bound keeps one request from costing seconds. */
 export const PASSWORD_MAX = 256;
@@ -168,3 +171,23 @@ export function signupRefusal(auth: Config["auth"], email: string): string | nul
   const allowed = auth.allowed_domains.map((d) => d.trim().toLowerCase().replace(/^@/, ""));
   return allowed.includes(domain) ? null : `sign-up is limited to addresses at ${allowed.join(", ") || "(no domains configured)"}`;
 }
+
+/**
+ * Rewrites emails stored before they were kept in NFKC form (older releases only trimmed and
+ * lower-cased them, so `ｆｕｌｌ@example.com` could no longer be found, or found another account).
+ * A row is left as it is when its form belongs to another account or is no longer a valid
+ * address; those are returned, for the caller to report. A scan of `users` that writes nothing
+ * once every row is in form, so it runs at every open.
+ */
+export function normalizeStoredEmails(db: Db): Array<{ id: number; email: string }> {
+  const stuck: Array<{ id: number; email: string }> = [];
+  const rows = db.select({ id: users.id, email: users.email }).from(users).orderBy(users.id).all();
+  for (const row of rows) {
+    const email = normalizeEmail(row.email);
+    if (email === row.email) continue;
+    if (email === null || findUserByEmail(db, email) !== null) stuck.push(row);
+    else db.update(users).set({ email }).where(eq(users.id, row.id)).run();
+  }
+  return stuck;
+}
+

@@ -5,6 +5,7 @@
  */
 import { ConfigError, findConfigFile, loadConfig, redactedConfig, type LoadedConfig } from "../config/load";
 import { openDatabase, type OpenedDb } from "../db/client";
+import { normalizeStoredEmails } from "../auth/users";
 import { applyMigrations } from "../db/migrate";
 import { serve } from "../serve";
 import { VERSION, INTERFACE_VERSION } from "../version";
@@ -122,7 +123,11 @@ export async function runCli(argv: string[]): Promise<number | null> {
     return await command({
       args,
       config,
-      openDb: () => openDatabase(config().config.server.data_dir),
+      openDb: () => {
+        const opened = openDatabase(config().config.server.data_dir);
+        normalizeStoredEmails(opened.db);
+        return opened;
+      },
       print: (line) => console.log(line),
     });
   } catch (err) {

@@ -91,6 +91,10 @@ registerCommand("user", async (ctx) => {
     if ("error" in created) {
       const existing = isAdmin && created.param === "email" ? findUserByEmail(opened.db, email) : null;
       if (!existing) throw new UsageError(created.error);
+      // As the setup link: whoever signed up first with the address would hold an administrator's session.
+      if (existing.emailUnverified) {
+        throw new UsageError(`${existing.email} was made by a password sign-up, which does not prove the address; it is not made an administrator (choose another address for the administrator)`);
+      }
       setAdmin(opened.db, existing.id);
       ctx.print(`${existing.email} already existed; it is now an administrator${password === undefined ? "" : " (its password is unchanged)"}`);
       return 0;

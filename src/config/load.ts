@@ -178,8 +178,8 @@ function checkReferences(config: Config): void {
   const names = new Set<string>();
   config.models.forEach((m, i) => {
     for (const part of ["prompt", "completion"] as const) {
-      const millionths = m.price[part] * 1e6;
-      if (Math.abs(millionths - Math.round(millionths)) > 1e-3) {
+      // The number the TOML wrote, kept to 6 decimals, must be that same number.
+      if (Number(m.price[part].toFixed(6)) !== m.price[part]) {
         throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit per 1M tokens), so costs stay exact`);
       }
     }

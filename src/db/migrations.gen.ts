@@ -4,5 +4,5 @@ import m1 from "../../drizzle/0001_email_unverified.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0000_init", when: 1795320266897, sql: m0 },
-  { tag: "0001_email_unverified", when: 1795396230102, sql: m1 },
+  { tag: "0001_email_unverified", when: 1795397835279, sql: m1 },
 ];

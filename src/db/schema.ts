@@ -15,8 +15,12 @@ export const users = sqliteTable("users", {
   isAdmin: integer("is_admin", { mode: "boolean" }).notNull().default(false),
   disabledAt: integer("disabled_at"),
   createdAt: integer("created_at").notNull().default(now),
-  /** Made by a password sign-up: the address was typed in, never proven (no mail is sent). OAuth and setup never join such an account. */
-  emailUnverified: integer("email_unverified", { mode: "boolean" }).notNull().default(false),
+  /**
+   * Made by a password sign-up: the address was typed in, never proven (no mail is sent). OAuth,
+   * setup and `user add --admin` never join such an account. Unproven unless a creator says
+   * otherwise, so a row written without it (an older release) is never trusted by mistake.
+   */
+  emailUnverified: integer("email_unverified", { mode: "boolean" }).notNull().default(true),
 });
 
 export const oauthAccounts = sqliteTable(

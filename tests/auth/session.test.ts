@@ -108,7 +108,7 @@ describe("password sign-in", () => {
   test("emails with control characters are refused; password length counts characters, not UTF-16 units", async () => {
     t = buildAuthApp({ auth: { signup: "open" } });
     // And invisible format characters (regression: "admin\u200b@example.com" was a second account that looks like the first).
-    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com", "zw\u200bsp@example.com", "rtl\u202e@example.com", "a@exam\u00adple.com"]) {
+    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com", "zw\u200bsp@example.com", "rtl\u202e@example.com", "a@exam\u00adple.com", "ops\ufe0f@example.com", "ops\u034f@example.com", "ops\u3164@example.com", "ops\uffa0@example.com", "ops\u2800@example.com"]) {
       const refused = await t.request("/auth/signup", json({ email, password: "long enough" }));
       expect(refused.status).toBe(400);
       expect((await jsonOf(refused)).error.param).toBe("email");

@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { parseExpiry } from "../../src/cli/users";
 import { formatTable } from "../../src/cli/table";
 import { keyName } from "../../src/auth/apikey";
+import { openDatabase } from "../../src/db/client";
+import { createUser, findUserByEmail } from "../../src/auth/users";
 
 describe("parseArgs", () => {
   test("positionals, --flag value, --flag=value and declared booleans", () => {
@@ -29,6 +31,30 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["credits", "grant", "--amount", "5", "--amount", "6"])).toThrow(new UsageError("--amount is given twice"));
     expect(() => parseArgs(["--admin", "--admin"], new Set(["admin"]))).toThrow(new UsageError("--admin is given twice"));
     expect(() => parseArgs(["--user=a@x.io", "--user", "b@x.io"])).toThrow(new UsageError("--user is given twice"));
+  });
+});
+
+describe("user add --admin", () => {
+  test("refuses an account made by a password sign-up (regression: the squatter's session became an administrator's); promotes a CLI-made one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const opened = openDatabase(join(dir, "data"));
+    await createUser(opened.db, { email: "boss@example.com", password: "squatter pw", emailUnverified: true });
+    await createUser(opened.db, { email: "made@example.com" });
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "Boss@example.com", "--admin", "--config", config])).toBe(2);
+      expect(String(error.mock.calls.at(-1)?.[0])).toContain("boss@example.com was made by a password sign-up, which does not prove the address; it is not made an administrator");
+      expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(false);
+      expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
+      expect(findUserByEmail(opened.db, "made@example.com")?.isAdmin).toBe(true);
+    } finally {
+      error.mockRestore();
+      printed.mockRestore();
+      opened.close();
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { applyMigrations } from "../../src/db/migrate";
 import { migrations } from "../../src/db/migrations.gen";
+import { findUserByEmail, normalizeStoredEmails } from "../../src/auth/users";
 
 test("a database at the first migration is brought up to date at open, rows intact; then nothing is pending", () => {
   const dir = mkdtempSync(join(tmpdir(), "mg-migrate-"));
@@ -19,15 +20,46 @@ test("a database at the first migration is brought up to date at open, rows inta
   old.run("CREATE TABLE __drizzle_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)");
   for (const statement of migrations[0].sql.split("--> statement-breakpoint")) if (statement.trim()) old.run(statement);
   old.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('first', ?)", [migrations[0].when]);
-  old.run("INSERT INTO users (email, password_hash, is_admin, created_at) VALUES ('ops@example.com', NULL, 1, 1)");
+  const insertUser = old.prepare("INSERT INTO users (email, password_hash, is_admin, created_at) VALUES (?, ?, ?, 1)");
+  insertUser.run("ops@example.com", "hash", 1); // an administrator
+  insertUser.run("signed-up@example.com", "hash", 0); // a password account: perhaps an open sign-up
+  insertUser.run("cli@example.com", null, 0); // no password: the CLI or OAuth made it
+  insertUser.run("linked@example.com", "hash", 0);
+  old.run("INSERT INTO oauth_accounts (provider, provider_user_id, user_id, created_at) VALUES ('github', '1', 4, 1)");
   old.close();
 
   expect(migrations.length).toBeGreaterThan(1);
   const opened = openDatabase(dir);
   const applied = opened.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM __drizzle_migrations").get()!.n;
   expect(applied).toBe(migrations.length);
-  // An account made before password sign-ups were marked is trusted as before (an administrator's tool made it).
-  expect(opened.sqlite.query("SELECT email, is_admin, email_unverified FROM users").all()).toEqual([{ email: "ops@example.com", is_admin: 1, email_unverified: 0 }]);
+  // Accounts from before: proven only when an administrator, a provider or the lack of a password vouches for them.
+  expect(opened.sqlite.query("SELECT email, email_unverified FROM users ORDER BY id").all()).toEqual([
+    { email: "ops@example.com", email_unverified: 0 },
+    { email: "signed-up@example.com", email_unverified: 1 },
+    { email: "cli@example.com", email_unverified: 0 },
+    { email: "linked@example.com", email_unverified: 0 },
+  ]);
+  // A row written without the column (an older release run on this database) is unproven.
+  opened.sqlite.run("INSERT INTO users (email, password_hash, created_at) VALUES ('rollback@example.com', 'hash', 1)");
+  expect(opened.sqlite.query("SELECT email_unverified FROM users WHERE email = 'rollback@example.com'").get()).toEqual({ email_unverified: 1 });
   expect(applyMigrations(opened.sqlite)).toBe(0);
   opened.close();
 });
+
+test("emails stored before NFKC are put in their lookup form; one whose form is taken is reported and left alone", () => {
+  const { db, sqlite, close } = openDatabase(":memory:");
+  const insert = sqlite.prepare("INSERT INTO users (email, created_at, email_unverified) VALUES (?, 1, 0)");
+  insert.run("\uff46\uff55\uff4c\uff4c@example.com"); // fullwidth, as an older release stored it
+  insert.run("\ufb01le@example.com"); // a ligature
+  insert.run("taken@example.com");
+  insert.run("\uff54aken@example.com"); // its form belongs to the row above
+  insert.run("ops\u200b@example.com"); // no longer an address at all
+  expect(normalizeStoredEmails(db)).toEqual([{ id: 4, email: "\uff54aken@example.com" }, { id: 5, email: "ops\u200b@example.com" }]);
+  expect(findUserByEmail(db, "\uff46\uff55\uff4c\uff4c@example.com")?.id).toBe(1);
+  expect(findUserByEmail(db, "full@example.com")?.id).toBe(1);
+  expect(findUserByEmail(db, "file@example.com")?.id).toBe(2);
+  expect(findUserByEmail(db, "taken@example.com")?.id).toBe(3);
+  expect(normalizeStoredEmails(db)).toHaveLength(2); // nothing more to do; the same two reported
+  close();
+});
+

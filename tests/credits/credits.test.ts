@@ -48,6 +48,10 @@ describe("prices", () => {
     const models = (price: Record<string, number>) => ({ upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }], price }] });
     expect(() => buildConfig(models({ prompt: 0.0000001 }), { env: {} })).toThrow("models[0].price.prompt: at most 6 decimal places");
     expect(() => buildConfig(models({ completion: 12.3456789 }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
+    // However small the excess (regression: 1.0000000009 passed, and was charged as 1).
+    for (const completion of [1.0000000009, 0.0000010004, 0.0000000001]) {
+      expect(() => buildConfig(models({ completion }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
+    }
     expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({ prompt: 0.07, completion: 999_999.999999 });
   });
 
