@@ -19,7 +19,7 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError, type ErrorCode } from "../errors";
 import { requestMeta } from "../request-meta";
-import { parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
+import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
 import { createSession, deleteSession, originAllowed, readCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
@@ -237,7 +237,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         if (target === null) throw new GatewayError("not_found", `No user with the email ${JSON.stringify(given)}`, { param: "email" });
         const amount = body !== null && typeof body === "object" ? (body as Record<string, unknown>).amount : undefined;
         const micro = parseCredits(amount);
-        if (micro === null) throw new GatewayError("invalid_request_error", "amount must be a positive number of credits with at most 6 decimals, e.g. \"12.50\"", { param: "amount" });
+        if (micro === null) throw new GatewayError("invalid_request_error", `amount must be ${AMOUNT_RULE}, e.g. "12.50"`, { param: "amount" });
         const note = field(body, "note")?.slice(0, 200) ?? `granted by ${user.email}`;
         const balance = grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
         if (balance === null) throw new GatewayError("invalid_request_error", `amount: ${PAST_MAX_BALANCE}`, { param: "amount" });

@@ -16,7 +16,7 @@ import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
 import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
-import { formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
+import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
@@ -159,7 +159,7 @@ registerCommand("credits", (ctx) => {
   if (sub === "grant" && email) {
     const amount = requireFlag(ctx.args, "amount");
     const micro = parseCredits(amount);
-    if (micro === null) throw new UsageError(`--amount: "${amount}" is not a positive number of credits with at most 6 decimals`);
+    if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
     const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
     const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email).id, micro, note }));
     if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);

@@ -11,6 +11,8 @@ export const MICRO_PER_CREDIT = 1_000_000;
 export const MAX_BALANCE_MICRO = 9_000_000_000 * MICRO_PER_CREDIT;
 export const PAST_MAX_BALANCE = "the grant would take the balance past 9,000,000,000 credits, the most a balance may hold";
 const MAX_CREDITS = 1_000_000_000;
+/** What parseCredits takes, for the messages that refuse an amount. */
+export const AMOUNT_RULE = "a positive number of credits, at most 1,000,000,000 in one grant, with at most 6 decimals";
 const PATTERN = /^(\d{1,10})(?:\.(\d{1,6}))?$/;
 
 /** A positive credit amount (decimal string or number) in micro-credits, or null when invalid. */

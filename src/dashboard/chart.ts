@@ -1,5 +1,5 @@
 /**
- * A stacked bar chart rendered server-side as plain SVG: one bar per day, one colour per model,
+ * A stacked bar chart rendered server-side as plain SVG: one bar per day, a colour per model,
  * a legend, a hover title on every segment, and the numbers again in a collapsible table for
  * screen readers and copy-paste. No client code, no library, nothing to load.
  * Invariant: every label is escaped (model names come from config and upstreams).
@@ -19,12 +19,16 @@ export interface BarChartOptions {
   days: string[];
   series: ChartSeries[];
   format: (value: number) => string;
+  /** The axis shows value / axisScale, compact (credits are charted in micro-credits); default 1. */
+  axisScale?: number;
 }
 
 const WIDTH = 360;
 const HEIGHT = 170;
 const PAD = { top: 10, right: 6, bottom: 22, left: 44 };
+/** Colours, by class (the stylesheet's; no inline styles): series past the eighth repeat them. */
 const COLOURS = 8;
+const AXIS = new Intl.NumberFormat("en", { notation: "compact", maximumSignificantDigits: 3 });
 
 export function barChart(options: BarChartOptions): Html {
   const { days, series, format } = options;
@@ -38,14 +42,17 @@ export function barChart(options: BarChartOptions): Html {
   const y = (v: number): number => (v / max) * plotH;
 
   const bars = days.map((day, i) => {
-    let base = PAD.top + plotH;
+    const bottom = PAD.top + plotH;
     const x = PAD.left + i * step + (step - barW) / 2;
+    // Each segment spans its share of the running total exactly, so a bar is never taller than its total.
+    let below = 0;
     const segments = series.map((s, k) => {
       const v = s.values[i] ?? 0;
       if (v <= 0) return "";
-      const h = Math.max(1, y(v));
-      base -= h;
-      return html`<rect class="bar-${k % COLOURS}" x="${x.toFixed(1)}" y="${base.toFixed(1)}" width="${barW.toFixed(1)}" height="${h.toFixed(1)}"><title>${day} · ${s.name}: ${format(v)}</title></rect>`;
+      const top = bottom - y(below + v);
+      const h = bottom - y(below) - top;
+      below += v;
+      return html`<rect class="bar-${k % COLOURS}" x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${h.toFixed(1)}"><title>${day} · ${s.name}: ${format(v)}</title></rect>`;
     });
     return html`<g data-day="${day}" data-value="${totals[i]}">${segments}</g>`;
   });
@@ -63,8 +70,10 @@ export function barChart(options: BarChartOptions): Html {
     `<line class="axis" x1="${PAD.left}" y1="${PAD.top + plotH}" x2="${WIDTH - PAD.right}" y2="${PAD.top + plotH}"/>` +
       `<line class="axis" x1="${PAD.left}" y1="${PAD.top + plotH / 2}" x2="${WIDTH - PAD.right}" y2="${PAD.top + plotH / 2}" stroke-dasharray="3 3"/>`,
   );
-  const yLabels = html`<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${format(max)}</text>
-    <text x="${PAD.left - 6}" y="${PAD.top + plotH / 2 + 4}" text-anchor="end">${format(max / 2)}</text>
+  // The axis has room for about 6 characters: its labels are compact (46K, 2B, 0.046); the table has the exact numbers.
+  const scale = options.axisScale ?? 1;
+  const yLabels = html`<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${AXIS.format(max / scale)}</text>
+    <text x="${PAD.left - 6}" y="${PAD.top + plotH / 2 + 4}" text-anchor="end">${AXIS.format(max / 2 / scale)}</text>
     <text x="${PAD.left - 6}" y="${PAD.top + plotH + 4}" text-anchor="end">0</text>`;
 
   const legend = series.length

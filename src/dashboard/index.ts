@@ -18,7 +18,7 @@ import { playgroundPage } from "./pages/playground";
 import { EXPIRY_CHOICES, keysPage } from "./pages/keys";
 import { usagePage, USAGE_DAYS } from "./pages/usage";
 import { adminPage } from "./pages/admin";
-import { parseCredits } from "../credits/amount";
+import { AMOUNT_RULE, parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
 
@@ -135,7 +135,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .get("/dashboard/admin", ({ request, query }) => {
       const g = guard(request, { admin: true });
       if (g instanceof Response) return g;
-      return renderAdmin(g, typeof query.done === "string" ? { kind: "ok", text: ADMIN_NOTICES[query.done] ?? "Done." } : null);
+      return renderAdmin(g, typeof query.done === "string" ? { kind: "ok", text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null);
     }, hidden)
     .post("/dashboard/admin/users", async ({ request, body }) => {
       const g = guardForm(request, body, { admin: true });
@@ -162,7 +162,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const userId = Number(g.form.user_id);
       const micro = parseCredits(g.form.amount ?? "");
       if (!Number.isInteger(userId) || micro === null) {
-        return renderAdmin(g, { kind: "error", text: "Pick a user and a positive amount such as 12.50 (at most 6 decimals)." }, 400);
+        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400);
       }
       const note = (g.form.note ?? "").trim().slice(0, 200);
       const granted = accounts.grantCredits({ userId, micro, note: note || null });

@@ -42,8 +42,12 @@ export interface Unforwarded {
   upstreamMs: number;
 }
 
-/** Upstream statuses that refuse the gateway itself (its api_key, a proxy's credentials), not the client's request. */
-const CREDENTIAL_REFUSALS = new Set([401, 403, 407]);
+/**
+ * Upstream statuses that refuse the gateway itself, not the client's request: its api_key (401,
+ * 403), a proxy's credentials (407), or the account behind the key out of funds (402, as
+ * OpenRouter answers). Passed on, each would read as a refusal of the client's own key or balance.
+ */
+const CREDENTIAL_REFUSALS = new Set([401, 402, 403, 407]);
 
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
@@ -146,7 +150,9 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
       const message = refusedCredentials
-        ? `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
+        ? reply.status === 402
+          ? `upstream "${upstream.name}" refused for its own billing (HTTP 402); check the account behind its api_key`
+          : `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
         : redirected
           ? `upstream "${upstream.name}" answered ${reply.status}, a redirect; check its base_url (https instead of http? a missing /v1?)`
           : `upstream "${upstream.name}" answered ${reply.status}`;

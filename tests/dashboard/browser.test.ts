@@ -248,18 +248,36 @@ describe("dashboard in chromium", () => {
     await browser.screenshot("playground");
   });
 
+  test("an event that is not JSON is skipped; the answer streamed around it stays (regression: it replaced the answer with a parse error)", async () => {
+    mock.behaviour.brokenEventAfterChunks = 2;
+    try {
+      await actAs(CAROL.email);
+      await page.goto(`${gw.url}/dashboard/playground`);
+      await page.getByLabel("Model").selectOption("mock-large");
+      await page.getByLabel(/^Prompt/).fill("Say something");
+      await page.getByRole("button", { name: "Send" }).click();
+      const answer = page.locator(".msg.assistant").last();
+      await expectAttribute(answer, "data-done", "true");
+      await expectText(answer, WORDS.join(""), { exact: true });
+      await expectText(page.locator("#pg-status"), "1 event(s) that were not JSON skipped");
+    } finally {
+      mock.behaviour.brokenEventAfterChunks = undefined;
+    }
+  });
+
   test("the usage chart and table reflect the calls", async () => {
     await actAs(CAROL.email);
-    await usageShowing(2);
-    await expectAttribute(page.locator("#chart-requests svg"), "data-total", "2");
+    // Carol's calls: the SDK's, the playground's, and the one with a broken event.
+    await usageShowing(3);
+    await expectAttribute(page.locator("#chart-requests svg"), "data-total", "3");
     const tokens = Number(await page.locator("#chart-tokens svg").getAttribute("data-total"));
-    expect(tokens).toBeGreaterThanOrEqual(2 * WORDS.length);
+    expect(tokens).toBeGreaterThanOrEqual(3 * WORDS.length);
     const spent = Number(await page.locator("#chart-credits svg").getAttribute("data-total"));
     expect(spent).toBeGreaterThan(0);
     const today = new Date().toISOString().slice(0, 10);
-    await expectAttribute(page.locator(`#chart-requests g[data-day="${today}"]`), "data-value", "2");
+    await expectAttribute(page.locator(`#chart-requests g[data-day="${today}"]`), "data-value", "3");
     await expectText(page.locator("#chart-requests .legend"), "mock-large");
-    await expectCount(page.locator("#recent tbody tr"), 2);
+    await expectCount(page.locator("#recent tbody tr"), 3);
     await expectText(page.locator("#recent tbody tr").first(), "mock-large");
     const balance = Number(await page.locator("#balance").getAttribute("data-micro"));
     expect(balance).toBeLessThan(25_500_000);

@@ -53,6 +53,14 @@ async function setup(extra: Record<string, unknown> = {}) {
 }
 
 describe("dashboard pages", () => {
+  test("without JavaScript the playground's form stays disabled and says why (regression: it sent the prompt in a GET URL)", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const page = await (await t.get("/dashboard/playground", alice.cookie)).text();
+    expect(page).toContain('<fieldset id="pg-fields" disabled>');
+    expect(page).toContain("<noscript>");
+  });
+
   test("every page but sign-in needs a session and redirects there", async () => {
     const t = await setup();
     for (const path of ["/dashboard", "/dashboard/keys", "/dashboard/usage", "/dashboard/models", "/dashboard/playground", "/dashboard/admin"]) {
@@ -185,6 +193,14 @@ describe("dashboard pages", () => {
     const alice = await t.signIn("alice@example.com");
     const bad = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "1.2345678" }, { cookie: admin.cookie });
     expect(bad.status).toBe(400);
+    // The message names every rule, the one-grant limit too (regression: 9000000000 was told to be "positive").
+    const tooMuch = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "9000000000" }, { cookie: admin.cookie });
+    expect(tooMuch.status).toBe(400);
+    expect(await tooMuch.text()).toContain("at most 1,000,000,000 in one grant");
+    // A notice comes from a fixed table, never from the prototype (regression: ?done=constructor showed "function Object()").
+    for (const done of ["constructor", "toString", "__proto__"]) {
+      expect(await (await t.get(`/dashboard/admin?done=${done}`, admin.cookie)).text()).not.toMatch(/native code|object Object/);
+    }
     const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5" }, { cookie: admin.cookie });
     expect(grant.status).toBe(303);
     const usage = await (await t.get("/dashboard/usage", alice.cookie)).text();
@@ -297,6 +313,23 @@ describe("usage queries and chart", () => {
       { day: "2026-06-16", model: "a", requests: 2, tokens: 17, costMicro: 150 },
     ]);
     expect(recentRequests(t.deps.db, { userId: 1, limit: 2 }).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
+  });
+
+  test("the chart's axis labels fit (compact) and no bar rises above the plot, whatever the magnitudes (regression: 0.046 read as 46043, bars drawn past the top)", () => {
+    const values = (n: number) => [n, 1, 0.5];
+    const svg = barChart({
+      id: "c", title: "Tokens", days: ["2026-06-14", "2026-06-15", "2026-06-16"],
+      series: [{ name: "huge", values: values(2_000_161_413) }, ...Array.from({ length: 40 }, (_, i) => ({ name: `m${i}`, values: values(3) }))],
+      format: (v) => v.toLocaleString("en"),
+    }).value;
+    const labels = [...svg.matchAll(/<text x="38" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    expect(labels).toEqual(["2B", "1B", "0"]);
+    for (const m of svg.matchAll(/<rect [^>]*y="([\d.-]+)" [^>]*height="([\d.-]+)"/g)) {
+      expect(Number(m[1])).toBeGreaterThanOrEqual(10 - 0.05); // PAD.top
+      expect(Number(m[2])).toBeGreaterThanOrEqual(0);
+    }
+    const small = barChart({ id: "d", title: "Credits", days: ["2026-06-16"], series: [{ name: "a", values: [46_043] }], format: String, axisScale: 1_000_000 }).value;
+    expect([...small.matchAll(/<text x="38" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1])).toEqual(["0.046", "0.023", "0"]);
   });
 
   test("the SVG chart totals per day and escapes model names", () => {

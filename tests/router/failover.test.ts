@@ -54,8 +54,8 @@ describe("failover before the first byte", () => {
     expect(b.chatCount()).toBe(1);
   });
 
-  test("an upstream refusing the gateway's own key (401, 403) moves on; alone, it is the gateway's 502, never a 401 the client would blame its key for", async () => {
-    for (const status of [401, 403]) {
+  test("an upstream refusing the gateway's own key (401, 403) or its own billing (402) moves on; alone, it is the gateway's 502, never a 401 or 402 the client would blame its key or balance for", async () => {
+    for (const status of [401, 402, 403]) {
       const a = mock({ failWith: status });
       const b = mock();
       expect((await twoTargets(a.url, b.url).chat({ model: "m", messages: HELLO })).status).toBe(200);
@@ -63,7 +63,10 @@ describe("failover before the first byte", () => {
       b.behaviour.failWith = status;
       const res = await twoTargets(a.url, b.url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
       expect(res.status).toBe(502);
-      expect((await json(res)).error).toMatchObject({ code: "upstream_error", message: `upstream "b" refused the gateway's credentials (HTTP ${status}); check its api_key` });
+      const message = status === 402
+        ? 'upstream "b" refused for its own billing (HTTP 402); check the account behind its api_key'
+        : `upstream "b" refused the gateway's credentials (HTTP ${status}); check its api_key`;
+      expect((await json(res)).error).toMatchObject({ code: "upstream_error", message });
     }
   });
 

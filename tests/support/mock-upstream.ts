@@ -22,6 +22,8 @@ export interface MockBehaviour {
   usage?: Record<string, unknown>;
   /** Report no usage at all, even when asked for it (as some older servers do). */
   noUsage?: boolean;
+  /** After this many content chunks, send one event whose data is not JSON (then go on). */
+  brokenEventAfterChunks?: number;
 }
 
 export interface MockUpstream {
@@ -111,6 +113,7 @@ function sseStream(
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     encoder.encode(`data: ${JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: body.model, choices, ...extra })}\n\n`);
   let sent = 0;
+  let brokenSent = false;
   return new ReadableStream({
     async pull(controller) {
       // The delay comes first so that chunks sent before a break have left the socket.
@@ -121,6 +124,11 @@ function sseStream(
       }
       if (behaviour.stallAfterChunks !== undefined && sent === behaviour.stallAfterChunks) {
         await new Promise(() => {});
+      }
+      if (behaviour.brokenEventAfterChunks === sent && !brokenSent) {
+        brokenSent = true;
+        controller.enqueue(encoder.encode("data: {not json<b>\n\n"));
+        return;
       }
       if (sent < words.length) {
         const delta = sent === 0 ? { role: "assistant", content: words[0] } : { content: words[sent] };

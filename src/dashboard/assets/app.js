@@ -69,6 +69,7 @@ function setUpJsonForm(form) {
 }
 
 function setUpPlayground(form) {
+  document.getElementById("pg-fields").disabled = false;
   const transcript = document.getElementById("transcript");
   const status = document.getElementById("pg-status");
   const prompt = form.elements.prompt;
@@ -107,6 +108,7 @@ function setUpPlayground(form) {
     status.textContent = "Waiting for " + model + "…";
     const started = performance.now();
     let chunks = 0;
+    let skipped = 0;
     let usage = null;
     try {
       const response = await fetch("/v1/chat/completions", {
@@ -135,7 +137,13 @@ function setUpPlayground(form) {
             if (!line.startsWith("data:")) continue;
             const data = line.slice(5).trim();
             if (data === "[DONE]") continue;
-            const parsed = JSON.parse(data);
+            let parsed;
+            try {
+              parsed = JSON.parse(data);
+            } catch {
+              skipped += 1; // one broken event does not throw away the answer so far
+              continue;
+            }
             if (parsed.error) throw new Error(parsed.error.message || "upstream error");
             if (parsed.usage) usage = parsed.usage;
             const delta = parsed.choices && parsed.choices[0] && parsed.choices[0].delta;
@@ -150,7 +158,8 @@ function setUpPlayground(form) {
       messages.push({ role: "assistant", content: answer.textContent });
       const seconds = ((performance.now() - started) / 1000).toFixed(2);
       status.textContent = "Done in " + seconds + " s, " + chunks + " chunks" +
-        (usage ? ", " + usage.prompt_tokens + " prompt + " + usage.completion_tokens + " completion tokens" : "") + ".";
+        (usage ? ", " + usage.prompt_tokens + " prompt + " + usage.completion_tokens + " completion tokens" : "") +
+        (skipped ? ", " + skipped + " event(s) that were not JSON skipped" : "") + ".";
     } catch (error) {
       messages.pop();
       answer.className = "msg error";

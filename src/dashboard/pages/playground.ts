@@ -9,7 +9,9 @@ import { html, type Html } from "../html";
 export function playgroundPage(registry: ModelRegistry, options: { model?: string } = {}): Html {
   const routes = registry.list();
   if (routes.length === 0) return html`<p class="card">No models are configured yet.</p>`;
-  return html`<form id="playground" class="card">
+  // Disabled until the script enables it: without JavaScript the form would send the prompt in a URL.
+  return html`<noscript><p class="card notice">The playground streams answers with JavaScript, which is off in this browser.</p></noscript>
+<form id="playground" class="card"><fieldset id="pg-fields" disabled>
   <div class="row">
     <div><label for="pg-model">Model</label>
       <select id="pg-model" name="model">${routes.map((r) => html`<option value="${r.id}"${r.id === options.model ? html` selected` : ""}>${r.id}${r.free ? " (free)" : ""}</option>`)}</select></div>
@@ -18,7 +20,7 @@ export function playgroundPage(registry: ModelRegistry, options: { model?: strin
   <textarea id="pg-prompt" name="prompt" required placeholder="Ask something"></textarea>
   <button type="submit">Send</button> <button type="button" class="secondary" id="pg-clear">Clear</button>
   <p id="pg-status" class="muted" role="status" aria-live="polite"></p>
-</form>
+</fieldset></form>
 <section aria-label="Conversation"><div id="transcript" class="transcript" aria-live="polite"></div></section>
 <p class="muted">Requests from the playground use your session: they count against your rate limit and credits like any API call.</p>`;
 }

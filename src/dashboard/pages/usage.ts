@@ -38,7 +38,7 @@ export function usagePage(view: UsageView): Html {
 <div class="grid">
   ${barChart({ id: "chart-requests", title: "Requests", days, series: series((r) => r.requests), format: (n) => formatNumber(Math.round(n)) })}
   ${barChart({ id: "chart-tokens", title: "Tokens", days, series: series((r) => r.tokens), format: (n) => formatNumber(Math.round(n)) })}
-  ${barChart({ id: "chart-credits", title: "Credits spent", days, series: series((r) => r.costMicro), format: (n) => formatCredits(Math.round(n)) })}
+  ${barChart({ id: "chart-credits", title: "Credits spent", days, series: series((r) => r.costMicro), format: (n) => formatCredits(Math.round(n)), axisScale: 1_000_000 })}
 </div>
 <h2>Recent requests</h2>
 ${view.recent.length === 0
