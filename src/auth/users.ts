@@ -1,9 +1,10 @@
 /**
  * Users and their passwords, as plain functions over a database handle (server and CLI).
- * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased), so lookups are exact. Passwords are argon2id
- * (Bun.password); only the hash is stored. A user without a password signs in through OAuth.
+ * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased), so lookups are
+ * exact. Passwords are argon2id (Bun.password); only the hash is stored. A user without a
+ * password signs in through OAuth.
  *
- *   createUser(db, { email, password?, isAdmin? }) -> User | UserError
+ *   createUser(db, { email, password?, isAdmin?, emailUnverified? }) -> User | UserError
  *   findUserByEmail(db, email) / findUserById(db, id) -> User | null
  *   checkPassword(db, email, password) -> { ok, user } | { ok: false, reason }   (constant work
  *     whether or not the user exists; "disabled" only once the password matched)
@@ -190,4 +191,3 @@ export function normalizeStoredEmails(db: Db): Array<{ id: number; email: string
   }
   return stuck;
 }
-

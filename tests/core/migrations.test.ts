@@ -62,4 +62,3 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   expect(normalizeStoredEmails(db)).toHaveLength(2); // nothing more to do; the same two reported
   close();
 });
-
