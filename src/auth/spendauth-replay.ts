@@ -70,6 +70,14 @@ export class Reservations {
     }
   }
 
+  /** The first nonce from `from` up that this gateway holds no authorization for. */
+  nextFree(commitment: string, from: bigint): bigint {
+    const entries = this.byCommitment.get(commitment);
+    let next = from;
+    while (entries?.has(next.toString())) next += 1n;
+    return next;
+  }
+
   total(commitment: string, nowMs: number): bigint {
     const entries = this.byCommitment.get(commitment);
     if (!entries) return 0n;

@@ -4,7 +4,11 @@
  *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
  *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
  *   6 replay: (commitment, nonce) recorded atomically in SQLite
- *   7 rate limit per commitment  8 on-chain account check (with rpc_url)
+ *   7 with rpc_url, the account: it exists and the signer is its spending key
+ *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
+ *   9 with rpc_url, the nonce is one the contract can take and the balance covers the amount
+ *   (7 and 9: ./spendauth-account.ts)
+ * A free model's request skips 6 and settles nothing: its nonce stays the client's.
  * Recovery runs before the nonce is recorded, unlike the issue's order: recording first would let
  * anyone burn a client's nonces with unsigned garbage, and recovery is cheap. The nonce is
  * released again when a later check refuses the request or nothing is served, so the client can
@@ -21,6 +25,7 @@ import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from ".
 import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
 import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
 import { maxCostMicro } from "../credits/price";
+import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
 
 export const SPEND_AUTH_HEADER = "x-payment-signature";
 
@@ -67,24 +72,27 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   return async function admitSpendAuth(input: AdmitInput): Promise<Admission | GatewayError> {
     const header = input.request.headers.get(SPEND_AUTH_HEADER) ?? "";
     const auth = parseSpendAuthHeader(header);
-    if (isParseFailure(auth)) return invalid(auth.field, auth.message);
+    if (isParseFailure(auth)) return invalidSpendAuth(auth.field, auth.message);
     const bound = checkBinding(auth, binding);
-    if (bound) return invalid(bound.field, bound.message);
+    if (bound) return invalidSpendAuth(bound.field, bound.message);
     const nowMs = deps.now();
     const timely = checkTime(auth, { nowMs, maxExpiryS: cfg.max_expiry_s });
-    if (timely) return invalid(timely.field, timely.message);
+    if (timely) return invalidSpendAuth(timely.field, timely.message);
     const maxCost = input.route.free
       ? 0
       : maxCostMicro({ price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
     const required = requiredAmount(maxCost, unitsPerCredit);
     if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
     const signer = await recoverSpendSigner(auth, domain);
-    if (typeof signer !== "string") return invalid(signer.field, signer.message);
+    if (typeof signer !== "string") return invalidSpendAuth(signer.field, signer.message);
     if (mode === "allowlist" && !allowed.has(signer)) {
-      return invalid("signature", `signer ${signer} is not in spend_auth.allowed_signers`);
+      return invalidSpendAuth("signature", `signer ${signer} is not in spend_auth.allowed_signers`);
     }
 
     const commitment = auth.commitment;
+    // A free model costs nothing: the header only proves the caller. Its nonce is not used up, so
+    // nothing waits on-chain for an authorization that could never be claimed.
+    if (required === 0n) return admitFree(commitment, signer);
     const nonce = auth.nonce.toString();
     const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
     let fresh: boolean;
@@ -96,26 +104,40 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (!fresh) {
       return new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
     }
-    const limited = deps.rateLimit?.(commitment) ?? {};
-    if (limited instanceof GatewayError) {
-      nonces.release(commitment, nonce);
-      return limited;
-    }
     // Reserved before the account is read, in the same synchronous step as reading what others
     // reserved: concurrent requests on one commitment each see the ones admitted before them
     // (regression: all read 0 reserved while awaiting one shared account read, and overspent it).
     const reserved = reservations.total(commitment, nowMs);
     reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
-    if (mode === "chain") {
-      const refused = await checkAccount(deps.accounts!, auth, signer, reserved);
-      if (refused) {
-        reservations.remove(commitment, nonce);
-        nonces.release(commitment, nonce);
-        return refused;
-      }
+    const undo = (refusal: GatewayError): GatewayError => {
+      reservations.remove(commitment, nonce);
+      nonces.release(commitment, nonce);
+      return refusal;
+    };
+    const account = mode === "chain" ? await accountOf(deps.accounts!, commitment, signer) : null;
+    if (account instanceof GatewayError) return undo(account);
+    // Once the signer is known to be the account's: a forged header naming someone's commitment
+    // must not use up that commitment's limit.
+    const limited = deps.rateLimit?.(commitment) ?? {};
+    if (limited instanceof GatewayError) return undo(limited);
+    const refused = account && spendRefusal(account, auth, reserved, reservations);
+    if (refused) {
+      refused.options.headers = { ...limited, ...refused.options.headers };
+      return undo(refused);
     }
     return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited });
   };
+
+  /** A free model's request: the caller proven as above (and on-chain), limited per commitment; nothing recorded, reserved or settled. */
+  async function admitFree(commitment: `0x${string}`, signer: string): Promise<Admission | GatewayError> {
+    if (mode === "chain") {
+      const account = await accountOf(deps.accounts!, commitment, signer);
+      if (account instanceof GatewayError) return account;
+    }
+    const limited = deps.rateLimit?.(commitment) ?? {};
+    if (limited instanceof GatewayError) return limited;
+    return { identity: spendAuthIdentity(commitment), headers: limited, settle() {} };
+  }
 }
 
 function admission(
@@ -145,38 +167,6 @@ function admission(
       }
     },
   };
-}
-
-async function checkAccount(accounts: AccountReader, auth: SpendAuthorization, signer: string, reserved: bigint): Promise<GatewayError | null> {
-  let account;
-  try {
-    account = await accounts.getAccount(auth.commitment);
-  } catch {
-    return new GatewayError("chain_unavailable", "The chain could not be asked about this credit account; try again shortly");
-  }
-  if (/^0x0{40}$/.test(account.spendingKey)) {
-    return invalid("commitment", `has no funded credit account on the ShieldedCredits contract`);
-  }
-  if (account.spendingKey !== signer) {
-    return invalid("signature", `signer ${signer} is not the spending key of this credit account`);
-  }
-  if (auth.nonce < account.nonce) {
-    return new GatewayError("nonce_replay", `nonce ${auth.nonce} is below the account's on-chain nonce ${account.nonce}; it was already spent`, { param: "nonce" });
-  }
-  const available = account.balance > reserved ? account.balance - reserved : 0n;
-  if (available < auth.amount) {
-    return new GatewayError(
-      "insufficient_balance",
-      `The credit account's balance available to this gateway (${available}) does not cover the amount ${auth.amount}`,
-      { param: "amount", extra: { available: available.toString() } },
-    );
-  }
-  return null;
-}
-
-function invalid(field: string, message: string): GatewayError {
-  const param = field === "X-Payment-Signature" ? null : field;
-  return new GatewayError("invalid_spend_auth", `Invalid X-Payment-Signature: ${field} ${message}`, { param });
 }
 
 function disabled(): GatewayError {

@@ -59,9 +59,11 @@ const commands: Record<string, Command> = {
     ctx.print(`database is up to date (${ctx.config().config.server.data_dir}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
     return 0;
   },
-  config: (ctx) => {
+  config: async (ctx) => {
     if (ctx.args.positionals[1] !== "check") throw new UsageError("usage: modelgate config check [--config FILE]");
     const loaded = ctx.config();
+    // What serve checks with viem, loaded only when there is an operator key to check.
+    if (loaded.config.spend_auth.operator_key) (await import("../spendauth/setup")).checkOperatorKey(loaded.config.spend_auth);
     ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
     ctx.print(JSON.stringify(redactedConfig(loaded), null, 2));
     return 0;

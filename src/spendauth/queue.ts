@@ -15,11 +15,20 @@ export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];
 export type SettlementRow = typeof settlements.$inferSelect;
 
-/** Records a served authorization; a second record of the same (commitment, nonce) is ignored. */
+/**
+ * Records a served authorization. A second record of the same authorization is ignored. A new
+ * authorization for a (commitment, nonce) whose earlier one expired unclaimed (never authorized
+ * on-chain, so the nonce is still unused there) replaces it: the earlier one can never be
+ * claimed, the new one can (regression: it was dropped, a served request never paid for).
+ */
 export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): void {
   db.$client
     .query(
-      "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      `INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (commitment, nonce) DO UPDATE SET amount = excluded.amount, expiry = excluded.expiry,
+         authorization = excluded.authorization, request_id = excluded.request_id, created_at = excluded.created_at,
+         state = 'pending', attempts = 0, next_attempt_at = 0, last_error = NULL, updated_at = excluded.created_at
+       WHERE settlements.auth_hash IS NULL AND settlements.state IN ('pending', 'dead') AND settlements.expiry < excluded.expiry`,
     )
     .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
 }

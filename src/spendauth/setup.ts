@@ -38,14 +38,20 @@ export interface SpendAuthSetupOptions {
 
 const PRUNE_INTERVAL_MS = 60_000;
 
+/** `spend_auth.operator_key` must control `spend_auth.operator` (only the named operator can claim); `config check` asks this too. */
+export function checkOperatorKey(cfg: Config["spend_auth"]): void {
+  if (!cfg.operator_key) return;
+  const address = operatorKeyAddress(cfg.operator_key);
+  if (!address) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
+  if (cfg.operator && address !== cfg.operator.toLowerCase()) {
+    throw new ConfigError(`spend_auth.operator_key: controls ${address}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`);
+  }
+}
+
 export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime {
   const cfg = options.config.spend_auth;
   const mode = spendAuthMode(options.config);
-  const operatorAddress = cfg.operator_key ? operatorKeyAddress(cfg.operator_key) : null;
-  if (cfg.operator_key && !operatorAddress) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
-  if (operatorAddress && cfg.operator && operatorAddress !== cfg.operator.toLowerCase()) {
-    throw new ConfigError(`spend_auth.operator_key: controls ${operatorAddress}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`);
-  }
+  checkOperatorKey(cfg);
   const nonces = createNonceStore(options.db);
   const settlements = createSettlementWriter(options.db, { now: options.now });
   const reservations = new Reservations();

@@ -100,13 +100,36 @@ describe("on-chain check and settlement", () => {
   test("a settlement the contract refuses keeps the decoded reason in last_error", async () => {
     const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(1_000_000n);
-    // A nonce above the account's on-chain nonce is served (the documented rule), but cannot settle.
-    expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 5n)).value })).status).toBe(200);
-    expect(await runtime.worker!.runOnce()).toBe(0);
+    expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 0n)).value })).status).toBe(200);
+    // The chain's clock an hour on (undone below): the contract refuses the authorization as expired.
+    const snapshot = await chain.client.request({ method: "evm_snapshot" } as never);
+    try {
+      await chain.client.request({ method: "evm_increaseTime", params: [3_600] } as never);
+      await chain.client.request({ method: "evm_mine" } as never);
+      expect(await runtime.worker!.runOnce()).toBe(0);
+    } finally {
+      await chain.client.request({ method: "evm_revert", params: [snapshot] } as never);
+    }
     const [row] = listSettlements(app.deps.db);
     expect(row.state).toBe("pending");
     expect(row.lastError).toContain('"authorizeSpend" reverted');
-    expect(row.lastError).toContain("InvalidNonce(0, 5)");
+    expect(row.lastError).toContain("SpendExpired(");
+    await runtime.stop();
+  });
+
+  test("a nonce ahead of the one the contract can take next is refused: it could never be claimed (regression: nonces 1, 2, 3 of a fresh account were served, never paid)", async () => {
+    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const account = await newAccount(1_000_000n);
+    const ahead = await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 1n)).value });
+    expect(ahead.status).toBe(401);
+    expect(((await ahead.json()) as { error: { code: string; param: string; message: string } }).error).toMatchObject({ code: "invalid_spend_auth", param: "nonce", message: expect.stringContaining("the next it can take for this account (its on-chain nonce, after this gateway's unsettled authorizations) is 0") });
+    // In order, each served one makes room for the next, before any is settled.
+    for (const nonce of [0n, 1n, 2n]) expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, nonce)).value })).status).toBe(200);
+    expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 4n)).value })).status).toBe(401);
+    expect(await runtime.worker!.runOnce()).toBe(3);
+    expect(listSettlements(app.deps.db).map((r) => r.state)).toEqual(["done", "done", "done"]);
+    // After settlement the chain's own nonce is 3: the next one is served.
+    expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 3n)).value })).status).toBe(200);
     await runtime.stop();
   });
 

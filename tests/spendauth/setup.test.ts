@@ -2,7 +2,11 @@
  * SpendAuth configuration checks (ConfigErrors naming the key) and the settlement worker's
  * retry and dead states when the chain cannot be reached.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/index";
 import { buildConfig, ConfigError } from "../../src/config/load";
 import { openDatabase } from "../../src/db/client";
 import { setupSpendAuth } from "../../src/spendauth/setup";
@@ -28,8 +32,21 @@ describe("configuration", () => {
     expect(configError({ ...base, allowed_signers: [OPERATOR.address], operator_key: KEYS.operator })).toThrow(error);
     expect(configError({ operator_key: KEYS.operator })).toThrow(error);
   });
-  test("an operator_key for another address is refused at start-up", () => {
+  test("an operator_key for another address is refused at start-up, and by config check (regression: config check said ok)", async () => {
     expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })).toThrow(/spend_auth\.operator_key: controls 0x/);
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-spend-"));
+    const file = join(dir, "modelgate.toml");
+    writeFileSync(file, `[spend_auth]\nchain_id = ${CHAIN_ID}\nverifying_contract = "${CONTRACT}"\noperator = "${OPERATOR.address}"\nrpc_url = "http://127.0.0.1:9"\noperator_key = "${KEYS.stranger}"\n`);
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["config", "check", "--config", file])).not.toBe(0);
+      expect(error.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/spend_auth\.operator_key: controls 0x/);
+      expect(printed.mock.calls.map((c) => String(c[0])).join("\n")).not.toContain(KEYS.stranger.slice(2, 20));
+    } finally {
+      error.mockRestore();
+      printed.mockRestore();
+    }
   });
   test("a malformed operator_key is refused without echoing it", () => {
     for (const key of ["0x1234", "0xzz", `0x${"g".repeat(64)}`]) {
@@ -109,5 +126,19 @@ describe("settlement worker failures", () => {
     await worker.runOnce();
     expect(listSettlements(db)[0]).toMatchObject({ state: "dead", attempts: 1, lastError: "the authorization expired before it could be settled" });
     await worker.stop();
+  });
+
+  test("a new authorization for a nonce whose earlier one expired unclaimed replaces it; the same one, or one authorized on-chain, is kept (regression: the new one was dropped, never paid)", async () => {
+    const { db } = openDatabase(":memory:");
+    const old = parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 1_000n, amount: 5n })) as SpendAuthorization;
+    enqueueSettlement(db, old, "req_old", 1_000);
+    db.$client.run("UPDATE settlements SET state = 'dead', attempts = 8, last_error = 'expired'");
+    const resigned = parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 9_000n, amount: 7n })) as SpendAuthorization;
+    enqueueSettlement(db, resigned, "req_new", 2_000);
+    enqueueSettlement(db, resigned, "req_again", 3_000); // the same authorization again: ignored
+    expect(listSettlements(db)).toMatchObject([{ nonce: "3", amount: "7", expiry: 9_000, requestId: "req_new", state: "pending", attempts: 0, lastError: null }]);
+    db.$client.run("UPDATE settlements SET state = 'authorized', auth_hash = '0xabc'");
+    enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 20_000n, amount: 9n })) as SpendAuthorization, "req_late", 4_000);
+    expect(listSettlements(db)).toMatchObject([{ amount: "7", requestId: "req_new", state: "authorized" }]);
   });
 });

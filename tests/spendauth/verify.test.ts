@@ -168,10 +168,14 @@ describe("price", () => {
     expect(response.headers.get("x-payment-required")).toBe(String(Math.ceil(JSON.stringify(body).length / 4) * 1 + MAX_COUNTED_TOKENS * 2));
   });
 
-  test("a free model takes an amount of zero", async () => {
+  test("a free model takes an amount of zero, and uses up no nonce and queues nothing to settle (regression: an authorization of 0 was sent on-chain and could never be claimed)", async () => {
     const app = spendAuthApp(config);
-    const response = await app.chat({ ...BODY, model: "free" }, { "x-payment-signature": await signedHeader({ amount: 0n }) });
-    expect(response.status).toBe(200);
+    const h = await signedHeader({ amount: 0n, nonce: 9n });
+    for (let i = 0; i < 2; i++) expect((await app.chat({ ...BODY, model: "free" }, { "x-payment-signature": h })).status).toBe(200);
+    expect(listSettlements(app.deps.db)).toHaveLength(0);
+    // The nonce is still the client's, for a paid request.
+    expect((await app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 9n }) })).status).toBe(200);
+    expect(listSettlements(app.deps.db)).toHaveLength(1);
   });
 });
 
@@ -233,9 +237,34 @@ describe("the on-chain balance", () => {
     const responses = Promise.all(headers.map((h) => app.chat(BODY, { "x-payment-signature": h })));
     await Bun.sleep(50);
     answer({ spendingKey: CLIENT.address.toLowerCase(), nonce: 0n, balance: 2_500_000n });
+    // Two are served; the rest are refused for the balance, or, once a lower nonce was refused, as
+    // nonces the contract could no longer take in order.
     const statuses = (await responses).map((r) => r.status).sort();
-    expect(statuses).toEqual([200, 200, 402, 402, 402]);
+    expect(statuses.slice(0, 2)).toEqual([200, 200]);
+    expect(statuses.slice(2).every((s) => s === 401 || s === 402)).toBe(true);
     expect(listSettlements(app.deps.db)).toHaveLength(2);
+  });
+});
+
+describe("the on-chain account and the rate limit", () => {
+  const chainConfig = () => ({ ...config, spend_auth: { ...config.spend_auth, rpc_url: "http://127.0.0.1:9", allowed_signers: [] } });
+  const account = (balance: bigint) => ({ getAccount: async () => ({ spendingKey: CLIENT.address.toLowerCase() as `0x${string}`, nonce: 0n, balance }) });
+
+  test("a header signed by someone else does not use up the commitment's limit (regression: forged headers exhausted it)", async () => {
+    let taken = 0;
+    const app = spendAuthApp(chainConfig(), { accounts: account(10_000_000n), rateLimit: () => (taken++, { "x-ratelimit-limit-requests": "120" }) });
+    const forged = await app.chat(BODY, { "x-payment-signature": header(fields(), await sign(fields(), { key: KEYS.stranger })) });
+    expect(await errorOf(forged)).toMatchObject({ status: 401, code: "invalid_spend_auth", param: "signature" });
+    expect(taken).toBe(0);
+    expect((await app.chat(BODY, { "x-payment-signature": await signedHeader() })).status).toBe(200);
+    expect(taken).toBe(1);
+  });
+
+  test("a refusal for the account's balance carries the rate-limit headers", async () => {
+    const app = spendAuthApp(chainConfig(), { accounts: account(10n), rateLimit: () => ({ "x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "119" }) });
+    const refused = await app.chat(BODY, { "x-payment-signature": await signedHeader() });
+    expect(refused.status).toBe(402);
+    expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("119");
   });
 });
 
