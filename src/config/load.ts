@@ -70,8 +70,9 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
-  checkWebhooks(resolved);
+  // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
   refuseNonArrayLists(resolved);
+  checkWebhooks(resolved);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
   const firstError = Value.Errors(ConfigSchema, withDefaults).First();
   if (firstError) {

@@ -48,7 +48,7 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
 
 export type RetryResult =
   | { ok: true; previous: JobState }
-  | { ok: false; reason: "not_found" | "leased" };
+  | { ok: false; reason: "not_found" | "leased" | "pending" };
 
 /**
  * Makes a call pending again with a fresh attempt budget. A leased call is refused, even once its
@@ -58,11 +58,13 @@ export type RetryResult =
 export function retryJob(db: Db, callId: number): RetryResult {
   const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
   if (!row) return { ok: false, reason: "not_found" };
-  if (row.state === "leased") return { ok: false, reason: "leased" };
+  // A pending call may still hold the attempt numbers of earlier leases: restarting its count would
+  // let a consumer whose lease was taken over ack it again. Only finished calls start afresh.
+  if (row.state === "leased" || row.state === "pending") return { ok: false, reason: row.state };
   const updated = db
     .update(webhookJobs)
     .set({ state: "pending", attempts: 0, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
-    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["pending", "done", "dead"])))
+    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["done", "dead"])))
     .returning({ callId: webhookJobs.callId })
     .all();
   if (updated.length !== 1) return { ok: false, reason: "leased" };

@@ -24,7 +24,7 @@ export const PULL_PREFIX = "/webhooks/jobs/";
 /** Keys a webhooks.toml may carry. `service_id` is accepted and ignored, as by the crate. */
 const FILE_KEYS = new Set([
   "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
-  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id",
+  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes",
 ]);
 const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key"]);
 /** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */
@@ -115,6 +115,10 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
     }
     if (typeof auth === "string" && HEADER_SECRET_MODES.has(auth) && typeof secret === "string" && !HEADER_SECRET.test(secret)) {
       throw new ConfigError(`${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+    }
+    const { name } = endpoint;
+    if (typeof name === "string" && !/^[\x20-\x7e]*$/.test(name)) {
+      throw new ConfigError(`${at}.name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII (no line breaks, no "–" or other non-ASCII)`);
     }
     for (const key of ["api_key_header", "dedupe_header"]) {
       const name = endpoint[key];

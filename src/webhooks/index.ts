@@ -5,6 +5,7 @@
  * TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
  */
 import { join } from "node:path";
+import { secretRedactor, type Redact } from "./redact";
 import type { Config } from "../config/schema";
 import { WebhookGateway } from "./gateway";
 import { listenNaming, listenUrl, parseAddress } from "../listen";
@@ -39,10 +40,11 @@ export interface WebhooksService {
   stop(): Promise<void>;
 }
 
-export function outboxFor(config: Config, file: string, now?: () => number): Outbox {
+export function outboxFor(config: Config, file: string, options: { now?: () => number; redact?: Redact } = {}): Outbox {
   const w = config.webhooks;
   return new Outbox(file, {
-    now,
+    now: options.now,
+    redact: options.redact,
     dedupeWindowMs: w.dedupe_window_s * 1000,
     leaseMs: w.lease_ms,
     maxAttempts: w.max_attempts,
@@ -71,7 +73,7 @@ export interface WebhooksOptions {
 export function startWebhooks(config: Config, options: WebhooksOptions): WebhooksService {
   const { log, serviceId } = options;
   const w = config.webhooks;
-  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"));
+  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"), { redact: secretRedactor(options.secretValues ?? new Set()) });
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
@@ -120,8 +122,8 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
     },
     async stop() {
       clearInterval(pruneTimer);
-      await gateway.stop(config.server.shutdown_grace_ms);
-      await runner.stop(config.server.shutdown_grace_ms);
+      // Side by side: a stop takes one grace, not one for the requests and another for the jobs.
+      await Promise.all([gateway.stop(config.server.shutdown_grace_ms), runner.stop(config.server.shutdown_grace_ms)]);
       outbox.close();
     },
   };

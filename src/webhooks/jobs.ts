@@ -17,6 +17,7 @@
  * handler runs, its lease is extended every third of the lease, so a long job is never handed to
  * a second worker; if this process dies, the lease runs out and the call is delivered again.
  */
+import { secretRedactor, type Redact } from "./redact";
 import type { JobHandlerConfig } from "../config/webhooks-schema";
 import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
@@ -40,7 +41,10 @@ interface HandlerContext {
   /** The environment a command starts with (before the call's metadata). */
   env: Record<string, string | undefined>;
   /** Takes the config's secrets out of text: a command's stderr is redacted before it is cut to its tail. */
-  redact: (text: string) => string;
+  redact: Redact;
+  longestSecret: number;
+  /** Set when the runner stops: a command it kills then gives its attempt back. */
+  stopping: boolean;
 }
 
 export interface JobRunner {
@@ -58,6 +62,8 @@ export function metadataEnv(call: JobCall): Record<string, string> {
 }
 
 const STDERR_GRACE_MS = 200;
+/** How long a stop waits for the calls of the commands it killed to be handed back. */
+const RELEASE_WAIT_MS = 1_000;
 /** How much of a failed command's stderr is kept (its end) for `last_error`. */
 const STDERR_TAIL = 500;
 
@@ -82,7 +88,7 @@ async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: num
     timedOut = true;
     killGroup(group);
   }, timeoutMs);
-  const stderr = readTail(child.stderr);
+  const stderr = readTail(child.stderr, context.longestSecret);
   const code = await child.exited;
   clearTimeout(timer);
   running.delete(group);
@@ -90,7 +96,7 @@ async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: num
   await Promise.race([stderr.ended, Bun.sleep(STDERR_GRACE_MS)]);
   if (code === 0 && !timedOut) return { ok: true };
   const why = timedOut ? `killed (timeout ${timeoutMs} ms)` : child.signalCode ? `killed by ${child.signalCode}` : `exit code ${code}`;
-  const tail = context.redact(stderr.text().trim()).slice(-STDERR_TAIL);
+  const tail = context.redact(stderr.text(), { cutBefore: stderr.cut() }).trim().slice(-STDERR_TAIL);
   return { ok: false, error: tail ? `${why}: ${tail}` : why };
 }
 
@@ -102,16 +108,25 @@ function killGroup(pgid: number): void {
   }
 }
 
-/** Reads a stream to its end in the background, keeping only its last bytes as text. */
-function readTail(stream: ReadableStream<Uint8Array>): { text: () => string; ended: Promise<void> } {
+/**
+ * Reads a stream to its end in the background, keeping only its last characters as text:
+ * 2 * STDERR_TAIL plus `margin` (the longest secret, which a cut may leave part of at the start).
+ */
+function readTail(stream: ReadableStream<Uint8Array>, margin: number): { text: () => string; cut: () => boolean; ended: Promise<void> } {
   let kept = "";
+  let cut = false;
+  const keep = 2 * STDERR_TAIL + margin;
   const decoder = new TextDecoder();
   const ended = (async () => {
     for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      kept = (kept + decoder.decode(chunk, { stream: true })).slice(-2 * STDERR_TAIL);
+      kept += decoder.decode(chunk, { stream: true });
+      if (kept.length > keep) {
+        kept = kept.slice(-keep);
+        cut = true;
+      }
     }
   })().catch(() => {});
-  return { text: () => kept, ended };
+  return { text: () => kept, cut: () => cut, ended };
 }
 
 async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
@@ -141,12 +156,6 @@ function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerCo
   return forwardCall(handler.forward!, call, handler.timeout_ms);
 }
 
-/** Replaces each of `secrets` in `text` with `[redacted]`, longest first (one may contain another). */
-function redactSecrets(text: string, secrets: ReadonlySet<string>): string {
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) text = text.replaceAll(secret, "[redacted]");
-  return text;
-}
-
 export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): JobRunner {
   const producers: WebhookProducer[] = [];
   const workers: Promise<void>[] = [];
@@ -154,20 +163,26 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   const secrets = options.secretValues ?? new Set<string>();
   const env: Record<string, string | undefined> = { ...process.env };
   for (const name of options.secretEnv ?? []) delete env[name];
+  // The metadata variables come from the call alone: X_WEBHOOK_NAME is absent for an unnamed endpoint, not inherited.
+  for (const name of Object.keys(env)) if (name.startsWith("X_WEBHOOK_") || name.startsWith("X_GATEWAY_")) delete env[name];
+  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false };
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
       producers.push(producer);
-      workers.push(work(producer, handler, options, { running, env, redact: (text) => redactSecrets(text, secrets) }));
+      workers.push(work(producer, handler, options, context));
     }
   }
   return {
     async stop(graceMs) {
       for (const producer of producers) producer.close();
       await Promise.race([Promise.all(workers), Bun.sleep(graceMs)]);
-      // Commands still running past the grace are killed: their calls are delivered again after the
-      // lease, and one left running would overlap its own redelivery (and outlive timeout_ms).
+      // Commands still running past the grace are killed (one left running would overlap its own
+      // redelivery, and outlive timeout_ms); their calls are handed back with their attempt, since
+      // the stop, not the command, ended them, and are delivered again after the restart.
+      context.stopping = true;
       for (const group of running) killGroup(group);
+      await Promise.race([Promise.all(workers), Bun.sleep(RELEASE_WAIT_MS)]);
     },
   };
 }
@@ -185,6 +200,7 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
     }
     try {
       if (outcome.ok) await call.ack();
+      else if (context.stopping) await call.release();
       else {
         const error = context.redact(outcome.error);
         const state = await call.fail(error);

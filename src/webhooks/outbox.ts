@@ -12,6 +12,7 @@
  * second); an append takes its bytes at once, so appends of one turn see each other, and gives
  * them back if it turns out a redelivery or its commit fails. A redelivery is never refused.
  */
+import type { Redact } from "./redact";
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Db } from "../db/client";
@@ -33,6 +34,8 @@ export interface OutboxOptions {
   busyTimeoutMs?: number;
   /** The most body bytes of undelivered (pending or leased) calls; default unbounded. */
   maxPendingBytes?: number;
+  /** Takes the config's secrets out of a failure's reason before it is stored, whoever reported it. */
+  redact?: Redact;
 }
 
 export interface ClaimRequest {
@@ -144,7 +147,7 @@ export class Outbox {
         maxAttempts: this.options.maxAttempts,
         backoffMs: this.options.backoffMs,
         backoffMaxMs: this.options.backoffMaxMs,
-        error,
+        error: this.options.redact ? this.options.redact(error) : error,
       }),
     );
   }

@@ -40,6 +40,8 @@ export interface JobCall {
   fail(error?: string): Promise<JobState | null>;
   /** Keeps the lease for another `leaseMs` (default: the configured lease). */
   extend(leaseMs?: number): Promise<boolean>;
+  /** Hands the call back undelivered, with its attempt (a stop ended it, not the handler). */
+  release(): Promise<boolean>;
 }
 
 export function jobMetadata(row: Pick<ClaimedRow, "serviceId" | "callId" | "path" | "name">): Record<string, string> {
@@ -65,6 +67,7 @@ export function toJobCall(outbox: Outbox, row: ClaimedRow): JobCall {
     ack: () => outbox.ack(row.callId, row.attempt),
     fail: (error = "failed") => outbox.fail(row.callId, row.attempt, error),
     extend: async (leaseMs) => (await outbox.extend(row.callId, row.attempt, leaseMs)) !== null,
+    release: () => outbox.release(row.callId, row.attempt),
   };
 }
 

@@ -117,6 +117,11 @@ describe("validation errors name the path", () => {
     ["unknown auth mode", on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]), 'webhooks.endpoints[0].auth: unknown auth mode "oauth2"'],
     ["missing job_id", on([{ path: "/x" }]), "webhooks.endpoints[0].job_id"],
     ["unknown endpoint key", on([{ path: "/x", job_id: 1, colour: "red" }]), "webhooks.endpoints[0].colour: unknown key"],
+    // Sent as a header: refused here, not found out by every forward failing until the call is dead.
+    ["a name that cannot be a header value", on([{ path: "/x", job_id: 1, name: "Alertmanager – prod" }]), "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII"],
+    ["a name with a line break", on([{ path: "/x", job_id: 1, name: "a\r\nX-Injected: yes" }]), "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header"],
+    // Regression: a table (not a list) was reported as "at least one endpoint is required".
+    ["endpoints written as a table", { webhooks: { enabled: true, endpoints: { path: "/x", job_id: 1 } } }, "webhooks.endpoints: expected a list"],
     ["job handler with two actions", { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] }, 'jobs[0]: set exactly one of "command" or "forward"'],
     ["job handler with no action", { jobs: [{ job_id: 1 }] }, "jobs[0]: set exactly one"],
     ["two handlers for one job", { jobs: [{ job_id: 1, command: ["true"] }, { job_id: 1, command: ["true"] }] }, "jobs[1].job_id: another [[jobs]] handler"],
@@ -148,6 +153,11 @@ describe("validation errors name the path", () => {
     expect(load("bad.toml")).toContain("invalid TOML");
     expect(load("extra.toml")).toContain("colour: unknown key");
     expect(load("missing.toml")).toContain("webhooks.config: cannot read");
+  });
+
+  test("every [webhooks] tuning key may be set in the file, max_pending_bytes too (regression: it was an unknown key there)", () => {
+    const dir = dirWith({ "w.toml": `max_pending_bytes = 1048576\n[[endpoints]]\npath = "/x"\njob_id = 1\n` });
+    expect(buildConfig({ webhooks: { enabled: true, config: "w.toml" } }, { env: {}, baseDir: dir }).config.webhooks.max_pending_bytes).toBe(1_048_576);
   });
 
   test("a key set both inline and in the file is refused", () => {

@@ -91,8 +91,16 @@ describe("leases", () => {
     expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
     const [again] = await t.outbox.claim({ jobIds: [3] });
     expect(again.attempt).toBe(2);
-    expect(await t.outbox.ack(callId, 1)).toBe(false); // the consumer that lost it cannot ack it
-    expect(await t.outbox.ack(callId, again.attempt)).toBe(true);
+    // Failed back to pending it keeps its count too (regression: retry of a pending call let the
+    // consumer of attempt 1 ack the next delivery).
+    expect(await t.outbox.fail(callId, again.attempt, "once more")).toBe("pending");
+    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "pending" });
+    t.clock.advance(60_000);
+    const [third] = await t.outbox.claim({ jobIds: [3] });
+    expect(third.attempt).toBe(3);
+    expect(await t.outbox.ack(callId, 1)).toBe(false);
+    expect(await t.outbox.ack(callId, 2)).toBe(false);
+    expect(await t.outbox.ack(callId, third.attempt)).toBe(true);
   });
 
   test("failures back off exponentially", async () => {
@@ -174,6 +182,21 @@ describe("pull API", () => {
     expect((await pull(`${job.call_id}/ack`, { attempt: 1 })).status).toBe(409);
   });
 
+  test("a runner's reported error is stored with the config's secrets redacted (regression: a pull runner's error kept the pull token)", async () => {
+    const own = buildTestGateway({ endpoints: [{ path: "/hook", job_id: 6, auth: "bearer", secret: "hook-token-abc" }], pull_token: "pull-token-123" });
+    try {
+      expect((await own.post("/hook", "x", { authorization: "Bearer hook-token-abc" })).status).toBe(202);
+      const auth = { authorization: "Bearer pull-token-123", "content-type": "application/json" };
+      const claimed = (await (await own.request("/webhooks/jobs/claim", { method: "POST", headers: auth, body: "{}" })).json()) as { jobs: Array<{ call_id: number }> };
+      const callId = claimed.jobs[0].call_id;
+      const error = "runner log: token=pull-token-123 hook=hook-token-abc";
+      expect((await own.request(`/webhooks/jobs/${callId}/fail`, { method: "POST", headers: auth, body: JSON.stringify({ attempt: 1, error }) })).status).toBe(200);
+      expect(listJobs(own.main.db, {}).find((j) => j.callId === callId)?.lastError).toBe("runner log: token=[redacted] hook=[redacted]");
+    } finally {
+      own.close();
+    }
+  });
+
   test("fail puts the call back; bad input is 400, never 500", async () => {
     expect((await t.post("/pull", "again")).status).toBe(202);
     const { jobs } = (await (await pull("claim", { job_ids: [4] })).json()) as { jobs: any[] };
@@ -220,7 +243,7 @@ describe("max_pending_bytes", () => {
       // A redelivery of a stored call takes no room: 202 with the original call_id.
       const again = await own.post("/big", kilobyte, { "x-id": "d0" });
       expect(again.status).toBe(202);
-      const reopened = outboxFor(own.config, join(own.dir, "modelgate.db"), own.clock.now);
+      const reopened = outboxFor(own.config, join(own.dir, "modelgate.db"), { now: own.clock.now });
       await expect(reopened.append({ jobId: 9, serviceId: 1, path: "/big", name: null, body: new TextEncoder().encode(kilobyte), contentType: null, dedupeKey: null })).rejects.toBeInstanceOf(OutboxFullError);
       reopened.close();
     } finally {

@@ -33,6 +33,8 @@ const t = buildTestGateway(
       { path: "/leaky", job_id: 8 },
       { path: "/leaky-forward", job_id: 9 },
       { path: "/leaky-tail", job_id: 10 },
+      { path: "/leaky-repeat", job_id: 11 },
+      { path: "/unnamed", job_id: 12 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -129,6 +131,8 @@ describe("command handlers", () => {
   });
 });
 
+const LONG_SECRET = "0123456789abcdef".repeat(4);
+
 describe("secrets", () => {
   test("a command does not inherit the variables the config reads secrets from, and no failure reason shows a secret value", async () => {
     process.env.MG_TEST_SECRET = "s3cr3t-value-42";
@@ -141,11 +145,13 @@ describe("secrets", () => {
         { job_id: 9, forward: secretUrl, timeout_ms: 5_000, concurrency: 1 },
         // The secret straddles where the 500-character tail of stderr begins.
         { job_id: 10, command: ["sh", "-c", `printf 'A%.0s' $(seq 100) >&2; printf 's3cr3t-value-42' >&2; printf 'B%.0s' $(seq 495) >&2; exit 3`], timeout_ms: 5_000, concurrency: 1 },
+        // A long secret printed many times: the kept tail starts inside one of them.
+        { job_id: 11, command: ["sh", "-c", `for i in $(seq 40); do printf 'auth=${LONG_SECRET}\\n' >&2; done; exit 2`], timeout_ms: 5_000, concurrency: 1 },
       ],
       {
         leaseMs: 300,
         pollMs: 20,
-        secretValues: new Set(["s3cr3t-value-42", secretUrl]),
+        secretValues: new Set(["s3cr3t-value-42", secretUrl, LONG_SECRET]),
         secretEnv: new Set(["MG_TEST_SECRET"]),
         log: (_level, msg, fields) => void lines.push(`${msg} ${JSON.stringify(fields)}`),
       },
@@ -154,7 +160,10 @@ describe("secrets", () => {
       const command = await enqueue("/leaky", "x");
       const forward = await enqueue("/leaky-forward", "x");
       const tail = await enqueue("/leaky-tail", "x");
-      await until(() => row(command).attempts > 0 && row(forward).attempts > 0 && row(tail).attempts > 0, "the calls to fail once");
+      const repeat = await enqueue("/leaky-repeat", "x");
+      await until(() => row(command).attempts > 0 && row(forward).attempts > 0 && row(tail).attempts > 0 && row(repeat).attempts > 0, "the calls to fail once");
+      // Regression: the cut before redaction left the last 19 characters of one at the start.
+      expect(row(repeat).last_error).toMatch(/^exit code 2: (auth=\[redacted\]\n?)+$/);
       // Redacted before it was cut (regression: the cut kept the secret's end, "value-42").
       expect(row(tail).last_error).toMatch(/^exit code 3: [a-z\]]*B{495}$/);
       expect(row(tail).last_error).not.toContain("42");
@@ -174,12 +183,28 @@ describe("stopping the runner", () => {
     // A runner of its own, for job 7 only, stopped while its command (a shell and its sleep) runs.
     const pidFile = join(out, "stopping.pid");
     const own = startJobRunner(t.outbox, [{ job_id: 7, command: ["sh", "-c", `sleep 30 & echo $! > "${pidFile}"; wait`], timeout_ms: 60_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
-    await enqueue("/stopping", "x");
+    const callId = await enqueue("/stopping", "x");
     await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", "the command to start");
     const pid = Number(readFileSync(pidFile, "utf8").trim());
     expect(running(pid)).toBe(true);
     await own.stop(100);
     await until(() => !running(pid), "the command's sleep to be killed");
+    // The stop ended it, not the command: the call is handed back with its attempt (regression: two
+    // stops during a long command spent both attempts, and the call died without ever failing).
+    expect(row(callId)).toMatchObject({ state: "pending", attempts: 0 });
+  });
+
+  test("a metadata variable the call does not carry is not inherited from the gateway's environment", async () => {
+    process.env.X_WEBHOOK_NAME = "from-the-parent";
+    const own = startJobRunner(t.outbox, [{ job_id: 12, command: ["sh", "-c", `echo "\${X_WEBHOOK_NAME-unset}" > "${out}/unnamed"`], timeout_ms: 5_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    try {
+      const callId = await enqueue("/unnamed", "x");
+      await until(() => row(callId).state === "done", "the unnamed call to finish");
+      expect(readFileSync(join(out, "unnamed"), "utf8").trim()).toBe("unset");
+    } finally {
+      delete process.env.X_WEBHOOK_NAME;
+      await own.stop(1_000);
+    }
   });
 });
 

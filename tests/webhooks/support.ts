@@ -10,6 +10,7 @@ import type { Config } from "../../src/config/schema";
 import { openDatabase, type OpenedDb } from "../../src/db/client";
 import { WebhookGateway } from "../../src/webhooks/gateway";
 import { outboxFor } from "../../src/webhooks";
+import { secretRedactor } from "../../src/webhooks/redact";
 import type { Outbox } from "../../src/webhooks/outbox";
 
 export interface TestClock {
@@ -39,10 +40,10 @@ export function buildTestGateway(webhooks: Record<string, unknown>, options: { j
   const dir = mkdtempSync(join(tmpdir(), "modelgate-webhooks-"));
   const raw: Record<string, unknown> = { server: { data_dir: dir }, webhooks: { enabled: true, ...webhooks } };
   if (options.jobs) raw.jobs = options.jobs;
-  const { config } = buildConfig(raw, { env: options.env ?? {}, baseDir: dir });
+  const { config, secretValues } = buildConfig(raw, { env: options.env ?? {}, baseDir: dir });
   const main = openDatabase(dir);
   const clock = testClock();
-  const outbox = outboxFor(config, join(dir, "modelgate.db"), options.realClock ? Date.now : clock.now);
+  const outbox = outboxFor(config, join(dir, "modelgate.db"), { now: options.realClock ? Date.now : clock.now, redact: secretRedactor(secretValues) });
   const gateway = new WebhookGateway({ config: config.webhooks, outbox, serviceId: options.serviceId ?? 42 });
   const request = (path: string, init?: RequestInit) => gateway.fetch(new Request(`http://localhost${path}`, init));
   return {
