@@ -142,8 +142,10 @@ describe("the webhook feature in the binary", () => {
     expect(status.webhooks.outbox_depth).toBe(1);
     expect(status.webhooks.pending).toBe(1);
     expect((await gateway.cli(["jobs", "list", "--state", "bogus"])).code).toBe(2);
+    // A pending call is delivered by itself; retry is for done or dead calls.
     const retried = await gateway.cli(["jobs", "retry", String(call_id)]);
-    expect(retried.code).toBe(0);
+    expect(retried.code).toBe(1);
+    expect(retried.stderr).toContain(`call ${call_id} is pending`);
     expect((await gateway.cli(["jobs", "retry", "987654"])).code).toBe(1);
     await gateway.stop();
   }, 30_000);
