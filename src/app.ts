@@ -3,6 +3,7 @@
  * server (src/serve.ts) and the tests decide how requests arrive. One onError renders every
  * failure in OpenAI's error shape, and every response carries x-request-id.
  */
+import { log } from "./log";
 import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
@@ -44,7 +45,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
         return render(cause instanceof GatewayError ? cause : new GatewayError("invalid_request_error", "The request body is not valid JSON"), id);
       }
       if (code === "NOT_FOUND") return render(new GatewayError("not_found", `No route for ${request.method} ${new URL(request.url).pathname}`), id);
-      console.error(JSON.stringify({ level: "error", request_id: id, msg: "unhandled error", error: String((error as Error)?.message ?? error) }));
+      log("error", "unhandled error", { request_id: id, error: String((error as Error)?.message ?? error) });
       return render(new GatewayError("internal_error", `Internal error; quote request id ${id} when reporting it`), id);
     })
     .use(swaggerRoutes())

@@ -24,9 +24,21 @@ export interface LoggerOptions {
   write?: (text: string, level: LogLevel) => void;
 }
 
+/**
+ * Streams whose reader has gone (`modelgate serve | tee log` after tee died: EPIPE). Their lines
+ * are dropped from then on: a log that cannot be written must not stop the API.
+ */
+const gone = new Set<NodeJS.WriteStream>();
+for (const stream of [process.stdout, process.stderr]) stream.on?.("error", () => gone.add(stream));
+
 function defaultWrite(text: string, level: LogLevel): void {
-  if (level === "warn" || level === "error") process.stderr.write(text);
-  else process.stdout.write(text);
+  const stream = level === "warn" || level === "error" ? process.stderr : process.stdout;
+  if (gone.has(stream)) return;
+  try {
+    stream.write(text);
+  } catch {
+    gone.add(stream);
+  }
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -104,8 +116,8 @@ export function hundredths(ms: number): string {
 
 let current: Logger | null = null;
 
-/** The process-wide logger; `serve` installs one built from `[log]`. Before that: info, stdout. */
-export function setLogger(logger: Logger): void {
+/** The process-wide logger; `serve` installs one built from `[log]`. Before that (or after null): info, stdout. */
+export function setLogger(logger: Logger | null): void {
   current = logger;
 }
 

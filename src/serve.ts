@@ -1,7 +1,7 @@
 /**
  * `modelgate serve`: the composition root. Loads the config, opens the database (migrations run
  * from inside the binary), builds the deps and the app, listens, and shuts down gracefully on
- * SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish (bounded by
+ * SIGTERM/SIGINT/SIGHUP: stop accepting, let in-flight requests and streams finish (bounded by
  * server.shutdown_grace_ms), flush write-behind queues (retrying for up to the grace while the
  * database refuses), close the database.
  */
@@ -132,6 +132,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  // A closing terminal, or a unit's `kill -HUP`: there is no reload, and the default would exit
+  // at once, losing the queued debits and request-log rows. It stops like SIGTERM.
+  process.on("SIGHUP", () => void shutdown("SIGHUP"));
 }
 
 

@@ -14,6 +14,7 @@
  * released again when a later check refuses the request or nothing is served, so the client can
  * retry with the same authorization; a served one is queued for settlement.
  */
+import { log } from "../log";
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
@@ -163,7 +164,7 @@ function admission(
           ctx.nonces.release(auth.commitment, nonce);
         }
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", msg: "spend_auth: settle failed", request_id: ctx.requestId, error: String((err as Error)?.message ?? err) }));
+        log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
       }
     },
   };

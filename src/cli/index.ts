@@ -115,9 +115,11 @@ export async function runCli(argv: string[]): Promise<number | null> {
     const args = parseArgs(argv, BOOLEAN_FLAGS);
     const name = args.positionals[0] ?? "serve";
     const command = commands[name];
-    if (!command || args.flags.has("help")) {
+    const known = name in commands;
+    if (!known || args.flags.has("help")) {
+      if (!known) console.error(`modelgate: unknown command ${JSON.stringify(name)}`);
       console.log(USAGE);
-      return name in commands ? 0 : 2;
+      return known ? 0 : 2;
     }
     checkShape(args, name);
     let loaded: LoadedConfig | undefined;

@@ -30,6 +30,8 @@ export interface LoadedConfig {
 }
 
 export function findConfigFile(flag: string | undefined, env = process.env): string | null {
+  // `--config "$CFG"` with CFG unset must not quietly fall back to another file or the defaults.
+  if (flag === "") throw new ConfigError("--config: the path is empty");
   if (flag) return flag;
   if (env.MODELGATE_CONFIG) return env.MODELGATE_CONFIG;
   return existsSync("modelgate.toml") ? "modelgate.toml" : null;
@@ -53,9 +55,16 @@ export function parseTomlText(text: string, file: string): Record<string, unknow
   try {
     return parseToml(text) as Record<string, unknown>;
   } catch (err) {
-    const message = (err as Error).message.split("\n")[0];
-    throw new ConfigError(`${file}: invalid TOML: ${message}`);
+    throw invalidToml(file, err);
   }
+}
+
+/** `FILE:LINE:COLUMN: invalid TOML: reason`, from a smol-toml error (which carries the place). */
+export function invalidToml(file: string, err: unknown): ConfigError {
+  const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
+  const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
+  const reason = String(message ?? err).split("\n")[0].replace(/^Invalid TOML document: /, "");
+  return new ConfigError(`${file}${at}: invalid TOML: ${reason}`);
 }
 
 export interface BuildOptions {
@@ -160,6 +169,10 @@ function checkReferences(config: Config): void {
   if (config.server.max_body_bytes_in_flight < config.server.max_body_bytes) {
     throw new ConfigError("server.max_body_bytes_in_flight: must be at least server.max_body_bytes, or one large body could never be read");
   }
+  const publicUrl = URL.parse(config.server.public_url);
+  if (publicUrl === null || publicUrl.hostname === "" || publicUrl.pathname !== "/" || /\s/.test(config.server.public_url)) {
+    throw new ConfigError(`server.public_url: "${config.server.public_url}" must be the URL of this gateway's origin, such as https://gw.example.com (no path): OAuth callbacks, setup links and Origin checks are built from it`);
+  }
   const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
   for (const [path, address] of addresses) {
     const { port } = parseAddress(address);
@@ -210,10 +223,15 @@ function checkSpendAuth({ spend_auth: s }: Config): void {
   if (!s.verifying_contract) throw new ConfigError("spend_auth.verifying_contract: required when rpc_url or allowed_signers is set");
 }
 
-/** The resolved config as JSON with every secret replaced by "<redacted>". */
+/**
+ * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
+ * keys, and in any URL its password and query values, plus the path of the URLs whose path is
+ * usually the key (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`).
+ */
 export function redactedConfig(loaded: LoadedConfig): unknown {
   const walk = (value: unknown, path: string): unknown => {
     if (loaded.secretPaths.has(path) && value !== undefined) return "<redacted>";
+    if (typeof value === "string" && /^https?:\/\//i.test(value)) return redactedUrl(value, { path: SECRET_URL_PATH.test(path) });
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
     if (value !== null && typeof value === "object") {
       return Object.fromEntries(
@@ -224,3 +242,16 @@ export function redactedConfig(loaded: LoadedConfig): unknown {
   };
   return walk(loaded.config, "");
 }
+
+/** Config keys whose URL's path is usually a credential. */
+const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
+
+function redactedUrl(text: string, options: { path: boolean }): string {
+  const url = URL.parse(text);
+  if (url === null) return text;
+  if (url.password) url.password = "<redacted>";
+  for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, "<redacted>");
+  if (options.path && url.pathname !== "/") url.pathname = "/<redacted>";
+  return url.search || url.password || options.path ? decodeURI(url.href) : text;
+}
+

@@ -5,6 +5,7 @@
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
+import { MAX_TIMER_MS } from "./timer";
 
 /** The most requests a limit may name (as `key create --per-minute`): the x-ratelimit headers stay plain integers. */
 const MAX_LIMIT = 1_000_000_000;
@@ -22,14 +23,14 @@ function limitEntry(defaults: { per_minute: number; per_day?: number }) {
 
 const Server = T.Object(
   {
-    listen: T.String({ default: "0.0.0.0:8080", pattern: "^.+:[0-9]{1,5}$" }),
+    listen: T.String({ default: "0.0.0.0:8080", pattern: "^.*:[0-9]{1,5}$" }),
     public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
     data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
     /** Chat bodies being read at once may declare at most this many bytes together (503 past it). */
     max_body_bytes_in_flight: T.Integer({ default: 268_435_456, minimum: 1024 }),
     trusted_proxies: T.Array(T.String(), { default: [] }),
-    shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0 }),
+    shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0, maximum: MAX_TIMER_MS }),
     /** Rows of the request log (the dashboard's usage history) older than this are pruned. */
     request_log_days: T.Integer({ default: 90, minimum: 1 }),
   },
@@ -54,10 +55,10 @@ const Upstream = T.Object(
     discover: T.Boolean({ default: false }),
     /** Routes imported by `discover` are free-tier when true. */
     discover_free: T.Boolean({ default: false }),
-    discover_interval_s: T.Integer({ default: 60, minimum: 5 }),
-    connect_timeout_ms: T.Integer({ default: 5_000, minimum: 1 }),
-    first_byte_timeout_ms: T.Integer({ default: 120_000, minimum: 1 }),
-    idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1 }),
+    discover_interval_s: T.Integer({ default: 60, minimum: 5, maximum: Math.floor(MAX_TIMER_MS / 1000) }),
+    connect_timeout_ms: T.Integer({ default: 5_000, minimum: 1, maximum: MAX_TIMER_MS }),
+    first_byte_timeout_ms: T.Integer({ default: 120_000, minimum: 1, maximum: MAX_TIMER_MS }),
+    idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1, maximum: MAX_TIMER_MS }),
   },
   { additionalProperties: false },
 );
@@ -100,9 +101,9 @@ const Model = T.Object(
 const Routing = T.Object(
   {
     max_attempts: T.Integer({ default: 3, minimum: 1 }),
-    retry_backoff_ms: T.Integer({ default: 50, minimum: 0 }),
+    retry_backoff_ms: T.Integer({ default: 50, minimum: 0, maximum: MAX_TIMER_MS }),
     cooldown_failures: T.Integer({ default: 3, minimum: 1 }),
-    cooldown_ms: T.Integer({ default: 30_000, minimum: 0 }),
+    cooldown_ms: T.Integer({ default: 30_000, minimum: 0, maximum: MAX_TIMER_MS }),
     /** Upper bound of completion tokens assumed when a request sets no max_tokens. */
     default_max_tokens: T.Integer({ default: 4096, minimum: 1 }),
   },
@@ -148,10 +149,10 @@ const SpendAuth = T.Object(
     /** Authorizations expiring further in the future are refused (bounds the replay table). */
     max_expiry_s: T.Integer({ default: 86_400, minimum: 60 }),
     /** How long an on-chain getAccount answer is reused. */
-    account_cache_ms: T.Integer({ default: 2_000, minimum: 0 }),
-    rpc_timeout_ms: T.Integer({ default: 5_000, minimum: 100 }),
+    account_cache_ms: T.Integer({ default: 2_000, minimum: 0, maximum: MAX_TIMER_MS }),
+    rpc_timeout_ms: T.Integer({ default: 5_000, minimum: 100, maximum: MAX_TIMER_MS }),
     /** Settlement worker: how often it looks for work, and attempts before a settlement is dead. */
-    settle_interval_ms: T.Integer({ default: 2_000, minimum: 10 }),
+    settle_interval_ms: T.Integer({ default: 2_000, minimum: 10, maximum: MAX_TIMER_MS }),
     settle_max_attempts: T.Integer({ default: 8, minimum: 1 }),
   },
   { additionalProperties: false, default: {} },

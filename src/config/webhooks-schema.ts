@@ -6,6 +6,7 @@
  * src/webhooks/config.ts and run before this schema.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
+import { MAX_TIMER_MS } from "./timer";
 
 export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key"] as const;
 
@@ -37,11 +38,11 @@ export const WebhooksSection = T.Object(
     /** The most body bytes undelivered calls may hold; past it a verified request gets 503 with Retry-After. */
     max_pending_bytes: T.Integer({ default: 1_073_741_824, minimum: 1 }),
     dedupe_window_s: T.Integer({ default: 86_400, minimum: 1 }),
-    lease_ms: T.Integer({ default: 30_000, minimum: 100 }),
+    lease_ms: T.Integer({ default: 30_000, minimum: 100, maximum: MAX_TIMER_MS }),
     max_attempts: T.Integer({ default: 5, minimum: 1 }),
     /** Delay before the second attempt; doubles per attempt up to backoff_max_ms. */
-    backoff_ms: T.Integer({ default: 1_000, minimum: 0 }),
-    backoff_max_ms: T.Integer({ default: 300_000, minimum: 0 }),
+    backoff_ms: T.Integer({ default: 1_000, minimum: 0, maximum: MAX_TIMER_MS }),
+    backoff_max_ms: T.Integer({ default: 300_000, minimum: 0, maximum: MAX_TIMER_MS }),
     retain_done_hours: T.Integer({ default: 168, minimum: 1 }),
     /** Retry-After (seconds) sent with a 503 when the outbox cannot be written. */
     retry_after_s: T.Integer({ default: 5, minimum: 1 }),
@@ -56,7 +57,7 @@ export const JobHandler = T.Object(
     job_id: T.Integer({ minimum: 0 }),
     command: T.Optional(T.Array(T.String(), { minItems: 1 })),
     forward: T.Optional(T.String({ pattern: "^https?://" })),
-    timeout_ms: T.Integer({ default: 30_000, minimum: 1 }),
+    timeout_ms: T.Integer({ default: 30_000, minimum: 1, maximum: MAX_TIMER_MS }),
     /** How many calls of this job run at once. */
     concurrency: T.Integer({ default: 1, minimum: 1, maximum: 256 }),
   },

@@ -68,7 +68,8 @@ export function openDatabase(dataDir: string): OpenedDb {
   } else {
     const file = join(dataDir, "modelgate.db");
     try {
-      mkdirSync(dataDir, { recursive: true });
+      // Created private: the database holds password hashes, emails and the ledger.
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       sqlite = new Database(file, { create: true });
       sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       switchToWal(sqlite);

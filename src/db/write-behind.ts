@@ -8,6 +8,8 @@
  * costs the event loop one short attempt every few seconds, not one per flush. Failures are logged
  * when they start, when rows are dropped and when writes work again, not once per attempt.
  */
+import { log } from "../log";
+
 export interface WriteBehind<T> {
   push(row: T): void;
   flush(): void;
@@ -49,7 +51,7 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
 
   const report = (msg: string, error?: unknown): void => {
     const fields = error === undefined ? {} : { error: String(error) };
-    console.error(JSON.stringify({ level: error === undefined ? "info" : "error", msg: `${options.label}: ${msg}`, ...fields }));
+    log(error === undefined ? "info" : "error", `${options.label}: ${msg}`, fields);
   };
   const take = (): void => {
     const fresh = queue;

@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import { ConfigError } from "../config/load";
+import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
 
 type Raw = Record<string, unknown>;
@@ -57,7 +57,7 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string): Raw {
   try {
     doc = parseToml(text) as Raw;
   } catch (err) {
-    throw new ConfigError(`webhooks.config: ${file}: invalid TOML: ${(err as Error).message.split("\n")[0]}`);
+    throw invalidToml(`webhooks.config: ${file}`, err);
   }
   const merged: Raw = { ...section };
   for (const [key, value] of Object.entries(doc)) {

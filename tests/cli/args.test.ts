@@ -5,7 +5,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { parseArgs, UsageError } from "../../src/cli/args";
 import { runCli } from "../../src/cli/index";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseExpiry } from "../../src/cli/users";
@@ -142,6 +142,32 @@ describe("command shapes", () => {
       error.mockRestore();
     }
     expect(existsSync(join(dir, "data"))).toBe(false);
+  });
+
+  test("an unknown command is named, with the usage and exit 2", async () => {
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["bogus"])).toBe(2);
+      expect(error).toHaveBeenCalledWith('modelgate: unknown command "bogus"');
+      expect(String(printed.mock.calls[0]?.[0])).toStartWith("usage: modelgate");
+    } finally {
+      error.mockRestore();
+      printed.mockRestore();
+    }
+  });
+
+  test("the data directory it creates is private to the user (it holds password hashes and the ledger)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["migrate", "--config", config])).toBe(0);
+    } finally {
+      printed.mockRestore();
+    }
+    expect(statSync(join(dir, "data")).mode & 0o777).toBe(0o700);
   });
 });
 

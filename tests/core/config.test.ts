@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { buildConfig, ConfigError, parseTomlText, redactedConfig } from "../../src/config/load";
+import { buildConfig, ConfigError, findConfigFile, parseTomlText, redactedConfig } from "../../src/config/load";
 
 function build(toml: string, env: Record<string, string> = {}) {
   return buildConfig(parseTomlText(toml, "modelgate.toml"), { env });
@@ -116,8 +116,36 @@ targets = [{ upstream = "u" }]
     expect(message).toBe('models[1]: model id or alias "a" is used twice');
   });
 
-  test("invalid TOML is a ConfigError naming the file", () => {
-    expect(() => parseTomlText("[server\nlisten = 1", "x.toml")).toThrow(/^x\.toml: invalid TOML/);
+  test("invalid TOML is a ConfigError naming the file, line and column (regression: a key set twice named neither)", () => {
+    expect(() => parseTomlText("[server\nlisten = 1", "x.toml")).toThrow(/^x\.toml:1:\d+: invalid TOML/);
+    expect(() => parseTomlText('[[upstreams]]\nname = "x"\nname = "y"\n', "dup.toml")).toThrow(/^dup\.toml:3:1: invalid TOML: trying to redefine/);
+  });
+
+  test("config check hides a URL's password and query values, and the path of an RPC or forward URL (regression: they were printed whole)", () => {
+    const loaded = buildConfig({
+      upstreams: [{ name: "a", base_url: "http://user:BASICPASS@10.0.0.5:8000/v1" }, { name: "b", base_url: "https://x.example/v1?key=QUERYKEY" }, { name: "c", base_url: "http://127.0.0.1:11434/v1" }],
+      spend_auth: { chain_id: 1, verifying_contract: `0x${"0".repeat(39)}1`, operator: `0x${"0".repeat(39)}2`, rpc_url: "https://mainnet.infura.io/v3/PROJECTKEY" },
+      jobs: [{ job_id: 1, forward: "https://hooks.slack.com/services/T0/B0/HOOKKEY" }],
+    }, { env: {} });
+    const shown = redactedConfig(loaded) as { upstreams: Array<{ base_url: string }>; spend_auth: { rpc_url: string }; jobs: Array<{ forward: string }> };
+    expect(shown.upstreams.map((u) => u.base_url)).toEqual(["http://user:<redacted>@10.0.0.5:8000/v1", "https://x.example/v1?key=<redacted>", "http://127.0.0.1:11434/v1"]);
+    expect(shown.spend_auth.rpc_url).toBe("https://mainnet.infura.io/<redacted>");
+    expect(shown.jobs[0].forward).toBe("https://hooks.slack.com/<redacted>");
+    // What runs is the URL as written.
+    expect(loaded.config.spend_auth.rpc_url).toBe("https://mainnet.infura.io/v3/PROJECTKEY");
+  });
+
+  test("an empty --config is an error, not a quiet fall-back to another file or the defaults", () => {
+    expect(() => findConfigFile("", { MODELGATE_CONFIG: "elsewhere.toml" })).toThrow("--config: the path is empty");
+    expect(findConfigFile(undefined, { MODELGATE_CONFIG: "elsewhere.toml" })).toBe("elsewhere.toml");
+  });
+
+  test("public_url must be a URL of an origin, and listen may be :PORT for every interface", () => {
+    for (const url of ["http://host with space", "http://", "https://gw.example.com/path"]) {
+      expect(() => buildConfig({ server: { public_url: url } }, { env: {} })).toThrow("server.public_url:");
+    }
+    expect(buildConfig({ server: { public_url: "https://gw.example.com/" } }, { env: {} }).config.server.public_url).toBe("https://gw.example.com/");
+    expect(buildConfig({ server: { listen: ":8080" } }, { env: {} }).config.server.listen).toBe(":8080");
   });
 
   test("env: secrets resolve, are redacted, and an unset variable is named", () => {

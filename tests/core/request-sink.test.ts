@@ -2,7 +2,8 @@
  * The request sink: finished requests are queued, and each batch is counted into the metrics,
  * logged and inserted, in that order, off the request path.
  */
-import { describe, expect, spyOn, test } from "bun:test";
+import { captureLog } from "../support/log";
+import { describe, expect, test } from "bun:test";
 import { createRequestSink, FULL_BATCH } from "../../src/request-sink";
 import { createGatewayMetrics } from "../../src/metrics/gateway";
 import { ModelRegistry } from "../../src/router/registry";
@@ -50,7 +51,7 @@ describe("request sink", () => {
   });
 
   test("a failed insert is kept and inserted with the next flush; its rows are counted and logged once", () => {
-    const errors = spyOn(console, "error").mockImplementation(() => {});
+    const captured = captureLog();
     let fail = true;
     const { sink, calls } = recordingSink(() => {
       if (fail) throw new Error("database is locked");
@@ -61,9 +62,9 @@ describe("request sink", () => {
     sink.push(record(2));
     sink.close();
     expect(calls).toEqual(["observe req_1", "log 1", "insert 1", "observe req_2", "log 1", "insert 2"]);
-    expect(String(errors.mock.calls[0]?.[0])).toContain("request log: write failed, 1 row(s) kept to retry");
-    expect(String(errors.mock.calls[1]?.[0])).toContain("request log: written again after 1 failed attempt(s)");
-    errors.mockRestore();
+    expect(captured.lines()[0]).toContain("request log: write failed, 1 row(s) kept to retry");
+    expect(captured.lines()[1]).toContain("request log: written again after 1 failed attempt(s)");
+    captured.restore();
   });
 
   test("a metrics scrape includes requests still queued", () => {

@@ -9,6 +9,12 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { BINARY, startGateway, type RunningGateway } from "../support/binary";
 import { listenUrl } from "../../src/listen";
+import { freePort } from "../support/binary";
+import { startMockUpstream } from "../support/mock-upstream";
+import { eventually } from "../support/eventually";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { Database } from "bun:sqlite";
 
 const started: RunningGateway[] = [];
 afterAll(async () => {
@@ -105,3 +111,38 @@ test("the address logged at start is a URL for IPv6 hosts too (regression: http:
   expect(listenUrl("0.0.0.0", 8080)).toBe("http://0.0.0.0:8080");
   expect(new URL(listenUrl("fd00::7", 9090)).port).toBe("9090");
 });
+
+describe("signals and a lost log reader", () => {
+  test("a log reader that went away does not stop the API; a hangup stops it the careful way, rows written (regressions: EPIPE killed the server with a stack trace; SIGHUP lost the queued rows)", async () => {
+    const mock = startMockUpstream();
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-epipe-"));
+    const port = freePort();
+    writeFileSync(join(dir, "modelgate.toml"), `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n[[upstreams]]\nname = "mock"\nbase_url = "${mock.url}"\n[[models]]\nid = "m"\nfree = true\ntargets = [{ upstream = "mock" }]\n`);
+    const proc = Bun.spawn([BINARY, "serve", "--config", join(dir, "modelgate.toml")], { stdout: "pipe", stderr: "pipe" });
+    try {
+      // Read the first bytes the server logs, then go away, as `modelgate serve | tee` does when tee dies.
+      const reader = proc.stdout.getReader();
+      await reader.read();
+      await reader.cancel();
+      const url = `http://127.0.0.1:${port}`;
+      expect(await eventually(() => fetch(`${url}/api/health`).then((r) => r.ok, () => false), 10_000)).toBe(true);
+      const chat = () => fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+      for (let i = 0; i < 3; i++) {
+        expect((await chat()).status).toBe(200);
+        await Bun.sleep(150); // past a flush, whose log lines meet the closed pipe
+      }
+      expect(proc.exitCode).toBeNull();
+      expect((await chat()).status).toBe(200); // queued, not yet written: the hangup must write it
+      proc.kill("SIGHUP");
+      expect(await proc.exited).toBe(0);
+      const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });
+      expect(db.query<{ n: number }, []>("SELECT count(*) AS n FROM request_log").get()!.n).toBe(4);
+      db.close();
+      expect(await new Response(proc.stderr).text()).not.toContain("EPIPE");
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      mock.stop();
+    }
+  });
+});
+

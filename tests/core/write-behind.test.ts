@@ -2,14 +2,15 @@
  * The write-behind queue (src/db/write-behind.ts) on its own: batches at maxBatch, and what
  * happens to a batch that fails to write, with and without keepFailed.
  */
-import { afterEach, describe, expect, spyOn, test, type Mock } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { createWriteBehind, type WriteBehind } from "../../src/db/write-behind";
+import { captureLog, type CapturedLog } from "../support/log";
 
 let queue: WriteBehind<number> | null = null;
-let errors: Mock<typeof console.error> | null = null;
+let captured: CapturedLog | null = null;
 afterEach(() => {
   queue?.close();
-  errors?.mockRestore();
+  captured?.restore();
 });
 
 /** A queue whose writer records each batch and fails while `failing.now` is true; error lines are captured. */
@@ -17,7 +18,7 @@ afterEach(() => {
 let clock = 0;
 
 function recording(keepFailed: boolean, maxBatch = 4, more: { maxKept?: number; intervalMs?: number } = {}) {
-  errors = spyOn(console, "error").mockImplementation(() => {});
+  captured = captureLog();
   const batches: number[][] = [];
   const accepted: number[][] = [];
   const failing = { now: false };
@@ -29,8 +30,8 @@ function recording(keepFailed: boolean, maxBatch = 4, more: { maxKept?: number; 
     },
     { label: "test", maxBatch, intervalMs: 60_000, keepFailed, accept: (rows) => void accepted.push([...rows]), now: () => clock, ...more },
   );
-  const lines = (): string[] => errors!.mock.calls.map((call) => String(call[0]));
-  return { queue, batches, accepted, failing, errors, lines };
+  const lines = (): string[] => captured!.lines();
+  return { queue, batches, accepted, failing, lines };
 }
 
 describe("write-behind", () => {
@@ -43,7 +44,7 @@ describe("write-behind", () => {
   });
 
   test("a failed batch is dropped by default; later rows are written", async () => {
-    const { queue, batches, failing, errors } = recording(false);
+    const { queue, batches, failing, lines } = recording(false);
     failing.now = true;
     queue.push(1);
     queue.flush();
@@ -52,11 +53,11 @@ describe("write-behind", () => {
     clock += 2_000;
     queue.flush();
     expect(batches).toEqual([[1], [2]]);
-    expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 1 row(s) dropped");
+    expect(String(lines()[0])).toContain("test: write failed, 1 row(s) dropped");
   });
 
   test("with keepFailed a failed batch stays first in line and is written with the next flush, in order", async () => {
-    const { queue, batches, failing, errors } = recording(true);
+    const { queue, batches, failing, lines } = recording(true);
     failing.now = true;
     queue.push(1);
     queue.push(2);
@@ -66,7 +67,7 @@ describe("write-behind", () => {
     clock += 2_000;
     queue.flush();
     expect(batches).toEqual([[1, 2], [1, 2, 3]]);
-    expect(String(errors.mock.calls[0]?.[0])).toContain("test: write failed, 2 row(s) kept to retry");
+    expect(String(lines()[0])).toContain("test: write failed, 2 row(s) kept to retry");
   });
 
   test("after a failure the next attempt waits out a backoff that doubles up to 2 s; rows are accepted meanwhile", () => {

@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
+import { captureLog } from "../support/log";
 import { formatCredits, MAX_BALANCE_MICRO, MICRO_PER_CREDIT, parseCredits } from "../../src/credits/amount";
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
@@ -209,7 +210,7 @@ describe("spending", () => {
     t = buildAuthApp();
     const { auth } = await paying(1_000_000);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
-    const errors = spyOn(console, "error").mockImplementation(() => {});
+    const captured = captureLog();
     try {
       t.deps.db.$client.run("PRAGMA query_only = 1"); // every write fails until switched back
       t.identities.meter.flush();
@@ -226,7 +227,7 @@ describe("spending", () => {
       t.identities.meter.flush();
       expect((await t.chat(HELLO, auth)).status).toBe(200);
     } finally {
-      errors.mockRestore();
+      captured.restore();
     }
   });
 
@@ -234,12 +235,12 @@ describe("spending", () => {
     t = buildAuthApp();
     const { userId, auth } = await paying(1_000_000);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
-    const errors = spyOn(console, "error").mockImplementation(() => {});
+    const captured = captureLog();
     t.deps.db.$client.run("PRAGMA query_only = 1"); // every write fails until switched back
     t.identities.meter.flush();
     t.deps.db.$client.run("PRAGMA query_only = 0");
-    expect(String(errors.mock.calls[0]?.[0])).toContain("credits: write failed, 1 row(s) kept to retry");
-    errors.mockRestore();
+    expect(captured.lines()[0]).toContain("credits: write failed, 1 row(s) kept to retry");
+    captured.restore();
     expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
     expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST);
     expect((await t.chat(HELLO, auth)).status).toBe(200);

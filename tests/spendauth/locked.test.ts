@@ -4,7 +4,8 @@
  * and the periodic prune is put off instead of throwing out of its timer (which ended the process);
  * a served authorization is written behind and kept until the database takes it.
  */
-import { expect, spyOn, test } from "bun:test";
+import { expect, test } from "bun:test";
+import { captureLog } from "../support/log";
 import { Database } from "bun:sqlite";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,17 +48,17 @@ test("a served authorization the locked database refuses is kept and written onc
   const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");
-  const errors = spyOn(console, "error").mockImplementation(() => {});
+  const captured = captureLog();
   try {
     writer.push({ auth, requestId: "req_1", at: now });
     const started = performance.now();
     writer.flush();
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(String(errors.mock.calls[0]?.[0])).toContain("spend_auth settlements: write failed, 1 row(s) kept to retry");
+    expect(captured.lines()[0]).toContain("spend_auth settlements: write failed, 1 row(s) kept to retry");
   } finally {
     other.run("COMMIT");
     other.close();
-    errors.mockRestore();
+    captured.restore();
   }
   expect(listSettlements(db)).toHaveLength(0);
   now += 2_000;
@@ -79,7 +80,7 @@ test("a stop that cannot write the queued settlements says how many it lost (ser
   const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");
-  const errors = spyOn(console, "error").mockImplementation(() => {});
+  const captured = captureLog();
   try {
     runtime.settlements.push({ auth, requestId: "req_1", at: Date.now() });
     expect(await runtime.stop()).toBe(1);
@@ -87,7 +88,7 @@ test("a stop that cannot write the queued settlements says how many it lost (ser
   } finally {
     other.run("COMMIT");
     other.close();
-    errors.mockRestore();
+    captured.restore();
     close();
   }
 });
