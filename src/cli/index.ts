@@ -6,7 +6,6 @@
 import { ConfigError, findConfigFile, loadConfig, redactedConfig, type LoadedConfig } from "../config/load";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
-import { applyMigrations } from "../db/migrate";
 import { serve } from "../serve";
 import { VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
@@ -54,7 +53,7 @@ const commands: Record<string, Command> = {
   },
   migrate: (ctx) => {
     const db = ctx.openDb(); // opening applies the embedded migrations
-    const applied = applyMigrations(db.sqlite);
+    const applied = db.applied;
     db.close();
     ctx.print(`database is up to date (${ctx.config().config.server.data_dir}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
     return 0;

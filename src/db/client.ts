@@ -16,6 +16,8 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 export interface OpenedDb {
   db: Db;
   sqlite: Database;
+  /** How many embedded migrations this open applied. */
+  applied: number;
   close(): void;
 }
 
@@ -80,9 +82,9 @@ export function openDatabase(dataDir: string): OpenedDb {
   sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   sqlite.run("PRAGMA foreign_keys = ON");
-  applyMigrations(sqlite);
+  const applied = applyMigrations(sqlite);
   const db = drizzle(sqlite, { schema }) as Db;
-  return { db, sqlite, close: () => sqlite.close() };
+  return { db, sqlite, applied, close: () => sqlite.close() };
 }
 
 /**

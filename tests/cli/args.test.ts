@@ -164,6 +164,10 @@ describe("command shapes", () => {
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["migrate", "--config", config])).toBe(0);
+      // What it applied, then nothing (regression: a fresh database said "up to date" without applying).
+      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/, applied 2$/);
+      expect(await runCli(["migrate", "--config", config])).toBe(0);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^database is up to date \(.*\)$/);
     } finally {
       printed.mockRestore();
     }
