@@ -12,6 +12,7 @@ import { parseExpiry } from "../../src/cli/users";
 import { formatTable } from "../../src/cli/table";
 import { keyName } from "../../src/auth/apikey";
 import { openDatabase } from "../../src/db/client";
+import { migrations } from "../../src/db/migrations.gen";
 import { createUser, findUserByEmail } from "../../src/auth/users";
 
 describe("parseArgs", () => {
@@ -165,7 +166,7 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       // What it applied, then nothing (regression: a fresh database said "up to date" without applying).
-      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/, applied 2$/);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toEndWith(`, applied ${migrations.length}`);
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^database is up to date \(.*\)$/);
     } finally {
