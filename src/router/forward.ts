@@ -71,6 +71,9 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
         upstreamMs += performance.now() - slept;
       }
     }
+    // Earlier attempts took time: a target whose circuit opened meanwhile (other requests' failures),
+    // or that another request is probing, is skipped like one that was unavailable at the start.
+    if (i > 0 && !isAvailable(target.upstream, now())) continue;
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
@@ -146,7 +149,10 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
     // the API cannot use it): it means the upstream's base_url is wrong.
     const redirected = reply.status >= 300 && reply.status < 400;
-    if (reply.status === 429 || reply.status >= 500 || refusedCredentials || redirected) {
+    // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
+    const encoding = upstream.viaFetch ? null : reply.header("content-encoding");
+    const undecodable = encoding !== null && encoding.toLowerCase() !== "identity";
+    if (reply.status === 429 || reply.status >= 500 || refusedCredentials || redirected || undecodable) {
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
       const message = refusedCredentials
@@ -155,7 +161,9 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
           : `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
         : redirected
           ? `upstream "${upstream.name}" answered ${reply.status}, a redirect; check its base_url (https instead of http? a missing /v1?)`
-          : `upstream "${upstream.name}" answered ${reply.status}`;
+          : undecodable
+            ? `upstream "${upstream.name}" answered with content-encoding ${encoding.slice(0, 40)}, though the gateway asked for none`
+            : `upstream "${upstream.name}" answered ${reply.status}`;
       return { failure: "error", message };
     }
     return { reply, abort };

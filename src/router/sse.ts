@@ -38,6 +38,8 @@ export interface RelayResult {
 const encoder = new TextEncoder();
 const USAGE_PATTERN = /"usage"\s*:\s*\{/;
 const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+/** `data: [DONE]`, with or without the optional space after the colon. */
+const DONE = /^data: ?\[DONE\]/;
 /** The longest event accepted; chat events are a few hundred bytes. */
 export const MAX_EVENT_CHARS = 1024 * 1024;
 
@@ -78,9 +80,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
         usage = readUsage(parsed?.usage) ?? usage;
-        if (!options.clientWantsUsage && Array.isArray(parsed?.choices) && parsed.choices.length === 0) continue;
+        // The chunk that carries only usage (no choice, or no choices at all), not a last content chunk with usage on it.
+        const choices = parsed?.choices;
+        if (!options.clientWantsUsage && parsed && !(Array.isArray(choices) && choices.length > 0)) continue;
       }
-      if (event.startsWith("data: [DONE]")) sawDone = true;
+      if (DONE.test(event)) sawDone = true;
       else events += 1;
       out += event;
     }
@@ -97,8 +101,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           const { done, value } = await reader.read();
           waiting = false;
           if (done) {
-            const rest = pending + decoder.decode() + (carriedCr ? "\r" : "");
-            if (rest.trim()) controller.enqueue(encoder.encode(filterEvents(rest + "\n\n")));
+            const rest = (pending + decoder.decode() + (carriedCr ? "\r" : "")).replaceAll("\r\n", "\n").trim();
+            // An event the upstream did not end before closing counts if it is whole (some end their
+            // last one without the blank line); one cut off mid-JSON means the answer broke.
+            if (!sawDone && rest.includes("data:") && !DONE.test(rest) && parseData(rest) === null) throw new Error("cut off mid-event");
+            if (rest && !sawDone) controller.enqueue(encoder.encode(filterEvents(`${rest}\n\n`)));
             if (!sawDone) controller.enqueue(DONE_EVENT);
             controller.close();
             finish({ outcome: "complete" });
@@ -121,6 +128,12 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         }
       } catch (err) {
         if (ended) return;
+        if (sawDone) {
+          // The answer was whole ([DONE] relayed); what broke after it is no failure.
+          controller.close();
+          finish({ outcome: "complete" });
+          return;
+        }
         const tooLarge = err instanceof EventTooLarge;
         if (tooLarge) {
           options.abortUpstream("event too large");
@@ -136,18 +149,26 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       }
     },
     cancel(reason) {
-      finish({ outcome: "client_closed" });
+      // Clients such as the openai SDK stop reading at [DONE]: by then the answer was whole.
+      finish({ outcome: sawDone ? "complete" : "client_closed" });
       options.abortUpstream("client closed");
       return reader.cancel(reason).catch(() => {});
     },
   });
 }
 
+/** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
 function parseData(event: string): { usage?: unknown; choices?: unknown } | null {
-  const line = event.split("\n").find((l) => l.startsWith("data:"));
-  if (!line) return null;
+  let data: string | null = null;
+  for (const line of event.split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === null ? value : `${data}\n${value}`;
+  }
+  if (data === null) return null;
   try {
-    return JSON.parse(line.slice(5));
+    const parsed: unknown = JSON.parse(data);
+    return typeof parsed === "object" && parsed !== null ? parsed : null;
   } catch {
     return null;
   }

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { eventually } from "../support/eventually";
 import { freePort } from "../support/binary";
 import { HELLO, json, mockUpstreams, routerApp, sseData } from "./helpers";
+import { recordFailure } from "../../src/router/upstream-state";
 
 const mock = mockUpstreams();
 
@@ -82,6 +83,55 @@ describe("failover before the first byte", () => {
       expect((await json(res)).error).toMatchObject({ code: "upstream_error", message: 'upstream "b" answered 301, a redirect; check its base_url (https instead of http? a missing /v1?)' });
     } finally {
       redirecting.stop(true);
+    }
+  });
+
+  test("an answer encoded although the gateway asked for none moves on; alone, a 502 naming it (regression: gzip bytes reached the client under a 200)", async () => {
+    const body = Bun.gzipSync(JSON.stringify({ id: "x", object: "chat.completion", choices: [] }));
+    const seen: Array<string | null> = [];
+    const gzipping = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (request) => {
+        seen.push(request.headers.get("accept-encoding"));
+        return new Response(body, { headers: { "content-type": "application/json", "content-encoding": "gzip" } });
+      },
+    });
+    try {
+      const url = `http://127.0.0.1:${gzipping.port}/v1`;
+      const b = mock();
+      expect((await twoTargets(url, b.url).chat({ model: "m", messages: HELLO })).status).toBe(200);
+      expect(b.chatCount()).toBe(1);
+      expect(seen[0]).toBe("identity");
+      const res = await twoTargets(url, url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
+      expect(res.status).toBe(502);
+      expect((await json(res)).error.message).toBe('upstream "b" answered with content-encoding gzip, though the gateway asked for none');
+    } finally {
+      gzipping.stop(true);
+    }
+  });
+
+  test("a target whose circuit opened while an earlier attempt ran is skipped (regression: in-flight requests kept hitting it)", async () => {
+    const b = mock();
+    let gw!: ReturnType<typeof twoTargets>;
+    // Target a fails slowly; meanwhile other requests' failures open b's circuit.
+    const a = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async () => {
+        const upstream = gw.deps.registry.upstreams.get("b")!;
+        for (let i = 0; i < 3; i++) recordFailure(upstream, Date.now(), "failing elsewhere", gw.deps.config.routing);
+        return new Response("{}", { status: 500 });
+      },
+    });
+    try {
+      gw = twoTargets(`http://127.0.0.1:${a.port}/v1`, b.url);
+      const res = await gw.chat({ model: "m", messages: HELLO });
+      expect(res.status).toBe(502);
+      expect(b.chatCount()).toBe(0);
+      expect((await json(res)).error.message).toBe('upstream "a" answered 500');
+    } finally {
+      a.stop(true);
     }
   });
 

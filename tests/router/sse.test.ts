@@ -102,4 +102,53 @@ describe("relaySse", () => {
     expect(text).toBe(EVENT + EVENT + DONE);
     expect(relayed.ended()).toMatchObject({ outcome: "complete", events: 2, usage: { prompt_tokens: 7, completion_tokens: 9 } });
   });
+
+  test("a client that stops reading at [DONE], as the openai SDK does, got the whole answer: complete, not 499 (regression: recorded 499, its success never reached the circuit)", async () => {
+    const usageEvent = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } })}\n\n`;
+    // The upstream sends [DONE], then holds its connection open a while before ending it.
+    const relayed = relay([EVENT, usageEvent + DONE, ": trailing\n\n"], { gapMs: 200, idleTimeoutMs: 5_000 });
+    const reader = relayed.stream.getReader();
+    let text = "";
+    while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(relayed.ended()).toMatchObject({ outcome: "complete", usage: { prompt_tokens: 3, completion_tokens: 4 } });
+  });
+
+  test("a connection that breaks after [DONE] ends a whole answer: no error event, complete", async () => {
+    const upstream = upstreamOf([EVENT, DONE], 0);
+    let ended: RelayResult | null = null;
+    const stream = relaySse(upstream.body, { clientWantsUsage: false, idleTimeoutMs: 5_000, abortUpstream: upstream.abort, onEnd: (r) => void (ended = r) });
+    const reader = stream.getReader();
+    let text = "";
+    while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
+    upstream.abort("connection reset");
+    while (!(await reader.read()).done);
+    expect(text).toBe(EVENT + DONE);
+    expect(ended!).toMatchObject({ outcome: "complete" });
+  });
+
+  test("an event cut off mid-JSON when the upstream closes is a broken answer; a whole last event without its blank line is relayed (regression: the cut one was relayed as complete)", async () => {
+    const cut = relay([EVENT, 'data: {"choices":[{"delta":{"content":"hal'], { gapMs: 0, idleTimeoutMs: 5_000 });
+    const cutText = await new Response(cut.stream).text();
+    expect(cutText).toStartWith(EVENT);
+    expect(cutText).toContain('"code":"upstream_error"');
+    expect(cutText).toEndWith(DONE);
+    expect(cut.ended()).toMatchObject({ outcome: "upstream_error" });
+    const whole = relay([EVENT, EVENT.trimEnd()], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(whole.stream).text()).toBe(EVENT + EVENT + DONE);
+    expect(whole.ended()).toMatchObject({ outcome: "complete", events: 2 });
+  });
+
+  test("upstream quirks: [DONE] without the space is not doubled; a usage chunk without choices, or on several data lines, is read and dropped", async () => {
+    const noSpace = relay([EVENT, "data:[DONE]\n\n"], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(noSpace.stream).text()).toBe(`${EVENT}data:[DONE]\n\n`);
+    const bare = `data: ${JSON.stringify({ usage: { prompt_tokens: 5, completion_tokens: 6 } })}\n\n`;
+    const multiLine = `data: {"choices": [],\ndata: "usage": {"prompt_tokens": 11, "completion_tokens": 12}}\n\n`;
+    for (const [usageEvent, usage] of [[bare, { prompt_tokens: 5, completion_tokens: 6 }], [multiLine, { prompt_tokens: 11, completion_tokens: 12 }]] as const) {
+      const relayed = relay([EVENT, usageEvent, DONE], { gapMs: 0, idleTimeoutMs: 5_000 });
+      expect(await new Response(relayed.stream).text()).toBe(EVENT + DONE);
+      expect(relayed.ended()).toMatchObject({ outcome: "complete", usage });
+    }
+  });
 });
+
