@@ -70,6 +70,12 @@ export class Reservations {
     }
   }
 
+  /** Whether an authorization with a nonce above `nonce` is held for `commitment`. */
+  holdsAfter(commitment: string, nonce: bigint): boolean {
+    for (const held of this.byCommitment.get(commitment)?.keys() ?? []) if (BigInt(held) > nonce) return true;
+    return false;
+  }
+
   /** The first nonce from `from` up that this gateway holds no authorization for. */
   nextFree(commitment: string, from: bigint): bigint {
     const entries = this.byCommitment.get(commitment);

@@ -156,7 +156,10 @@ function admission(
       settled = true;
       const delivered = outcome.status < 400 || (outcome.usage?.completion_tokens ?? 0) > 0;
       try {
-        if (delivered) {
+        // The contract takes nonces in order: one released while a later one of the commitment is
+        // held (served, or still in flight) would leave that one unclaimable. It is settled
+        // instead: the client signed it, and chose to send the next before this one ended.
+        if (delivered || ctx.reservations.holdsAfter(auth.commitment, auth.nonce)) {
           if (deps.settlements) deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() });
           else enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
         } else {

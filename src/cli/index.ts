@@ -114,7 +114,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
     const args = parseArgs(argv, BOOLEAN_FLAGS);
     const name = args.positionals[0] ?? "serve";
     const command = commands[name];
-    const known = name in commands;
+    const known = Object.hasOwn(commands, name);
     if (!known || args.flags.has("help")) {
       if (!known) console.error(`modelgate: unknown command ${JSON.stringify(name)}`);
       console.log(USAGE);

@@ -170,8 +170,8 @@ function checkReferences(config: Config): void {
     throw new ConfigError("server.max_body_bytes_in_flight: must be at least server.max_body_bytes, or one large body could never be read");
   }
   const publicUrl = URL.parse(config.server.public_url);
-  if (publicUrl === null || publicUrl.hostname === "" || publicUrl.pathname !== "/" || /\s/.test(config.server.public_url)) {
-    throw new ConfigError(`server.public_url: "${config.server.public_url}" must be the URL of this gateway's origin, such as https://gw.example.com (no path): OAuth callbacks, setup links and Origin checks are built from it`);
+  if (publicUrl === null || publicUrl.hostname === "" || publicUrl.href !== `${publicUrl.origin}/` || /\s/.test(config.server.public_url)) {
+    throw new ConfigError(`server.public_url: "${config.server.public_url}" must be the URL of this gateway's origin, such as https://gw.example.com (no path, query or user): OAuth callbacks, setup links and Origin checks are built from it`);
   }
   const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
   for (const [path, address] of addresses) {
@@ -252,6 +252,6 @@ function redactedUrl(text: string, options: { path: boolean }): string {
   if (url.password) url.password = "<redacted>";
   for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, "<redacted>");
   if (options.path && url.pathname !== "/") url.pathname = "/<redacted>";
-  return url.search || url.password || options.path ? decodeURI(url.href) : text;
+  return url.search || url.password || options.path ? url.href.replaceAll("%3Credacted%3E", "<redacted>") : text;
 }
 

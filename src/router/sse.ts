@@ -38,8 +38,8 @@ export interface RelayResult {
 const encoder = new TextEncoder();
 const USAGE_PATTERN = /"usage"\s*:\s*\{/;
 const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
-/** `data: [DONE]`, with or without the optional space after the colon. */
-const DONE = /^data: ?\[DONE\]/;
+/** An event whose data is `[DONE]` (with or without the optional space, after other fields or not). */
+const DONE = /(?:^|\n)data: ?\[DONE\][ \t]*(?:\n|$)/;
 /** The longest event accepted; chat events are a few hundred bytes. */
 export const MAX_EVENT_CHARS = 1024 * 1024;
 

@@ -151,6 +151,11 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["bogus"])).toBe(2);
       expect(error).toHaveBeenCalledWith('modelgate: unknown command "bogus"');
+      // Names an object has by inheritance are not commands (regression: "toString" crashed with a stack trace).
+      for (const name of ["toString", "hasOwnProperty", "__proto__", "constructor"]) {
+        expect(await runCli([name])).toBe(2);
+        expect(error).toHaveBeenLastCalledWith(`modelgate: unknown command ${JSON.stringify(name)}`);
+      }
       expect(String(printed.mock.calls[0]?.[0])).toStartWith("usage: modelgate");
     } finally {
       error.mockRestore();

@@ -131,6 +131,9 @@ targets = [{ upstream = "u" }]
     expect(shown.upstreams.map((u) => u.base_url)).toEqual(["http://user:<redacted>@10.0.0.5:8000/v1", "https://x.example/v1?key=<redacted>", "http://127.0.0.1:11434/v1"]);
     expect(shown.spend_auth.rpc_url).toBe("https://mainnet.infura.io/<redacted>");
     expect(shown.jobs[0].forward).toBe("https://hooks.slack.com/<redacted>");
+    // A URL with a stray percent sign is shown too, not an error (regression: "URI error").
+    const odd = buildConfig({ upstreams: [{ name: "a", base_url: "http://example.com/v1%E0?key=abc" }] }, { env: {} });
+    expect((redactedConfig(odd) as typeof shown).upstreams[0].base_url).toBe("http://example.com/v1%E0?key=<redacted>");
     // What runs is the URL as written.
     expect(loaded.config.spend_auth.rpc_url).toBe("https://mainnet.infura.io/v3/PROJECTKEY");
   });
@@ -141,7 +144,7 @@ targets = [{ upstream = "u" }]
   });
 
   test("public_url must be a URL of an origin, and listen may be :PORT for every interface", () => {
-    for (const url of ["http://host with space", "http://", "https://gw.example.com/path"]) {
+    for (const url of ["http://host with space", "http://", "https://gw.example.com/path", "https://gw.example.com?x=1", "https://gw.example.com/#f", "https://u:p@gw.example.com"]) {
       expect(() => buildConfig({ server: { public_url: url } }, { env: {} })).toThrow("server.public_url:");
     }
     expect(buildConfig({ server: { public_url: "https://gw.example.com/" } }, { env: {} }).config.server.public_url).toBe("https://gw.example.com/");

@@ -142,6 +142,12 @@ describe("relaySse", () => {
   test("upstream quirks: [DONE] without the space is not doubled; a usage chunk without choices, or on several data lines, is read and dropped", async () => {
     const noSpace = relay([EVENT, "data:[DONE]\n\n"], { gapMs: 0, idleTimeoutMs: 5_000 });
     expect(await new Response(noSpace.stream).text()).toBe(`${EVENT}data:[DONE]\n\n`);
+    // After other fields, and as the last event without its blank line.
+    const withId = relay([EVENT, "id: 7\ndata: [DONE]\n\n"], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(withId.stream).text()).toBe(`${EVENT}id: 7\ndata: [DONE]\n\n`);
+    const unended = relay([EVENT, "event: done\ndata: [DONE]"], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(unended.stream).text()).toBe(`${EVENT}event: done\ndata: [DONE]\n\n`);
+    expect(unended.ended()).toMatchObject({ outcome: "complete" });
     const bare = `data: ${JSON.stringify({ usage: { prompt_tokens: 5, completion_tokens: 6 } })}\n\n`;
     const multiLine = `data: {"choices": [],\ndata: "usage": {"prompt_tokens": 11, "completion_tokens": 12}}\n\n`;
     for (const [usageEvent, usage] of [[bare, { prompt_tokens: 5, completion_tokens: 6 }], [multiLine, { prompt_tokens: 11, completion_tokens: 12 }]] as const) {

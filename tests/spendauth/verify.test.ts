@@ -260,6 +260,27 @@ describe("the on-chain account and the rate limit", () => {
     expect(taken).toBe(1);
   });
 
+  test("an authorization that ends undelivered while a later nonce of its commitment is held is settled, not released: the later one could never be claimed otherwise (regression: aborting nonce 0 got 1 and 2 served for nothing)", async () => {
+    const app = spendAuthApp(chainConfig(), { accounts: account(10_000_000n) });
+    const admit = async (nonce: bigint) => {
+      const h = await signedHeader({ nonce });
+      const request = new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "x-payment-signature": h } });
+      const text = JSON.stringify(BODY);
+      const admitted = await app.hook({ request, clientIp: () => "127.0.0.1", requestId: `req_${nonce}`, route: app.deps.registry.resolve("paid")!, body: JSON.parse(text), bodyBytes: text.length });
+      if (admitted instanceof GatewayError) throw admitted;
+      return admitted;
+    };
+    const [first, second] = [await admit(0n), await admit(1n)];
+    second.settle({ status: 200, usage: { prompt_tokens: 1, completion_tokens: 1 }, upstream: "mock", latencyMs: 1 });
+    first.settle({ status: 499, usage: null, upstream: null, latencyMs: 1 }); // the client left before any token
+    expect(listSettlements(app.deps.db).map((row) => row.nonce).sort()).toEqual(["0", "1"]);
+    // Alone, an undelivered one is released as before: the same authorization may be sent again.
+    const third = await admit(2n);
+    third.settle({ status: 502, usage: null, upstream: null, latencyMs: 1 });
+    expect(listSettlements(app.deps.db)).toHaveLength(2);
+    expect(await admit(2n)).toBeDefined();
+  });
+
   test("a refusal for the account's balance carries the rate-limit headers", async () => {
     const app = spendAuthApp(chainConfig(), { accounts: account(10n), rateLimit: () => ({ "x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "119" }) });
     const refused = await app.chat(BODY, { "x-payment-signature": await signedHeader() });
