@@ -13,6 +13,7 @@
  *   disableUser(db, userId, { now? }) / enableUser(db, userId) -> what happened
  *   signupRefusal(config.auth, email) -> null | reason
  *   normalizeStoredEmails(db) -> the accounts whose stored email cannot be put in its lookup form
+ *   proveEmail(db, userId) -> an operator vouches for an account's address (it was unproven)
  *
  * A disabled user keeps their row, keys and ledger. Disabling ends their sessions in the same
  * transaction and empties the verified-key cache, so their API keys are refused from the next
@@ -20,7 +21,7 @@
  * the keys work again;
  * sessions stay ended (the user signs in again).
  */
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { users } from "../db/schema";
@@ -190,4 +191,10 @@ export function normalizeStoredEmails(db: Db): Array<{ id: number; email: string
     else db.update(users).set({ email }).where(eq(users.id, row.id)).run();
   }
   return stuck;
+}
+
+/** The operator vouches for the account's address (its owner proved it to them): OAuth may then join it, setup and `--admin` accept it. */
+export function proveEmail(db: Db, userId: number): "proven" | "already_proven" {
+  const changed = db.update(users).set({ emailUnverified: false }).where(and(eq(users.id, userId), eq(users.emailUnverified, true))).returning({ id: users.id }).all();
+  return changed.length === 1 ? "proven" : "already_proven";
 }

@@ -14,7 +14,7 @@ import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
-import { createUser, disableUser, enableUser, findUserByEmail, setAdmin, type User } from "../auth/users";
+import { createUser, disableUser, enableUser, findUserByEmail, proveEmail, setAdmin, type User } from "../auth/users";
 import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
@@ -65,7 +65,7 @@ async function readPassword(): Promise<string> {
   return text.replace(/\r?\n$/, "");
 }
 
-const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL";
+const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL | user verify EMAIL";
 
 registerCommand("user", async (ctx) => {
   const [, sub, email] = ctx.args.positionals;
@@ -80,6 +80,12 @@ registerCommand("user", async (ctx) => {
   if (sub === "enable") {
     const result = withDb(ctx, (db) => enableUser(db, requireUser(db, email).id));
     ctx.print(result === "enabled" ? `enabled ${email}: their API keys work again; they sign in again for a session` : `${email} was not disabled`);
+    return 0;
+  }
+  if (sub === "verify") {
+    // The operator vouches for the address (its owner proved it to them): OAuth may join the account, setup and --admin accept it.
+    const result = withDb(ctx, (db) => proveEmail(db, requireUser(db, email).id));
+    ctx.print(result === "proven" ? `${email} is now a proven address: GitHub or Google sign-in with it joins this account` : `${email} was already a proven address`);
     return 0;
   }
   if (sub !== "add") throw new UsageError(USER_USAGE);
@@ -108,6 +114,7 @@ registerCommand("user", async (ctx) => {
   add: { flags: ["admin", "password-stdin"], words: 3 },
   disable: { flags: [], words: 3 },
   enable: { flags: [], words: 3 },
+  verify: { flags: [], words: 3 },
 });
 
 registerCommand("key", (ctx) => {

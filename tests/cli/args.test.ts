@@ -51,6 +51,13 @@ describe("user add --admin", () => {
       expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(false);
       expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
       expect(findUserByEmail(opened.db, "made@example.com")?.isAdmin).toBe(true);
+      // An operator who knows the owner vouches for the address; then it may become the administrator.
+      expect(await runCli(["user", "verify", "boss@example.com", "--config", config])).toBe(0);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toContain("is now a proven address");
+      expect(await runCli(["user", "verify", "boss@example.com", "--config", config])).toBe(0);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toContain("was already a proven address");
+      expect(await runCli(["user", "add", "boss@example.com", "--admin", "--config", config])).toBe(0);
+      expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(true);
     } finally {
       error.mockRestore();
       printed.mockRestore();
