@@ -171,7 +171,17 @@ function checkReferences(config: Config): void {
   }
   const publicUrl = URL.parse(config.server.public_url);
   if (publicUrl === null || publicUrl.hostname === "" || publicUrl.href !== `${publicUrl.origin}/` || /\s/.test(config.server.public_url)) {
-    throw new ConfigError(`server.public_url: "${config.server.public_url}" must be the URL of this gateway's origin, such as https://gw.example.com (no path, query or user): OAuth callbacks, setup links and Origin checks are built from it`);
+    throw new ConfigError(`server.public_url: "${redactedUrl(config.server.public_url, { path: false })}" must be the URL of this gateway's origin, such as https://gw.example.com (no path, query or user): OAuth callbacks, setup links and Origin checks are built from it`);
+  }
+  // URLs the gateway will call: refused here, by key and without echoing them (they may hold a
+  // key), rather than by a bare "Invalid URL" at start, or at first use.
+  const urls: Array<[string, string | undefined]> = [
+    ...config.upstreams.map((u, i): [string, string] => [`upstreams[${i}].base_url`, u.base_url]),
+    ["spend_auth.rpc_url", config.spend_auth.rpc_url],
+    ...config.jobs.map((j, i): [string, string | undefined] => [`jobs[${i}].forward`, j.forward]),
+  ];
+  for (const [path, value] of urls) {
+    if (value !== undefined && !/^https?:$/.test(URL.parse(value)?.protocol ?? "")) throw new ConfigError(`${path}: not a valid http(s) URL`);
   }
   const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
   for (const [path, address] of addresses) {
@@ -246,12 +256,17 @@ export function redactedConfig(loaded: LoadedConfig): unknown {
 /** Config keys whose URL's path is usually a credential. */
 const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
 
+/** A URL with its user, password, query and fragment (and, with `path`, its path) shown as <redacted>; one that does not parse, whole. */
 function redactedUrl(text: string, options: { path: boolean }): string {
   const url = URL.parse(text);
-  if (url === null) return text;
+  if (url === null) return "<redacted>";
+  const hidden = Boolean(url.username || url.password || url.search || url.hash || (options.path && url.pathname !== "/"));
+  if (!hidden) return text;
+  if (url.username) url.username = "<redacted>";
   if (url.password) url.password = "<redacted>";
-  for (const key of [...url.searchParams.keys()]) url.searchParams.set(key, "<redacted>");
+  if (url.search) url.search = "?<redacted>";
+  if (url.hash) url.hash = "#<redacted>";
   if (options.path && url.pathname !== "/") url.pathname = "/<redacted>";
-  return url.search || url.password || options.path ? url.href.replaceAll("%3Credacted%3E", "<redacted>") : text;
+  return url.href.replaceAll("%3Credacted%3E", "<redacted>");
 }
 

@@ -151,7 +151,7 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     const redirected = reply.status >= 300 && reply.status < 400;
     // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
     const encoding = upstream.viaFetch ? null : reply.header("content-encoding");
-    const undecodable = encoding !== null && encoding.toLowerCase() !== "identity";
+    const undecodable = encoding !== null && encoding !== "" && encoding.toLowerCase() !== "identity";
     if (reply.status === 429 || reply.status >= 500 || refusedCredentials || redirected || undecodable) {
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);

@@ -198,14 +198,16 @@ export class Connection {
     this.destroy();
   }
 
-  onClose(): void {
+  /** `error`: the connection was reset (ECONNRESET), not closed in order. */
+  onClose(error?: Error): void {
     const wasClosed = this.closed;
     this.closed = true;
     this.dropFromIdle();
     const exchange = this.exchange;
     if (!exchange || wasClosed) return;
     this.exchange = null;
-    if (this.head?.framing === "until-close") return this.reply!.end();
+    // A body framed by the close ends with an orderly close; a reset cut it short.
+    if (this.head?.framing === "until-close" && !error) return this.reply!.end();
     if (!this.received && this.reused && !exchange.settled) return this.resendElsewhere(exchange);
     const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
     exchange.fail(failure);
@@ -247,7 +249,7 @@ export class Connection {
 const HANDLERS = {
   data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
   drain: (socket: Http1Socket) => socket.data.onDrain(),
-  close: (socket: Http1Socket) => socket.data.onClose(),
+  close: (socket: Http1Socket, error?: Error) => socket.data.onClose(error),
   timeout: (socket: Http1Socket) => socket.data.destroy(),
   error: (socket: Http1Socket) => socket.data.onError(),
   connectError: () => {},

@@ -128,12 +128,23 @@ targets = [{ upstream = "u" }]
       jobs: [{ job_id: 1, forward: "https://hooks.slack.com/services/T0/B0/HOOKKEY" }],
     }, { env: {} });
     const shown = redactedConfig(loaded) as { upstreams: Array<{ base_url: string }>; spend_auth: { rpc_url: string }; jobs: Array<{ forward: string }> };
-    expect(shown.upstreams.map((u) => u.base_url)).toEqual(["http://user:<redacted>@10.0.0.5:8000/v1", "https://x.example/v1?key=<redacted>", "http://127.0.0.1:11434/v1"]);
+    expect(shown.upstreams.map((u) => u.base_url)).toEqual(["http://<redacted>:<redacted>@10.0.0.5:8000/v1", "https://x.example/v1?<redacted>", "http://127.0.0.1:11434/v1"]);
     expect(shown.spend_auth.rpc_url).toBe("https://mainnet.infura.io/<redacted>");
     expect(shown.jobs[0].forward).toBe("https://hooks.slack.com/<redacted>");
     // A URL with a stray percent sign is shown too, not an error (regression: "URI error").
     const odd = buildConfig({ upstreams: [{ name: "a", base_url: "http://example.com/v1%E0?key=abc" }] }, { env: {} });
-    expect((redactedConfig(odd) as typeof shown).upstreams[0].base_url).toBe("http://example.com/v1%E0?key=<redacted>");
+    expect((redactedConfig(odd) as typeof shown).upstreams[0].base_url).toBe("http://example.com/v1%E0?<redacted>");
+    // A token as the user, a query without "=", a fragment.
+    const more = buildConfig({ upstreams: [{ name: "a", base_url: "https://TOKEN1@h.example/v1" }, { name: "b", base_url: "https://h.example/v1?TOKEN2" }, { name: "c", base_url: "https://h.example/v1#TOKEN3" }] }, { env: {} });
+    expect(JSON.stringify(redactedConfig(more))).not.toMatch(/TOKEN\d/);
+    // A URL the gateway could never call is refused by its key, without echoing it.
+    for (const [raw, key] of [
+      [{ upstreams: [{ name: "a", base_url: "http://user:SECRETPASS@127.0.0.1:99999/v1" }] }, "upstreams[0].base_url"],
+      [{ jobs: [{ job_id: 1, forward: "https://hooks.example:123456/services/SECRETPATH" }] }, "jobs[0].forward"],
+    ] as const) {
+      const message = (() => { try { buildConfig(raw as Record<string, unknown>, { env: {} }); return "no error"; } catch (err) { return (err as Error).message; } })();
+      expect(message).toBe(`${key}: not a valid http(s) URL`);
+    }
     // What runs is the URL as written.
     expect(loaded.config.spend_auth.rpc_url).toBe("https://mainnet.infura.io/v3/PROJECTKEY");
   });

@@ -188,6 +188,16 @@ describe("answers framed by the end of the connection", () => {
     expect(server.conns).toHaveLength(2);
   }, T);
 
+  test("a reset instead of an orderly close cuts the body short: a failure, not a whole answer (regression: relayed as complete)", async () => {
+    const server = upstream(async (req) => {
+      await req.conn.writeSlowly(["HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n", '{"choices":[{"message":{"content":"This answer is cut']);
+      await Bun.sleep(20);
+      req.conn.terminate();
+    });
+    const reply = await http1Post(server.origin, "{}").reply;
+    await expectFailure(reply.text(), "broken");
+  }, T);
+
   test("transfer-encoding other than chunked is read until close and streams", async () => {
     const server = upstream(async (req) => {
       await req.conn.writeSlowly(["HTTP/1.1 200 OK\r\ntransfer-encoding: identity\r\n\r\nab", "cd"]);
