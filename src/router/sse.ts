@@ -84,12 +84,32 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         const choices = parsed?.choices;
         if (!options.clientWantsUsage && parsed && !(Array.isArray(choices) && choices.length > 0)) continue;
       }
-      if (DONE.test(event)) sawDone = true;
-      else events += 1;
       out += event;
+      if (DONE.test(event)) {
+        // The end of the answer: nothing after it is relayed.
+        sawDone = true;
+        pending = "";
+        return out;
+      }
+      events += 1;
     }
     pending = text.slice(start);
     return out;
+  };
+
+  /**
+   * After [DONE] the client's stream is closed at once; what the upstream still sends (its final
+   * chunk, nothing at all) is read and dropped, for at most idleTimeoutMs, so its connection can
+   * be used again rather than cut.
+   */
+  const drainRest = (): void => {
+    const stop = setTimeout(() => void reader.cancel().catch(() => {}), options.idleTimeoutMs);
+    void (async () => {
+      try {
+        while (!(await reader.read()).done);
+      } catch {}
+      clearTimeout(stop);
+    })();
   };
 
   return new ReadableStream<Uint8Array>({
@@ -121,9 +141,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             if (out.length > 0) controller.enqueue(encoder.encode(out));
             throw new EventTooLarge();
           }
-          if (out.length === 0) continue; // only part of an event so far: read on
+          if (out.length === 0 && !sawDone) continue; // only part of an event so far: read on
           // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
-          controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
+          if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
+          if (sawDone) {
+            controller.close();
+            finish({ outcome: "complete" });
+            drainRest();
+          }
           return;
         }
       } catch (err) {

@@ -156,5 +156,21 @@ describe("relaySse", () => {
       expect(relayed.ended()).toMatchObject({ outcome: "complete", usage });
     }
   });
+
+  test("the client's stream ends at [DONE]: nothing after it is relayed, and an upstream that keeps its connection open is not waited for", async () => {
+    const after = relay([EVENT, `${DONE}${EVENT}: more\n\n`], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(after.stream).text()).toBe(EVENT + DONE);
+    expect(after.ended()).toMatchObject({ outcome: "complete", events: 1 });
+    // An upstream silent after [DONE] (the relay would otherwise sit out idle_timeout_ms, here a minute).
+    const open = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode(EVENT + DONE));
+      },
+    });
+    let ended: RelayResult | null = null;
+    const stream = relaySse(open, { clientWantsUsage: false, idleTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (ended = r) });
+    expect(await new Response(stream).text()).toBe(EVENT + DONE);
+    expect(ended!).toMatchObject({ outcome: "complete" });
+  }, 5_000);
 });
 
