@@ -3,7 +3,8 @@
  * parsed args and lazy access to the config and database, and returns an exit code, or null to
  * keep the process running (serve).
  */
-import { ConfigError, findConfigFile, loadConfig, redactedConfig, type LoadedConfig } from "../config/load";
+import { ConfigError, findConfigFile, loadConfig, type LoadedConfig } from "../config/load";
+import { redactedConfig } from "../config/redact";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";

@@ -4,6 +4,7 @@
  * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
  */
 import { parseProxyEntry } from "../client-address";
+import { redactedUrl } from "./redact";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
@@ -232,41 +233,3 @@ function checkSpendAuth({ spend_auth: s }: Config): void {
   if (!s.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");
   if (!s.verifying_contract) throw new ConfigError("spend_auth.verifying_contract: required when rpc_url or allowed_signers is set");
 }
-
-/**
- * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
- * keys, and in any URL its password and query values, plus the path of the URLs whose path is
- * usually the key (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`).
- */
-export function redactedConfig(loaded: LoadedConfig): unknown {
-  const walk = (value: unknown, path: string): unknown => {
-    if (loaded.secretPaths.has(path) && value !== undefined) return "<redacted>";
-    if (typeof value === "string" && /^https?:\/\//i.test(value)) return redactedUrl(value, { path: SECRET_URL_PATH.test(path) });
-    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
-    if (value !== null && typeof value === "object") {
-      return Object.fromEntries(
-        Object.entries(value).map(([k, v]) => [k, walk(v, path ? `${path}.${k}` : k)]),
-      );
-    }
-    return value;
-  };
-  return walk(loaded.config, "");
-}
-
-/** Config keys whose URL's path is usually a credential. */
-const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
-
-/** A URL with its user, password, query and fragment (and, with `path`, its path) shown as <redacted>; one that does not parse, whole. */
-function redactedUrl(text: string, options: { path: boolean }): string {
-  const url = URL.parse(text);
-  if (url === null) return "<redacted>";
-  const hidden = Boolean(url.username || url.password || url.search || url.hash || (options.path && url.pathname !== "/"));
-  if (!hidden) return text;
-  if (url.username) url.username = "<redacted>";
-  if (url.password) url.password = "<redacted>";
-  if (url.search) url.search = "?<redacted>";
-  if (url.hash) url.hash = "#<redacted>";
-  if (options.path && url.pathname !== "/") url.pathname = "/<redacted>";
-  return url.href.replaceAll("%3Credacted%3E", "<redacted>");
-}
-

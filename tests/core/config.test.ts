@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { buildConfig, ConfigError, findConfigFile, parseTomlText, redactedConfig } from "../../src/config/load";
+import { buildConfig, ConfigError, findConfigFile, parseTomlText } from "../../src/config/load";
+import { redactedConfig } from "../../src/config/redact";
 
 function build(toml: string, env: Record<string, string> = {}) {
   return buildConfig(parseTomlText(toml, "modelgate.toml"), { env });

@@ -4,7 +4,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildConfig, ConfigError, loadConfig, redactedConfig } from "../../src/config/load";
+import { buildConfig, ConfigError, loadConfig } from "../../src/config/load";
+import { redactedConfig } from "../../src/config/redact";
 import { doneRetentionMs } from "../../src/webhooks";
 
 const CRATE_FILE = `# webhooks.toml as documented by the blueprint-webhooks crate
