@@ -6,8 +6,8 @@ import type { LoadedConfig } from "./load";
 
 /**
  * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
- * keys, and in any URL its user, password, query and fragment, plus the path of the URLs whose path is
- * usually the key (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`).
+ * keys, and in any URL its user, password, query and fragment, plus the path of the URLs whose
+ * path is usually the key (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`).
  */
 export function redactedConfig(loaded: LoadedConfig): unknown {
   const walk = (value: unknown, path: string): unknown => {
