@@ -161,7 +161,8 @@ describe("secrets", () => {
       const forward = await enqueue("/leaky-forward", "x");
       const tail = await enqueue("/leaky-tail", "x");
       const repeat = await enqueue("/leaky-repeat", "x");
-      await until(() => row(command).attempts > 0 && row(forward).attempts > 0 && row(tail).attempts > 0 && row(repeat).attempts > 0, "the calls to fail once");
+      // A claim counts the attempt; the failure's reason is written when the command has ended.
+      await until(() => [command, forward, tail, repeat].every((id) => row(id).last_error !== null), "the calls to fail once");
       // Regression: the cut before redaction left the last 19 characters of one at the start.
       expect(row(repeat).last_error).toMatch(/^exit code 2: (auth=\[redacted\]\n?)+$/);
       // Redacted before it was cut (regression: the cut kept the secret's end, "value-42").
