@@ -86,9 +86,11 @@ export function registerCommand(name: string, command: Command, commandShapes: C
 
 function checkShape(args: Args, name: string): void {
   const sub = args.positionals[1];
-  const shape = shapes[name]?.[""] ?? (sub === undefined ? undefined : shapes[name]?.[sub]);
+  const own = shapes[name];
+  // Own keys only: a subcommand named like an Object member ("constructor") is simply unknown.
+  const shape = own && (Object.hasOwn(own, "") ? own[""] : sub !== undefined && Object.hasOwn(own, sub) ? own[sub] : undefined);
   if (!shape) return;
-  const label = shapes[name][""] ? name : `${name} ${sub}`;
+  const label = Object.hasOwn(own, "") ? name : `${name} ${sub}`;
   for (const flag of args.flags.keys()) {
     if (!GLOBAL_FLAGS.has(flag) && !shape.flags.includes(flag)) throw new UsageError(`modelgate ${label} has no flag --${flag}`);
   }
@@ -102,6 +104,7 @@ const USAGE = `usage: modelgate <command> [--config FILE]
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
   user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that
+  user verify EMAIL                            vouch for an address a password sign-up never proved
   key create --user EMAIL [--name N] [--expires 30d]   create an API key (printed once)
   key list [--user EMAIL] | key revoke KEY_ID
   credits grant --user EMAIL --amount 12.50

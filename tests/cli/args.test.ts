@@ -162,6 +162,9 @@ describe("command shapes", () => {
       for (const name of ["toString", "hasOwnProperty", "__proto__", "constructor"]) {
         expect(await runCli([name])).toBe(2);
         expect(error).toHaveBeenLastCalledWith(`modelgate: unknown command ${JSON.stringify(name)}`);
+        // As a subcommand: the command's usage, not an internal error.
+        expect(await runCli(["user", name, "a@b.io", "--config", "/nonexistent/modelgate.toml"])).toBe(2);
+        expect(String(error.mock.calls.at(-1)?.[0])).toStartWith("modelgate: usage: modelgate user");
       }
       expect(String(printed.mock.calls[0]?.[0])).toStartWith("usage: modelgate");
     } finally {
