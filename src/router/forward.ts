@@ -14,7 +14,7 @@ import type { ModelRoute, Target } from "./registry";
 import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
-import { abandonAttempt, beginAttempt, isAvailable, recordAnswered, recordFailure } from "./upstream-state";
+import { abandonAttempt, beginAttempt, isAvailable, recordAnswered, recordFailure, type UpstreamState } from "./upstream-state";
 
 export interface ForwardInput {
   route: ModelRoute;
@@ -145,26 +145,11 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     const reply = await exchange.reply;
     client.answered();
     upstream.lastContactAt = now;
-    const refusedCredentials = CREDENTIAL_REFUSALS.has(reply.status);
-    // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
-    // the API cannot use it): it means the upstream's base_url is wrong.
-    const redirected = reply.status >= 300 && reply.status < 400;
-    // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
-    const encoding = upstream.viaFetch ? null : reply.header("content-encoding");
-    const undecodable = encoding !== null && encoding !== "" && encoding.toLowerCase() !== "identity";
-    if (reply.status === 429 || reply.status >= 500 || refusedCredentials || redirected || undecodable) {
+    const failed = failedAnswer(upstream, reply);
+    if (failed !== null) {
       client.onGone = null;
       await discard(reply, exchange, upstream.config.idle_timeout_ms);
-      const message = refusedCredentials
-        ? reply.status === 402
-          ? `upstream "${upstream.name}" refused for its own billing (HTTP 402); check the account behind its api_key`
-          : `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${reply.status}); check its api_key`
-        : redirected
-          ? `upstream "${upstream.name}" answered ${reply.status}, a redirect; check its base_url (https instead of http? a missing /v1?)`
-          : undecodable
-            ? `upstream "${upstream.name}" answered with content-encoding ${encoding.slice(0, 40)}, though the gateway asked for none`
-            : `upstream "${upstream.name}" answered ${reply.status}`;
-      return { failure: "error", message };
+      return { failure: "error", message: failed };
     }
     return { reply, abort };
   } catch (err) {
@@ -177,6 +162,26 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };
     return { failure: "error", message: `upstream "${upstream.name}" is unreachable` };
   }
+}
+
+/** Why an upstream's answer fails the attempt (the next target is tried), or null when it is the answer. */
+function failedAnswer(upstream: UpstreamState, reply: UpstreamReply): string | null {
+  const { status } = reply;
+  if (CREDENTIAL_REFUSALS.has(status)) {
+    return status === 402
+      ? `upstream "${upstream.name}" refused for its own billing (HTTP 402); check the account behind its api_key`
+      : `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${status}); check its api_key`;
+  }
+  // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
+  // the API cannot use it): it means the upstream's base_url is wrong.
+  if (status >= 300 && status < 400) return `upstream "${upstream.name}" answered ${status}, a redirect; check its base_url (https instead of http? a missing /v1?)`;
+  if (status === 429 || status >= 500) return `upstream "${upstream.name}" answered ${status}`;
+  // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
+  const encoding = upstream.viaFetch ? null : reply.header("content-encoding");
+  if (encoding !== null && encoding !== "" && encoding.toLowerCase() !== "identity") {
+    return `upstream "${upstream.name}" answered with content-encoding ${encoding.slice(0, 40)}, though the gateway asked for none`;
+  }
+  return null;
 }
 
 /** Reads a small error body to its end so the keep-alive connection is reused; gives up on a large or slow one. */
