@@ -88,11 +88,12 @@ account_cache_ms = 3600000
       into.overheadMs.push(Number(response.headers.get("x-gateway-overhead-ms") ?? NaN));
     };
     const kinds: Record<string, Sample> = { anonymous: empty(), apiKey: empty(), spendAuth: empty() };
-    for (let i = 0; i < 20; i++) await call("paid", { "x-payment-signature": headers[N + i] }, empty()); // warm the account cache
+    // Nonces are spent in order: the gateway refuses one above the next the contract can take.
+    for (let i = 0; i < 20; i++) await call("paid", { "x-payment-signature": headers[i] }, empty()); // warm the account cache
     for (let i = 0; i < N; i++) {
       await call("free", {}, kinds.anonymous);
       if (apiKey) await call("paid", { authorization: `Bearer ${apiKey}` }, kinds.apiKey);
-      await call("paid", { "x-payment-signature": headers[i] }, kinds.spendAuth);
+      await call("paid", { "x-payment-signature": headers[20 + i] }, kinds.spendAuth);
     }
     const recovery = await measureRecovery(headers[0], chain.chainId, deployed.credits);
     return report(kinds, { apiKey: apiKey !== null, recoveryUs: recovery });
