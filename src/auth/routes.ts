@@ -1,6 +1,6 @@
 /**
  * The browser-facing auth controller; its paths and answers are a contract the dashboard builds on:
- *   POST /auth/signup, /auth/login   form-encoded or JSON {email, password, next?}: sets mg_session.
+ *   POST /auth/signup, /auth/login   form-encoded or JSON {email, password, next?}: sets mg_session (and mg_device).
  *                                    With Accept: application/json: 200 {user} or the gateway's error
  *                                    body. Otherwise (a plain form post): 303 -> `next` when it is a
  *                                    safe /dashboard path (refusal.ts), else /dashboard; a refusal is
@@ -13,7 +13,8 @@
  *                                    303 -> /setup?token=&error=CODE (GET /setup is the dashboard's page)
  *   POST /api/admin/credits          {email, amount} for administrators
  * Only a code from refusal.ts ever travels in a redirect: no email, password or provider text.
- * Every POST here checks Origin; the argon2 forms are throttled per address and per account.
+ * Every POST here checks Origin; the argon2 forms are throttled per address and per account (per
+ * device instead, for a browser that signed in to the account before: device-cookie.ts).
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
@@ -28,6 +29,7 @@ import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE,
 import { completeSetup, setupTokenValid } from "./setup";
 import { refusalMessage, safeNext, type RefusalCode } from "./refusal";
 import type { SignInThrottle } from "./throttle";
+import { DEVICE_COOKIE, DEVICE_COOKIE_MAX_AGE_S, DEVICE_COOKIE_PATH, deviceOf, issueDeviceCookie, type DeviceAccount } from "./device-cookie";
 import { AUTH_DOCS } from "./route-docs";
 
 export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
@@ -112,17 +114,22 @@ export function authRoutes(deps: AuthRoutesDeps) {
     return originAllowed(request, config.server.public_url) ? null : refusal("origin", "forbidden", "Cross-origin form posts are refused");
   }
 
-  function throttleRefusal(request: Request, server: Server, account?: string): Refusal | null {
-    const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), account });
+  function throttleRefusal(request: Request, server: Server, account?: string, device?: string): Refusal | null {
+    const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), account, device });
     if (wait === null) return null;
     return refusal("throttled", "rate_limit_exceeded", `Too many attempts; try again in ${wait} s`, { headers: { "retry-after": String(Math.max(1, wait)) } });
   }
 
-  /** Starts a session for `user` and answers the way the form or the script expects. */
-  function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[] }): Response {
+  /**
+   * Starts a session for `user` and answers the way the form or the script expects. A password
+   * sign-in (`device`: the account as it signed in) also gives the browser a device cookie.
+   */
+  function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[]; device?: DeviceAccount }): Response {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
+    const device = options.device ? issueDeviceCookie(options.device) : null;
+    if (device !== null) headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
     for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {
       headers.set("content-type", "application/json");
@@ -185,12 +192,14 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if ("error" in created) {
         return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
       }
-      return signedIn(request, created, { next: back.next });
+      return signedIn(request, created, { next: back.next, device: created });
     }, { detail: AUTH_DOCS.signup })
     .post("/auth/login", async ({ request, body, server }) => {
       const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined);
+      const account = email === null ? null : findUserByEmail(db, email);
+      const device = account === null ? null : deviceOf(readCookie(request, DEVICE_COOKIE), account);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined, device ?? undefined);
       if (refused) return refuse(request, back, refused);
       const password = field(body, "password");
       // Longer than any valid password can be (PASSWORD_MAX characters, two UTF-16 units at most each): not hashed.
@@ -199,7 +208,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if (!checked.ok) {
         return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
       }
-      return signedIn(request, checked.user, { next: back.next });
+      return signedIn(request, checked.user, { next: back.next, device: checked.user });
     }, { detail: AUTH_DOCS.login })
     .post("/auth/logout", ({ request }) => {
       checkOrigin(request);
@@ -225,7 +234,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
         return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
       }
-      return signedIn(request, result, {});
+      return signedIn(request, result, { device: result });
     }, { detail: AUTH_DOCS.setup })
     .post(
       "/api/admin/credits",

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
-import { createUser } from "../../src/auth/users";
+import { createUser, setPassword } from "../../src/auth/users";
 import { createSession, createSessionValidator } from "../../src/auth/session";
 
 let t: AuthTestApp;
@@ -32,9 +32,11 @@ describe("password sign-in", () => {
     const response = await t.request("/auth/login", form({ email: "Ann@Example.com ", password: "correct horse" }));
     expect(response.status).toBe(303);
     expect(response.headers.get("location")).toBe("/dashboard");
-    const cookie = response.headers.get("set-cookie")!;
+    const [cookie, device] = response.headers.getSetCookie();
     // The browser keeps it 400 days; the session's sliding expiry on the server decides.
     expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=34560000$/);
+    // The device cookie goes only to the sign-in route, for 180 days.
+    expect(device).toMatch(/^mg_device=[a-z2-7]{24}\.[A-Za-z0-9_-]{43}; Path=\/auth\/login; HttpOnly; SameSite=Lax; Max-Age=15552000$/);
     expect(cookie).not.toContain("Secure");
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
     expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
@@ -89,6 +91,40 @@ describe("password sign-in", () => {
     expect((await t.request("/auth/login", json({ email: "bob@example.com", password: "x" }))).status).toBe(401);
     t.clock.advance(60_000);
     expect((await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }))).status).toBe(200);
+  });
+
+  test("a browser that signed in before is throttled on its own: guesses made elsewhere cannot lock its owner out", async () => {
+    t = buildAuthApp();
+    const ann = await t.user("ann@example.com", { password: "correct horse" });
+    await t.user("bob@example.com", { password: "battery staple" });
+    const deviceCookie = async (email: string, password: string): Promise<string> => {
+      const response = await t.request("/auth/login", json({ email, password }));
+      expect(response.status).toBe(200);
+      return response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
+    };
+    const annDevice = await deviceCookie("ann@example.com", "correct horse");
+    const bobDevice = await deviceCookie("bob@example.com", "battery staple");
+    const signIn = (password: string, cookie?: string) =>
+      t.request("/auth/login", json({ email: "ann@example.com", password }, cookie ? { cookie } : {}));
+    // Somebody else guesses until the account is throttled.
+    const guesses: number[] = [];
+    for (let i = 0; i < 5; i++) guesses.push((await signIn(`guess ${i}`)).status);
+    expect(guesses).toEqual([401, 401, 401, 401, 429]);
+    expect((await signIn("correct horse")).status).toBe(429);
+    // Ann's browser still gets in; a forged, altered or another account's device cookie does not.
+    expect((await signIn("correct horse", `${annDevice.slice(0, -1)}${annDevice.endsWith("A") ? "B" : "A"}`)).status).toBe(429);
+    expect((await signIn("correct horse", bobDevice)).status).toBe(429);
+    expect((await signIn("correct horse", "mg_device=x.y")).status).toBe(429);
+    expect((await signIn("correct horse", annDevice)).status).toBe(200);
+    // The device has the account's numbers of its own: 5 attempts, the successful one included.
+    const fromDevice: number[] = [];
+    for (let i = 0; i < 5; i++) fromDevice.push((await signIn(`typo ${i}`, annDevice)).status);
+    expect(fromDevice).toEqual([401, 401, 401, 401, 429]);
+    // A new password voids the account's device cookies.
+    t.clock.advance(10 * 60_000);
+    await setPassword(t.deps.db, ann.id, "new password here");
+    for (let i = 0; i < 5; i++) await signIn(`guess again ${i}`);
+    expect((await signIn("new password here", annDevice)).status).toBe(429);
   });
 
   test("sign-up and setup are throttled per account as sign-in is", async () => {
