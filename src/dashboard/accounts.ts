@@ -10,7 +10,7 @@ import type { AppDeps } from "../deps";
 import { balances, users } from "../db/schema";
 import { createSessionValidator, readCookie, SESSION_COOKIE } from "../auth/session";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
-import { createUser, disableUser, enableUser } from "../auth/users";
+import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
 import { getBalance, grantCredits } from "../credits/ledger";
 import { PAST_MAX_BALANCE } from "../credits/amount";
 import { listJobs, outboxStats } from "../webhooks/admin";
@@ -35,6 +35,8 @@ export interface DashboardAccounts {
   listUsers(): UserView[];
   createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
   setUserDisabled(userId: number, options: { disabled: boolean }): boolean;
+  /** The admin vouches for the user's address (`modelgate user verify`); false for no such user. */
+  proveEmail(userId: number): boolean;
   grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
   outbox(): OutboxView | null;
 }
@@ -67,7 +69,7 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     },
     listUsers() {
       return db
-        .select({ id: users.id, email: users.email, isAdmin: users.isAdmin, disabledAt: users.disabledAt, createdAt: users.createdAt, balanceMicro: balances.micro })
+        .select({ id: users.id, email: users.email, isAdmin: users.isAdmin, emailUnverified: users.emailUnverified, disabledAt: users.disabledAt, createdAt: users.createdAt, balanceMicro: balances.micro })
         .from(users)
         .leftJoin(balances, eq(balances.userId, users.id))
         .orderBy(desc(users.isAdmin), users.email)
@@ -81,6 +83,11 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     setUserDisabled(userId, options) {
       const result = options.disabled ? disableUser(db, userId, { now: now() }) : enableUser(db, userId);
       return result !== "not_found";
+    },
+    proveEmail(userId) {
+      if (!userExists(userId)) return false;
+      proveEmail(db, userId);
+      return true;
     },
     grantCredits(input) {
       if (!userExists(input.userId)) return { ok: false, message: "No such user." };

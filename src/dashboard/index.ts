@@ -151,7 +151,11 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (g instanceof Response) return g;
       const userId = Number(params.id);
       const action = params.action;
-      if (!Number.isInteger(userId) || (action !== "disable" && action !== "enable")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
+      if (!Number.isInteger(userId) || (action !== "disable" && action !== "enable" && action !== "verify")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
+      if (action === "verify") {
+        if (!accounts.proveEmail(userId)) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+        return redirect("/dashboard/admin?done=verify");
+      }
       if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
       if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
       return redirect(`/dashboard/admin?done=${action}`);
@@ -186,6 +190,7 @@ const ADMIN_NOTICES: Record<string, string> = {
   user: "The user was created.",
   disable: "The user was disabled.",
   enable: "The user was enabled.",
+  verify: "The address was marked proven.",
   credits: "Credits granted.",
   revoked: "The key was revoked.",
 };

@@ -222,6 +222,32 @@ describe("dashboard pages", () => {
     expect(missing.status).toBe(404);
   });
 
+  test("an admin marks an unproven address proven in the page, as `user verify` does; others cannot", async () => {
+    const t = await setup();
+    const admin = await t.signIn("root@example.com", { admin: true });
+    const alice = await t.signIn("alice@example.com");
+    const squatted = (await createUser(t.deps.db, { email: "mallory@example.com", password: "correct horse", emailUnverified: true })) as User;
+    const unproven = () => t.deps.db.$client.query<{ email_unverified: number }, [number]>("SELECT email_unverified FROM users WHERE id = ?").get(squatted.id)!.email_unverified;
+    const before = await (await t.get("/dashboard/admin", admin.cookie)).text();
+    expect(before).toContain(`action="/dashboard/admin/users/${squatted.id}/verify"`);
+    // Only the unproven account offers it.
+    expect(before).not.toContain(`action="/dashboard/admin/users/${alice.user.id}/verify"`);
+    expect(before.match(/>unproven</g)).toHaveLength(1);
+    const refused = await t.post(`/dashboard/admin/users/${squatted.id}/verify`, { csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(refused.status).not.toBe(303);
+    const wrongCsrf = await t.post(`/dashboard/admin/users/${squatted.id}/verify`, { csrf: alice.csrf }, { cookie: admin.cookie });
+    expect(wrongCsrf.status).not.toBe(303);
+    expect(unproven()).toBe(1);
+    const proven = await t.post(`/dashboard/admin/users/${squatted.id}/verify`, { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(proven.status).toBe(303);
+    expect(proven.headers.get("location")).toBe("/dashboard/admin?done=verify");
+    expect(unproven()).toBe(0);
+    const after = await (await t.get("/dashboard/admin?done=verify", admin.cookie)).text();
+    expect(after).toContain("The address was marked proven.");
+    expect(after).not.toContain(`/users/${squatted.id}/verify`);
+    expect((await t.post("/dashboard/admin/users/999/verify", { csrf: admin.csrf }, { cookie: admin.cookie })).status).toBe(404);
+  });
+
   test("a key name is up to 100 characters, counted as characters (an emoji is one)", async () => {
     const t = await setup();
     const alice = await t.signIn("alice@example.com");

@@ -1,5 +1,6 @@
 /**
- * Admin (admins only): users with their balance and status (create, disable, enable), a credit
+ * Admin (admins only): users with their balance and status (create, disable, enable, mark an
+ * unproven address proven), a credit
  * grant form, every key with revoke, and the webhook outbox when the webhooks part exposes it.
  */
 import { formatCredits, formatNumber, html, time, type Html } from "../html";
@@ -9,6 +10,8 @@ export interface UserView {
   id: number;
   email: string;
   isAdmin: boolean;
+  /** Signed up with a password, and nobody vouched for the address yet (see `user verify`). */
+  emailUnverified: boolean;
   disabledAt: number | null;
   createdAt: number;
   balanceMicro: number;
@@ -37,12 +40,12 @@ export function adminPage(view: AdminView): Html {
   <tbody>${view.users.map((u) => html`<tr data-user="${u.email}">
     <td>${u.email}</td>
     <td>${u.isAdmin ? html`<span class="badge">admin</span>` : "user"}</td>
-    <td>${u.disabledAt === null ? html`<span class="badge ok">active</span>` : html`<span class="badge bad">disabled</span>`}</td>
+    <td>${u.disabledAt === null ? html`<span class="badge ok">active</span>` : html`<span class="badge bad">disabled</span>`}${u.emailUnverified ? html` <span class="badge" title="Signed up with a password: nothing proves the address">unproven</span>` : ""}</td>
     <td class="num" data-balance="${u.balanceMicro}">${formatCredits(u.balanceMicro)}</td>
     <td>${time(u.createdAt)}</td>
     <td>${u.id === view.selfId ? html`<span class="hint">you</span>` : u.disabledAt === null
       ? html`<form method="post" action="/dashboard/admin/users/${u.id}/disable" data-confirm="Disable ${u.email}? Their sessions end and their keys stop working until re-enabled.">${csrf}<button type="submit" class="danger" aria-label="Disable ${u.email}">Disable</button></form>`
-      : html`<form method="post" action="/dashboard/admin/users/${u.id}/enable">${csrf}<button type="submit" class="secondary" aria-label="Enable ${u.email}">Enable</button></form>`}</td>
+      : html`<form method="post" action="/dashboard/admin/users/${u.id}/enable">${csrf}<button type="submit" class="secondary" aria-label="Enable ${u.email}">Enable</button></form>`}${u.emailUnverified ? proveForm(u, csrf) : ""}</td>
   </tr>`)}</tbody>
 </table></div>
 </section>
@@ -75,6 +78,11 @@ export function adminPage(view: AdminView): Html {
 ${keysTable(view.keys, { csrf: view.csrf, now: view.now, showOwner: true, revokeAction: (id) => `/dashboard/admin/keys/${encodeURIComponent(id)}/revoke` })}
 </section>
 ${view.outbox ? outboxSection(view.outbox) : ""}`;
+}
+
+/** Only for an address whose owner proved it to the admin: GitHub or Google sign-in with it then joins this account, and setup or --admin accept it. */
+function proveForm(u: UserView, csrf: Html): Html {
+  return html`<form method="post" action="/dashboard/admin/users/${u.id}/verify" data-confirm="Mark ${u.email} as proven? Only if its owner proved the address to you: GitHub or Google sign-in with it will then join this account.">${csrf}<button type="submit" class="secondary" aria-label="Mark ${u.email} proven">Mark proven</button></form>`;
 }
 
 function outboxSection(outbox: OutboxView): Html {
