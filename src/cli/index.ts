@@ -1,9 +1,10 @@
 /**
  * The command line (DESIGN.md): one table from command name to handler. Each handler gets the
  * parsed args and lazy access to the config and database, and returns an exit code, or null to
- * keep the process running (serve).
+ * keep the process running (serve). Only `config()` resolves the `env:` secrets, so a command
+ * that works on the database alone runs in a shell without the server's environment.
  */
-import { ConfigError, findConfigFile, loadConfig, type LoadedConfig } from "../config/load";
+import { ConfigError, findConfigFile, loadConfig, loadDataDir, type LoadedConfig } from "../config/load";
 import { redactedConfig } from "../config/redact";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
@@ -14,7 +15,11 @@ import { maskApiKeys } from "../auth/apikey";
 
 export interface CliContext {
   args: Args;
+  /** The whole config, every `env:` secret resolved: fails naming an unset variable. */
   config(): LoadedConfig;
+  /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
+  dataDir(): string;
+  /** The database in dataDir(), migrated. */
   openDb(): OpenedDb;
   print(line: string): void;
 }
@@ -56,7 +61,7 @@ const commands: Record<string, Command> = {
     const db = ctx.openDb(); // opening applies the embedded migrations
     const applied = db.applied;
     db.close();
-    ctx.print(`database is up to date (${ctx.config().config.server.data_dir}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
+    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
     return 0;
   },
   config: async (ctx) => {
@@ -126,17 +131,20 @@ export async function runCli(argv: string[]): Promise<number | null> {
     }
     checkShape(args, name);
     let loaded: LoadedConfig | undefined;
-    const config = () => (loaded ??= loadConfig(findConfigFile(stringFlag(args, "config"))));
-    return await command({
+    let dataDir: string | undefined;
+    const file = (): string | null => findConfigFile(stringFlag(args, "config"));
+    const context: CliContext = {
       args,
-      config,
+      config: () => (loaded ??= loadConfig(file())),
+      dataDir: () => (dataDir ??= loadDataDir(file())),
       openDb: () => {
-        const opened = openDatabase(config().config.server.data_dir);
+        const opened = openDatabase(context.dataDir());
         normalizeStoredEmails(opened.db);
         return opened;
       },
       print: (line) => console.log(line),
-    });
+    };
+    return await command(context);
   } catch (err) {
     // A key typed where something else belongs (`key revoke sk-mg-…`) is not printed back whole.
     if (err instanceof ConfigError) {

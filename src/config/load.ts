@@ -2,6 +2,7 @@
  * Loads the config once at start-up: TOML through smol-toml, `env:VAR` secrets resolved, defaults
  * filled and the result checked against the schema. Every failure is a ConfigError whose message
  * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
+ * The database commands load it with loadDataDir, which lets a secret's variable be unset.
  */
 import { parseProxyEntry } from "../client-address";
 import { redactedUrl } from "./redact";
@@ -10,7 +11,8 @@ import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { ConfigSchema, SECRET_KEYS, type Config } from "./schema";
+import { ConfigSchema, type Config } from "./schema";
+import { resolveSecrets, type Secrets, type UnsetSecrets } from "./secrets";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
 import { parseAddress } from "../listen";
 
@@ -38,7 +40,22 @@ export function findConfigFile(flag: string | undefined, env = process.env): str
   return existsSync("modelgate.toml") ? "modelgate.toml" : null;
 }
 
+/** The config `serve` runs: every `env:` variable must be set. */
 export function loadConfig(file: string | null, env = process.env): LoadedConfig {
+  return loadFile(file, env, "refuse");
+}
+
+/**
+ * The data directory, for the commands that work on the database alone (user, key, credits, jobs,
+ * settlements, migrate). The file is checked as for `serve`, except that a secret key's `env:`
+ * variable may be unset: these commands use no secret, and an operator's shell often lacks the
+ * server's environment. Only data_dir leaves here, so an unresolved secret is never used.
+ */
+export function loadDataDir(file: string | null, env = process.env): string {
+  return loadFile(file, env, "allow").config.server.data_dir;
+}
+
+function loadFile(file: string | null, env: Record<string, string | undefined>, unsetSecrets: UnsetSecrets): LoadedConfig {
   let raw: Record<string, unknown> = {};
   if (file !== null) {
     let text: string;
@@ -49,7 +66,7 @@ export function loadConfig(file: string | null, env = process.env): LoadedConfig
     }
     raw = parseTomlText(text, file);
   }
-  return buildConfig(raw, { env, baseDir: file ? dirname(resolve(file)) : process.cwd(), source: file });
+  return build(raw, { env, baseDir: file ? dirname(resolve(file)) : process.cwd(), source: file }, unsetSecrets);
 }
 
 export function parseTomlText(text: string, file: string): Record<string, unknown> {
@@ -76,8 +93,12 @@ export interface BuildOptions {
 
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
+  return build(raw, options, "refuse");
+}
+
+function build(raw: Record<string, unknown>, options: BuildOptions, unsetSecrets: UnsetSecrets): LoadedConfig {
   const env = options.env ?? process.env;
-  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unsetSecrets, unresolved: new Set() };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
@@ -90,7 +111,7 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   }
   const config = withDefaults as Config;
   checkReferences(config);
-  checkSpendAuth(config);
+  checkSpendAuth(config, secrets.unresolved);
   return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
 }
 
@@ -107,46 +128,6 @@ function refuseNonArrayLists(raw: Record<string, unknown>): void {
     const hint = ofTables && typeof error.value === "object" ? ` (a list of tables is written [[${path}]])` : "";
     throw new ConfigError(`${path}: expected a list${hint}`);
   }
-}
-
-interface Secrets {
-  paths: Set<string>;
-  /** Values of at least MIN_REDACTED characters: a shorter one would garble every text it is taken out of. */
-  values: Set<string>;
-  env: Set<string>;
-}
-
-const MIN_REDACTED = 6;
-
-function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
-  if (typeof value === "string") {
-    const key = path.slice(path.lastIndexOf(".") + 1);
-    if (SECRET_KEYS.has(key)) {
-      secrets.paths.add(path);
-      if (!value.startsWith("env:") && value.length >= MIN_REDACTED) secrets.values.add(value);
-    }
-    if (!value.startsWith("env:")) return value;
-    const name = value.slice(4);
-    const found = env[name];
-    if (found === undefined || found === "") {
-      throw new ConfigError(`${path}: environment variable ${name} is not set`);
-    }
-    secrets.paths.add(path);
-    if (found.length >= MIN_REDACTED) secrets.values.add(found);
-    secrets.env.add(name);
-    return found;
-  }
-  if (Array.isArray(value)) {
-    return value.map((item, i) => resolveSecrets(item, `${path}[${i}]`, env, secrets));
-  }
-  if (value !== null && typeof value === "object" && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) {
-      out[key] = resolveSecrets(item, path ? `${path}.${key}` : key, env, secrets);
-    }
-    return out;
-  }
-  return value;
 }
 
 /** `/models/2/targets/0/upstream` -> `models[2].targets[0].upstream` */
@@ -224,10 +205,10 @@ function checkReferences(config: Config): void {
  * What SpendAuth needs of the config, checked here so that `config check` refuses what `serve`
  * would (the operator key's address is checked at start-up, where viem is loaded).
  */
-function checkSpendAuth({ spend_auth: s }: Config): void {
+function checkSpendAuth({ spend_auth: s }: Config, unresolved: Set<string>): void {
   if (s.operator_key !== undefined) {
     if (!s.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
-    if (!/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
+    if (!unresolved.has("spend_auth.operator_key") && !/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
   }
   if (!s.rpc_url && s.allowed_signers.length === 0) return;
   if (!s.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");
