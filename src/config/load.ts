@@ -2,7 +2,7 @@
  * Loads the config once at start-up: TOML through smol-toml, `env:VAR` secrets resolved, defaults
  * filled and the result checked against the schema. Every failure is a ConfigError whose message
  * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
- * The database commands load it with loadDataDir, which lets a secret's variable be unset.
+ * The database commands read only the data directory (loadDataDir).
  */
 import { parseProxyEntry } from "../client-address";
 import { redactedUrl } from "./redact";
@@ -12,13 +12,12 @@ import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
-import { resolveSecrets, type Secrets, type UnsetSecrets } from "./secrets";
+import { resolveSecrets, type Secrets } from "./secrets";
+import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
 import { parseAddress } from "../listen";
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError } from "./errors";
 
 export interface LoadedConfig {
   config: Config;
@@ -42,20 +41,40 @@ export function findConfigFile(flag: string | undefined, env = process.env): str
 
 /** The config `serve` runs: every `env:` variable must be set. */
 export function loadConfig(file: string | null, env = process.env): LoadedConfig {
-  return loadFile(file, env, "refuse");
+  return buildConfig(readConfigFile(file), { env, baseDir: baseDirOf(file), source: file });
 }
 
 /**
  * The data directory, for the commands that work on the database alone (user, key, credits, jobs,
- * settlements, migrate). The file is checked as for `serve`, except that a secret key's `env:`
- * variable may be unset: these commands use no secret, and an operator's shell often lacks the
- * server's environment. Only data_dir leaves here, so an unresolved secret is never used.
+ * settlements, migrate). The file is checked as for `serve` when every `env:` variable it names is
+ * set. An operator's shell often lacks the server's environment (the secrets, URLs that carry
+ * keys), and these commands read none of it: then only data_dir is read, and must resolve.
  */
 export function loadDataDir(file: string | null, env = process.env): string {
-  return loadFile(file, env, "allow").config.server.data_dir;
+  const raw = readConfigFile(file);
+  try {
+    return buildConfig(raw, { env, baseDir: baseDirOf(file), source: file }).config.server.data_dir;
+  } catch (err) {
+    if (!(err instanceof UnsetVariableError) || err.path === "server.data_dir") throw err;
+  }
+  const server = raw.server;
+  const written = server !== null && typeof server === "object" ? (server as Record<string, unknown>).data_dir : undefined;
+  const dataDir = resolveSecrets(written ?? ConfigSchema.properties.server.properties.data_dir.default, "server.data_dir", env, { paths: new Set(), values: new Set(), env: new Set() });
+  if (typeof dataDir !== "string" || dataDir === "") throw new ConfigError("server.data_dir: expected a directory path");
+  checkDataDir(dataDir);
+  return dataDir;
 }
 
-function loadFile(file: string | null, env: Record<string, string | undefined>, unsetSecrets: UnsetSecrets): LoadedConfig {
+/** `:memory:` opens a database that keeps nothing (the tests' own): a config naming it is a mistake. */
+function checkDataDir(dataDir: string): void {
+  if (dataDir === ":memory:") throw new ConfigError('server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory');
+}
+
+function baseDirOf(file: string | null): string {
+  return file ? dirname(resolve(file)) : process.cwd();
+}
+
+function readConfigFile(file: string | null): Record<string, unknown> {
   let raw: Record<string, unknown> = {};
   if (file !== null) {
     let text: string;
@@ -66,7 +85,7 @@ function loadFile(file: string | null, env: Record<string, string | undefined>, 
     }
     raw = parseTomlText(text, file);
   }
-  return build(raw, { env, baseDir: file ? dirname(resolve(file)) : process.cwd(), source: file }, unsetSecrets);
+  return raw;
 }
 
 export function parseTomlText(text: string, file: string): Record<string, unknown> {
@@ -93,12 +112,8 @@ export interface BuildOptions {
 
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
-  return build(raw, options, "refuse");
-}
-
-function build(raw: Record<string, unknown>, options: BuildOptions, unsetSecrets: UnsetSecrets): LoadedConfig {
   const env = options.env ?? process.env;
-  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unsetSecrets, unresolved: new Set() };
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
@@ -111,7 +126,7 @@ function build(raw: Record<string, unknown>, options: BuildOptions, unsetSecrets
   }
   const config = withDefaults as Config;
   checkReferences(config);
-  checkSpendAuth(config, secrets.unresolved);
+  checkSpendAuth(config);
   return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
 }
 
@@ -148,6 +163,7 @@ function describe(error: { message: string; schema: unknown; value: unknown }): 
 }
 
 function checkReferences(config: Config): void {
+  checkDataDir(config.server.data_dir);
   if (config.server.max_body_bytes_in_flight < config.server.max_body_bytes) {
     throw new ConfigError("server.max_body_bytes_in_flight: must be at least server.max_body_bytes, or one large body could never be read");
   }
@@ -205,10 +221,10 @@ function checkReferences(config: Config): void {
  * What SpendAuth needs of the config, checked here so that `config check` refuses what `serve`
  * would (the operator key's address is checked at start-up, where viem is loaded).
  */
-function checkSpendAuth({ spend_auth: s }: Config, unresolved: Set<string>): void {
+function checkSpendAuth({ spend_auth: s }: Config): void {
   if (s.operator_key !== undefined) {
     if (!s.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
-    if (!unresolved.has("spend_auth.operator_key") && !/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
+    if (!/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
   }
   if (!s.rpc_url && s.allowed_signers.length === 0) return;
   if (!s.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");

@@ -99,13 +99,22 @@ describe("env: secrets and the database commands", () => {
     expect((await run(config, ["config", "check"], set)).stderr).toBe("modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n");
   });
 
-  test("the database commands still check the config, and still need what they use", async () => {
-    // A set secret is checked as serve checks it, even by a command that does not use it.
-    const badKey = await run(writeConfig(SECRETS), ["key", "list"], { MG_UNSET_OPERATOR_KEY: "not-a-key" });
-    expect({ code: badKey.code, stderr: badKey.stderr }).toEqual({ code: 1, stderr: "modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n" });
-    // A mistake elsewhere in the file is the same error as for serve.
-    const typo = await run(writeConfig(`${SECRETS}\n[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n`), ["key", "list"]);
-    expect({ code: typo.code, stderr: typo.stderr }).toEqual({ code: 1, stderr: 'modelgate: config error: models[0].targets[0].upstream: no upstream named "olama"\n' });
+  test("a variable of a URL that carries a key may be unset too; data_dir must resolve", async () => {
+    // base_url, rpc_url and a job's forward often hold keys, so they are written as env: as well.
+    const urls = `
+[[upstreams]]
+name = "vllm"
+base_url = "env:MG_UNSET_VLLM_URL"
+
+[[jobs]]
+job_id = 1
+forward = "env:MG_UNSET_FORWARD_URL"
+`;
+    const config = writeConfig(`${SECRETS}${urls}`);
+    for (const args of [["jobs", "list"], ["user", "add", "b@example.com"], ["key", "list"]]) {
+      const result = await run(config, args);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: "" });
+    }
     // The data directory is what these commands use: read from an unset variable, it is named.
     const dir = mkdtempSync(join(tmpdir(), "modelgate-secrets-"));
     const file = join(dir, "modelgate.toml");
@@ -113,6 +122,28 @@ describe("env: secrets and the database commands", () => {
     for (const args of [["user", "add", "a@example.com"], ["migrate"]]) {
       const result = await run(file, args);
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: "modelgate: config error: server.data_dir: environment variable MG_UNSET_DATA_DIR is not set\n" });
+    }
+  });
+
+  test("with every variable set, the database commands check the whole file as serve does", async () => {
+    const set = { MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret", MG_UNSET_OPENAI_KEY: "sk-upstream", MG_UNSET_OPERATOR_KEY: `0x${"ab".repeat(32)}`, MG_UNSET_METRICS_TOKEN: "metrics-token", MG_UNSET_PULL_TOKEN: "pull-token", MG_UNSET_WEBHOOK_SECRET: "hook-secret-0123456789" };
+    expect((await run(writeConfig(SECRETS), ["key", "list"], set)).code).toBe(0);
+    const badKey = await run(writeConfig(SECRETS), ["key", "list"], { ...set, MG_UNSET_OPERATOR_KEY: "not-a-key" });
+    expect({ code: badKey.code, stderr: badKey.stderr }).toEqual({ code: 1, stderr: "modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n" });
+    const typo = await run(writeConfig(`${SECRETS}\n[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n`), ["key", "list"], set);
+    expect({ code: typo.code, stderr: typo.stderr }).toEqual({ code: 1, stderr: 'modelgate: config error: models[0].targets[0].upstream: no upstream named "olama"\n' });
+    // A file without env: at all is always checked.
+    const plain = await run(writeConfig('[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n'), ["key", "list"]);
+    expect(plain.code).toBe(1);
+  });
+
+  test('data_dir = ":memory:" is refused: it would keep nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-secrets-"));
+    const file = join(dir, "modelgate.toml");
+    writeFileSync(file, '[server]\ndata_dir = ":memory:"\n');
+    for (const args of [["user", "add", "a@example.com"], ["config", "check"]]) {
+      const result = await run(file, args);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: 'modelgate: config error: server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory\n' });
     }
   });
 });
