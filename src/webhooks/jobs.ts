@@ -18,6 +18,7 @@
  * a second worker; if this process dies, the lease runs out and the call is delivered again.
  */
 import { secretRedactor, type Redact } from "./redact";
+import { redactedUrl } from "../config/redact";
 import type { JobHandlerConfig } from "../config/webhooks-schema";
 import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
@@ -130,6 +131,9 @@ function readTail(stream: ReadableStream<Uint8Array>, margin: number): { text: (
 }
 
 async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
+  // A forward URL's user, password, path and query are usually its key: failure reasons are logged
+  // and stored, so they name the URL as `config check` shows it.
+  const shown = redactedUrl(url, { path: true });
   try {
     const response = await fetch(url, {
       method: "POST",
@@ -144,10 +148,11 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promi
       },
     });
     await response.body?.cancel();
-    return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status} from ${url}` };
+    return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status} from ${shown}` };
   } catch (error) {
     const name = (error as Error)?.name;
-    return { ok: false, error: name === "TimeoutError" ? `no answer from ${url} within ${timeoutMs} ms` : `${url}: ${(error as Error)?.message ?? error}` };
+    const message = String((error as Error)?.message ?? error).replaceAll(url, shown);
+    return { ok: false, error: name === "TimeoutError" ? `no answer from ${shown} within ${timeoutMs} ms` : `${shown}: ${message}` };
   }
 }
 

@@ -35,6 +35,8 @@ const t = buildTestGateway(
       { path: "/leaky-tail", job_id: 10 },
       { path: "/leaky-repeat", job_id: 11 },
       { path: "/unnamed", job_id: 12 },
+      { path: "/keyed-url", job_id: 13 },
+      { path: "/keyed-url-refused", job_id: 14 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -169,12 +171,39 @@ describe("secrets", () => {
       expect(row(tail).last_error).toMatch(/^exit code 3: [a-z\]]*B{495}$/);
       expect(row(tail).last_error).not.toContain("42");
       expect(row(command).last_error).toBe("exit code 3: env=[] literal=[redacted]");
-      expect(row(forward).last_error).toStartWith("[redacted]: ");
+      // The URL shows as `config check` shows it, its path (here the key) hidden.
+      expect(row(forward).last_error).toStartWith(`http://127.0.0.1:${new URL(secretUrl).port}/<redacted>: `);
       expect(lines.join("\n")).not.toContain("s3cr3t-value-42");
       expect(lines.join("\n")).not.toContain("T000-secret-path");
     } finally {
       await own.stop(1_000);
       delete process.env.MG_TEST_SECRET;
+    }
+  });
+
+  test("a forward URL written out in the config shows without its user, password, path or query in failure reasons (regression: shown whole)", async () => {
+    const failing = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 500 }) });
+    const closedPort = freePort();
+    const keyed = (port: number): string => `http://hook-user:pw-SECRETX@127.0.0.1:${port}/hook/tok-SECRETPATH?token=qs-SECRETQ#frag`;
+    const lines: string[] = [];
+    const own = startJobRunner(
+      t.outbox,
+      [
+        { job_id: 13, forward: keyed(failing.port!), timeout_ms: 5_000, concurrency: 1 },
+        { job_id: 14, forward: keyed(closedPort), timeout_ms: 5_000, concurrency: 1 },
+      ],
+      { leaseMs: 300, pollMs: 20, log: (_level, msg, fields) => void lines.push(`${msg} ${JSON.stringify(fields)}`) },
+    );
+    try {
+      const answered = await enqueue("/keyed-url", "x");
+      const refused = await enqueue("/keyed-url-refused", "x");
+      await until(() => [answered, refused].every((id) => row(id).last_error !== null), "the calls to fail once");
+      expect(row(answered).last_error).toBe(`HTTP 500 from http://<redacted>:<redacted>@127.0.0.1:${failing.port!}/<redacted>?<redacted>#<redacted>`);
+      expect(row(refused).last_error).toStartWith(`http://<redacted>:<redacted>@127.0.0.1:${closedPort}/<redacted>?<redacted>#<redacted>: `);
+      expect(`${row(answered).last_error} ${row(refused).last_error} ${lines.join("\n")}`).not.toContain("SECRET");
+    } finally {
+      await own.stop(1_000);
+      failing.stop(true);
     }
   });
 });
