@@ -7,7 +7,9 @@
  * Memory stays bounded: an entry whose bucket has refilled and whose window has closed decides
  * exactly like a missing one, so sweep() (every `sweepMs`) deletes it; and at `maxSubjects`
  * entries the oldest are dropped down to 90% of it (only reachable when that many subjects are
- * active at once; a dropped subject starts again with a full bucket and a fresh window).
+ * active at once; a dropped subject starts again with a full bucket and a fresh window). Subjects
+ * being refused go last: otherwise a flood of new subjects would set free the very ones the limit
+ * holds back (an account locked out of sign-in, an address past its day).
  * Time comes from the injected clock; nothing here sleeps.
  */
 import type { RateDecision, RateLimiter, RatePolicy } from "./types";
@@ -27,6 +29,7 @@ class Entry {
   windowStart = -1;
   windowCount = 0;
   windowMs = 0;
+  windowLimit = 0;
   constructor(capacity: number, periodMs: number, now: number) {
     this.tokens = capacity;
     this.capacity = capacity;
@@ -49,14 +52,24 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
     }
   }
 
+  /** Whether `e` would refuse a request at `t` (its bucket empty, or its window used up). */
+  function refusing(e: Entry, t: number): boolean {
+    const tokens = e.tokens + (t - e.at) * (e.capacity / e.periodMs);
+    return tokens < 1 || (e.windowStart !== -1 && t - e.windowStart < e.windowMs && e.windowCount >= e.windowLimit);
+  }
+
   function admitNew(subject: string, entry: Entry): void {
     if (entries.size >= maxSubjects) {
       // Make room for a tenth of the cap at once, so a flood of new subjects costs O(1) each.
       sweep();
+      const t = now();
       const target = Math.floor(maxSubjects * 0.9);
-      for (const oldest of entries.keys()) {
-        if (entries.size <= target) break;
-        entries.delete(oldest); // Map iteration is insertion order: the oldest subjects go first
+      // Map iteration is insertion order: the oldest go first, those being refused only if they must.
+      for (const keepRefused of [true, false]) {
+        for (const [oldest, e] of entries) {
+          if (entries.size <= target) break;
+          if (!keepRefused || !refusing(e, t)) entries.delete(oldest);
+        }
       }
     }
     entries.set(subject, entry);
@@ -88,6 +101,7 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
           e.windowCount = 0;
         }
         e.windowMs = window.ms;
+        e.windowLimit = window.limit;
         windowOk = e.windowCount < window.limit;
       }
       const allowed = bucketOk && windowOk;

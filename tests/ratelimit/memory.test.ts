@@ -160,6 +160,24 @@ describe("bounded memory", () => {
     limiter.close();
   });
 
+  test("at the cap, subjects being refused are dropped last: a flood of new ones does not set free one that is held back", () => {
+    const c = clock();
+    const limiter = createMemoryLimiter({ now: c.now, maxSubjects: 100 });
+    // The sign-in throttle's account policy: 5 attempts, then one a minute.
+    const perAccount = { limit: 5, periodMs: 5 * 60_000 };
+    for (let i = 0; i < 6; i++) limiter.take("account:victim", perAccount);
+    // An address with its day used up is held back too.
+    for (let i = 0; i < 5; i++) limiter.take("ip:day-spent", anonymous);
+    for (let i = 0; i < 1_000; i++) limiter.take(`account:flood-${i}`, perAccount);
+    expect(limiter.size()).toBeLessThanOrEqual(100);
+    expect(limiter.take("account:victim", perAccount).allowed).toBe(false);
+    expect(limiter.take("ip:day-spent", anonymous).allowed).toBe(false);
+    // With every subject held back, the oldest go as before: memory stays bounded.
+    for (let i = 0; i < 1_000; i++) for (let j = 0; j < 6; j++) limiter.take(`account:locked-${i}`, perAccount);
+    expect(limiter.size()).toBeLessThanOrEqual(100);
+    limiter.close();
+  });
+
   test("never holds more than maxSubjects, however many distinct addresses call", () => {
     const c = clock();
     const limiter = createMemoryLimiter({ now: c.now, maxSubjects: 1_000 });
