@@ -1,8 +1,10 @@
 /**
  * Device cookies: what keeps the per-account sign-in throttle from locking an account's owner out.
- * A browser that signs in to an account with its password gets `mg_device`: a random nonce and a
- * MAC of the account's id and the nonce, keyed by the account's password hash. A sign-in attempt
- * that carries a valid one for the account typed is throttled per device instead of per account
+ * A browser that signs in to an account with its password gets a device token in `mg_device`: a
+ * random nonce and a MAC of the account's id and the nonce, keyed by the account's password hash.
+ * The cookie holds the tokens of the last MAX_TOKENS accounts signed in to from that browser
+ * (someone with an admin and a personal account), separated by `~`. A sign-in attempt that
+ * carries a valid token for the account typed is throttled per device instead of per account
  * (./throttle.ts), so somebody guessing passwords for an address elsewhere uses up the account's
  * attempts, not its owner's.
  *
@@ -19,6 +21,8 @@ export const DEVICE_COOKIE_PATH = "/auth/login";
 export const DEVICE_COOKIE_MAX_AGE_S = 180 * 86_400;
 
 const NONCE_BYTES = 15;
+const MAX_TOKENS = 5;
+const SEPARATOR = "~";
 
 /** The account a device cookie is for: its id and its password hash (null: no password, no cookie). */
 export interface DeviceAccount {
@@ -26,23 +30,40 @@ export interface DeviceAccount {
   passwordHash: string | null;
 }
 
-/** A new device cookie's value for `account`, or null when it has no password. */
-export function issueDeviceCookie(account: DeviceAccount): string | null {
+/**
+ * The device cookie's new value after signing in to `account`: a new token for it first, then the
+ * other accounts' tokens of `previous` (the cookie as sent), MAX_TOKENS in all. Null when the
+ * account has no password (nothing to throttle).
+ */
+export function issueDeviceCookie(account: DeviceAccount, previous: string | null): string | null {
   if (account.passwordHash === null) return null;
   const nonce = randomToken(NONCE_BYTES);
-  return `${nonce}.${deviceMac(account.id, account.passwordHash, nonce)}`;
+  const others = tokensOf(previous).filter((token) => deviceOfToken(token, account) === null);
+  return [`${nonce}.${deviceMac(account.id, account.passwordHash, nonce)}`, ...others].slice(0, MAX_TOKENS).join(SEPARATOR);
 }
 
 /**
- * The device a cookie value names (a key for the throttle), when it was issued for `account` and
- * the account's password has not changed since; otherwise null.
+ * The device a cookie value names for `account` (a key for the throttle): one of its tokens was
+ * issued for the account, and the account's password has not changed since; otherwise null.
  */
 export function deviceOf(value: string | null, account: DeviceAccount): string | null {
-  if (value === null || account.passwordHash === null) return null;
-  const dot = value.indexOf(".");
+  for (const token of tokensOf(value)) {
+    const device = deviceOfToken(token, account);
+    if (device !== null) return device;
+  }
+  return null;
+}
+
+function tokensOf(value: string | null): string[] {
+  return value === null ? [] : value.split(SEPARATOR, MAX_TOKENS);
+}
+
+function deviceOfToken(token: string, account: DeviceAccount): string | null {
+  if (account.passwordHash === null) return null;
+  const dot = token.indexOf(".");
   if (dot <= 0) return null;
-  const nonce = value.slice(0, dot);
-  const valid = equalSecrets(value.slice(dot + 1), deviceMac(account.id, account.passwordHash, nonce));
+  const nonce = token.slice(0, dot);
+  const valid = equalSecrets(token.slice(dot + 1), deviceMac(account.id, account.passwordHash, nonce));
   return valid ? `${account.id}:${nonce}` : null;
 }
 

@@ -128,7 +128,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
-    const device = options.device ? issueDeviceCookie(options.device) : null;
+    const device = options.device ? issueDeviceCookie(options.device, readCookie(request, DEVICE_COOKIE)) : null;
     if (device !== null) headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
     for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {

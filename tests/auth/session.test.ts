@@ -127,6 +127,42 @@ describe("password sign-in", () => {
     expect((await signIn("new password here", annDevice)).status).toBe(429);
   });
 
+  test("one browser keeps the device tokens of the last 5 accounts it signed in to", async () => {
+    t = buildAuthApp();
+    const emails = ["a0@example.com", "a1@example.com", "a2@example.com", "a3@example.com", "a4@example.com", "a5@example.com"];
+    for (const email of emails) await t.user(email, { password: "correct horse" });
+    // The browser's cookie jar: each sign-in sends the cookie it has and keeps the one it gets.
+    let jar = "";
+    const signIn = async (email: string, password: string, cookie?: string) => {
+      const response = await t.request("/auth/login", json({ email, password }, cookie ? { cookie } : {}));
+      return response;
+    };
+    for (const email of emails.slice(0, 2)) {
+      const response = await signIn(email, "correct horse", jar || undefined);
+      jar = response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
+    }
+    expect(jar.split("~")).toHaveLength(2);
+    // Both accounts locked by guesses from elsewhere; the browser still gets into either.
+    for (const email of emails.slice(0, 2)) for (let i = 0; i < 6; i++) await signIn(email, `guess ${i}`);
+    expect((await signIn(emails[0], "correct horse")).status).toBe(429);
+    expect((await signIn(emails[0], "correct horse", jar)).status).toBe(200);
+    expect((await signIn(emails[1], "correct horse", jar)).status).toBe(200);
+    // Signing in again replaces that account's token rather than adding one.
+    const again = await signIn(emails[1], "correct horse", jar);
+    jar = again.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
+    expect(jar.split("~")).toHaveLength(2);
+    // Four more accounts (after the address's own limit has refilled): the oldest token, a0's, goes.
+    t.clock.advance(10 * 60_000);
+    for (const email of emails.slice(2)) {
+      const response = await signIn(email, "correct horse", jar);
+      jar = response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
+    }
+    expect(jar.split("~")).toHaveLength(5);
+    for (let i = 0; i < 6; i++) await signIn(emails[0], `guess again ${i}`);
+    expect((await signIn(emails[0], "correct horse", jar)).status).toBe(429);
+    expect((await signIn(emails[1], "correct horse", jar)).status).toBe(200);
+  });
+
   test("sign-up and setup are throttled per account as sign-in is", async () => {
     t = buildAuthApp({ auth: { signup: "open" } });
     const signup = (email: string) => t.request("/auth/signup", json({ email, password: "short" }));
