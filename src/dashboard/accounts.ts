@@ -35,8 +35,8 @@ export interface DashboardAccounts {
   listUsers(): UserView[];
   createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
   setUserDisabled(userId: number, options: { disabled: boolean }): boolean;
-  /** The admin vouches for the user's address (`modelgate user verify`); false for no such user. */
-  proveEmail(userId: number): boolean;
+  /** The admin vouches for the user's address (`modelgate user verify`). */
+  proveEmail(userId: number): "proven" | "already_proven" | "not_found";
   grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
   outbox(): OutboxView | null;
 }
@@ -85,9 +85,7 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
       return result !== "not_found";
     },
     proveEmail(userId) {
-      if (!userExists(userId)) return false;
-      proveEmail(db, userId);
-      return true;
+      return userExists(userId) ? proveEmail(db, userId) : "not_found";
     },
     grantCredits(input) {
       if (!userExists(input.userId)) return { ok: false, message: "No such user." };

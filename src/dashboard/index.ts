@@ -149,12 +149,13 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post("/dashboard/admin/users/:id/:action", ({ request, body, params }) => {
       const g = guardForm(request, body, { admin: true });
       if (g instanceof Response) return g;
-      const userId = Number(params.id);
+      const userId = userIdOf(params.id);
       const action = params.action;
-      if (!Number.isInteger(userId) || (action !== "disable" && action !== "enable" && action !== "verify")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
+      if (userId === null || (action !== "disable" && action !== "enable" && action !== "verify")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
       if (action === "verify") {
-        if (!accounts.proveEmail(userId)) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
-        return redirect("/dashboard/admin?done=verify");
+        const proven = accounts.proveEmail(userId);
+        if (proven === "not_found") return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+        return redirect(`/dashboard/admin?done=${proven === "proven" ? "verify" : "already_proven"}`);
       }
       if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
       if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
@@ -163,9 +164,9 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post("/dashboard/admin/credits", ({ request, body }) => {
       const g = guardForm(request, body, { admin: true });
       if (g instanceof Response) return g;
-      const userId = Number(g.form.user_id);
+      const userId = userIdOf(g.form.user_id ?? "");
       const micro = parseCredits(g.form.amount ?? "");
-      if (!Number.isInteger(userId) || micro === null) {
+      if (userId === null || micro === null) {
         return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400);
       }
       const note = (g.form.note ?? "").trim().slice(0, 200);
@@ -191,9 +192,15 @@ const ADMIN_NOTICES: Record<string, string> = {
   disable: "The user was disabled.",
   enable: "The user was enabled.",
   verify: "The address was marked proven.",
+  already_proven: "The address was already proven; nothing changed.",
   credits: "Credits granted.",
   revoked: "The key was revoked.",
 };
+
+/** A user id as the admin forms write it (decimal digits, no sign or spaces), else null. */
+function userIdOf(text: string): number | null {
+  return /^[1-9][0-9]{0,14}$/.test(text) ? Number(text) : null;
+}
 
 function asset(text: string, type: string): Response {
   return new Response(text, { headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" } });

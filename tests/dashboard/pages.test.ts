@@ -246,6 +246,25 @@ describe("dashboard pages", () => {
     expect(after).toContain("The address was marked proven.");
     expect(after).not.toContain(`/users/${squatted.id}/verify`);
     expect((await t.post("/dashboard/admin/users/999/verify", { csrf: admin.csrf }, { cookie: admin.cookie })).status).toBe(404);
+    // Marking it again says so, as the CLI does.
+    const again = await t.post(`/dashboard/admin/users/${squatted.id}/verify`, { csrf: admin.csrf }, { cookie: admin.cookie });
+    expect(again.headers.get("location")).toBe("/dashboard/admin?done=already_proven");
+  });
+
+  test("a user id in an admin form is decimal digits only (regression: 0x2, +2 and 2.0 acted on user 2)", async () => {
+    const t = await setup();
+    const admin = await t.signIn("root@example.com", { admin: true });
+    const alice = await t.signIn("alice@example.com");
+    expect(alice.user.id).toBe(2);
+    for (const id of ["0x2", "+2", "2.0", "02", " 2", "2 ", "0b10", "2e0"]) {
+      const disable = await t.post(`/dashboard/admin/users/${encodeURIComponent(id)}/disable`, { csrf: admin.csrf }, { cookie: admin.cookie });
+      expect({ id, status: disable.status }).toEqual({ id, status: 404 });
+      const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: id, amount: "1" }, { cookie: admin.cookie });
+      expect({ id, status: grant.status }).toEqual({ id, status: 400 });
+    }
+    expect(t.deps.db.$client.query("SELECT disabled_at FROM users WHERE id = 2").get()).toEqual({ disabled_at: null });
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM ledger").get()).toEqual({ n: 0 });
+    expect((await t.post("/dashboard/admin/users/2/disable", { csrf: admin.csrf }, { cookie: admin.cookie })).status).toBe(303);
   });
 
   test("a key name is up to 100 characters, counted as characters (an emoji is one)", async () => {
