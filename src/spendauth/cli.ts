@@ -5,6 +5,7 @@
  */
 import { registerCommand } from "../cli/index";
 import { stringFlag, UsageError } from "../cli/args";
+import { formatTable } from "../cli/table";
 import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./queue";
 
 const USAGE = "usage: modelgate settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID";
@@ -24,15 +25,18 @@ registerCommand("settlements", (ctx) => {
       }
       const counts = settlementCounts(opened.db);
       ctx.print(SETTLEMENT_STATES.map((s) => `${s} ${counts[s]}`).join("  "));
-      ctx.print(["ID", "STATE", "COMMITMENT", "NONCE", "AMOUNT", "ATTEMPTS", "TX / LAST ERROR"].join("\t"));
+      const table = [["ID", "STATE", "COMMITMENT", "NONCE", "AMOUNT", "ATTEMPTS", "TX / LAST ERROR"]];
       for (const row of rows) {
         const note = row.state === "done" ? (row.txHash ?? "") : (row.lastError ?? "");
-        ctx.print([row.id, row.state, `${row.commitment.slice(0, 10)}…`, row.nonce, row.amount, row.attempts, note].join("\t"));
+        table.push([String(row.id), row.state, `${row.commitment.slice(0, 10)}…`, row.nonce, row.amount, String(row.attempts), note]);
       }
+      // Aligned, and an error an RPC node wrote cannot move the cursor or forge a row.
+      for (const line of formatTable(table)) ctx.print(line);
       return 0;
     }
-    const id = Number(ctx.args.positionals[2]);
-    if (!Number.isInteger(id) || id < 1) throw new UsageError(USAGE);
+    const given = ctx.args.positionals[2] ?? "";
+    if (!/^[1-9][0-9]{0,14}$/.test(given)) throw new UsageError(USAGE);
+    const id = Number(given);
     if (!retrySettlement(opened.db, id, Date.now())) {
       ctx.print(`settlement ${id} is not dead (or does not exist); nothing to retry`);
       return 1;

@@ -89,6 +89,29 @@ describe("key names and tables", () => {
     }
   });
 
+  test("`settlements list` is a table like the others: aligned, an RPC node's error escaped (regression: tab-separated and raw, a forged row)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+    const config = join(dir, "modelgate.toml");
+    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const opened = openDatabase(join(dir, "data"));
+    opened.sqlite.run(
+      "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at, state, attempts, last_error) VALUES (?, '7', '5000', 0, '{}', 'req_1', 0, 'dead', 8, ?)",
+      [`0x${"3f".repeat(32)}`, "reverted\n9  done  0xfake…  1  1  0  0xforged \u001b[31m"],
+    );
+    opened.close();
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["settlements", "list", "--config", config])).toBe(0);
+      const lines = printed.mock.calls.map((call) => String(call[0]));
+      expect(lines).toHaveLength(3); // the counts, the header and the one row
+      expect(lines[1]).toMatch(/^ID {2}STATE {2}COMMITMENT {3}NONCE {2}AMOUNT {2}ATTEMPTS {2}TX \/ LAST ERROR$/);
+      expect(lines[2]).toStartWith("1   dead   0x3f3f3f3f…  7      5000    8         reverted\\u000a9");
+      for (const line of lines) expect(line).not.toMatch(/[\u0000-\u001f]/);
+    } finally {
+      printed.mockRestore();
+    }
+  });
+
   test("cells made elsewhere (an older row, an upstream's error) are shown escaped", () => {
     expect(formatTable([["A", "B"], ["x\u001b[2Jy", "z\nw"]])).toEqual([`A${" ".repeat(12)}B`, "x\\u001b[2Jy  z\\u000aw"]);
     expect(keyName("  ci\r\n\tbuild  ")).toBe("ci build");
