@@ -11,7 +11,8 @@ export class UnsetVariableError extends ConfigError {
   constructor(
     readonly path: string,
     variable: string,
+    state: "unset" | "empty",
   ) {
-    super(`${path}: environment variable ${variable} is not set`);
+    super(`${path}: environment variable ${variable} is ${state === "unset" ? "not set" : "set but empty"}`);
   }
 }

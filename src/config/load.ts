@@ -189,6 +189,14 @@ function checkReferences(config: Config): void {
   config.server.trusted_proxies.forEach((entry, i) => {
     if (parseProxyEntry(entry) === null) throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
   });
+  // Tokens a client sends as `Authorization: Bearer …`, which cannot hold a space or a line break:
+  // one read with the environment variable's trailing newline would refuse every caller.
+  const bearerTokens: Array<[string, string | undefined]> = [["metrics.token", config.metrics.token], ["webhooks.pull_token", config.webhooks.pull_token]];
+  for (const [path, token] of bearerTokens) {
+    if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
+      throw new ConfigError(`${path}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+    }
+  }
   const upstreams = new Set<string>();
   config.upstreams.forEach((u, i) => {
     if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);

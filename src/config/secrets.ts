@@ -4,7 +4,7 @@
  * The paths and values of secrets are collected on the way, for redaction and to keep them from
  * `[[jobs]]` commands' environments.
  */
-import { UnsetVariableError } from "./errors";
+import { ConfigError, UnsetVariableError } from "./errors";
 import { SECRET_KEYS } from "./schema";
 
 export interface Secrets {
@@ -24,8 +24,9 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
     }
     if (!value.startsWith("env:")) return value;
     const name = value.slice(4);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${path}: "env:" must be followed by an environment variable's name (letters, digits, _)`);
     const found = env[name];
-    if (found === undefined || found === "") throw new UnsetVariableError(path, name);
+    if (found === undefined || found === "") throw new UnsetVariableError(path, name, found === undefined ? "unset" : "empty");
     secrets.paths.add(path);
     if (found.length >= MIN_REDACTED) secrets.values.add(found);
     secrets.env.add(name);

@@ -176,6 +176,19 @@ api_key = "env:OPENAI_KEY"
     expect(printed).not.toContain("sk-real-secret");
     expect(printed).toContain("<redacted>");
     expect(errorOf(toml)).toBe("upstreams[0].api_key: environment variable OPENAI_KEY is not set");
+    expect(errorOf(toml, { OPENAI_KEY: "" })).toBe("upstreams[0].api_key: environment variable OPENAI_KEY is set but empty");
+    // Regression: "env:" alone read "environment variable  is not set".
+    for (const written of ["env:", "env:two words", "env:1ST"]) {
+      expect(errorOf(toml.replace("env:OPENAI_KEY", written))).toBe('upstreams[0].api_key: "env:" must be followed by an environment variable\'s name (letters, digits, _)');
+    }
+  });
+
+  test("a bearer token with a space or line break is refused (regression: a trailing newline from the environment made /metrics refuse everyone)", () => {
+    for (const [table, key] of [["metrics", "token"], ["webhooks", "pull_token"]]) {
+      const toml = `[${table}]\n${key} = "env:TOKEN"\n`;
+      expect(build(toml, { TOKEN: "tok-0123456789" }).config).toBeDefined();
+      expect(errorOf(toml, { TOKEN: "tok-0123456789\n" })).toBe(`${table}.${key}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+    }
   });
 
   test("a literal secret under a secret key name is redacted too", () => {
