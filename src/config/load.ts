@@ -114,7 +114,7 @@ export interface BuildOptions {
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
   const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
-  const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd());
+  const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd(), env);
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
   refuseNonArrayLists(resolved);

@@ -14,6 +14,7 @@ import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
+import { resolveSecrets } from "../config/secrets";
 
 type Raw = Record<string, unknown>;
 
@@ -40,13 +41,17 @@ function isObject(value: unknown): value is Raw {
 }
 
 /** Returns the document with the webhooks file (if any) merged under `[webhooks]`. */
-export function mergeWebhooksFile(raw: Raw, baseDir: string): Raw {
+export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string, string | undefined>): Raw {
   const section = raw.webhooks;
   if (!isObject(section) || section.config === undefined) return raw;
-  if (typeof section.config !== "string" || section.config === "") {
+  // `env:` references are resolved here for this step only (the whole config is resolved later):
+  // the file's name may come from the environment, and its endpoints are checked as they will run.
+  const resolved = <T>(value: T, path: string): T => resolveSecrets(value, path, env, { paths: new Set(), values: new Set(), env: new Set() }) as T;
+  const config = resolved(section.config, "webhooks.config");
+  if (typeof config !== "string" || config === "") {
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }
-  const file = isAbsolute(section.config) ? section.config : resolve(baseDir, section.config);
+  const file = isAbsolute(config) ? config : resolve(baseDir, config);
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -68,7 +73,7 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string): Raw {
     }
     merged[key] = value;
   }
-  if (Array.isArray(doc.endpoints)) checkEndpoints(doc.endpoints, `${file}: endpoints`);
+  if (Array.isArray(doc.endpoints)) checkEndpoints(resolved(doc.endpoints, `${file}: endpoints`), `${file}: endpoints`);
   return { ...raw, webhooks: merged };
 }
 

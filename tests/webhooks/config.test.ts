@@ -76,6 +76,17 @@ describe("loading", () => {
     expect(w.max_body_bytes).toBe(1_048_576);
   });
 
+  test("env: in webhooks.toml and in [webhooks] config resolve as they do inline (regression: a path from env: was refused unresolved, the file name read literally)", () => {
+    const dir = dirWith({
+      "hooks.toml": `[[endpoints]]\npath = "env:HOOK_PATH"\njob_id = 3\nauth = "bearer"\nsecret = "env:HOOK_TOKEN"\n`,
+      "modelgate.toml": `[webhooks]\nenabled = true\nconfig = "env:WEBHOOKS_FILE"\n`,
+    });
+    const { config } = loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "/hooks/from-env", HOOK_TOKEN: "token-from-env" });
+    expect(config.webhooks.endpoints.map((e) => [e.path, e.job_id, e.secret])).toEqual([["/hooks/from-env", 3, "token-from-env"]]);
+    // A bad value from the environment is named with the file, as a bad literal is.
+    expect(() => loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "no-slash", HOOK_TOKEN: "t" })).toThrow(`${join(dir, "hooks.toml")}: endpoints[0].path: must start with "/"`);
+  });
+
   test("the same keys inline under [webhooks], with defaults filled", () => {
     const { config } = buildConfig(on([{ path: "/a", job_id: 1, auth: "bearer", secret: "literal" }]), { env: {} });
     expect(config.webhooks.endpoints[0].secret).toBe("literal");
