@@ -37,6 +37,7 @@ const t = buildTestGateway(
       { path: "/unnamed", job_id: 12 },
       { path: "/keyed-url", job_id: 13 },
       { path: "/keyed-url-refused", job_id: 14 },
+      { path: "/keyed-url-garbage", job_id: 15 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -183,6 +184,8 @@ describe("secrets", () => {
 
   test("a forward URL written out in the config shows without its user, password, path or query in failure reasons (regression: shown whole)", async () => {
     const failing = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 500 }) });
+    // Not HTTP at all: Bun's error quotes the URL it fetched, normalised (regression: that copy showed whole).
+    const garbage = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.end("NOTHTTP garbage\r\n\r\n") } });
     const closedPort = freePort();
     const keyed = (port: number): string => `http://hook-user:pw-SECRETX@127.0.0.1:${port}/hook/tok-SECRETPATH?token=qs-SECRETQ#frag`;
     const lines: string[] = [];
@@ -191,19 +194,23 @@ describe("secrets", () => {
       [
         { job_id: 13, forward: keyed(failing.port!), timeout_ms: 5_000, concurrency: 1 },
         { job_id: 14, forward: keyed(closedPort), timeout_ms: 5_000, concurrency: 1 },
+        { job_id: 15, forward: keyed(garbage.port), timeout_ms: 5_000, concurrency: 1 },
       ],
       { leaseMs: 300, pollMs: 20, log: (_level, msg, fields) => void lines.push(`${msg} ${JSON.stringify(fields)}`) },
     );
     try {
       const answered = await enqueue("/keyed-url", "x");
       const refused = await enqueue("/keyed-url-refused", "x");
-      await until(() => [answered, refused].every((id) => row(id).last_error !== null), "the calls to fail once");
+      const malformed = await enqueue("/keyed-url-garbage", "x");
+      await until(() => [answered, refused, malformed].every((id) => row(id).last_error !== null), "the calls to fail once");
+      expect(row(malformed).last_error).toStartWith(`http://<redacted>:<redacted>@127.0.0.1:${garbage.port}/<redacted>?<redacted>#<redacted>: `);
       expect(row(answered).last_error).toBe(`HTTP 500 from http://<redacted>:<redacted>@127.0.0.1:${failing.port!}/<redacted>?<redacted>#<redacted>`);
       expect(row(refused).last_error).toStartWith(`http://<redacted>:<redacted>@127.0.0.1:${closedPort}/<redacted>?<redacted>#<redacted>: `);
-      expect(`${row(answered).last_error} ${row(refused).last_error} ${lines.join("\n")}`).not.toContain("SECRET");
+      expect(`${row(answered).last_error} ${row(refused).last_error} ${row(malformed).last_error} ${lines.join("\n")}`).not.toContain("SECRET");
     } finally {
       await own.stop(1_000);
       failing.stop(true);
+      garbage.stop(true);
     }
   });
 });
