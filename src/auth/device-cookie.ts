@@ -1,30 +1,31 @@
 /**
  * Device cookies: what keeps the per-account sign-in throttle from locking an account's owner out.
- * A browser that signs in to an account with its password gets a device token in `mg_device`: a
- * random nonce and a MAC of the account's id and the nonce, keyed by the account's password hash.
- * The cookie holds the tokens of the last MAX_TOKENS accounts signed in to from that browser
- * (someone with an admin and a personal account), separated by `~`. A sign-in attempt that
- * carries a valid token for the account typed is throttled per device instead of per account
- * (./throttle.ts), so somebody guessing passwords for an address elsewhere uses up the account's
- * attempts, not its owner's.
+ * A browser that signs in to an account with its password (or signs up) gets a device token in
+ * `mg_device`: the account's id, a random nonce, and a MAC of the two keyed by the account's
+ * password hash. The cookie holds the tokens of the last MAX_TOKENS accounts signed in to from that
+ * browser (someone with an admin and a personal account), one per account, separated by `~`. A
+ * sign-in attempt that carries a valid token for the account typed is throttled per device instead
+ * of per account (./throttle.ts), so somebody guessing passwords for an address elsewhere uses up
+ * the account's attempts, not its owner's.
  *
  * Invariants: nothing is stored (the key is the password hash, which the sign-in reads anyway),
- * so setting a new password voids every device cookie of the account; the value says nothing about
- * the account; the cookie is sent only to the sign-in route.
+ * so setting a new password voids every token of the account; a token names only an account its
+ * holder signed in to; the cookie is sent only to the sign-in and sign-up routes.
  */
 import { createHmac } from "node:crypto";
 import { equalSecrets, randomToken } from "./tokens";
 
 export const DEVICE_COOKIE = "mg_device";
-/** Only the password sign-in reads it. */
-export const DEVICE_COOKIE_PATH = "/auth/login";
+/** Sign-in reads it; sign-up, which sets it too, must see the tokens it already holds. */
+export const DEVICE_COOKIE_PATH = "/auth";
 export const DEVICE_COOKIE_MAX_AGE_S = 180 * 86_400;
 
 const NONCE_BYTES = 15;
 const MAX_TOKENS = 5;
 const SEPARATOR = "~";
+const TOKEN = /^([1-9][0-9]{0,14})\.([a-z2-7]{24})\.([A-Za-z0-9_-]{43})$/;
 
-/** The account a device cookie is for: its id and its password hash (null: no password, no cookie). */
+/** The account a device token is for: its id and its password hash (null: no password, no token). */
 export interface DeviceAccount {
   id: number;
   passwordHash: string | null;
@@ -38,33 +39,35 @@ export interface DeviceAccount {
 export function issueDeviceCookie(account: DeviceAccount, previous: string | null): string | null {
   if (account.passwordHash === null) return null;
   const nonce = randomToken(NONCE_BYTES);
-  const others = tokensOf(previous).filter((token) => deviceOfToken(token, account) === null);
-  return [`${nonce}.${deviceMac(account.id, account.passwordHash, nonce)}`, ...others].slice(0, MAX_TOKENS).join(SEPARATOR);
+  const tokens = [`${account.id}.${nonce}.${deviceMac(account.id, account.passwordHash, nonce)}`];
+  const ids = new Set([account.id]);
+  for (const token of tokensOf(previous)) {
+    const id = Number(TOKEN.exec(token)?.[1]);
+    if (!Number.isNaN(id) && !ids.has(id) && tokens.length < MAX_TOKENS) {
+      ids.add(id);
+      tokens.push(token);
+    }
+  }
+  return tokens.join(SEPARATOR);
 }
 
 /**
- * The device a cookie value names for `account` (a key for the throttle): one of its tokens was
- * issued for the account, and the account's password has not changed since; otherwise null.
+ * The device a cookie value names for `account` (a key for the throttle): its token for the
+ * account was issued with the account's current password; otherwise null.
  */
 export function deviceOf(value: string | null, account: DeviceAccount): string | null {
+  if (account.passwordHash === null) return null;
   for (const token of tokensOf(value)) {
-    const device = deviceOfToken(token, account);
-    if (device !== null) return device;
+    const parts = TOKEN.exec(token);
+    if (parts === null || Number(parts[1]) !== account.id) continue;
+    const [, , nonce, mac] = parts;
+    return equalSecrets(mac, deviceMac(account.id, account.passwordHash, nonce)) ? `${account.id}:${nonce}` : null;
   }
   return null;
 }
 
 function tokensOf(value: string | null): string[] {
   return value === null ? [] : value.split(SEPARATOR, MAX_TOKENS);
-}
-
-function deviceOfToken(token: string, account: DeviceAccount): string | null {
-  if (account.passwordHash === null) return null;
-  const dot = token.indexOf(".");
-  if (dot <= 0) return null;
-  const nonce = token.slice(0, dot);
-  const valid = equalSecrets(token.slice(dot + 1), deviceMac(account.id, account.passwordHash, nonce));
-  return valid ? `${account.id}:${nonce}` : null;
 }
 
 function deviceMac(userId: number, passwordHash: string, nonce: string): string {

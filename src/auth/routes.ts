@@ -122,7 +122,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
 
   /**
    * Starts a session for `user` and answers the way the form or the script expects. A password
-   * sign-in (`device`: the account as it signed in) also gives the browser a device cookie.
+   * sign-in or sign-up (`device`: the account as it signed in) also gives the browser its device token.
    */
   function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[]; device?: DeviceAccount }): Response {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
@@ -234,7 +234,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
         const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
         return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
       }
-      return signedIn(request, result, { device: result });
+      // No device token here: the cookie is scoped to /auth, so this answer would replace the
+      // browser's tokens for other accounts with one for the new administrator.
+      return signedIn(request, result, {});
     }, { detail: AUTH_DOCS.setup })
     .post(
       "/api/admin/credits",

@@ -35,8 +35,8 @@ describe("password sign-in", () => {
     const [cookie, device] = response.headers.getSetCookie();
     // The browser keeps it 400 days; the session's sliding expiry on the server decides.
     expect(cookie).toMatch(/^mg_session=[a-z2-7]{32}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=34560000$/);
-    // The device cookie goes only to the sign-in route, for 180 days.
-    expect(device).toMatch(/^mg_device=[a-z2-7]{24}\.[A-Za-z0-9_-]{43}; Path=\/auth\/login; HttpOnly; SameSite=Lax; Max-Age=15552000$/);
+    // The device cookie goes only to the sign-in and sign-up routes, for 180 days.
+    expect(device).toMatch(/^mg_device=1\.[a-z2-7]{24}\.[A-Za-z0-9_-]{43}; Path=\/auth; HttpOnly; SameSite=Lax; Max-Age=15552000$/);
     expect(cookie).not.toContain("Secure");
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
     expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
@@ -127,40 +127,43 @@ describe("password sign-in", () => {
     expect((await signIn("new password here", annDevice)).status).toBe(429);
   });
 
-  test("one browser keeps the device tokens of the last 5 accounts it signed in to", async () => {
-    t = buildAuthApp();
+  test("one browser keeps a device token for each of the last 5 accounts it signed in to or signed up", async () => {
+    t = buildAuthApp({ auth: { signup: "open" } });
     const emails = ["a0@example.com", "a1@example.com", "a2@example.com", "a3@example.com", "a4@example.com", "a5@example.com"];
-    for (const email of emails) await t.user(email, { password: "correct horse" });
-    // The browser's cookie jar: each sign-in sends the cookie it has and keeps the one it gets.
+    for (const email of emails.slice(0, 5)) await t.user(email, { password: "correct horse" });
+    // The browser's cookie jar: each request sends the cookie it has and keeps the one it gets.
     let jar = "";
-    const signIn = async (email: string, password: string, cookie?: string) => {
-      const response = await t.request("/auth/login", json({ email, password }, cookie ? { cookie } : {}));
+    const send = async (path: string, email: string, password: string, cookie = jar) => {
+      const response = await t.request(path, json({ email, password }, cookie ? { cookie } : {}));
+      const device = response.headers.getSetCookie().find((c) => c.startsWith("mg_device="));
+      if (device && cookie === jar) jar = device.split(";")[0];
       return response;
     };
-    for (const email of emails.slice(0, 2)) {
-      const response = await signIn(email, "correct horse", jar || undefined);
-      jar = response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
-    }
-    expect(jar.split("~")).toHaveLength(2);
-    // Both accounts locked by guesses from elsewhere; the browser still gets into either.
-    for (const email of emails.slice(0, 2)) for (let i = 0; i < 6; i++) await signIn(email, `guess ${i}`);
-    expect((await signIn(emails[0], "correct horse")).status).toBe(429);
-    expect((await signIn(emails[0], "correct horse", jar)).status).toBe(200);
-    expect((await signIn(emails[1], "correct horse", jar)).status).toBe(200);
-    // Signing in again replaces that account's token rather than adding one.
-    const again = await signIn(emails[1], "correct horse", jar);
-    jar = again.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
-    expect(jar.split("~")).toHaveLength(2);
-    // Four more accounts (after the address's own limit has refilled): the oldest token, a0's, goes.
+    const signIn = (email: string, password: string, cookie = jar) => send("/auth/login", email, password, cookie);
+    const ids = () => jar.slice("mg_device=".length).split("~").map((token) => token.split(".")[0]);
+    await signIn(emails[0], "correct horse");
+    await signIn(emails[1], "correct horse");
+    // Signing up keeps the tokens the browser already holds (regression: sign-up, which never saw the cookie, replaced them).
+    expect((await send("/auth/signup", emails[5], "correct horse")).status).toBe(200);
+    expect(ids()).toEqual(["6", "2", "1"]);
+    // Both older accounts locked by guesses from elsewhere; the browser still gets into either.
+    for (const email of emails.slice(0, 2)) for (let i = 0; i < 6; i++) await signIn(email, `guess ${i}`, "");
+    expect((await signIn(emails[0], "correct horse", "")).status).toBe(429);
+    expect((await signIn(emails[0], "correct horse")).status).toBe(200);
+    expect(ids()).toEqual(["1", "6", "2"]);
+    // A new password voids the account's token; signing in again replaces it rather than adding one.
     t.clock.advance(10 * 60_000);
-    for (const email of emails.slice(2)) {
-      const response = await signIn(email, "correct horse", jar);
-      jar = response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
-    }
-    expect(jar.split("~")).toHaveLength(5);
-    for (let i = 0; i < 6; i++) await signIn(emails[0], `guess again ${i}`);
-    expect((await signIn(emails[0], "correct horse", jar)).status).toBe(429);
-    expect((await signIn(emails[1], "correct horse", jar)).status).toBe(200);
+    await setPassword(t.deps.db, 2, "another horse");
+    await signIn(emails[1], "another horse");
+    expect(ids()).toEqual(["2", "1", "6"]);
+    // Three more accounts: five at most, the oldest (a5's, signed up) goes.
+    for (const email of emails.slice(2, 5)) await signIn(email, "correct horse");
+    expect(ids()).toEqual(["5", "4", "3", "2", "1"]);
+    // Junk, empty parts and a second token for one account are dropped, not kept in a slot.
+    const tokens = jar.slice("mg_device=".length).split("~");
+    const messy = await signIn(emails[0], "correct horse", `mg_device=~x.y.z~${tokens[0]}~${tokens[0]}~${tokens[1]}`);
+    const kept = messy.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0].slice("mg_device=".length).split("~");
+    expect(kept.map((token) => token.split(".")[0])).toEqual(["1", "5", "4"]);
   });
 
   test("sign-up and setup are throttled per account as sign-in is", async () => {
