@@ -7,9 +7,10 @@
  * Memory stays bounded: an entry whose bucket has refilled and whose window has closed decides
  * exactly like a missing one, so sweep() (every `sweepMs`) deletes it; and at `maxSubjects`
  * entries the oldest are dropped down to 90% of it (only reachable when that many subjects are
- * active at once; a dropped subject starts again with a full bucket and a fresh window). Subjects
- * being refused go last: otherwise a flood of new subjects would set free the very ones the limit
- * holds back (an account locked out of sign-in, an address past its day).
+ * active at once; a dropped subject starts again with a full bucket and a fresh window). Those with
+ * the most allowance left go first, those being refused last: otherwise a flood of new subjects
+ * would hand fresh allowance to the very ones the limit holds back (an account's guesser, an
+ * address near the end of its day).
  * Time comes from the injected clock; nothing here sleeps.
  */
 import type { RateDecision, RateLimiter, RatePolicy } from "./types";
@@ -52,10 +53,17 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
     }
   }
 
-  /** Whether `e` would refuse a request at `t` (its bucket empty, or its window used up). */
-  function refusing(e: Entry, t: number): boolean {
-    const tokens = e.tokens + (t - e.at) * (e.capacity / e.periodMs);
-    return tokens < 1 || (e.windowStart !== -1 && t - e.windowStart < e.windowMs && e.windowCount >= e.windowLimit);
+  /**
+   * How much `e` would still allow at `t`, in EVICTION_TIERS: 0 for three quarters or more of its
+   * limit (bucket and window both), 1 for half or more, 2 for at least one request, 3 for none.
+   */
+  function tierOf(e: Entry, t: number): number {
+    const tokens = Math.min(e.capacity, e.tokens + (t - e.at) * (e.capacity / e.periodMs));
+    const windowOpen = e.windowStart !== -1 && t - e.windowStart < e.windowMs;
+    const left = windowOpen ? Math.min(tokens, e.windowLimit - e.windowCount) : tokens;
+    const limit = windowOpen ? Math.min(e.capacity, e.windowLimit) : e.capacity;
+    if (left < 1) return 3;
+    return left >= 0.75 * limit ? 0 : left >= 0.5 * limit ? 1 : 2;
   }
 
   function admitNew(subject: string, entry: Entry): void {
@@ -64,11 +72,13 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
       sweep();
       const t = now();
       const target = Math.floor(maxSubjects * 0.9);
-      // Map iteration is insertion order: the oldest go first, those being refused only if they must.
-      for (const keepRefused of [true, false]) {
-        for (const [oldest, e] of entries) {
+      // One pass sorts the subjects into tiers; Map iteration is insertion order, so within a tier the oldest go first.
+      const tiers: string[][] = [[], [], [], []];
+      for (const [key, e] of entries) tiers[tierOf(e, t)].push(key);
+      for (const tier of tiers) {
+        for (const key of tier) {
           if (entries.size <= target) break;
-          if (!keepRefused || !refusing(e, t)) entries.delete(oldest);
+          entries.delete(key);
         }
       }
     }

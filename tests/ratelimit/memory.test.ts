@@ -160,18 +160,25 @@ describe("bounded memory", () => {
     limiter.close();
   });
 
-  test("at the cap, subjects being refused are dropped last: a flood of new ones does not set free one that is held back", () => {
+  test("at the cap, subjects with the most allowance left go first: a flood of new ones does not hand fresh attempts to one held back", () => {
     const c = clock();
     const limiter = createMemoryLimiter({ now: c.now, maxSubjects: 100 });
     // The sign-in throttle's account policy: 5 attempts, then one a minute.
     const perAccount = { limit: 5, periodMs: 5 * 60_000 };
-    for (let i = 0; i < 6; i++) limiter.take("account:victim", perAccount);
-    // An address with its day used up is held back too.
+    for (let i = 0; i < 6; i++) limiter.take("account:locked", perAccount);
+    for (let i = 0; i < 6; i++) limiter.take("account:one-back", perAccount);
+    // An address with its day used up, and one with a single request of its day left.
     for (let i = 0; i < 5; i++) limiter.take("ip:day-spent", anonymous);
+    for (let i = 0; i < 4; i++) limiter.take("ip:one-left", anonymous);
+    c.t += 61_000; // "one-back" has one attempt again (and "locked" too; it is used below)
+    limiter.take("account:locked", perAccount);
+    // A flood of new subjects, one attempt each, pushes the table past its cap ten times over.
     for (let i = 0; i < 1_000; i++) limiter.take(`account:flood-${i}`, perAccount);
     expect(limiter.size()).toBeLessThanOrEqual(100);
-    expect(limiter.take("account:victim", perAccount).allowed).toBe(false);
+    expect(limiter.take("account:locked", perAccount).allowed).toBe(false);
+    expect([limiter.take("account:one-back", perAccount).allowed, limiter.take("account:one-back", perAccount).allowed]).toEqual([true, false]);
     expect(limiter.take("ip:day-spent", anonymous).allowed).toBe(false);
+    expect([limiter.take("ip:one-left", anonymous).allowed, limiter.take("ip:one-left", anonymous).allowed]).toEqual([true, false]);
     // With every subject held back, the oldest go as before: memory stays bounded.
     for (let i = 0; i < 1_000; i++) for (let j = 0; j < 6; j++) limiter.take(`account:locked-${i}`, perAccount);
     expect(limiter.size()).toBeLessThanOrEqual(100);
