@@ -1,7 +1,7 @@
 /**
  * Admin (admins only): users with their balance and status (create, disable, enable, mark an
- * unproven address proven), a credit
- * grant form, every key with revoke, and the webhook outbox when the webhooks part exposes it.
+ * unproven address proven), a credit grant form, every key with revoke, and the webhook outbox
+ * when the webhooks part exposes it.
  */
 import { formatCredits, formatNumber, html, time, type Html } from "../html";
 import { keysTable, type KeyView } from "./keys";
