@@ -152,7 +152,7 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promi
   } catch (error) {
     const name = (error as Error)?.name;
     // Bun's messages quote the URL too, normalised (no user, a lower-case host): every URL in them is shown the same way.
-    const message = String((error as Error)?.message ?? error).replace(/https?:\/\/[^\s"'`]+/gi, (found) => redactedUrl(found, { path: true }));
+    const message = String((error as Error)?.message ?? error).replace(/https?:\/\/[^\s"]+/gi, (found) => redactedUrl(found, { path: true }));
     return { ok: false, error: name === "TimeoutError" ? `no answer from ${shown} within ${timeoutMs} ms` : `${shown}: ${message}` };
   }
 }

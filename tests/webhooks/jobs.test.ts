@@ -187,7 +187,7 @@ describe("secrets", () => {
     // Not HTTP at all: Bun's error quotes the URL it fetched, normalised (regression: that copy showed whole).
     const garbage = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.end("NOTHTTP garbage\r\n\r\n") } });
     const closedPort = freePort();
-    const keyed = (port: number): string => `http://hook-user:pw-SECRETX@127.0.0.1:${port}/hook/tok-SECRETPATH?token=qs-SECRETQ#frag`;
+    const keyed = (port: number): string => `http://hook-user:pw-SECRETX@127.0.0.1:${port}/hook/it's-tok-SECRETPATH?token=qs-SECRETQ#frag`; // a quote stays as it is in a URL's path
     const lines: string[] = [];
     const own = startJobRunner(
       t.outbox,
