@@ -22,6 +22,8 @@ export const DEVICE_COOKIE_MAX_AGE_S = 180 * 86_400;
 
 const NONCE_BYTES = 15;
 const MAX_TOKENS = 5;
+/** Parts read of the cookies sent: a browser may send more than one (an older release set one at /auth/login). */
+const MAX_PARTS = 16;
 const SEPARATOR = "~";
 const TOKEN = /^([1-9][0-9]{0,14})\.([a-z2-7]{24})\.([A-Za-z0-9_-]{43})$/;
 
@@ -33,10 +35,10 @@ export interface DeviceAccount {
 
 /**
  * The device cookie's new value after signing in to `account`: a new token for it first, then the
- * other accounts' tokens of `previous` (the cookie as sent), MAX_TOKENS in all. Null when the
+ * other accounts' tokens of `previous` (the cookies as sent), MAX_TOKENS in all. Null when the
  * account has no password (nothing to throttle).
  */
-export function issueDeviceCookie(account: DeviceAccount, previous: string | null): string | null {
+export function issueDeviceCookie(account: DeviceAccount, previous: string[]): string | null {
   if (account.passwordHash === null) return null;
   const nonce = randomToken(NONCE_BYTES);
   const tokens = [`${account.id}.${nonce}.${deviceMac(account.id, account.passwordHash, nonce)}`];
@@ -52,22 +54,22 @@ export function issueDeviceCookie(account: DeviceAccount, previous: string | nul
 }
 
 /**
- * The device a cookie value names for `account` (a key for the throttle): its token for the
- * account was issued with the account's current password; otherwise null.
+ * The device the cookies sent name for `account` (a key for the throttle): a token for the account
+ * issued with its current password; otherwise null.
  */
-export function deviceOf(value: string | null, account: DeviceAccount): string | null {
+export function deviceOf(values: string[], account: DeviceAccount): string | null {
   if (account.passwordHash === null) return null;
-  for (const token of tokensOf(value)) {
+  for (const token of tokensOf(values)) {
     const parts = TOKEN.exec(token);
     if (parts === null || Number(parts[1]) !== account.id) continue;
     const [, , nonce, mac] = parts;
-    return equalSecrets(mac, deviceMac(account.id, account.passwordHash, nonce)) ? `${account.id}:${nonce}` : null;
+    if (equalSecrets(mac, deviceMac(account.id, account.passwordHash, nonce))) return `${account.id}:${nonce}`;
   }
   return null;
 }
 
-function tokensOf(value: string | null): string[] {
-  return value === null ? [] : value.split(SEPARATOR, MAX_TOKENS);
+function tokensOf(values: string[]): string[] {
+  return values.join(SEPARATOR).split(SEPARATOR, MAX_PARTS);
 }
 
 function deviceMac(userId: number, passwordHash: string, nonce: string): string {

@@ -23,7 +23,7 @@ import { requestMeta } from "../request-meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createSession, deleteSession, originAllowed, readCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
+import { createSession, deleteSession, originAllowed, readCookie, readCookies, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
@@ -114,8 +114,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     return originAllowed(request, config.server.public_url) ? null : refusal("origin", "forbidden", "Cross-origin form posts are refused");
   }
 
-  function throttleRefusal(request: Request, server: Server, account?: string, device?: string): Refusal | null {
-    const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), account, device });
+  function throttleRefusal(request: Request, server: Server, who: { account?: string; accountId?: number; device?: string }): Refusal | null {
+    const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), ...who });
     if (wait === null) return null;
     return refusal("throttled", "rate_limit_exceeded", `Too many attempts; try again in ${wait} s`, { headers: { "retry-after": String(Math.max(1, wait)) } });
   }
@@ -128,7 +128,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
-    const device = options.device ? issueDeviceCookie(options.device, readCookie(request, DEVICE_COOKIE)) : null;
+    const device = options.device ? issueDeviceCookie(options.device, readCookies(request, DEVICE_COOKIE)) : null;
     if (device !== null) headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
     for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {
@@ -181,7 +181,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .post("/auth/signup", async ({ request, body, server }) => {
       const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined });
       if (refused) return refuse(request, back, refused);
       if (config.auth.signup === "closed") return refuse(request, back, refusal("signup_closed", "forbidden", signupRefusal(config.auth, "")!));
       if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
@@ -198,8 +198,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));
       const account = email === null ? null : findUserByEmail(db, email);
-      const device = account === null ? null : deviceOf(readCookie(request, DEVICE_COOKIE), account);
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, email ?? undefined, device ?? undefined);
+      const device = account === null ? null : deviceOf(readCookies(request, DEVICE_COOKIE), account);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined, accountId: account?.id, device: device ?? undefined });
       if (refused) return refuse(request, back, refused);
       const password = field(body, "password");
       // Longer than any valid password can be (PASSWORD_MAX characters, two UTF-16 units at most each): not hashed.
@@ -227,7 +227,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const token = field(body, "token") ?? "";
       // The form goes back to the link only while the link still works.
       const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, normalizeEmail(field(body, "email")) ?? undefined);
+      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: normalizeEmail(field(body, "email")) ?? undefined });
       if (refused) return refuse(request, back(), refused);
       const result = await completeSetup(db, { token, email: field(body, "email"), password: field(body, "password"), now: deps.now() });
       if ("error" in result) {

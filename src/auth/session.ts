@@ -114,13 +114,20 @@ export function deleteUserSessions(db: Db, userId: number): void {
 
 /** The value of cookie `name` in the request's Cookie header, or null. */
 export function readCookie(request: Request, name: string): string | null {
+  // Checked first: most API requests carry no cookie, and they are spared the list.
+  return request.headers.has("cookie") ? (readCookies(request, name)[0] ?? null) : null;
+}
+
+/** Every value of the cookie `name`: a browser sends one for each path it was set at, the most specific first. */
+export function readCookies(request: Request, name: string): string[] {
   const header = request.headers.get("cookie");
-  if (header === null) return null;
+  if (header === null) return [];
+  const values: string[] = [];
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq !== -1 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
   }
-  return null;
+  return values;
 }
 
 export interface CookieOptions {

@@ -116,10 +116,12 @@ describe("password sign-in", () => {
     expect((await signIn("correct horse", bobDevice)).status).toBe(429);
     expect((await signIn("correct horse", "mg_device=x.y")).status).toBe(429);
     expect((await signIn("correct horse", annDevice)).status).toBe(200);
-    // The device has the account's numbers of its own: 5 attempts, the successful one included.
+    // A second mg_device the browser sends first (one an older release set at /auth/login) does not hide it.
+    expect((await signIn("correct horse", `mg_device=${"a".repeat(24)}.${"b".repeat(43)}; ${annDevice}`)).status).toBe(200);
+    // The device has the account's numbers of its own: 5 attempts, the two successful ones included.
     const fromDevice: number[] = [];
-    for (let i = 0; i < 5; i++) fromDevice.push((await signIn(`typo ${i}`, annDevice)).status);
-    expect(fromDevice).toEqual([401, 401, 401, 401, 429]);
+    for (let i = 0; i < 4; i++) fromDevice.push((await signIn(`typo ${i}`, annDevice)).status);
+    expect(fromDevice).toEqual([401, 401, 401, 429]);
     // A new password voids the account's device cookies.
     t.clock.advance(10 * 60_000);
     await setPassword(t.deps.db, ann.id, "new password here");
