@@ -15,6 +15,15 @@ import { openDatabase } from "../../src/db/client";
 import { migrations } from "../../src/db/migrations.gen";
 import { createUser, findUserByEmail } from "../../src/auth/users";
 
+/** A config file in a fresh directory, with its data_dir beside it. */
+function freshConfig(): { config: string; dataDir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
+  const config = join(dir, "modelgate.toml");
+  const dataDir = join(dir, "data");
+  writeFileSync(config, `[server]\ndata_dir = "${dataDir}"\n`);
+  return { config, dataDir };
+}
+
 describe("parseArgs", () => {
   test("positionals, --flag value, --flag=value and declared booleans", () => {
     const args = parseArgs(["key", "create", "--user", "a@example.com", "--name=ci", "--admin", "x"], new Set(["admin"]));
@@ -37,10 +46,8 @@ describe("parseArgs", () => {
 
 describe("user add --admin", () => {
   test("refuses an account made by a password sign-up (regression: the squatter's session became an administrator's); promotes a CLI-made one", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
-    const opened = openDatabase(join(dir, "data"));
+    const { config, dataDir } = freshConfig();
+    const opened = openDatabase(dataDir);
     await createUser(opened.db, { email: "boss@example.com", password: "squatter pw", emailUnverified: true });
     await createUser(opened.db, { email: "made@example.com" });
     const error = spyOn(console, "error").mockImplementation(() => {});
@@ -68,9 +75,7 @@ describe("user add --admin", () => {
 
 describe("key names and tables", () => {
   test("a key name cannot carry a line break or a terminal escape into `key list` (regression: a dashboard user forged a row owned by admin@)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const { config } = freshConfig();
     const quiet = spyOn(console, "error").mockImplementation(() => {});
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
@@ -90,10 +95,8 @@ describe("key names and tables", () => {
   });
 
   test("`settlements list` is a table like the others: aligned, an RPC node's error escaped (regression: tab-separated and raw, a forged row)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
-    const opened = openDatabase(join(dir, "data"));
+    const { config, dataDir } = freshConfig();
+    const opened = openDatabase(dataDir);
     opened.sqlite.run(
       "INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at, state, attempts, last_error) VALUES (?, '7', '5000', 0, '{}', 'req_1', 0, 'dead', 8, ?)",
       [`0x${"3f".repeat(32)}`, "reverted\n9  done  0xfake…  1  1  0  0xforged \u001b[31m"],
@@ -146,9 +149,7 @@ describe("command shapes", () => {
   });
 
   test("an API key typed where something else belongs is never printed back whole", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const { config } = freshConfig();
     const key = "sk-mg-7t47cbyr2eonqy7linz3pn6cag6mmb6powg6hiajsigalq";
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
@@ -163,16 +164,14 @@ describe("command shapes", () => {
   });
 
   test("an unknown subcommand creates no data directory or database before its usage error", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const { config, dataDir } = freshConfig();
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
       for (const command of ["settlements", "jobs", "key", "credits", "user"]) expect(await runCli([command, "bogus", "--config", config])).toBe(2);
     } finally {
       error.mockRestore();
     }
-    expect(existsSync(join(dir, "data"))).toBe(false);
+    expect(existsSync(dataDir)).toBe(false);
   });
 
   test("an unknown command is named, with the usage and exit 2", async () => {
@@ -197,9 +196,7 @@ describe("command shapes", () => {
   });
 
   test("the data directory it creates is private to the user (it holds password hashes and the ledger)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-cli-"));
-    const config = join(dir, "modelgate.toml");
-    writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+    const { config, dataDir } = freshConfig();
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["migrate", "--config", config])).toBe(0);
@@ -210,7 +207,7 @@ describe("command shapes", () => {
     } finally {
       printed.mockRestore();
     }
-    expect(statSync(join(dir, "data")).mode & 0o777).toBe(0o700);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
   });
 });
 
