@@ -44,22 +44,31 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
   const maxSubjects = options.maxSubjects ?? 250_000;
   const entries = new Map<string, Entry>();
 
+  function tokensAt(e: Entry, t: number): number {
+    return Math.min(e.capacity, e.tokens + (t - e.at) * (e.capacity / e.periodMs));
+  }
+
+  function windowOpenAt(e: Entry, t: number): boolean {
+    return e.windowStart !== -1 && t - e.windowStart < e.windowMs;
+  }
+
+  /** An entry whose bucket has refilled and whose window has closed decides exactly like a missing one. */
+  function forgettable(e: Entry, t: number): boolean {
+    return tokensAt(e, t) >= e.capacity && !windowOpenAt(e, t);
+  }
+
   function sweep(): void {
     const t = now();
-    for (const [subject, e] of entries) {
-      const full = e.tokens + (t - e.at) * (e.capacity / e.periodMs) >= e.capacity;
-      const windowOpen = e.windowStart !== -1 && t - e.windowStart < e.windowMs;
-      if (full && !windowOpen) entries.delete(subject);
-    }
+    for (const [subject, e] of entries) if (forgettable(e, t)) entries.delete(subject);
   }
 
   /**
-   * How much `e` would still allow at `t`, in EVICTION_TIERS: 0 for three quarters or more of its
-   * limit (bucket and window both), 1 for half or more, 2 for at least one request, 3 for none.
+   * How much `e` would still allow at `t`: 0 for three quarters or more of its limit (bucket and
+   * window both), 1 for half or more, 2 for at least one request, 3 for none.
    */
   function tierOf(e: Entry, t: number): number {
-    const tokens = Math.min(e.capacity, e.tokens + (t - e.at) * (e.capacity / e.periodMs));
-    const windowOpen = e.windowStart !== -1 && t - e.windowStart < e.windowMs;
+    const tokens = tokensAt(e, t);
+    const windowOpen = windowOpenAt(e, t);
     const left = windowOpen ? Math.min(tokens, e.windowLimit - e.windowCount) : tokens;
     const limit = windowOpen ? Math.min(e.capacity, e.windowLimit) : e.capacity;
     if (left < 1) return 3;
@@ -68,13 +77,16 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
 
   function admitNew(subject: string, entry: Entry): void {
     if (entries.size >= maxSubjects) {
-      // Make room for a tenth of the cap at once, so a flood of new subjects costs O(1) each.
-      sweep();
+      // Make room for a tenth of the cap at once, so a flood of new subjects costs O(1) each. One
+      // pass forgets what sweep() would and sorts the rest into tiers; Map iteration is insertion
+      // order, so within a tier the oldest go first.
       const t = now();
       const target = Math.floor(maxSubjects * 0.9);
-      // One pass sorts the subjects into tiers; Map iteration is insertion order, so within a tier the oldest go first.
       const tiers: string[][] = [[], [], [], []];
-      for (const [key, e] of entries) tiers[tierOf(e, t)].push(key);
+      for (const [key, e] of entries) {
+        if (forgettable(e, t)) entries.delete(key);
+        else tiers[tierOf(e, t)].push(key);
+      }
       for (const tier of tiers) {
         for (const key of tier) {
           if (entries.size <= target) break;
