@@ -12,7 +12,7 @@ import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
-import { resolveSecrets, type Secrets } from "./secrets";
+import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
 import { parseAddress } from "../listen";
@@ -59,7 +59,7 @@ export function loadDataDir(file: string | null, env = process.env): string {
   }
   const server = raw.server;
   const written = server !== null && typeof server === "object" ? (server as Record<string, unknown>).data_dir : undefined;
-  const dataDir = resolveSecrets(written ?? ConfigSchema.properties.server.properties.data_dir.default, "server.data_dir", env, { paths: new Set(), values: new Set(), env: new Set() });
+  const dataDir = resolveEnv(written ?? ConfigSchema.properties.server.properties.data_dir.default, "server.data_dir", env);
   if (typeof dataDir !== "string" || dataDir === "") throw new ConfigError("server.data_dir: expected a directory path");
   checkDataDir(dataDir);
   return dataDir;

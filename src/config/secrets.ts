@@ -16,6 +16,11 @@ export interface Secrets {
 
 const MIN_REDACTED = 6;
 
+/** `value` with its `env:` references resolved, for a step that needs them before the whole config is (nothing collected). */
+export function resolveEnv(value: unknown, path: string, env: Record<string, string | undefined>): unknown {
+  return resolveSecrets(value, path, env, { paths: new Set(), values: new Set(), env: new Set() });
+}
+
 export function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
   if (typeof value === "string") {
     if (SECRET_KEYS.has(path.slice(path.lastIndexOf(".") + 1))) {

@@ -14,7 +14,7 @@ import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
-import { resolveSecrets } from "../config/secrets";
+import { resolveEnv } from "../config/secrets";
 
 type Raw = Record<string, unknown>;
 
@@ -46,8 +46,7 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
   if (!isObject(section) || section.config === undefined) return raw;
   // `env:` references are resolved here for this step only (the whole config is resolved later):
   // the file's name may come from the environment, and its endpoints are checked as they will run.
-  const resolved = <T>(value: T, path: string): T => resolveSecrets(value, path, env, { paths: new Set(), values: new Set(), env: new Set() }) as T;
-  const config = resolved(section.config, "webhooks.config");
+  const config = resolveEnv(section.config, "webhooks.config", env);
   if (typeof config !== "string" || config === "") {
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }
@@ -73,7 +72,7 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
     }
     merged[key] = value;
   }
-  if (Array.isArray(doc.endpoints)) checkEndpoints(resolved(doc.endpoints, `${file}: endpoints`), `${file}: endpoints`);
+  if (Array.isArray(doc.endpoints)) checkEndpoints(resolveEnv(doc.endpoints, `${file}: endpoints`, env) as unknown[], `${file}: endpoints`);
   return { ...raw, webhooks: merged };
 }
 
