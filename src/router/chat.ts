@@ -69,10 +69,13 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
     const headers = admission.headers;
     headers["x-request-id"] = ctx.requestId;
-    headers["content-type"] = reply.header("content-type") ?? "application/json";
+    const contentType = reply.header("content-type");
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
     const done = { upstream: upstream.name, price: route.price, model: route.id };
-    const isStream = reply.status < 300 && ctx.body.stream === true && headers["content-type"].includes("text/event-stream");
+    // An answer to a streamed request that names no type is the event stream asked for (some
+    // servers leave the header out); one typed otherwise (JSON: streaming unsupported) is buffered.
+    const isStream = reply.status < 300 && ctx.body.stream === true && (contentType === null || contentType.includes("text/event-stream"));
+    headers["content-type"] = contentType ?? (isStream ? "text/event-stream" : "application/json");
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
     if (!isStream) {

@@ -66,21 +66,45 @@ const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?:[ \r]|$)/;
 /** Parses the head at the start of `buffer`; null while it is incomplete. Throws ProtocolError. */
 export function parseHead(buffer: Buffer): ResponseHead | null {
   const end = buffer.indexOf("\r\n\r\n");
-  if (end === -1) {
+  if (end !== -1) {
+    const head = headOf(buffer.toString("latin1", 0, end), end + 4);
+    if (head !== null) return head;
+  }
+  const loose = looseHead(buffer);
+  return loose === null ? null : headOf(loose.text, loose.size);
+}
+
+/**
+ * A head with bare LF line endings (RFC 9112 lets a recipient accept them), its text made CRLF
+ * throughout, and the bytes it took up to its first blank line; null while none has arrived.
+ */
+function looseHead(buffer: Buffer): { text: string; size: number } | null {
+  // Cheap native checks first: an incomplete CRLF head, arriving in pieces, comes here each time.
+  if (buffer.indexOf("\n\n") === -1 && buffer.indexOf("\n\r\n") === -1) {
     if (buffer.length > MAX_HEAD_BYTES) throw new ProtocolError("the response head is too large");
     return null;
   }
-  const text = buffer.toString("latin1", 0, end);
-  let lineEnd = text.indexOf("\r\n");
-  if (lineEnd === -1) lineEnd = text.length;
+  const scanned = buffer.toString("latin1", 0, Math.min(buffer.length, MAX_HEAD_BYTES + 4));
+  const blank = /\r?\n\r?\n/.exec(scanned);
+  if (blank === null) throw new ProtocolError("the response head is too large");
+  return { text: scanned.slice(0, blank.index).replace(/\r?\n/g, "\r\n"), size: blank.index + blank[0].length };
+}
+
+/**
+ * The head from its text (without the blank line) and the bytes it took; null when a line ends in
+ * a bare LF, found by the scan for line ends that the header check makes anyway.
+ */
+function headOf(text: string, size: number): ResponseHead | null {
+  let lineEnd = lineEndFrom(text, 0);
+  if (lineEnd === -2) return null;
   const statusLine = STATUS_LINE.exec(text);
   if (!statusLine) throw new ProtocolError(`not an HTTP/1.x status line: ${JSON.stringify(text.slice(0, Math.min(lineEnd, 40)))}`);
   // Every header line needs a name and a colon right after it: RFC 9112 allows no space before the
   // colon, and a line starting with a space (obsolete folding) is refused too.
   while (lineEnd < text.length) {
     const start = lineEnd + 2;
-    lineEnd = text.indexOf("\r\n", start);
-    if (lineEnd === -1) lineEnd = text.length;
+    lineEnd = lineEndFrom(text, start);
+    if (lineEnd === -2) return null;
     const colon = text.indexOf(":", start);
     if (colon <= start || colon >= lineEnd || text.charCodeAt(start) <= 32 || text.charCodeAt(colon - 1) <= 32) throw new ProtocolError("malformed header line");
   }
@@ -104,7 +128,14 @@ export function parseHead(buffer: Buffer): ResponseHead | null {
     }
   }
   if (framing === "until-close") keepAlive = false;
-  return { status, headers, framing, length, keepAlive, size: end + 4 };
+  return { status, headers, framing, length, keepAlive, size };
+}
+
+/** Where the line starting at `from` ends (its CR, or the end of `text`); -2 when it ends in a bare LF. */
+function lineEndFrom(text: string, from: number): number {
+  const lf = text.indexOf("\n", from);
+  if (lf === -1) return text.length;
+  return text.charCodeAt(lf - 1) === 13 ? lf - 1 : -2;
 }
 
 /** A Content-Length value; repeated identical values are allowed, anything else is refused. */

@@ -17,6 +17,18 @@ describe("parseHead", () => {
     expect(head(`${full}ok`)?.size).toBe(full.length);
   });
 
+  test("bare LF line endings, or a mix, read as CRLF; the head ends at its first blank line, not at a CRLFCRLF in the body", () => {
+    const body = "5\r\nhello\r\n0\r\n\r\n";
+    for (const text of ["HTTP/1.1 200 OK\ntransfer-encoding: chunked\nx-a: 1\n\n", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\nx-a: 1\n\r\n"]) {
+      for (let n = 0; n < text.length; n++) expect(head(text.slice(0, n))).toBeNull();
+      const parsed = head(text + body)!;
+      expect(parsed.size).toBe(text.length);
+      expect(parsed.framing).toBe("chunked");
+      expect(parsed.headers.get("x-a")).toBe("1");
+      expect(parsed.headers.get("transfer-encoding")).toBe("chunked");
+    }
+  });
+
   test("more than MAX_HEAD_BYTES without a blank line is a ProtocolError", () => {
     const long = `HTTP/1.1 200 OK\r\nx-big: ${"a".repeat(MAX_HEAD_BYTES)}`;
     expect(() => head(long)).toThrow(ProtocolError);

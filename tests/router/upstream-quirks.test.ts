@@ -1,0 +1,68 @@
+/**
+ * Answers that real model servers send and strict parsing would mishandle, through the whole app
+ * over a raw loopback upstream: an event stream without a Content-Type (regression: buffered to
+ * its end and relayed as application/json, its usage chunk left in and unmetered), and a
+ * response head whose lines end in a bare LF (regression: never recognised, so the request
+ * waited out the first-byte timeout and answered 504).
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import type { TCPSocketListener } from "bun";
+import { buildTestApp } from "../support/app";
+
+const CHUNK = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] })}\n\n`;
+const USAGE = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } })}\n\n`;
+const SSE_BODY = CHUNK("Hi") + CHUNK(" there") + USAGE + "data: [DONE]\n\n";
+
+let listener: TCPSocketListener | null = null;
+afterEach(() => listener?.stop(true));
+
+/** An upstream that answers every request with `answer`, then closes the connection. */
+function rawUpstream(answer: string): string {
+  listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.end(answer) } });
+  return `http://127.0.0.1:${listener.port}/v1`;
+}
+
+function appOver(baseUrl: string) {
+  return buildTestApp({
+    upstreams: [{ name: "raw", base_url: baseUrl, first_byte_timeout_ms: 1_000 }],
+    models: [{ id: "m", targets: [{ upstream: "raw", model: "raw-model" }], free: true }],
+  });
+}
+
+const ASK = { model: "m", messages: [{ role: "user", content: "hi" }] };
+
+describe("answers from upstreams that bend the wire format", () => {
+  test("an event stream without a Content-Type is relayed as one, its usage metered and stripped", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n${SSE_BODY}`));
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
+  });
+
+  test("without a Content-Type, an answer to a request that did not ask to stream stays JSON", async () => {
+    const json = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } });
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-length: ${json.length}\r\n\r\n${json}`));
+    const res = await t.chat(ASK);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(await res.text()).toBe(json);
+    expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[3, 4]]);
+  });
+
+  test("a head with bare LF line endings is read as its CRLF form", async () => {
+    const json = '{"id":"c1","object":"chat.completion","choices":[]}';
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: ${json.length}\n\n${json}`));
+    const res = await t.chat(ASK);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(await res.text()).toBe(json);
+  });
+
+  test("a bare-LF head of a stream, with mixed line endings, is read too", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\nconnection: close\n\r\n${SSE_BODY}`));
+    const res = await t.chat({ ...ASK, stream: true, stream_options: { include_usage: true } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(SSE_BODY);
+  });
+});
