@@ -103,18 +103,18 @@ function checkShape(args: Args, name: string): void {
   if (extra !== undefined) throw new UsageError(`modelgate ${label}: unexpected argument ${JSON.stringify(extra)}`);
 }
 
-const USAGE = `usage: modelgate <command> [--config FILE]
+const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text)
   serve [--service-id N]                       run the gateway (default command)
   migrate                                      apply embedded database migrations
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
   user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that
   user verify EMAIL                            vouch for an address a password sign-up never proved
-  key create --user EMAIL [--name N] [--expires 30d]   create an API key (printed once)
-  key list [--user EMAIL] | key revoke KEY_ID
-  credits grant --user EMAIL --amount 12.50
-  jobs list [--state pending|leased|done|dead] | jobs retry CALL_ID
-  settlements list [--state STATE] [--json] | settlements retry ID
+  key create --user EMAIL [--name N] [--expires 30d] [--per-minute N]   create an API key (printed once)
+  key list [--user EMAIL] [--json] | key revoke KEY_ID
+  credits grant --user EMAIL --amount 12.50 [--note TEXT] | credits balance --user EMAIL
+  jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID
+  settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID
   version`;
 
 export async function runCli(argv: string[]): Promise<number | null> {

@@ -129,6 +129,8 @@ registerCommand("key", (ctx) => {
     const perMinute = perMinuteFlag === undefined ? null : /^\d{1,10}$/.test(perMinuteFlag) ? Number(perMinuteFlag) : NaN;
     if (perMinute !== null && !(perMinute >= 1 && perMinute <= 1_000_000_000)) throw new UsageError("--per-minute must be a whole number from 1 to 1000000000");
     const name = stringFlag(ctx.args, "name") ?? "default";
+    // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
+    if ([...name.trim()].length > 100) throw new UsageError("--name: at most 100 characters");
     const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email).id, name, expiresAt, perMinute, now }));
     ctx.print(created.key);
     console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);

@@ -8,7 +8,7 @@
  *   POST /webhooks/jobs/{call_id}/fail   {"attempt": n, "error"?: s}    -> 200 {"call_id","state":"pending"|"dead"}
  *   POST /webhooks/jobs/{call_id}/extend {"attempt": n, "lease_ms"?: n} -> 200 {"call_id","lease_until"}
  *
- * ack/fail/extend answer 409 {"error":"lease_lost"} when the caller no longer holds the lease
+ * ack/fail/extend answer 409 {"error":"lease_lost","call_id":N} when the caller no longer holds the lease
  * (it expired and another runner took the call). Bodies travel as base64 so they stay byte exact.
  */
 import { timingSafeEqual } from "node:crypto";

@@ -94,6 +94,25 @@ describe("key names and tables", () => {
     }
   });
 
+  test("a key name over 100 characters is refused, as the dashboard refuses it (regression: the CLI cut it to 100)", async () => {
+    const { config } = freshConfig();
+    const errors = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "long@example.com", "--config", config])).toBe(0);
+      expect(await runCli(["key", "create", "--user", "long@example.com", "--name", "✓".repeat(101), "--config", config])).toBe(2);
+      expect(errors.mock.calls.map((call) => String(call[0]))).toContain("modelgate: --name: at most 100 characters");
+      expect(await runCli(["key", "create", "--user", "long@example.com", "--name", "✓".repeat(100), "--config", config])).toBe(0);
+      printed.mockClear();
+      expect(await runCli(["key", "list", "--json", "--config", config])).toBe(0);
+      const keys = JSON.parse(String(printed.mock.calls[0][0])) as Array<{ name: string }>;
+      expect(keys.map((k) => k.name)).toEqual(["✓".repeat(100)]);
+    } finally {
+      errors.mockRestore();
+      printed.mockRestore();
+    }
+  });
+
   test("`settlements list` is a table like the others: aligned, an RPC node's error escaped (regression: tab-separated and raw, a forged row)", async () => {
     const { config, dataDir } = freshConfig();
     const opened = openDatabase(dataDir);
