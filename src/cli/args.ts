@@ -44,3 +44,14 @@ export function requireFlag(args: Args, name: string): string {
   if (value === undefined) throw new UsageError(`--${name} is required`);
   return value;
 }
+
+/**
+ * A row id operand (`jobs retry 7`, `settlements retry 7`): digits only, leading zeros allowed
+ * (`07` is 7), at least 1. Anything else is refused without echoing it (it may be a pasted secret).
+ */
+export function idOperand(raw: string | undefined, usage: string): number {
+  if (raw === undefined) throw new UsageError(usage);
+  const id = /^[0-9]{1,15}$/.test(raw) ? Number(raw) : 0;
+  if (id < 1) throw new UsageError(`${usage}: the id is a whole number from 1, as the list shows it`);
+  return id;
+}

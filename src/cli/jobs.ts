@@ -6,7 +6,7 @@
 import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/admin";
 import type { JobState } from "../webhooks/store";
 import { registerCommand, type CliContext } from "./index";
-import { stringFlag, UsageError } from "./args";
+import { idOperand, stringFlag, UsageError } from "./args";
 import { formatTable } from "./table";
 
 const USAGE = "usage: modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID";
@@ -48,9 +48,7 @@ function list(ctx: CliContext): number {
 }
 
 function retry(ctx: CliContext): number {
-  const raw = ctx.args.positionals[2];
-  const callId = Number(raw);
-  if (raw === undefined || !Number.isInteger(callId) || callId < 1) throw new UsageError("usage: modelgate jobs retry CALL_ID");
+  const callId = idOperand(ctx.args.positionals[2], "usage: modelgate jobs retry CALL_ID");
   const opened = ctx.openDb();
   try {
     const result = retryJob(opened.db, callId);

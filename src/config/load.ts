@@ -65,9 +65,14 @@ export function loadDataDir(file: string | null, env = process.env): string {
   return dataDir;
 }
 
-/** `:memory:` opens a database that keeps nothing (the tests' own): a config naming it is a mistake. */
+/**
+ * `:memory:` opens a database that keeps nothing (the tests' own): a config naming it is a mistake.
+ * No directory's name holds a control character; one there (a NUL, a pasted line break) would be
+ * echoed raw by every error that names the path.
+ */
 function checkDataDir(dataDir: string): void {
   if (dataDir === ":memory:") throw new ConfigError('server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory');
+  if (/\p{Cc}/u.test(dataDir)) throw new ConfigError("server.data_dir: contains a control character (a NUL byte, a line break); name a directory");
 }
 
 function baseDirOf(file: string | null): string {

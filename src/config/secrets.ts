@@ -43,6 +43,8 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
   if (value !== null && typeof value === "object" && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
+      // TOML may name a key `__proto__`: assigned here it would set the prototype, not a key.
+      if (key === "__proto__") throw new ConfigError(`${path ? `${path}.${key}` : key}: unknown key`);
       out[key] = resolveSecrets(item, path ? `${path}.${key}` : key, env, secrets);
     }
     return out;

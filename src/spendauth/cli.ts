@@ -4,7 +4,7 @@
  * database the server uses.
  */
 import { registerCommand } from "../cli/index";
-import { stringFlag, UsageError } from "../cli/args";
+import { idOperand, stringFlag, UsageError } from "../cli/args";
 import { formatTable } from "../cli/table";
 import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./queue";
 
@@ -12,7 +12,9 @@ const USAGE = "usage: modelgate settlements list [--state pending|authorized|don
 
 registerCommand("settlements", (ctx) => {
   const sub = ctx.args.positionals[1];
-  if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE); // before the database is opened (or created)
+  // Usage errors come before the database is opened (or created).
+  if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE);
+  const retryId = sub === "retry" ? idOperand(ctx.args.positionals[2], "usage: modelgate settlements retry ID") : 0;
   const opened = ctx.openDb();
   try {
     if (sub === "list") {
@@ -34,14 +36,11 @@ registerCommand("settlements", (ctx) => {
       for (const line of formatTable(table)) ctx.print(line);
       return 0;
     }
-    const given = ctx.args.positionals[2] ?? "";
-    if (!/^[1-9][0-9]{0,14}$/.test(given)) throw new UsageError(USAGE);
-    const id = Number(given);
-    if (!retrySettlement(opened.db, id, Date.now())) {
-      ctx.print(`settlement ${id} is not dead (or does not exist); nothing to retry`);
+    if (!retrySettlement(opened.db, retryId, Date.now())) {
+      ctx.print(`settlement ${retryId} is not dead (or does not exist); nothing to retry`);
       return 1;
     }
-    ctx.print(`settlement ${id} queued again`);
+    ctx.print(`settlement ${retryId} queued again`);
     return 0;
   } finally {
     opened.close();

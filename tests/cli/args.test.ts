@@ -156,6 +156,13 @@ describe("command shapes", () => {
         [["serve", "--service-id", "9007199254740993"], "--service-id must be a non-negative integer below 2^53"],
         // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
         ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000"]),
+        // One rule for row ids, checked before the database is opened (regression: jobs took 1e2 and " 7", settlements refused 07 with the bare usage).
+        ...["1e2", " 7", "0x10", "0", "-1", "1.0"].flatMap((id): Array<[string[], string]> => [
+          [["jobs", "retry", id], "usage: modelgate jobs retry CALL_ID: the id is a whole number from 1, as the list shows it"],
+          [["settlements", "retry", id], "usage: modelgate settlements retry ID: the id is a whole number from 1, as the list shows it"],
+        ]),
+        [["jobs", "retry"], "usage: modelgate jobs retry CALL_ID"],
+        [["settlements", "retry"], "usage: modelgate settlements retry ID"],
       ];
       for (const [argv, message] of refused) {
         error.mockClear();
@@ -164,6 +171,18 @@ describe("command shapes", () => {
       }
     } finally {
       error.mockRestore();
+    }
+  });
+
+  test("a row id with leading zeros is the number it spells (regression: settlements retry 07 got the usage)", async () => {
+    const { config } = freshConfig();
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["settlements", "retry", "07", "--config", config])).toBe(1);
+      expect(await runCli(["jobs", "retry", "007", "--config", config])).toBe(1);
+      expect(printed.mock.calls.map((call) => String(call[0]))[0]).toBe("settlement 7 is not dead (or does not exist); nothing to retry");
+    } finally {
+      printed.mockRestore();
     }
   });
 

@@ -146,4 +146,14 @@ forward = "env:MG_UNSET_FORWARD_URL"
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: 'modelgate: config error: server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory\n' });
     }
   });
+
+  test("a data_dir with a control character is refused, not echoed raw in an error (regression: a NUL byte reached the terminal)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-secrets-"));
+    const file = join(dir, "modelgate.toml");
+    writeFileSync(file, `[server]\ndata_dir = "${dir}/a\\u0000b"\n`);
+    for (const args of [["user", "add", "a@example.com"], ["config", "check"]]) {
+      const result = await run(file, args);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: "modelgate: config error: server.data_dir: contains a control character (a NUL byte, a line break); name a directory\n" });
+    }
+  });
 });

@@ -97,6 +97,12 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(errorOf(`[server]\nlisten_on = "0.0.0.0:1"`)).toBe("server.listen_on: unknown key");
   });
 
+  test("a key named __proto__ is refused like any unknown key (regression: silently ignored)", () => {
+    expect(errorOf(`[server]\n__proto__ = 5`)).toBe("server.__proto__: unknown key");
+    expect(errorOf(`[server.__proto__]\nlisten = "127.0.0.1:9999"`)).toBe("server.__proto__: unknown key");
+    expect(errorOf(`[__proto__]\nlisten = "127.0.0.1:9999"`)).toBe("__proto__: unknown key");
+  });
+
   test("an enum names its allowed values", () => {
     expect(errorOf(`[auth]\nsignup = "sometimes"`)).toBe('auth.signup: must be one of "closed", "open", "domain"');
   });
