@@ -15,7 +15,7 @@ import { ConfigSchema, type Config } from "./schema";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
-import { parseAddress } from "../listen";
+import { listenUrl, parseAddress } from "../listen";
 
 export { ConfigError } from "./errors";
 
@@ -130,9 +130,22 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
     throw new ConfigError(`${pointerToPath(firstError.path) || "(root)"}: ${describe(firstError)}`);
   }
   const config = withDefaults as Config;
+  const server = resolved.server as Record<string, unknown> | undefined;
+  if (server?.public_url === undefined) config.server.public_url = localPublicUrl(config.server.listen);
   checkReferences(config);
   checkSpendAuth(config);
   return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
+}
+
+/**
+ * public_url when none is written: the gateway as reached where it listens (localhost when it
+ * listens on every interface), so the setup link printed at first start opens after changing only
+ * `listen`. A port of 0 (chosen by the system at start) is unknown yet: the schema's default stays.
+ */
+function localPublicUrl(listen: string): string {
+  const { hostname, port } = parseAddress(listen);
+  if (port === 0 || port > 65_535) return ConfigSchema.properties.server.properties.public_url.default;
+  return listenUrl(hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname, port);
 }
 
 /**

@@ -161,6 +161,17 @@ targets = [{ upstream = "u" }]
     expect(findConfigFile(undefined, { MODELGATE_CONFIG: "elsewhere.toml" })).toBe("elsewhere.toml");
   });
 
+  test("without public_url, links are built from listen (regression: a changed listen still printed a setup link to localhost:8080)", () => {
+    const publicUrl = (server: Record<string, unknown>) => buildConfig({ server }, { env: {} }).config.server.public_url;
+    expect(publicUrl({})).toBe("http://localhost:8080");
+    expect(publicUrl({ listen: "127.0.0.1:19301" })).toBe("http://127.0.0.1:19301");
+    expect(publicUrl({ listen: ":9000" })).toBe("http://localhost:9000");
+    expect(publicUrl({ listen: "[::]:9001" })).toBe("http://localhost:9001");
+    expect(publicUrl({ listen: "[::1]:8081" })).toBe("http://[::1]:8081");
+    expect(publicUrl({ listen: "127.0.0.1:0" })).toBe("http://localhost:8080");
+    expect(publicUrl({ listen: "127.0.0.1:19301", public_url: "https://gw.example.com" })).toBe("https://gw.example.com");
+  });
+
   test("public_url must be a URL of an origin, and listen may be :PORT for every interface", () => {
     for (const url of ["http://host with space", "http://", "https://gw.example.com/path", "https://gw.example.com?x=1", "https://gw.example.com/#f", "https://u:p@gw.example.com"]) {
       expect(() => buildConfig({ server: { public_url: url } }, { env: {} })).toThrow("server.public_url:");
