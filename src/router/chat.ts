@@ -74,7 +74,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const done = { upstream: upstream.name, price: route.price, model: route.id };
     // An answer to a streamed request that names no type is the event stream asked for (some
     // servers leave the header out); one typed otherwise (JSON: streaming unsupported) is buffered.
-    const isStream = reply.status < 300 && ctx.body.stream === true && (contentType === null || contentType.includes("text/event-stream"));
+    const isStream = reply.status < 300 && ctx.body.stream === true && (contentType === null || isEventStream(contentType));
     headers["content-type"] = contentType ?? (isStream ? "text/event-stream" : "application/json");
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
@@ -123,6 +123,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     served.finish(unanswered(route, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/** Media types are case-insensitive (`Text/Event-Stream` is one); the lower-case spelling is checked first, as servers send it. */
+function isEventStream(contentType: string): boolean {
+  return contentType.includes("text/event-stream") || contentType.toLowerCase().includes("text/event-stream");
 }
 
 /** `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do). */

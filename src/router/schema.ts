@@ -1,7 +1,7 @@
 /**
  * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
- * assistant, tool; content a string or an array), optional stream, temperature, max_tokens,
- * and stream_options (an object or null).
+ * assistant, tool; content a string or an array), optional stream, temperature, max_tokens (each
+ * also null, meaning not given), and stream_options (an object or null).
  * One widening, OpenAI's own rule: an assistant message that carries `tool_calls` (or the older
  * `function_call`) may have `content` null or absent, since that is how OpenAI answers a tool
  * call and how the SDKs send it back (the openai SDK's runTools, the Vercel AI SDK): refusing it
@@ -40,9 +40,10 @@ export const ChatCompletionRequest = t.Object(
   {
     model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
     messages: t.Array(Message, { minItems: 1 }),
-    stream: t.Optional(t.Boolean()),
-    temperature: t.Optional(t.Number()),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    // null is "not given", as OpenAI and its SDKs' types have it (`temperature ?? null` is common).
+    stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
+    temperature: t.Optional(t.Union([t.Number(), t.Null()])),
+    max_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
     // Checked because the gateway sets include_usage in it: a string would be spread into {"0": ...}.
     stream_options: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])),
   },

@@ -39,10 +39,10 @@ describe("POST /v1/chat/completions validation", () => {
     ["null content on an assistant message without tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null }] }, /messages\[1\]\.content: required/],
     ["null content with empty tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null, tool_calls: [] }] }, /messages\[1\]\.content: required/],
     ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
-    ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer$/],
-    ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer$/],
+    ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer or null$/],
+    ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer or null$/],
     ["max_tokens zero", { model: "m1", messages: user, max_tokens: 0 }, /max_tokens: expected integer to be greater or equal to 1/],
-    ["temperature a string", { model: "m1", messages: user, temperature: "0.5" }, /temperature: expected number$/],
+    ["temperature a string", { model: "m1", messages: user, temperature: "0.5" }, /temperature: expected number or null$/],
     ["stream_options a string", { model: "m1", messages: user, stream: true, stream_options: "usage" }, /stream_options: expected object or null$/],
     ["stream_options a list", { model: "m1", messages: user, stream: true, stream_options: [true] }, /stream_options: expected object or null$/],
     ["body an array", [1, 2], /body|model/],
@@ -61,6 +61,13 @@ describe("POST /v1/chat/completions validation", () => {
       expect(mock.chatCount()).toBe(before);
     });
   }
+
+  test("stream, temperature and max_tokens may be null, meaning not given, as OpenAI takes them (regression: 400)", async () => {
+    const res = await t.chat({ model: "m1", messages: user, stream: null, temperature: null, max_tokens: null });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    expect(mock.requests.at(-1)!.body).toMatchObject({ stream: null, temperature: null, max_tokens: null });
+  });
 
   test("a tool-calling transcript is accepted: the assistant's tool call with content null or absent, then the tool's result (as the SDKs send it back)", async () => {
     const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } };

@@ -1,7 +1,8 @@
 /**
  * Answers that real model servers send and strict parsing would mishandle, through the whole app
- * over a raw loopback upstream: an event stream without a Content-Type (regression: buffered to
- * its end and relayed as application/json, its usage chunk left in and unmetered), and a
+ * over a raw loopback upstream: an event stream without a Content-Type, or with one in capitals
+ * (regression: buffered to its end, the first relayed as application/json, the usage chunk left
+ * in and unmetered), and a
  * response head whose lines end in a bare LF (regression: never recognised, so the request
  * waited out the first-byte timeout and answered 504).
  */
@@ -39,6 +40,14 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
+  });
+
+  test("a media type in capitals is still an event stream (regression: buffered whole, under the idle timeout)", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=UTF-8\r\nconnection: close\r\n\r\n${SSE_BODY}`));
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(res.headers.get("content-type")).toBe("Text/Event-Stream; charset=UTF-8");
+    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[7, 2]]);
   });
 
   test("without a Content-Type, an answer to a request that did not ask to stream stays JSON", async () => {
