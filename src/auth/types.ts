@@ -36,7 +36,7 @@ export interface AdmitInput {
   requestId: string;
   route: ModelRoute;
   /** The validated chat request body. */
-  body: { model: string; max_tokens?: number; messages: unknown[] } & Record<string, unknown>;
+  body: { model: string; max_tokens?: number | null; messages: unknown[] } & Record<string, unknown>;
   /** The body's size in bytes as received (the prompt estimate of ../credits/price.ts). */
   bodyBytes: number;
 }
