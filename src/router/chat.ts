@@ -17,6 +17,7 @@ import { hundredths } from "../log";
 import { completionBound, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
+import { withoutKey } from "./upstream-text";
 
 export interface ChatContext {
   request: Request;
@@ -128,14 +129,6 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
 /** Media types are case-insensitive (`Text/Event-Stream` is one); the lower-case spelling is checked first, as servers send it. */
 function isEventStream(contentType: string): boolean {
   return contentType.includes("text/event-stream") || contentType.toLowerCase().includes("text/event-stream");
-}
-
-/** `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do). */
-function withoutKey(text: string, key: string): string {
-  const escaped = JSON.stringify(key).slice(1, -1);
-  let out = text.replaceAll(key, "[redacted]");
-  for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== key) out = out.replaceAll(form, "[redacted]");
-  return out;
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */

@@ -14,6 +14,7 @@ import type { ModelRoute, Target } from "./registry";
 import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
+import { errorExcerpt } from "./upstream-text";
 import { abandonAttempt, beginAttempt, isAvailable, recordAnswered, recordFailure, type UpstreamState } from "./upstream-state";
 
 export interface ForwardInput {
@@ -148,8 +149,12 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     const failed = failedAnswer(upstream, reply);
     if (failed !== null) {
       client.onGone = null;
-      await discard(reply, exchange, upstream.config.idle_timeout_ms);
-      return { failure: "error", message: failed };
+      const text = await readSmall(reply, exchange, upstream.config.idle_timeout_ms);
+      // What a failing upstream says (out of memory, model not loaded) helps whoever reads the 502.
+      // Not for the other failures: a refusal of the gateway's own credentials may quote the key,
+      // and an encoded body is not text.
+      const said = text !== null && (reply.status === 429 || reply.status >= 500) ? errorExcerpt(text, upstream.config.api_key) : null;
+      return { failure: "error", message: said === null ? failed : `${failed}: ${said}` };
     }
     return { reply, abort };
   } catch (err) {
@@ -184,11 +189,18 @@ function failedAnswer(upstream: UpstreamState, reply: UpstreamReply): string | n
   return null;
 }
 
-/** Reads a small error body to its end so the keep-alive connection is reused; gives up on a large or slow one. */
-async function discard(reply: UpstreamReply, exchange: UpstreamExchange, timeoutMs: number): Promise<void> {
+/**
+ * Reads a small error body to its end, so the keep-alive connection is reused, and returns it;
+ * gives up on a large or slow one (null).
+ */
+async function readSmall(reply: UpstreamReply, exchange: UpstreamExchange, timeoutMs: number): Promise<string | null> {
   const length = Number(reply.header("content-length") ?? Infinity);
-  if (length > 65_536) return exchange.abort("discarded");
+  if (length > 65_536) {
+    exchange.abort("discarded");
+    return null;
+  }
   const timer = setTimeout(() => exchange.abort("discarded"), timeoutMs);
-  await reply.text().catch(() => {});
+  const text = await reply.text().catch(() => null);
   clearTimeout(timer);
+  return text;
 }

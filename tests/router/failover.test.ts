@@ -211,7 +211,9 @@ describe("failover before the first byte", () => {
     const res = await gw.chat({ model: "m", messages: HELLO });
     expect(res.status).toBe(502);
     const body = await json(res);
-    expect(body.error).toEqual({ message: expect.stringMatching(/upstream "(a|b)" answered 50[03]/), type: "api_error", param: null, code: "upstream_error" });
+    // The last failure's reason, with what the upstream said (regression: its text was dropped).
+    expect(body.error).toEqual({ message: 'upstream "a" answered 500: mock failure 500', type: "api_error", param: null, code: "upstream_error" });
+    expect(gw.deps.registry.upstreams.get("b")!.lastError).toBe('upstream "b" answered 503: mock failure 503');
     expect(res.headers.get("x-request-id")).toMatch(/^req_/);
     expect(res.headers.get("x-gateway-overhead-ms")).toMatch(/^\d+\.\d{2}$/);
     expect(gw.records.map((r) => r.status)).toEqual([502]);

@@ -1,0 +1,38 @@
+/**
+ * What an upstream wrote, made safe to pass on: its body without the gateway's own key for it
+ * (should the upstream echo it), and the gist of an error answer for the message of the 502 that
+ * replaces it, the upstream's state and the log (`upstream "gpu" answered 500: CUDA out of memory`).
+ */
+
+/** Longest excerpt of an upstream's error kept in a message. */
+const MAX_EXCERPT = 200;
+
+/** `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do). */
+export function withoutKey(text: string, key: string): string {
+  const escaped = JSON.stringify(key).slice(1, -1);
+  let out = text.replaceAll(key, "[redacted]");
+  for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== key) out = out.replaceAll(form, "[redacted]");
+  return out;
+}
+
+/**
+ * The reason an error body gives: `error.message`, a string `error`, or `message` of a JSON body
+ * (OpenAI's shape, FastAPI's `detail`, Ollama's `error`), or a body that is not JSON; one line, control
+ * characters as spaces, at most MAX_EXCERPT characters, without `key`. Null when it says nothing.
+ */
+export function errorExcerpt(text: string, key: string | undefined): string | null {
+  const safe = key ? withoutKey(text, key) : text;
+  let reason: unknown = safe;
+  try {
+    const body = JSON.parse(safe) as Record<string, unknown> | null;
+    const error = body?.error as Record<string, unknown> | string | undefined;
+    reason = [typeof error === "object" ? error?.message : error, body?.message, body?.detail].find((c) => typeof c === "string");
+  } catch {
+    // Not JSON: the text is the reason.
+  }
+  if (typeof reason !== "string") return null;
+  const line = reason.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
+  if (line === "") return null;
+  const chars = [...line];
+  return chars.length > MAX_EXCERPT ? `${chars.slice(0, MAX_EXCERPT).join("")}…` : line;
+}

@@ -1,0 +1,35 @@
+/**
+ * What the gateway passes on of an upstream's error answer (src/router/upstream-text.ts): the
+ * reason in the shapes servers write it, on one line, bounded, and never the gateway's own key.
+ */
+import { describe, expect, test } from "bun:test";
+import { errorExcerpt, withoutKey } from "../../src/router/upstream-text";
+
+const KEY = "sk-upstream/secret\"key";
+
+describe("errorExcerpt", () => {
+  test("the reason from OpenAI's shape, a string error (Ollama), message, or FastAPI's detail; a body that is not JSON as it is", () => {
+    expect(errorExcerpt('{"error":{"message":"model requires more system memory (9.1 GiB)","type":"server_error"}}', undefined)).toBe("model requires more system memory (9.1 GiB)");
+    expect(errorExcerpt('{"error":"llama runner process has terminated"}', undefined)).toBe("llama runner process has terminated");
+    expect(errorExcerpt('{"message":"Internal Server Error"}', undefined)).toBe("Internal Server Error");
+    expect(errorExcerpt('{"detail":"Model is loading"}', undefined)).toBe("Model is loading");
+    expect(errorExcerpt("Bad Gateway\n", undefined)).toBe("Bad Gateway");
+  });
+
+  test("nothing when it says nothing: an empty body, JSON without a reason, a reason that is not a string", () => {
+    for (const text of ["", "  \n", "{}", '{"error":{"code":500}}', '{"detail":[{"loc":["body"]}]}', "null", "[1]"]) expect(errorExcerpt(text, undefined)).toBeNull();
+  });
+
+  test("one line: control and format characters and runs of space become one space; at most 200 characters", () => {
+    expect(errorExcerpt('{"error":"line one\\r\\nline two\\u001b[31m\\u200b end"}', undefined)).toBe("line one line two [31m end");
+    const long = errorExcerpt(JSON.stringify({ error: "✓".repeat(500) }), undefined)!;
+    expect(long).toBe(`${"✓".repeat(200)}…`);
+  });
+
+  test("the gateway's key for the upstream never appears, as written or JSON-escaped", () => {
+    const said = errorExcerpt(JSON.stringify({ error: { message: `invalid key ${KEY}` } }), KEY);
+    expect(said).toBe("invalid key [redacted]");
+    expect(errorExcerpt(`no such key: ${KEY}`, KEY)).toBe("no such key: [redacted]");
+    expect(withoutKey(JSON.stringify({ k: KEY }).replaceAll("/", "\\/"), KEY)).toBe('{"k":"[redacted]"}');
+  });
+});
