@@ -10,7 +10,7 @@ import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
 import type { ModelRoute } from "./registry";
-import { recordComplete, recordFailure } from "./upstream-state";
+import { recordTargetComplete, recordTargetFailure } from "./target-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
@@ -89,7 +89,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
           text = await reply.text();
         } catch (err) {
           const why = err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
-          if (!client.gone) recordFailure(upstream, deps.now(), why, deps.config.routing);
+          if (!client.gone) recordTargetFailure(target, deps.now(), why, deps.config.routing);
           const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
           served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
           throw new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
@@ -97,7 +97,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
           clearTimeout(timer);
         }
       }
-      recordComplete(upstream, deps.now());
+      recordTargetComplete(target, deps.now());
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's key for that upstream, should the upstream echo it.
       if (reply.status >= 400 && upstream.config.api_key) text = withoutKey(text, upstream.config.api_key);
@@ -112,8 +112,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       idleTimeoutMs,
       abortUpstream: forwarded.abort,
       onEnd: (result) => {
-        if (result.outcome === "upstream_error") recordFailure(upstream, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
-        if (result.outcome === "complete") recordComplete(upstream, deps.now());
+        if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+        if (result.outcome === "complete") recordTargetComplete(target, deps.now());
         const usage = result.usage ?? estimatedUsage(ctx, result.events, deps.config.routing.default_max_tokens);
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
         served.finish(outcome(done, STREAM_END_STATUS[result.outcome], usage, upstreamMs));

@@ -15,7 +15,8 @@ import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { errorExcerpt } from "./upstream-text";
-import { abandonAttempt, beginAttempt, isAvailable, recordAnswered, recordFailure, type UpstreamState } from "./upstream-state";
+import type { UpstreamState } from "./upstream-state";
+import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, targetAvailable, targetCoolsUntil } from "./target-state";
 
 export interface ForwardInput {
   route: ModelRoute;
@@ -64,7 +65,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     const round = Math.floor(i / order.length);
     const target = order[i % order.length];
     if (round > 0) {
-      if (timedOut?.has(target) || !isAvailable(target.upstream, now())) continue;
+      if (timedOut?.has(target) || !targetAvailable(target, now())) continue;
       if (routing.retry_backoff_ms > 0) {
         // Waiting to try upstreams again is upstream time, not the gateway's own.
         const slept = performance.now();
@@ -74,26 +75,27 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     }
     // Earlier attempts took time: a target whose circuit opened meanwhile (other requests' failures),
     // or that another request is probing, is skipped like one that was unavailable at the start.
-    if (i > 0 && !isAvailable(target.upstream, now())) continue;
+    if (i > 0 && !targetAvailable(target, now())) continue;
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
     const payload = serialize(input.body);
     if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
-    beginAttempt(target.upstream, now());
+    beginTargetAttempt(target, now());
     const started = performance.now();
     const outcome = await attempt(target, payload, input, now());
     const elapsed = performance.now() - started;
     upstreamMs += elapsed;
     if (!("failure" in outcome)) {
-      recordAnswered(target.upstream, elapsed);
+      recordTargetAnswered(target, elapsed);
       return { reply: outcome.reply, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
     }
     if (input.client.gone) {
-      abandonAttempt(target.upstream);
+      abandonTargetAttempt(target);
       break;
     }
-    recordFailure(target.upstream, now(), outcome.message, routing);
+    if (outcome.failure === "refused") recordTargetRefusal(target, now(), outcome.message, routing);
+    else recordTargetFailure(target, now(), outcome.message, routing);
     if (outcome.failure === "timeout") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;
   }
@@ -103,17 +105,18 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
 
 /** A failed attempt, as a plain value: errors with stack traces are built once, for the client. */
 interface AttemptFailure {
-  failure: "timeout" | "error";
+  /** refused: the upstream answered this model with 429 or 5xx (the target's circuit counts it). */
+  failure: "timeout" | "error" | "refused";
   message: string;
 }
 
 function allCoolingDown(route: ModelRoute, now: number): GatewayError {
   let until = Infinity;
-  for (const t of route.targets) until = Math.min(until, t.upstream.cooldownUntil || now);
+  for (const t of route.targets) until = Math.min(until, targetCoolsUntil(t, now));
   const seconds = Math.max(1, Math.ceil((until - now) / 1000));
   return new GatewayError(
     "service_unavailable",
-    `every upstream of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`,
+    `every target of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`,
     { headers: { "retry-after": String(seconds) } },
   );
 }
@@ -153,8 +156,9 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
       // What a failing upstream says (out of memory, model not loaded) helps whoever reads the 502.
       // Not for the other failures: a refusal of the gateway's own credentials may quote the key,
       // and an encoded body is not text.
-      const said = text !== null && (reply.status === 429 || reply.status >= 500) ? errorExcerpt(text, upstream.config.api_key) : null;
-      return { failure: "error", message: said === null ? failed : `${failed}: ${said}` };
+      const refused = reply.status === 429 || reply.status >= 500;
+      const said = text !== null && refused ? errorExcerpt(text, upstream.config.api_key) : null;
+      return { failure: refused ? "refused" : "error", message: said === null ? failed : `${failed}: ${said}` };
     }
     return { reply, abort };
   } catch (err) {

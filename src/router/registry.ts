@@ -4,7 +4,7 @@
  * with the same id. Lookups are one Map read on the hot path.
  */
 import type { Config, ModelConfig, UpstreamConfig } from "../config/schema";
-import { createUpstreamState, type UpstreamState } from "./upstream-state";
+import { closedCircuit, createUpstreamState, type Circuit, type UpstreamState } from "./upstream-state";
 
 export type Strategy = ModelConfig["strategy"];
 
@@ -13,6 +13,8 @@ export interface Target {
   /** The model name sent upstream. */
   model: string;
   weight: number;
+  /** Opens when the upstream answers this model with 429 or 5xx (./target-state.ts). */
+  circuit: Circuit;
 }
 
 export interface ModelRoute {
@@ -47,6 +49,7 @@ export class ModelRegistry {
           upstream: this.upstreams.get(t.upstream)!,
           model: t.model ?? m.id,
           weight: t.weight,
+          circuit: closedCircuit(),
         })),
         strategy: m.strategy,
         aliases: m.aliases,
@@ -75,12 +78,19 @@ export class ModelRegistry {
     const state = this.upstreams.get(upstream.name);
     if (!state) return;
     const routes = new Map<string, ModelRoute>();
+    const before = this.discovered.get(upstream.name);
     for (const id of modelIds) {
+      // A model still listed keeps its route, and with it its target's circuit.
+      const kept = before?.get(id);
+      if (kept) {
+        routes.set(id, kept);
+        continue;
+      }
       routes.set(id, {
         id,
         free: upstream.discover_free,
         price: { prompt: 0, completion: 0 },
-        targets: [{ upstream: state, model: id, weight: 1 }],
+        targets: [{ upstream: state, model: id, weight: 1, circuit: closedCircuit() }],
         strategy: "failover",
         aliases: [],
         source: "discovered",

@@ -8,7 +8,7 @@ import type { ChatEndpoint } from "./endpoint";
 import type { ModelRoute } from "./registry";
 import { GatewayError } from "../errors";
 import { ChatCompletionRequest } from "./schema";
-import { circuitState } from "./upstream-state";
+import { targetState } from "./target-state";
 import { errorDoc, jsonDoc } from "../swagger";
 import type { OpenAPIV3 } from "openapi-types";
 
@@ -61,8 +61,8 @@ function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<s
     source: route.source,
     strategy: route.strategy,
     // Circuit state per target, in target order (kept for clients that read it as a list).
-    upstreams: route.targets.map((target) => circuitState(target.upstream, now)),
-    targets: route.targets.map((target) => ({ upstream: target.upstream.name, model: target.model, weight: target.weight, state: circuitState(target.upstream, now) })),
+    upstreams: route.targets.map((target) => targetState(target, now)),
+    targets: route.targets.map((target) => ({ upstream: target.upstream.name, model: target.model, weight: target.weight, state: targetState(target, now) })),
   };
 }
 

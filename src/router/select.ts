@@ -8,12 +8,12 @@
  *    so every target gets measured.
  */
 import type { ModelRoute, Target } from "./registry";
-import { isAvailable } from "./upstream-state";
+import { targetAvailable } from "./target-state";
 
 export function orderTargets(route: ModelRoute, now: number, random: () => number = Math.random): Target[] {
   const targets = route.targets;
-  if (targets.length === 1) return isAvailable(targets[0].upstream, now) ? targets : [];
-  const available = targets.filter((t) => isAvailable(t.upstream, now));
+  if (targets.length === 1) return targetAvailable(targets[0], now) ? targets : [];
+  const available = targets.filter((t) => targetAvailable(t, now));
   if (route.strategy === "weighted") return weightedOrder(available, random);
   if (route.strategy === "least-latency") {
     return available.sort((a, b) => (a.upstream.ttfbEwmaMs ?? -1) - (b.upstream.ttfbEwmaMs ?? -1));

@@ -12,7 +12,24 @@ import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client"
 
 export type CircuitState = "closed" | "open" | "half-open";
 
-export interface UpstreamState {
+/**
+ * A circuit breaker's state: each upstream has one (it cannot be reached), and each route target
+ * has its own (the upstream answers that model with 429 or 5xx: ./target-state.ts).
+ */
+export interface Circuit {
+  consecutiveFailures: number;
+  cooldownUntil: number;
+  /** A half-open probe is in flight; no other request may use this upstream until it ends. */
+  probing: boolean;
+  /** Times the circuit opened, since start. */
+  opened: number;
+}
+
+export function closedCircuit(): Circuit {
+  return { consecutiveFailures: 0, cooldownUntil: 0, probing: false, opened: 0 };
+}
+
+export interface UpstreamState extends Circuit {
   name: string;
   config: UpstreamConfig;
   /** `${base_url}/chat/completions`, computed once. */
@@ -26,10 +43,6 @@ export interface UpstreamState {
   postChat: (body: string) => UpstreamExchange;
   /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
   viaFetch: boolean;
-  consecutiveFailures: number;
-  cooldownUntil: number;
-  /** A half-open probe is in flight; no other request may use this upstream until it ends. */
-  probing: boolean;
   lastError: string | null;
   lastSuccessAt: number | null;
   lastFailureAt: number | null;
@@ -40,8 +53,6 @@ export interface UpstreamState {
   /** Attempts whose answer arrived whole / that failed, since start (a client that left: neither). */
   successes: number;
   failures: number;
-  /** Times the circuit opened, since start. */
-  opened: number;
 }
 
 export function createUpstreamState(config: UpstreamConfig): UpstreamState {
@@ -74,9 +85,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     authorization: headers.authorization ?? null,
     postChat: viaFetch ? (body) => fetchPost(config.name, chatUrl.href, headers, body) : (body) => http1Post(origin, body),
     viaFetch,
-    consecutiveFailures: 0,
-    cooldownUntil: 0,
-    probing: false,
+    ...closedCircuit(),
     lastError: null,
     lastSuccessAt: null,
     lastFailureAt: null,
@@ -84,31 +93,30 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     ttfbEwmaMs: null,
     successes: 0,
     failures: 0,
-    opened: 0,
   };
 }
 
-export function circuitState(u: UpstreamState, now: number): CircuitState {
-  if (u.cooldownUntil === 0) return "closed";
-  return now < u.cooldownUntil ? "open" : "half-open";
+export function circuitState(c: Circuit, now: number): CircuitState {
+  if (c.cooldownUntil === 0) return "closed";
+  return now < c.cooldownUntil ? "open" : "half-open";
 }
 
-/** May a request go to this upstream now? Half-open admits one probe at a time. */
-export function isAvailable(u: UpstreamState, now: number): boolean {
-  const state = circuitState(u, now);
+/** May a request go through this circuit now? Half-open admits one probe at a time. */
+export function isAvailable(c: Circuit, now: number): boolean {
+  const state = circuitState(c, now);
   if (state === "closed") return true;
   if (state === "open") return false;
-  return !u.probing;
+  return !c.probing;
 }
 
-/** Marks the start of an attempt; a half-open upstream becomes "probing" until the attempt ends. */
-export function beginAttempt(u: UpstreamState, now: number): void {
-  if (u.cooldownUntil !== 0 && now >= u.cooldownUntil) u.probing = true;
+/** Marks the start of an attempt; a half-open circuit becomes "probing" until the attempt ends. */
+export function beginAttempt(c: Circuit, now: number): void {
+  if (c.cooldownUntil !== 0 && now >= c.cooldownUntil) c.probing = true;
 }
 
 /** An attempt ended without a verdict (the client went away): release a probe, count nothing. */
-export function abandonAttempt(u: UpstreamState): void {
-  u.probing = false;
+export function abandonAttempt(c: Circuit): void {
+  c.probing = false;
 }
 
 /**
@@ -136,15 +144,24 @@ export function recordFailure(
   reason: string,
   policy: { cooldown_failures: number; cooldown_ms: number },
 ): void {
-  u.consecutiveFailures += 1;
+  noteFailure(u, now, reason);
+  countFailure(u, now, policy);
+}
+
+/** A failed attempt in the upstream's counters and status, whichever circuit it counts against. */
+export function noteFailure(u: UpstreamState, now: number, reason: string): void {
   u.failures += 1;
   u.lastError = reason;
   u.lastFailureAt = now;
-  u.probing = false;
-  // A failed probe (cooldownUntil already set) re-opens at once; a closed circuit opens at the threshold.
-  if (u.consecutiveFailures >= policy.cooldown_failures || u.cooldownUntil !== 0) {
-    if (u.cooldownUntil === 0 || now >= u.cooldownUntil) u.opened += 1;
-    u.cooldownUntil = now + policy.cooldown_ms;
+}
+
+/** One more failure in a row: the circuit opens at the threshold, and a failed probe re-opens it at once. */
+export function countFailure(c: Circuit, now: number, policy: { cooldown_failures: number; cooldown_ms: number }): void {
+  c.consecutiveFailures += 1;
+  c.probing = false;
+  if (c.consecutiveFailures >= policy.cooldown_failures || c.cooldownUntil !== 0) {
+    if (c.cooldownUntil === 0 || now >= c.cooldownUntil) c.opened += 1;
+    c.cooldownUntil = now + policy.cooldown_ms;
   }
 }
 

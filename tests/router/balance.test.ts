@@ -8,6 +8,7 @@ import { ModelRegistry } from "../../src/router/registry";
 import { orderTargets } from "../../src/router/select";
 import { discoverOnce, MAX_ID_CHARACTERS, MAX_MODELS } from "../../src/router/discover";
 import { HELLO, json, mockUpstreams, routerApp, seededRandom } from "./helpers";
+import { freePort } from "../support/binary";
 
 const mock = mockUpstreams();
 
@@ -69,10 +70,64 @@ describe("cooldown", () => {
       },
       { now: () => clock },
     );
+    // a answers 503: it is reachable, so the circuit that opens is its target's (/v1/models), not the upstream's.
     const stateOf = async (name: string): Promise<string> =>
-      (await json(await gw.request("/api/status"))).upstreams.find((u: { name: string }) => u.name === name).state;
+      (await json(await gw.request("/v1/models"))).data[0].targets.find((t: { upstream: string }) => t.upstream === name).state;
     return { a, b, gw, stateOf, advance: (ms: number) => (clock += ms) };
   }
+
+  test("a model the upstream answers with 5xx is stopped alone; its other models go on (regression: one request for a model Ollama could not load stopped every model on it for 30 s)", async () => {
+    let clock = 1_000_000;
+    const ollama = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async (request) => {
+        const body = (await request.json()) as { model: string };
+        if (body.model === "big") return Response.json({ error: "model requires more system memory (40.0 GiB) than is available (15.2 GiB)" }, { status: 500 });
+        return Response.json({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+      },
+    });
+    try {
+      const gw = routerApp(
+        {
+          upstreams: [{ name: "ollama", base_url: `http://127.0.0.1:${ollama.port}/v1` }],
+          models: [{ id: "big", free: true, targets: [{ upstream: "ollama" }] }, { id: "small", free: true, targets: [{ upstream: "ollama" }] }],
+        },
+        { now: () => clock },
+      );
+      // Defaults: max_attempts 3 = cooldown_failures 3, so one request opens big's circuit.
+      const big = await gw.chat({ model: "big", messages: HELLO });
+      expect(big.status).toBe(502);
+      expect((await json(big)).error.message).toBe('upstream "ollama" answered 500: model requires more system memory (40.0 GiB) than is available (15.2 GiB)');
+      expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(503);
+      expect((await gw.chat({ model: "small", messages: HELLO })).status).toBe(200);
+      const models = await json(await gw.request("/v1/models"));
+      expect(models.data.map((m: { id: string; targets: { state: string }[] }) => [m.id, m.targets[0].state])).toEqual([["big", "open"], ["small", "closed"]]);
+      const upstream = (await json(await gw.request("/api/status"))).upstreams[0];
+      expect(upstream).toMatchObject({ name: "ollama", state: "closed", last_error: 'upstream "ollama" answered 500: model requires more system memory (40.0 GiB) than is available (15.2 GiB)' });
+      clock += 30_000;
+      expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(502); // probed again after the cooldown
+    } finally {
+      ollama.stop(true);
+    }
+  });
+
+  test("an upstream that cannot be reached is stopped for every model on it", async () => {
+    let clock = 1_000_000;
+    const gw = routerApp(
+      {
+        upstreams: [{ name: "gone", base_url: `http://127.0.0.1:${freePort()}/v1` }],
+        models: [{ id: "one", free: true, targets: [{ upstream: "gone" }] }, { id: "two", free: true, targets: [{ upstream: "gone" }] }],
+        routing: { retry_backoff_ms: 0 },
+      },
+      { now: () => clock },
+    );
+    expect((await gw.chat({ model: "one", messages: HELLO })).status).toBe(502);
+    const two = await gw.chat({ model: "two", messages: HELLO });
+    expect(two.status).toBe(503);
+    expect((await json(two)).error.message).toMatch(/^every target of model "two" is cooling down after repeated failures; try again in 30 s$/);
+    expect((await json(await gw.request("/api/status"))).upstreams[0].state).toBe("open");
+  });
 
   test("a failing target is skipped while cooling down, probed once, and readmitted on success", async () => {
     const { a, b, gw, stateOf, advance } = setup();

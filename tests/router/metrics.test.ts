@@ -75,7 +75,8 @@ describe("/metrics", () => {
     expect(sample(m, "modelgate_gateway_overhead_seconds_count")).toBe(3);
     expect(sample(m, "modelgate_upstream_attempts_total", { upstream: "a", outcome: "failure" })).toBe(3);
     expect(sample(m, "modelgate_upstream_attempts_total", { upstream: "b", outcome: "success" })).toBe(3);
-    expect(sample(m, "modelgate_upstream_consecutive_failures", { upstream: "a" })).toBe(3);
+    // a's failures were 5xx answers: they count against the model's target, not a's own circuit.
+    expect(sample(m, "modelgate_upstream_consecutive_failures", { upstream: "a" })).toBe(0);
     expect(sample(m, "modelgate_upstream_circuit_state", { upstream: "a", state: "closed" })).toBe(1);
     expect(sample(m, "modelgate_models")).toBe(1);
     expect(sample(m, "modelgate_build_info", { version: "test" })).toBe(1);

@@ -5,6 +5,7 @@
  */
 import type { ModelRegistry, ModelRoute } from "../../router/registry";
 import { upstreamHealth, type CircuitState } from "../../router/upstream-state";
+import { targetState } from "../../router/target-state";
 import { html, type Html } from "../html";
 
 const STATE: Record<CircuitState, { label: string; kind: string }> = {
@@ -39,7 +40,7 @@ export function modelsPage(registry: ModelRegistry, now: number): Html {
 
 function modelRow(route: ModelRoute, now: number): Html {
   const targets = route.targets.map((t) => {
-    const state = upstreamHealth(t.upstream, now).state;
+    const state = targetState(t, now);
     return html`<span class="badge ${STATE[state].kind}" title="${t.upstream.name} → ${t.model}: ${STATE[state].label}">${t.upstream.name}</span> `;
   });
   return html`<tr data-model="${route.id}">

@@ -1,0 +1,76 @@
+/**
+ * A route target's health: two circuits (./upstream-state.ts) decide whether a request may use it.
+ * The upstream's own opens when the upstream cannot be reached or breaks its answers (connection
+ * errors, timeouts, broken streams, a wrong key or base_url) and stops every model on it. The
+ * target's opens when the upstream answers this model with 429 or 5xx: Ollama out of memory for
+ * one large model, or a provider's per-model rate limit, then stops that model only, and the
+ * upstream's other models go on being served.
+ */
+import type { Target } from "./registry";
+import {
+  abandonAttempt,
+  beginAttempt,
+  circuitState,
+  countFailure,
+  isAvailable,
+  noteFailure,
+  recordAnswered,
+  recordComplete,
+  recordFailure,
+  type CircuitState,
+} from "./upstream-state";
+
+type Policy = { cooldown_failures: number; cooldown_ms: number };
+
+export function targetAvailable(t: Target, now: number): boolean {
+  return isAvailable(t.upstream, now) && isAvailable(t.circuit, now);
+}
+
+/** The upstream's state while it is not closed, else the target's own. */
+export function targetState(t: Target, now: number): CircuitState {
+  const upstream = circuitState(t.upstream, now);
+  return upstream === "closed" ? circuitState(t.circuit, now) : upstream;
+}
+
+/** When a target skipped now may be tried again (epoch ms; `now` when it is not cooling down). */
+export function targetCoolsUntil(t: Target, now: number): number {
+  return Math.max(t.upstream.cooldownUntil, t.circuit.cooldownUntil, now);
+}
+
+export function beginTargetAttempt(t: Target, now: number): void {
+  beginAttempt(t.upstream, now);
+  beginAttempt(t.circuit, now);
+}
+
+/** The attempt ended without a verdict (the client went away): probes released, nothing counted. */
+export function abandonTargetAttempt(t: Target): void {
+  abandonAttempt(t.upstream);
+  abandonAttempt(t.circuit);
+}
+
+/** An answer that is the answer (2xx, or a 4xx refusal of the request): both circuits close. */
+export function recordTargetAnswered(t: Target, ttfbMs: number): void {
+  recordAnswered(t.upstream, ttfbMs);
+  t.circuit.cooldownUntil = 0;
+  t.circuit.probing = false;
+}
+
+/** The upstream answered this model with 429 or 5xx: it is reachable, the model is not served. */
+export function recordTargetRefusal(t: Target, now: number, reason: string, policy: Policy): void {
+  t.upstream.cooldownUntil = 0;
+  t.upstream.probing = false;
+  noteFailure(t.upstream, now, reason);
+  countFailure(t.circuit, now, policy);
+}
+
+/** The upstream could not be reached, or broke its answer: its circuit counts it. */
+export function recordTargetFailure(t: Target, now: number, reason: string, policy: Policy): void {
+  recordFailure(t.upstream, now, reason, policy);
+  t.circuit.probing = false;
+}
+
+/** The answer arrived whole: both runs of failures end. */
+export function recordTargetComplete(t: Target, now: number): void {
+  recordComplete(t.upstream, now);
+  t.circuit.consecutiveFailures = 0;
+}
