@@ -4,6 +4,13 @@
  */
 import { GatewayError } from "./errors";
 
+/**
+ * How much of a body over the limit is still read, and dropped, before the 413: a client that is
+ * still sending when the answer comes and the connection closes (Node's fetch, the openai SDK under
+ * Node) sees a broken pipe, not the 413, and retries the upload. A larger body is cut off.
+ */
+export const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
+
 /** The request's Content-Length, NaN when it has none (a chunked body). */
 export function declaredLength(request: Request): number {
   return Number(request.headers.get("content-length") ?? NaN);
@@ -36,8 +43,20 @@ export class BodyBudget {
  * as it arrives, against `limit` and `budget`.
  */
 export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget): Promise<string> {
-  if (declared > limit) return Promise.reject(tooLarge(limit));
+  if (declared > limit) return refuseAfterReading(request, declared, limit);
   return Number.isFinite(declared) ? request.text() : readLimited(request, limit, budget);
+}
+
+/** The 413 for a declared length over the limit, once the body has been read and dropped (up to MAX_DISCARDED_BYTES). */
+async function refuseAfterReading(request: Request, declared: number, limit: number): Promise<never> {
+  if (declared <= MAX_DISCARDED_BYTES && request.body) {
+    try {
+      for await (const _ of request.body as unknown as AsyncIterable<Uint8Array>);
+    } catch {
+      // The client left: the 413 is recorded all the same.
+    }
+  }
+  throw tooLarge(limit);
 }
 
 /** The body text as JSON; GatewayError (400, 413) when it is too large, empty or not JSON. */
@@ -55,9 +74,18 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget):
   if (!request.body) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
+  let seen = 0;
   try {
     for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
-      if (size + chunk.byteLength > limit) throw tooLarge(limit);
+      seen += chunk.byteLength;
+      if (seen > limit) {
+        // Over the limit: what was kept goes, and the rest is read and dropped before the 413.
+        budget.give(size);
+        size = 0;
+        chunks.length = 0;
+        if (seen > MAX_DISCARDED_BYTES) break;
+        continue;
+      }
       if (!budget.take(chunk.byteLength)) throw busyReading();
       size += chunk.byteLength;
       chunks.push(chunk);
@@ -65,6 +93,7 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget):
   } finally {
     budget.give(size);
   }
+  if (seen > limit) throw tooLarge(limit);
   return Buffer.concat(chunks).toString("utf8");
 }
 
@@ -76,8 +105,9 @@ export function busyReading(): GatewayError {
 }
 
 /**
- * The 413 for a body over `limit`. The rest of the body is never read, so the connection is closed
- * after the answer: kept open, it would wait on bytes nobody reads (and hold up a graceful stop).
+ * The 413 for a body over `limit`. The connection is closed after the answer: a body past
+ * MAX_DISCARDED_BYTES is not read to its end, and kept open the connection would wait on bytes
+ * nobody reads (and hold up a graceful stop).
  */
 export function tooLarge(limit: number): GatewayError {
   return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`, { headers: { connection: "close" } });

@@ -64,6 +64,15 @@ describe("the server", () => {
     expect(((await chat.json()) as any).error.code).toBe("payload_too_large");
   });
 
+  test("a body over the limit is read before the 413, so Node's fetch gets the answer, not a broken pipe (regression: EPIPE, and the SDK uploaded again)", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 1048576\n");
+    started.push(gateway);
+    const node = Bun.spawn(["node", join(import.meta.dir, "../support/node-post.mjs"), `${gateway.url}/v1/chat/completions`, String(11_000_000), "6"], { stdout: "pipe", stderr: "pipe" });
+    const [out, code] = await Promise.all([new Response(node.stdout).text(), node.exited]);
+    expect(code).toBe(0);
+    expect(out.trim().split("\n")).toEqual(Array(6).fill("413 payload_too_large"));
+  });
+
   test("a client that leaves in the middle of its body is not logged as an unhandled error", async () => {
     const gateway = await startGateway();
     started.push(gateway);
