@@ -15,16 +15,24 @@ import { apiRoutes } from "./api";
 import { createChatEndpoint } from "./router/endpoint";
 import { modelRoutes } from "./router/routes";
 import { swaggerRoutes } from "./swagger";
+import { createCors, isCorsPath, type Cors } from "./cors";
+import type { ChatEndpoint } from "./router/endpoint";
 
 export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
   const chat = createChatEndpoint(deps);
+  const cors = createCors(deps.config.server.cors_origins);
   // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
   // framework entirely. app.handle (tests) reaches the same function through the Elysia route.
-  let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": { POST: chat } } } })
+  const chatRoute = cors ? { POST: withCors(chat, cors), OPTIONS: cors.preflight } : { POST: chat };
+  let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": chatRoute } } })
     .error({ GatewayError })
     .onRequest(({ request, set }) => {
+      if (cors && isCorsPath(new URL(request.url).pathname)) {
+        if (request.method === "OPTIONS") return cors.preflight(request);
+        cors.decorate(request, set.headers as Record<string, string>);
+      }
       const meta = startRequest(request, trusted);
       set.headers["x-request-id"] = meta.id;
       const length = request.headers.get("content-length");
@@ -56,6 +64,15 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/** The chat endpoint as a Bun route with CORS: its answers, errors included, get the headers too. */
+function withCors(chat: ChatEndpoint, cors: Cors): ChatEndpoint {
+  return async (request, server) => {
+    const response = await chat(request, server);
+    cors.decorate(request, response.headers);
+    return response;
+  };
+}
 
 function render(error: GatewayError, requestId: string): Response {
   return errorResponse(error, { "x-request-id": requestId });

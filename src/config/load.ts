@@ -204,6 +204,11 @@ function checkReferences(config: Config): void {
     const { port } = parseAddress(address);
     if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   }
+  config.server.cors_origins.forEach((entry, i) => {
+    if (entry !== "*" && URL.parse(entry)?.origin !== entry) {
+      throw new ConfigError(`server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`);
+    }
+  });
   config.server.trusted_proxies.forEach((entry, i) => {
     if (parseProxyEntry(entry) === null) throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
   });

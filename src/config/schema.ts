@@ -30,6 +30,8 @@ const Server = T.Object(
     /** Chat bodies being read at once may declare at most this many bytes together (503 past it). */
     max_body_bytes_in_flight: T.Integer({ default: 268_435_456, minimum: 1024 }),
     trusted_proxies: T.Array(T.String(), { default: [] }),
+    /** Origins whose pages may call the API from a browser (CORS), or ["*"]; none by default. */
+    cors_origins: T.Array(T.String(), { default: [] }),
     shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0, maximum: MAX_TIMER_MS }),
     /** Rows of the request log (the dashboard's usage history) older than this are pruned. */
     request_log_days: T.Integer({ default: 90, minimum: 1 }),

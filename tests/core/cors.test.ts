@@ -1,0 +1,77 @@
+/**
+ * CORS for the API (src/cors.ts), in process: off by default; with server.cors_origins, the
+ * preflight and the answers (errors too) of /v1 and /api/health|status carry the headers for a
+ * listed origin only, never Allow-Credentials, and never on the dashboard or sign-in routes.
+ * tests/e2e/cors-browser.test.ts runs a page of another origin in a real browser.
+ */
+import { describe, expect, test } from "bun:test";
+import { buildTestApp } from "../support/app";
+import { buildConfig } from "../../src/config/load";
+
+const PAGE = "https://chat.example.com";
+const PREFLIGHT = { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, x-stainless-os" } };
+
+describe("CORS", () => {
+  test("off by default: no CORS header on any answer, and a preflight is a 404", async () => {
+    const t = buildTestApp();
+    const res = await t.request("/v1/models", { headers: { origin: PAGE } });
+    expect(res.status).toBe(200);
+    expect([...res.headers.keys()].filter((name) => name.startsWith("access-control-"))).toEqual([]);
+    expect((await t.request("/v1/chat/completions", PREFLIGHT)).status).toBe(404);
+  });
+
+  test("a listed origin: the preflight allows it and the headers it asked for; answers and errors carry it, and what a page may read", async () => {
+    const t = buildTestApp({ server: { cors_origins: [PAGE, "http://localhost:3000"] } });
+    const preflight = await t.request("/v1/chat/completions", PREFLIGHT);
+    expect(preflight.status).toBe(204);
+    expect(Object.fromEntries([...preflight.headers].filter(([name]) => name.startsWith("access-control-")))).toEqual({
+      "access-control-allow-origin": PAGE,
+      "access-control-allow-methods": "GET, POST, OPTIONS",
+      "access-control-allow-headers": "authorization, content-type, x-stainless-os",
+      "access-control-max-age": "600",
+    });
+    const asked = [
+      await t.request("/v1/models", { headers: { origin: PAGE } }),
+      await t.request("/api/health", { headers: { origin: PAGE } }),
+      await t.request("/v1/nope", { headers: { origin: PAGE } }),
+      await t.request("/v1/chat/completions", { method: "POST", headers: { origin: PAGE, "content-type": "application/json" }, body: "{}" }),
+    ];
+    expect(asked.map((r) => r.status)).toEqual([200, 200, 404, 400]);
+    for (const res of asked) {
+      expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
+      expect(res.headers.get("access-control-expose-headers")).toContain("x-ratelimit-remaining-requests");
+      expect(res.headers.get("access-control-allow-credentials")).toBeNull();
+      expect(res.headers.get("vary")).toContain("origin");
+    }
+  });
+
+  test("an origin not listed gets no CORS header; a malformed header list in a preflight gets the fixed one", async () => {
+    const t = buildTestApp({ server: { cors_origins: [PAGE] } });
+    const other = await t.request("/v1/models", { headers: { origin: "https://evil.example" } });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    const preflight = await t.request("/v1/chat/completions", { method: "OPTIONS", headers: { origin: "https://evil.example" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+    const odd = await t.request("/v1/chat/completions", { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-headers": "authorization, (x)" } });
+    expect(odd.headers.get("access-control-allow-headers")).toBe("authorization, content-type, x-payment-signature");
+  });
+
+  test('"*" allows every origin, still without credentials; sign-in and admin routes never get CORS headers', async () => {
+    const t = buildTestApp({ server: { cors_origins: ["*"] } });
+    const res = await t.request("/v1/models", { headers: { origin: "https://anywhere.example" } });
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("access-control-allow-credentials")).toBeNull();
+    for (const path of ["/auth/login", "/api/admin/credits", "/dashboard/keys", "/swagger"]) {
+      const answer = await t.request(path, { headers: { origin: "https://anywhere.example" } });
+      expect({ path, allow: answer.headers.get("access-control-allow-origin") }).toEqual({ path, allow: null });
+    }
+  });
+
+  test("cors_origins takes origins or \"*\", and names a bad entry", () => {
+    const build = (cors_origins: string[]) => buildConfig({ server: { cors_origins } }, { env: {} });
+    expect(build(["https://chat.example.com", "http://localhost:3000", "*"]).config.server.cors_origins).toHaveLength(3);
+    for (const bad of ["https://chat.example.com/", "chat.example.com", "https://Chat.example.com", "https://chat.example.com/app", "*.example.com"]) {
+      expect(() => build([bad])).toThrow(`server.cors_origins[0]: "${bad}" is not an origin`);
+    }
+  });
+});
