@@ -12,12 +12,12 @@ import { launchBrowser, type TestBrowser } from "../support/browser";
 let mock: MockUpstream;
 let gw: RunningGateway;
 let browser: TestBrowser;
-let listed: Server;
-let other: Server;
+let listed: Server<undefined>;
+let other: Server<undefined>;
 let key = "";
 
 /** A page server on its own origin (a port of its own): an empty page the test scripts. */
-function pageServer(): Server {
+function pageServer(): Server<undefined> {
   return Bun.serve({ hostname: "127.0.0.1", port: freePort(), fetch: () => new Response("<!doctype html><title>chat</title>", { headers: { "content-type": "text/html" } }) });
 }
 
