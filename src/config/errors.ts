@@ -6,13 +6,23 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-/** An `env:VAR` whose variable is unset or empty, under the key at `path`. */
+/** An `env:VAR` reference whose variable is unset or empty, under the key at `path`. */
+export interface UnsetVariable {
+  path: string;
+  variable: string;
+  state: "unset" | "empty";
+}
+
+/**
+ * Every `env:VAR` of the config whose variable is unset or empty, named in one message (the first
+ * in full, the rest after it), so a shell missing four variables learns of all four at once.
+ */
 export class UnsetVariableError extends ConfigError {
-  constructor(
-    readonly path: string,
-    variable: string,
-    state: "unset" | "empty",
-  ) {
-    super(`${path}: environment variable ${variable} is ${state === "unset" ? "not set" : "set but empty"}`);
+  readonly paths: string[];
+  constructor(unset: UnsetVariable[]) {
+    const [first, ...rest] = unset;
+    const more = rest.map((u) => `${u.path} (${u.variable}${u.state === "empty" ? ", empty" : ""})`);
+    super(`${first.path}: environment variable ${first.variable} is ${first.state === "unset" ? "not set" : "set but empty"}${more.length ? `; also unset: ${more.join(", ")}` : ""}`);
+    this.paths = unset.map((u) => u.path);
   }
 }

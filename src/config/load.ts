@@ -55,7 +55,8 @@ export function loadDataDir(file: string | null, env = process.env): string {
   try {
     return buildConfig(raw, { env, baseDir: baseDirOf(file), source: file }).config.server.data_dir;
   } catch (err) {
-    if (!(err instanceof UnsetVariableError) || err.path === "server.data_dir") throw err;
+    // An unset variable of data_dir's own is named alone below; the others do not matter here.
+    if (!(err instanceof UnsetVariableError)) throw err;
   }
   const server = raw.server;
   const written = server !== null && typeof server === "object" ? (server as Record<string, unknown>).data_dir : undefined;
@@ -118,9 +119,10 @@ export interface BuildOptions {
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
-  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set() };
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd(), env);
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
+  if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
   refuseNonArrayLists(resolved);
   checkWebhooks(resolved);

@@ -4,7 +4,7 @@
  * The paths and values of secrets are collected on the way, for redaction and to keep them from
  * `[[jobs]]` commands' environments.
  */
-import { ConfigError, UnsetVariableError } from "./errors";
+import { ConfigError, UnsetVariableError, type UnsetVariable } from "./errors";
 import { SECRET_KEYS } from "./schema";
 
 export interface Secrets {
@@ -12,13 +12,18 @@ export interface Secrets {
   /** Values of at least MIN_REDACTED characters: a shorter one would garble every text it is taken out of. */
   values: Set<string>;
   env: Set<string>;
+  /** References whose variable is unset or empty (left unresolved); the caller throws one UnsetVariableError for all. */
+  unset: UnsetVariable[];
 }
 
 const MIN_REDACTED = 6;
 
 /** `value` with its `env:` references resolved, for a step that needs them before the whole config is (nothing collected). */
 export function resolveEnv(value: unknown, path: string, env: Record<string, string | undefined>): unknown {
-  return resolveSecrets(value, path, env, { paths: new Set(), values: new Set(), env: new Set() });
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
+  const resolved = resolveSecrets(value, path, env, secrets);
+  if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
+  return resolved;
 }
 
 export function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
@@ -31,7 +36,10 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
     const name = value.slice(4);
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${path}: "env:" must be followed by an environment variable's name (letters, digits, _)`);
     const found = env[name];
-    if (found === undefined || found === "") throw new UnsetVariableError(path, name, found === undefined ? "unset" : "empty");
+    if (found === undefined || found === "") {
+      secrets.unset.push({ path, variable: name, state: found === undefined ? "unset" : "empty" });
+      return value;
+    }
     secrets.paths.add(path);
     if (found.length >= MIN_REDACTED) secrets.values.add(found);
     secrets.env.add(name);

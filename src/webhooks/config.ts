@@ -15,6 +15,7 @@ import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
 import { resolveEnv } from "../config/secrets";
+import { UnsetVariableError } from "../config/errors";
 
 type Raw = Record<string, unknown>;
 
@@ -72,8 +73,23 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
     }
     merged[key] = value;
   }
-  if (Array.isArray(doc.endpoints)) checkEndpoints(resolveEnv(doc.endpoints, `${file}: endpoints`, env) as unknown[], `${file}: endpoints`);
+  if (Array.isArray(doc.endpoints)) checkFileEndpoints(doc.endpoints, file, env);
   return { ...raw, webhooks: merged };
+}
+
+/**
+ * The file's endpoints checked as they will run (secrets resolved), naming the file. An unset
+ * variable is left to the whole config's resolution, which names every one at once.
+ */
+function checkFileEndpoints(endpoints: unknown[], file: string, env: Record<string, string | undefined>): void {
+  let resolved: unknown[];
+  try {
+    resolved = resolveEnv(endpoints, `${file}: endpoints`, env) as unknown[];
+  } catch (err) {
+    if (err instanceof UnsetVariableError) return;
+    throw err;
+  }
+  checkEndpoints(resolved, `${file}: endpoints`);
 }
 
 /** Structural checks with clear messages; type and range errors are left to the schema. */

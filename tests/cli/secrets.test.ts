@@ -2,7 +2,7 @@
  * The database commands in a shell without the server's environment, against the compiled binary:
  * the config's `env:` secrets are unset (they live in the server's unit file), and `user`, `key`,
  * `credits`, `jobs`, `settlements` and `migrate` still work, while `serve` and `config check`
- * stop naming the first unset variable (regression: `key create` failed with
+ * stop naming every unset variable (regression: `key create` failed with
  * "auth.github.client_secret: environment variable ... is not set").
  */
 import { describe, expect, test } from "bun:test";
@@ -89,7 +89,10 @@ describe("env: secrets and the database commands", () => {
 
   test("serve and config check still stop, naming the unset variable", async () => {
     const config = writeConfig(SECRETS, 'listen = "127.0.0.1:0"');
-    const expected = "modelgate: config error: auth.github.client_secret: environment variable MG_UNSET_GITHUB_CLIENT_SECRET is not set\n";
+    // Every unset variable at once (regression: one per attempt, four attempts for four variables).
+    const expected =
+      "modelgate: config error: auth.github.client_secret: environment variable MG_UNSET_GITHUB_CLIENT_SECRET is not set; also unset: upstreams[0].api_key (MG_UNSET_OPENAI_KEY), " +
+      "spend_auth.operator_key (MG_UNSET_OPERATOR_KEY), metrics.token (MG_UNSET_METRICS_TOKEN), webhooks.pull_token (MG_UNSET_PULL_TOKEN), webhooks.endpoints[0].secret (MG_UNSET_WEBHOOK_SECRET)\n";
     for (const args of [["serve"], ["config", "check"]]) {
       const result = await run(config, args);
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: expected });
