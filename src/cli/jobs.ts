@@ -57,7 +57,7 @@ function retry(ctx: CliContext): number {
         result.reason === "not_found"
           ? `modelgate: no webhook call ${callId}`
           : result.reason === "pending"
-            ? `modelgate: call ${callId} is pending: it will be delivered again by itself; retry a call once it is done or dead`
+            ? `modelgate: call ${callId} is pending: it waits for its consumer (a [[jobs]] handler, the pull API), which gets it by itself; retry a call once it is done or dead`
             : `modelgate: call ${callId} is leased to a consumer (if its lease runs out, it is delivered again by itself); retry it once it is done or dead`,
       );
       return 1;

@@ -70,6 +70,15 @@ export interface WebhooksOptions {
   secretEnv?: ReadonlySet<string>;
 }
 
+/** Jobs that endpoints feed but nothing in the server consumes: no [[jobs]] handler and no pull API. */
+export function unconsumedJobs(config: Pick<Config, "webhooks" | "jobs">): Array<{ id: number; paths: string[] }> {
+  if (config.webhooks.pull_token !== undefined) return [];
+  const handled = new Set(config.jobs.map((j) => j.job_id));
+  const orphans = new Map<number, string[]>();
+  for (const e of config.webhooks.endpoints) if (!handled.has(e.job_id)) orphans.set(e.job_id, [...(orphans.get(e.job_id) ?? []), e.path]);
+  return [...orphans].map(([id, paths]) => ({ id, paths }));
+}
+
 export function startWebhooks(config: Config, options: WebhooksOptions): WebhooksService {
   const { log, serviceId } = options;
   const w = config.webhooks;
@@ -90,6 +99,9 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   pruneTimer.unref?.();
   if (serviceId === 0) {
     log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");
+  }
+  for (const job of unconsumedJobs(config)) {
+    log("warn", `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`);
   }
   log("info", `webhook gateway listening on ${listenUrl(address.hostname, port)}`, {
     endpoints: w.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, ConfigError, loadConfig } from "../../src/config/load";
 import { redactedConfig } from "../../src/config/redact";
-import { doneRetentionMs } from "../../src/webhooks";
+import { doneRetentionMs, unconsumedJobs } from "../../src/webhooks";
 
 const CRATE_FILE = `# webhooks.toml as documented by the blueprint-webhooks crate
 bind_address = "127.0.0.1:9091"
@@ -183,5 +183,18 @@ describe("retention", () => {
   test("done calls are kept retain_done_hours, and never less than the dedupe window (regression: a redelivery made a second call)", () => {
     expect(doneRetentionMs({ retain_done_hours: 168, dedupe_window_s: 86_400 })).toBe(168 * 3_600_000);
     expect(doneRetentionMs({ retain_done_hours: 1, dedupe_window_s: 604_800 })).toBe(604_800_000);
+  });
+});
+
+describe("jobs nothing consumes", () => {
+  const endpoints = [
+    { path: "/hooks/alerts", job_id: 1 },
+    { path: "/hooks/legacy", job_id: 3 },
+    { path: "/hooks/legacy-2", job_id: 3 },
+  ];
+  test("an endpoint's job without a [[jobs]] handler is named with its paths, unless the pull API is on (regression: its calls waited in silence)", () => {
+    const config = (extra: Record<string, unknown>) => buildConfig({ webhooks: { enabled: true, endpoints, ...extra }, jobs: [{ job_id: 1, command: ["true"] }] }, { env: {} }).config;
+    expect(unconsumedJobs(config({}))).toEqual([{ id: 3, paths: ["/hooks/legacy", "/hooks/legacy-2"] }]);
+    expect(unconsumedJobs(config({ pull_token: "runner-token-1" }))).toEqual([]);
   });
 });
