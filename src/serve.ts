@@ -109,7 +109,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, app.server?.port ?? port)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
-    models: registry.list().length,
+    configured_models: registry.list().length,
   });
 
   let stopping = false;

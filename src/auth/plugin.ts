@@ -32,7 +32,7 @@ export function authPlugin(deps: AuthPluginDeps) {
   /** The session's user, or a thrown 401/403 (see the header). */
   function requireSession(request: Request): SessionUser {
     const token = readCookie(request, SESSION_COOKIE);
-    if (token === null) throw new GatewayError("invalid_session", "Sign in first: this page needs a session");
+    if (token === null) throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
     const check = validate(token);
     if (!check.ok) throw new GatewayError("invalid_session", check.message);
     if (!SAFE_METHODS.has(request.method) && !originAllowed(request, publicUrl)) {

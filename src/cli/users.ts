@@ -10,6 +10,7 @@
  * `user disable` ends the user's sessions and stops their keys from the server's next request;
  * `user enable` lets the keys work again.
  */
+import { join, resolve } from "node:path";
 import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import { formatTable, printable } from "./table";
@@ -50,9 +51,12 @@ function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
   }
 }
 
-function requireUser(db: Db, email: string): User {
+/** The user, or a usage error naming the database looked in: run elsewhere, a relative data_dir is another one. */
+function requireUser(db: Db, email: string, ctx: Pick<CliContext, "dataDir">): User {
   const user = findUserByEmail(db, email);
-  if (!user) throw new UsageError(`no user with the email ${email} (create one with: modelgate user add ${email})`);
+  if (!user) {
+    throw new UsageError(`no user with the email ${email} in ${join(resolve(ctx.dataDir()), "modelgate.db")} (create one with: modelgate user add ${email}; a server's database is under the data_dir of its config: run from its directory, or pass --config)`);
+  }
   return user;
 }
 
@@ -71,20 +75,20 @@ registerCommand("user", async (ctx) => {
   const [, sub, email] = ctx.args.positionals;
   if (!email) throw new UsageError(USER_USAGE);
   if (sub === "disable") {
-    const result = withDb(ctx, (db) => disableUser(db, requireUser(db, email).id));
+    const result = withDb(ctx, (db) => disableUser(db, requireUser(db, email, ctx).id));
     ctx.print(result === "disabled"
       ? `disabled ${email}: their sessions ended and their API keys are refused from the next request (modelgate user enable ${email} undoes it)`
       : `${email} was already disabled`);
     return 0;
   }
   if (sub === "enable") {
-    const result = withDb(ctx, (db) => enableUser(db, requireUser(db, email).id));
+    const result = withDb(ctx, (db) => enableUser(db, requireUser(db, email, ctx).id));
     ctx.print(result === "enabled" ? `enabled ${email}: their API keys work again; they sign in again for a session` : `${email} was not disabled`);
     return 0;
   }
   if (sub === "verify") {
     // The operator vouches for the address (its owner proved it to them): OAuth may join the account, setup and --admin accept it.
-    const result = withDb(ctx, (db) => proveEmail(db, requireUser(db, email).id));
+    const result = withDb(ctx, (db) => proveEmail(db, requireUser(db, email, ctx).id));
     ctx.print(result === "proven" ? `${email} is now a proven address: GitHub or Google sign-in with it joins this account` : `${email} was already a proven address`);
     return 0;
   }
@@ -131,14 +135,14 @@ registerCommand("key", (ctx) => {
     const name = stringFlag(ctx.args, "name") ?? "default";
     // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
     if ([...name.trim()].length > 100) throw new UsageError("--name: at most 100 characters");
-    const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email).id, name, expiresAt, perMinute, now }));
+    const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email, ctx).id, name, expiresAt, perMinute, now }));
     ctx.print(created.key);
     console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
     return 0;
   }
   if (sub === "list") {
     const email = stringFlag(ctx.args, "user");
-    const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email).id }));
+    const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email, ctx).id }));
     if (ctx.args.flags.has("json")) {
       ctx.print(JSON.stringify(keys, null, 2));
       return 0;
@@ -170,13 +174,13 @@ registerCommand("credits", (ctx) => {
     const micro = parseCredits(amount);
     if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
     const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
-    const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email).id, micro, note }));
+    const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email, ctx).id, micro, note }));
     if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
     ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
     return 0;
   }
   if (sub === "balance" && email) {
-    const balance = withDb(ctx, (db) => getBalance(db, requireUser(db, email).id));
+    const balance = withDb(ctx, (db) => getBalance(db, requireUser(db, email, ctx).id));
     ctx.print(`${email}: ${formatCredits(balance)} credits`);
     return 0;
   }

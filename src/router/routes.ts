@@ -75,6 +75,18 @@ function decodeModelId(raw: string): string | null {
   }
 }
 
+const MODELS_PREFIX = "/v1/models/";
+
+/** GET /v1/models/{id}: the id is the rest of the path, percent-decoded once here (not by the router). */
+function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown> {
+  const { pathname } = new URL(request.url);
+  const raw = pathname.slice(MODELS_PREFIX.length);
+  const id = decodeModelId(raw);
+  const route = id === null ? undefined : deps.registry.resolve(id);
+  if (!route) throw new GatewayError("model_not_found", `The model "${id ?? raw}" does not exist; GET /v1/models lists the available models`, { param: "model" });
+  return modelEntry(route, deps.startedAt, deps.now());
+}
+
 export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
   return new Elysia({ name: "modelgate.v1" })
     .get(
@@ -85,24 +97,17 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
       },
       { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state") } } },
     )
-    // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or encoded.
-    .get(
-      "/v1/models/*",
-      ({ params }) => {
-        const id = decodeModelId(params["*"]);
-        const route = id === null ? undefined : deps.registry.resolve(id);
-        if (!route) throw new GatewayError("model_not_found", `The model "${id ?? params["*"]}" does not exist; GET /v1/models lists the available models`, { param: "model" });
-        return modelEntry(route, deps.startedAt, deps.now());
+    // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or
+    // encoded: the documented route takes one path segment, a hidden twin takes the rest.
+    .get("/v1/models/:model", ({ request }) => retrieveModel(deps, request), {
+      detail: {
+        operationId: "retrieveModel",
+        summary: "One model route by id or alias (the entry GET /v1/models lists); an id with a slash may be sent as it is or as %2F",
+        tags: ["models"],
+        responses: { 200: jsonDoc("The model route"), 404: errorDoc("No model of that name") },
       },
-      {
-        detail: {
-          operationId: "retrieveModel",
-          summary: "One model route by id or alias (the entry GET /v1/models lists)",
-          tags: ["models"],
-          responses: { 200: jsonDoc("The model route"), 404: errorDoc("No model of that name") },
-        },
-      },
-    )
+    })
+    .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } })
     .post("/v1/chat/completions", ({ request, server }) => chat(request, server), {
       // The endpoint reads and checks the body itself (see endpoint.ts); the schema is for the docs.
       parse: "none",
