@@ -11,6 +11,12 @@ import { formatTable } from "./table";
 
 const USAGE = "usage: modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID";
 
+/** At most `max` characters, an ellipsis marking a cut (`jobs list --json` has the whole text). */
+function clip(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : text;
+}
+
 function iso(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString();
 }
@@ -23,7 +29,7 @@ function printTable(ctx: CliContext, rows: JobSummary[]): void {
   const header = ["CALL_ID", "JOB_ID", "STATE", "ATTEMPTS", "BYTES", "CREATED", "LEASE_UNTIL", "PATH", "NAME", "LAST_ERROR"];
   const lines = rows.map((r) => [
     String(r.callId), String(r.jobId), r.state, String(r.attempts), String(r.bytes), iso(r.createdAt),
-    iso(r.leaseUntil), r.path, r.name ?? "-", (r.lastError ?? "-").replace(/\s+/g, " ").slice(0, 80),
+    iso(r.leaseUntil), r.path, r.name ?? "-", clip((r.lastError ?? "-").replace(/\s+/g, " "), 80),
   ]);
   for (const line of formatTable([header, ...lines])) ctx.print(line);
 }

@@ -132,6 +132,8 @@ describe("the webhook feature in the binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-jobs-cli-"));
     const { gateway, hooks } = await start(dir, "", []);
     expect(gateway.output()).toContain("service_id is 0");
+    // No [[jobs]] handler and no pull token: the job its endpoint feeds is named at start.
+    expect(gateway.output()).toMatch(/webhooks: job 3 \(\/[^)]*\) has no \[\[jobs\]\] handler and the pull API is off/);
     const response = await send(hooks, '{"a":1}');
     const { call_id } = (await response.json()) as { call_id: number };
     const table = await gateway.cli(["jobs", "list"]);
