@@ -10,7 +10,9 @@
  */
 
 /** Headers a page may read from an answer, beyond the CORS-safelisted ones. */
-const EXPOSED = "x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, retry-after, x-gateway-overhead-ms";
+const EXPOSED =
+  "x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, retry-after, x-gateway-overhead-ms, " +
+  "x-payment-required-operator, x-payment-required-service-id, x-payment-required-chain-id, x-payment-required-contract";
 /** Request headers allowed when a preflight does not name its own (or names them malformed). */
 const DEFAULT_ALLOWED = "authorization, content-type, x-payment-signature";
 /** A preflight's Access-Control-Request-Headers: field names separated by commas. */
@@ -34,12 +36,14 @@ export function createCors(origins: string[]): Cors | null {
   if (origins.length === 0) return null;
   const any = origins.includes("*");
   const listed = new Set(origins.map((o) => o.toLowerCase()));
-  /** The Access-Control-Allow-Origin value for a request's Origin, or null. */
+  /**
+   * The Access-Control-Allow-Origin value for a request, or null. With "*" every answer carries it,
+   * Origin or not, so a shared cache cannot hand a browser a copy made without it.
+   */
   const allowOrigin = (request: Request): string | null => {
-    const origin = request.headers.get("origin");
-    if (origin === null) return null;
     if (any) return "*";
-    return listed.has(origin.toLowerCase()) ? origin : null;
+    const origin = request.headers.get("origin");
+    return origin !== null && listed.has(origin.toLowerCase()) ? origin : null;
   };
   const set = (headers: Headers | Record<string, string>, name: string, value: string): void => {
     if (headers instanceof Headers) headers.set(name, value);

@@ -35,7 +35,8 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
     try {
       const declared = declaredLength(request);
       // A declared length is taken from the budget here; a chunked body takes its pieces as they come.
-      const reserved = Number.isFinite(declared) ? Math.min(declared, maxBody) : 0;
+      // One over the limit takes nothing: it is read and dropped (body.ts), never held.
+      const reserved = Number.isFinite(declared) && declared <= maxBody ? declared : 0;
       if (!budget.take(reserved)) throw busyReading();
       let text: string;
       try {

@@ -31,7 +31,9 @@ export function errorExcerpt(text: string, key: string | undefined): string | nu
     // Not JSON: the text is the reason.
   }
   if (typeof reason !== "string") return null;
-  const line = reason.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
+  // Again after parsing: JSON may spell the key's characters as \u escapes (Go escapes & < >).
+  let line = reason.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
+  if (key) line = withoutKey(line, key);
   if (line === "") return null;
   const chars = [...line];
   return chars.length > MAX_EXCERPT ? `${chars.slice(0, MAX_EXCERPT).join("")}…` : line;

@@ -47,7 +47,14 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
   if (!isObject(section) || section.config === undefined) return raw;
   // `env:` references are resolved here for this step only (the whole config is resolved later):
   // the file's name may come from the environment, and its endpoints are checked as they will run.
-  const config = resolveEnv(section.config, "webhooks.config", env);
+  let config: unknown;
+  try {
+    config = resolveEnv(section.config, "webhooks.config", env);
+  } catch (err) {
+    // Unset: left to the whole config's resolution, which names it with every other unset variable.
+    if (err instanceof UnsetVariableError) return raw;
+    throw err;
+  }
   if (typeof config !== "string" || config === "") {
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }

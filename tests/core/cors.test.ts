@@ -40,6 +40,7 @@ describe("CORS", () => {
     for (const res of asked) {
       expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
       expect(res.headers.get("access-control-expose-headers")).toContain("x-ratelimit-remaining-requests");
+      expect(res.headers.get("access-control-expose-headers")).toContain("x-payment-required-contract");
       expect(res.headers.get("access-control-allow-credentials")).toBeNull();
       expect(res.headers.get("vary")).toContain("origin");
     }
@@ -61,6 +62,8 @@ describe("CORS", () => {
     const res = await t.request("/v1/models", { headers: { origin: "https://anywhere.example" } });
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-allow-credentials")).toBeNull();
+    // Without an Origin too: a shared cache cannot hand a browser a copy made without it (regression: no Vary, no header).
+    expect((await t.request("/v1/models")).headers.get("access-control-allow-origin")).toBe("*");
     for (const path of ["/auth/login", "/api/admin/credits", "/dashboard/keys", "/swagger"]) {
       const answer = await t.request(path, { headers: { origin: "https://anywhere.example" } });
       expect({ path, allow: answer.headers.get("access-control-allow-origin") }).toEqual({ path, allow: null });

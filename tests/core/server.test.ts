@@ -73,6 +73,17 @@ describe("the server", () => {
     expect(out.trim().split("\n")).toEqual(Array(6).fill("413 payload_too_large"));
   });
 
+  test("an upload over the limit holds none of the in-flight budget while it is dropped (regression: others got a 503 meanwhile)", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 2048\nmax_body_bytes_in_flight = 2048\n");
+    started.push(gateway);
+    const slow = await Bun.connect({ hostname: "127.0.0.1", port: gateway.port, socket: { data() {} } });
+    slow.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"model":`);
+    await Bun.sleep(50); // the gateway has read the head and is dropping the body as it trickles in
+    const other = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "hi" }] }) });
+    expect(other.status).toBe(404); // read and routed, not refused as busy
+    slow.end();
+  });
+
   test("a client that leaves in the middle of its body is not logged as an unhandled error", async () => {
     const gateway = await startGateway();
     started.push(gateway);

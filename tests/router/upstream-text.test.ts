@@ -30,6 +30,9 @@ describe("errorExcerpt", () => {
     const said = errorExcerpt(JSON.stringify({ error: { message: `invalid key ${KEY}` } }), KEY);
     expect(said).toBe("invalid key [redacted]");
     expect(errorExcerpt(`no such key: ${KEY}`, KEY)).toBe("no such key: [redacted]");
+    // Spelled with \u escapes, as Go's encoding/json writes & < > (regression: decoded, the key showed in clear).
+    const goKey = "sk-up/SECRET&key";
+    expect(errorExcerpt('{"error":{"message":"key sk-up/SECRET\\u0026key"}}', goKey)).toBe("key [redacted]");
     expect(withoutKey(JSON.stringify({ k: KEY }).replaceAll("/", "\\/"), KEY)).toBe('{"k":"[redacted]"}');
   });
 });

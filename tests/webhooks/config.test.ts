@@ -172,6 +172,12 @@ describe("validation errors name the path", () => {
     expect(buildConfig({ webhooks: { enabled: true, config: "w.toml" } }, { env: {}, baseDir: dir }).config.webhooks.max_pending_bytes).toBe(1_048_576);
   });
 
+  test("webhooks.config from an unset variable is named with every other unset one (regression: alone, first)", () => {
+    expect(() => buildConfig({ metrics: { token: "env:MG_MT" }, webhooks: { enabled: true, config: "env:WH_FILE" } }, { env: {} })).toThrow(
+      "metrics.token: environment variable MG_MT is not set; also unset: webhooks.config (WH_FILE)",
+    );
+  });
+
   test("a key set both inline and in the file is refused", () => {
     const dir = dirWith({ "w.toml": CRATE_FILE });
     expect(() => buildConfig({ webhooks: { enabled: true, config: "w.toml", endpoints: [] } }, { env: { PRICE_ALERT_TOKEN: "t" }, baseDir: dir }))
