@@ -1,9 +1,10 @@
 /**
- * Per-upstream health and circuit breaker. A target that fails `cooldown_failures` times in a row
- * is skipped until its cooldown ends; then exactly one request probes it (half-open), a success
- * readmits it and a failure opens the circuit again for another cooldown. Time comes from the
- * caller, so tests never sleep. Counters live on the state object itself (no allocation per
- * request); /metrics and /api/status read them when asked.
+ * Per-upstream health, and the circuit breaker that upstreams and route targets each have
+ * (./target-state.ts decides which one a failure counts against). A circuit that fails
+ * `cooldown_failures` times in a row is skipped until its cooldown ends; then exactly one request
+ * probes it (half-open), a success readmits it and a failure opens it again for another cooldown.
+ * Time comes from the caller, so tests never sleep. Counters live on the state objects themselves
+ * (no allocation per request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
 import { VERSION } from "../version";
