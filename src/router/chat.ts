@@ -10,14 +10,14 @@ import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forwardChat } from "./forward";
 import type { ModelRoute } from "./registry";
-import { recordTargetComplete, recordTargetFailure } from "./target-state";
+import { recordTargetComplete, recordTargetFailure, recordTargetRefusal } from "./target-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
 import { completionBound, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
-import { withoutKey } from "./upstream-text";
+import { errorExcerpt, withoutKey } from "./upstream-text";
 
 export interface ChatContext {
   request: Request;
@@ -113,10 +113,16 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       abortUpstream: forwarded.abort,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
-        if (result.outcome === "complete") recordTargetComplete(target, deps.now());
+        else if (result.errorEvent !== null) {
+          // The upstream's own error event: this model failed (like a 5xx), whether or not the
+          // client read on after it (the SDKs stop there, which is no client leaving early).
+          const said = errorExcerpt(result.errorEvent, upstream.config.api_key) ?? "no message";
+          recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" sent an error event: ${said}`, deps.config.routing);
+        } else if (result.outcome === "complete") recordTargetComplete(target, deps.now());
         const usage = result.usage ?? estimatedUsage(ctx, result.events, deps.config.routing.default_max_tokens);
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
-        served.finish(outcome(done, STREAM_END_STATUS[result.outcome], usage, upstreamMs));
+        const status = result.errorEvent !== null ? 502 : STREAM_END_STATUS[result.outcome];
+        served.finish(outcome(done, status, usage, upstreamMs));
       },
     });
     return new Response(stream, { status: 200, headers });

@@ -33,6 +33,11 @@ export interface RelayResult {
   events: number;
   outcome: "complete" | "upstream_error" | "client_closed";
   error?: string;
+  /**
+   * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
+   * when generation fails mid-answer): its raw data, or null when it sent none.
+   */
+  errorEvent: string | null;
 }
 
 const encoder = new TextEncoder();
@@ -52,6 +57,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   /** A read that ended in "\r": held back, in case the next read starts with the "\n" of a CRLF. */
   let carriedCr = false;
   let usage: Usage | null = null;
+  let upstreamErrorEvent: string | null = null;
   let events = 0;
   let sawDone = false;
   let ended = false;
@@ -63,11 +69,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
 
-  const finish = (result: Omit<RelayResult, "usage" | "events">): void => {
+  const finish = (result: Omit<RelayResult, "usage" | "events" | "errorEvent">): void => {
     if (ended) return;
     ended = true;
     clearTimeout(idle);
-    options.onEnd({ usage, events, ...result });
+    options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
   };
 
   /** Returns the text to forward for the complete events in `text`; keeps usage. */
@@ -83,6 +89,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         // The chunk that carries only usage (no choice, or no choices at all), not a last content chunk with usage on it.
         const choices = parsed?.choices;
         if (!options.clientWantsUsage && parsed && !(Array.isArray(choices) && choices.length > 0)) continue;
+      }
+      // Cheap test first: only an event that names "error" is parsed for one.
+      if (upstreamErrorEvent === null && event.includes('"error"')) {
+        const error = parseData(event)?.error;
+        if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
       }
       out += event;
       if (DONE.test(event)) {
@@ -183,7 +194,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 }
 
 /** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
-function parseData(event: string): { usage?: unknown; choices?: unknown } | null {
+function parseData(event: string): { usage?: unknown; choices?: unknown; error?: unknown } | null {
   let data: string | null = null;
   for (const line of event.split("\n")) {
     if (!line.startsWith("data:")) continue;

@@ -4,7 +4,8 @@
  * (regression: buffered to its end, the first relayed as application/json, the usage chunk left
  * in and unmetered), and a
  * response head whose lines end in a bare LF (regression: never recognised, so the request
- * waited out the first-byte timeout and answered 504).
+ * waited out the first-byte timeout and answered 504); and a stream that carries the upstream's
+ * own error event (regression: recorded 200, or 499 when the SDK stopped reading there).
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { TCPSocketListener } from "bun";
@@ -23,10 +24,11 @@ function rawUpstream(answer: string): string {
   return `http://127.0.0.1:${listener.port}/v1`;
 }
 
-function appOver(baseUrl: string) {
+function appOver(baseUrl: string, routing: Record<string, unknown> = {}) {
   return buildTestApp({
     upstreams: [{ name: "raw", base_url: baseUrl, first_byte_timeout_ms: 1_000 }],
     models: [{ id: "m", targets: [{ upstream: "raw", model: "raw-model" }], free: true }],
+    routing,
   });
 }
 
@@ -73,5 +75,33 @@ describe("answers from upstreams that bend the wire format", () => {
     const res = await t.chat({ ...ASK, stream: true, stream_options: { include_usage: true } });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(SSE_BODY);
+  });
+});
+
+describe("an error event in the stream", () => {
+  const ERROR_EVENT = `data: ${JSON.stringify({ error: { message: "CUDA out of memory", type: "internal_error", code: 500 } })}\n\n`;
+  const answer = `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${CHUNK("Hi")}${ERROR_EVENT}data: [DONE]\n\n`;
+
+  test("is relayed as it came, and the request is recorded as the upstream's failure: 502, counted against the model's target", async () => {
+    const t = appOver(rawUpstream(answer), { cooldown_failures: 1 });
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
+    expect(t.records.map((r) => r.status)).toEqual([502]);
+    const target = t.deps.registry.resolve("m")!.targets[0];
+    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
+    expect(target.upstream.lastError).toBe('upstream "raw" sent an error event: CUDA out of memory');
+    expect(target.upstream.cooldownUntil).toBe(0); // it answered: the upstream itself is reachable
+  });
+
+  test("a client that stops reading at the error event (as the SDKs do) is not recorded as having left", async () => {
+    // The upstream sends the error event and then nothing: the client's cancel ends the stream.
+    listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.write(answer.slice(0, answer.indexOf("data: [DONE]"))) } });
+    const t = appOver(`http://127.0.0.1:${listener.port}/v1`);
+    const reader = (await t.chat({ ...ASK, stream: true })).body!.getReader();
+    let seen = "";
+    while (!seen.includes("CUDA")) seen += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(t.records.map((r) => r.status)).toEqual([502]);
   });
 });
