@@ -74,15 +74,18 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
     const done = { upstream: upstream.name, price: route.price, model: route.id };
     // An answer to a streamed request that names no type is the event stream asked for (some
-    // servers leave the header out); one typed otherwise (JSON: streaming unsupported) is buffered.
-    const isStream = reply.status < 300 && ctx.body.stream === true && (contentType === null || isEventStream(contentType));
+    // servers leave the header out), unless it came whole as a JSON object; one typed otherwise
+    // (JSON: streaming unsupported) is buffered.
+    const asked = reply.status < 300 && ctx.body.stream === true;
+    const early = asked && contentType === null ? reply.textNow() : null;
+    const isStream = asked && (contentType === null ? early?.trimStart().startsWith("{") !== true : isEventStream(contentType));
     headers["content-type"] = contentType ?? (isStream ? "text/event-stream" : "application/json");
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
     if (!isStream) {
       // Usually the whole answer came with its headers; otherwise a body that does not complete
       // within idle_timeout_ms of its headers is abandoned.
-      let text = reply.textNow();
+      let text = early ?? reply.textNow();
       if (text === null) {
         const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
         try {
@@ -107,7 +110,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       return new Response(text, { status: reply.status, headers });
     }
     headers["cache-control"] = "no-cache";
-    const stream = relaySse(reply.body(), {
+    const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
       clientWantsUsage,
       idleTimeoutMs,
       abortUpstream: forwarded.abort,

@@ -61,6 +61,15 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[3, 4]]);
   });
 
+  test("without a Content-Type, an answer to stream: true that came whole as JSON (a server that cannot stream) stays JSON", async () => {
+    const json = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-length: ${json.length}\r\n\r\n${json}`));
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(await res.text()).toBe(json);
+    expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 3, 2]]);
+  });
+
   test("a head with bare LF line endings is read as its CRLF form", async () => {
     const json = '{"id":"c1","object":"chat.completion","choices":[]}';
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: ${json.length}\n\n${json}`));
