@@ -29,7 +29,7 @@ import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Iden
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
-import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE } from "./session";
+import { createSessionValidator, originAllowed, readSessionCookie } from "./session";
 
 export interface GateDeps {
   db: Db;
@@ -58,7 +58,7 @@ function presented(request: Request): Presented {
   if (headers.has("x-payment-signature")) return SPEND_AUTH;
   const authorization = headers.get("authorization");
   if (authorization !== null) return { kind: "api_key", authorization };
-  const token = readCookie(request, SESSION_COOKIE);
+  const token = readSessionCookie(request);
   return token === null ? ANONYMOUS : { kind: "session", token };
 }
 

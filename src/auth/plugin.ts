@@ -9,7 +9,7 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { GatewayError } from "../errors";
-import { createSessionValidator, originAllowed, readCookie, SESSION_COOKIE, type SessionUser } from "./session";
+import { createSessionValidator, originAllowed, readSessionCookie, type SessionUser } from "./session";
 
 export type AuthPluginDeps = Pick<AppDeps, "db" | "config" | "now">;
 
@@ -19,7 +19,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 export function createSessionReader(deps: AuthPluginDeps): (request: Request) => SessionUser | null {
   const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
   return (request) => {
-    const token = readCookie(request, SESSION_COOKIE);
+    const token = readSessionCookie(request);
     if (token === null) return null;
     const check = validate(token);
     return check.ok ? check.session : null;
@@ -31,7 +31,7 @@ export function authPlugin(deps: AuthPluginDeps) {
   const publicUrl = deps.config.server.public_url;
   /** The session's user, or a thrown 401/403 (see the header). */
   function requireSession(request: Request): SessionUser {
-    const token = readCookie(request, SESSION_COOKIE);
+    const token = readSessionCookie(request);
     if (token === null) throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
     const check = validate(token);
     if (!check.ok) throw new GatewayError("invalid_session", check.message);

@@ -23,7 +23,7 @@ import { requestMeta } from "../request-meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createSession, deleteSession, originAllowed, readCookie, readCookies, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
+import { createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
@@ -212,7 +212,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     }, { detail: AUTH_DOCS.login })
     .post("/auth/logout", ({ request }) => {
       checkOrigin(request);
-      const token = readCookie(request, SESSION_COOKIE);
+      const token = readSessionCookie(request);
       if (token !== null) deleteSession(db, token);
       const headers = new Headers({ "x-request-id": requestMeta(request).id });
       headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));

@@ -118,6 +118,16 @@ export function readCookie(request: Request, name: string): string | null {
   return request.headers.has("cookie") ? (readCookies(request, name)[0] ?? null) : null;
 }
 
+/**
+ * The session cookie: of several, the last. The gateway sets it HttpOnly at Path=/, the widest
+ * path, which browsers send last; a page on another port of this host (cookies ignore ports)
+ * can only add one at a narrower path, which comes first. Taking the first would sign the browser
+ * into whatever session that page planted (cookie tossing).
+ */
+export function readSessionCookie(request: Request): string | null {
+  return request.headers.has("cookie") ? (readCookies(request, SESSION_COOKIE).at(-1) ?? null) : null;
+}
+
 /** Every value of the cookie `name`: a browser sends one for each path it was set at, the most specific first. */
 export function readCookies(request: Request, name: string): string[] {
   const header = request.headers.get("cookie");

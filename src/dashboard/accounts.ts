@@ -8,7 +8,7 @@
 import { desc, eq } from "drizzle-orm";
 import type { AppDeps } from "../deps";
 import { balances, users } from "../db/schema";
-import { createSessionValidator, readCookie, SESSION_COOKIE } from "../auth/session";
+import { createSessionValidator, readSessionCookie } from "../auth/session";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
 import { getBalance, grantCredits } from "../credits/ledger";
@@ -47,7 +47,7 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
   const userExists = (id: number): boolean => db.select({ id: users.id }).from(users).where(eq(users.id, id)).get() !== undefined;
   return {
     sessionUser(request) {
-      const token = readCookie(request, SESSION_COOKIE);
+      const token = readSessionCookie(request);
       if (token === null) return null;
       const result = validate(token);
       if (!result.ok) return null;

@@ -8,7 +8,7 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { deleteSession, originAllowed, serializeCookie, SESSION_COOKIE } from "../auth/session";
+import { deleteSession, originAllowed, readSessionCookie, serializeCookie, SESSION_COOKIE } from "../auth/session";
 import type { DashboardAccounts } from "./accounts";
 import { verifyCsrf } from "./csrf";
 import { redirect, renderPage } from "./layout";
@@ -25,7 +25,11 @@ export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     .get("/dashboard/signin", ({ request, query }) => {
       const next = safeNext(query.next);
       if (accounts.sessionUser(request)) return redirect(next);
-      return renderPage({ title: "Sign in", user: null }, signinPage({ auth, next, error: refusalMessage(query.error, auth) }));
+      const response = renderPage({ title: "Sign in", user: null }, signinPage({ auth, next, error: refusalMessage(query.error, auth) }));
+      // A session that ended (expired, signed out elsewhere, user disabled) leaves its cookie, which
+      // would get this browser's keyless API calls a 401 instead of the anonymous tier: clear it.
+      if (readSessionCookie(request) !== null) response.headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));
+      return response;
     }, hidden)
     .get("/dashboard/signup", ({ request, query }) => {
       const next = safeNext(query.next);

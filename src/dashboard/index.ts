@@ -17,7 +17,7 @@ import { modelsPage } from "./pages/models";
 import { playgroundPage } from "./pages/playground";
 import { EXPIRY_CHOICES, keysPage } from "./pages/keys";
 import { usagePage, USAGE_DAYS } from "./pages/usage";
-import { adminPage } from "./pages/admin";
+import { adminPage, type AdminView } from "./pages/admin";
 import { AMOUNT_RULE, parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
@@ -37,7 +37,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
     const signed = accounts.sessionUser(request);
     if (!signed) {
-      const path = new URL(request.url).pathname;
+      // A form posted after the session ended goes back to its page, not to the POST-only action.
+      const path = request.method === "GET" ? new URL(request.url).pathname : formPage(new URL(request.url).pathname);
       return redirect(`/dashboard/signin${path === "/dashboard" ? "" : `?next=${encodeURIComponent(path)}`}`);
     }
     const guarded = { ...signed, csrf: csrfToken(signed.token) };
@@ -69,8 +70,9 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created }));
   }
 
-  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200): Response {
-    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id };
+  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, grant: AdminView["grant"] = null): Response {
+    const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
+    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id, oauth, grant };
     return page(g, { title: "Admin", active: "admin", notice, status }, adminPage(view));
   }
 
@@ -166,12 +168,14 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (g instanceof Response) return g;
       const userId = userIdOf(g.form.user_id ?? "");
       const micro = parseCredits(g.form.amount ?? "");
+      // A refused grant shows its form as it was sent: a user picked again by default is the wrong one.
+      const sent = { userId: g.form.user_id ?? "", amount: g.form.amount ?? "", note: g.form.note ?? "" };
       if (userId === null || micro === null) {
-        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400);
+        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, sent);
       }
       const note = (g.form.note ?? "").trim().slice(0, 200);
       const granted = accounts.grantCredits({ userId, micro, note: note || null });
-      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400);
+      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, sent);
       return redirect("/dashboard/admin?done=credits");
     }, hidden)
     .post("/dashboard/admin/keys/:id/revoke", ({ request, body, params }) => {
@@ -204,4 +208,9 @@ function userIdOf(text: string): number | null {
 
 function asset(text: string, type: string): Response {
   return new Response(text, { headers: { "content-type": type, "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" } });
+}
+
+/** The page a dashboard form is on, from the path it posts to (`/dashboard/admin/credits` is on /dashboard/admin). */
+function formPage(action: string): string {
+  return action.startsWith("/dashboard/admin") ? "/dashboard/admin" : "/dashboard/keys";
 }

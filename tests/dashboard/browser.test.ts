@@ -299,6 +299,83 @@ describe("dashboard in chromium", () => {
     await page.setViewportSize({ width: 1100, height: 800 });
   });
 
+  test("the playground runs one answer at a time: Ctrl+Enter while it streams is ignored, Stop keeps what came, Clear forgets it (regressions: two streams at once; a hidden turn after Clear; no way to stop)", async () => {
+    mock.behaviour.chunkDelayMs = 150;
+    try {
+      await actAs(CAROL.email);
+      await page.goto(`${gw.url}/dashboard/playground`);
+      await page.getByLabel("Model").selectOption("mock-small");
+      const prompt = page.getByLabel(/^Prompt/);
+      const answer = page.locator(".msg.assistant").last();
+      const before = mock.requests.length;
+      await prompt.fill("first");
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.locator(".msg.assistant[data-chunks]").waitFor();
+      await prompt.fill("second");
+      await prompt.press("Control+Enter");
+      await page.getByRole("button", { name: "Stop" }).click();
+      await expectAttribute(answer, "data-done", "true");
+      await expectText(page.locator("#pg-status"), "Stopped after");
+      const partial = (await answer.textContent()) ?? "";
+      expect(partial.length).toBeGreaterThan(0);
+      expect(partial.length).toBeLessThan(WORDS.join("").length);
+      expect(mock.requests.length - before).toBe(1); // "second" was never sent
+      expect(await page.getByRole("button", { name: "Stop" }).isVisible()).toBe(false);
+
+      await prompt.fill("third");
+      await page.getByRole("button", { name: "Send" }).click();
+      await expectAttribute(answer, "data-done", "true");
+      expect(mock.requests.at(-1)!.body.messages).toEqual([
+        { role: "user", content: "first" },
+        { role: "assistant", content: partial },
+        { role: "user", content: "third" },
+      ]);
+
+      await prompt.fill("fourth");
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.locator(".msg.assistant[data-chunks]").last().waitFor();
+      await page.getByRole("button", { name: "Clear" }).click();
+      await expectCount(page.locator("#transcript .msg"), 0);
+      await page.locator("#playground button[type=submit]:not([disabled])").waitFor();
+      await prompt.fill("fifth");
+      await page.getByRole("button", { name: "Send" }).click();
+      await expectAttribute(page.locator(".msg.assistant").last(), "data-done", "true");
+      expect(mock.requests.at(-1)!.body.messages).toEqual([{ role: "user", content: "fifth" }]);
+    } finally {
+      mock.behaviour.chunkDelayMs = 60;
+    }
+  });
+
+  test("a 100-character key name wraps on a phone instead of widening the page (regression: the page scrolled sideways)", async () => {
+    await actAs(CAROL.email);
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto(`${gw.url}/dashboard/keys`);
+      await page.getByLabel("Name").fill("n".repeat(100));
+      await page.getByRole("button", { name: "Create key" }).click();
+      await page.locator("#new-key").waitFor();
+      const overflow = (await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")) as number;
+      expect(overflow).toBeLessThanOrEqual(0);
+      await browser.screenshot("key-long-name-phone");
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 800 });
+    }
+  });
+
+  test("a refused grant shows its form as sent: the user picked stays picked (regression: the first user, an admin, was picked again)", async () => {
+    await actAs(ADMIN.email);
+    await page.goto(`${gw.url}/dashboard/admin`);
+    await page.getByLabel("User", { exact: true }).selectOption({ label: CAROL.email });
+    await page.getByLabel(/^Amount/).fill("0");
+    await page.getByLabel(/^Note/).fill("try again");
+    await page.getByRole("button", { name: "Grant" }).click();
+    await page.getByRole("alert").waitFor();
+    const picked = await page.evaluate('document.getElementById("grant-user").selectedOptions[0].textContent');
+    expect(picked).toBe(CAROL.email);
+    expect(await page.getByLabel(/^Amount/).inputValue()).toBe("0");
+    expect(await page.getByLabel(/^Note/).inputValue()).toBe("try again");
+  });
+
   test("no secret reaches the pages or the log", async () => {
     expect(gw.output()).not.toContain(carolKey);
     expect(gw.output()).not.toContain(CAROL.password);

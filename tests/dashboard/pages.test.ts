@@ -74,6 +74,42 @@ describe("dashboard pages", () => {
     expect(await signin.text()).toContain('action="/auth/login"');
   });
 
+  test("a form posted after the session ended leads back to its page after sign-in, not to the POST-only action (regression: a 404 page)", async () => {
+    const t = await setup();
+    const dead = "mg_session=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const cases: Array<[string, string]> = [
+      ["/dashboard/keys", "/dashboard/keys"],
+      ["/dashboard/keys/key_abc/revoke", "/dashboard/keys"],
+      ["/dashboard/admin/credits", "/dashboard/admin"],
+      ["/dashboard/admin/users/2/disable", "/dashboard/admin"],
+    ];
+    for (const [action, page] of cases) {
+      const res = await t.post(action, { csrf: "x" }, { cookie: dead });
+      expect({ action, location: res.headers.get("location") }).toEqual({ action, location: `/dashboard/signin?next=${encodeURIComponent(page)}` });
+    }
+  });
+
+  test("the sign-in page clears a session cookie that no longer signs in (regression: keyless API calls from that browser got 401 until sign-out)", async () => {
+    const t = await setup();
+    const stale = await t.get("/dashboard/signin", "mg_session=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    expect(stale.status).toBe(200);
+    expect(stale.headers.get("set-cookie")).toStartWith("mg_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+    expect((await t.get("/dashboard/signin")).headers.get("set-cookie")).toBeNull();
+  });
+
+  test("of two session cookies the one at the widest path counts, which only the gateway sets (regression: a cookie planted at /dashboard by a page on another port of the host took over)", async () => {
+    const t = await setup();
+    const victim = await t.signIn("victim@example.com");
+    const attacker = await t.signIn("attacker@example.com");
+    // Browsers send the cookie of the longer path first: the planted one, then the gateway's.
+    const both = `${attacker.cookie}; ${victim.cookie}`;
+    const page = await t.get("/dashboard/keys", both);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("victim@example.com");
+    expect(html).not.toContain("attacker@example.com");
+  });
+
   test("sign-in offers sign-up and OAuth buttons only as configured", async () => {
     const closed = await setup();
     const closedPage = await (await closed.get("/dashboard/signin")).text();

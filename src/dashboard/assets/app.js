@@ -74,7 +74,12 @@ function setUpPlayground(form) {
   const status = document.getElementById("pg-status");
   const prompt = form.elements.prompt;
   const send = form.querySelector("button[type=submit]");
+  const stop = document.getElementById("pg-stop");
   const messages = [];
+  // One request at a time; Clear starts a new conversation, which an answer of the old one
+  // still streaming must not write into.
+  let running = null;
+  let conversation = 0;
 
   function add(kind, text) {
     const div = document.createElement("div");
@@ -84,7 +89,13 @@ function setUpPlayground(form) {
     return div;
   }
 
+  stop.addEventListener("click", function () {
+    if (running) running.abort();
+  });
+
   document.getElementById("pg-clear").addEventListener("click", function () {
+    conversation += 1;
+    if (running) running.abort();
     messages.length = 0;
     transcript.replaceChildren();
     status.textContent = "";
@@ -97,12 +108,17 @@ function setUpPlayground(form) {
   form.addEventListener("submit", async function (event) {
     event.preventDefault();
     const text = prompt.value.trim();
-    if (!text) return;
+    // requestSubmit() (Ctrl+Enter) fires even while Send is disabled: one answer at a time.
+    if (!text || running) return;
     const model = form.elements.model.value;
+    const mine = conversation;
+    const controller = new AbortController();
+    running = controller;
     messages.push({ role: "user", content: text });
     add("user", text);
     prompt.value = "";
     send.disabled = true;
+    stop.hidden = false;
     const answer = add("assistant", "");
     answer.setAttribute("aria-busy", "true");
     status.textContent = "Waiting for " + model + "…";
@@ -116,6 +132,7 @@ function setUpPlayground(form) {
         credentials: "same-origin",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model: model, messages: messages, stream: true, stream_options: { include_usage: true } }),
+        signal: controller.signal,
       });
       if (!response.ok) {
         let message = "HTTP " + response.status;
@@ -155,20 +172,30 @@ function setUpPlayground(form) {
           }
         }
       }
+      if (mine !== conversation) return; // cleared while the last bytes arrived
       messages.push({ role: "assistant", content: answer.textContent });
       const seconds = ((performance.now() - started) / 1000).toFixed(2);
       status.textContent = "Done in " + seconds + " s, " + chunks + " chunks" +
         (usage ? ", " + usage.prompt_tokens + " prompt + " + usage.completion_tokens + " completion tokens" : "") +
         (skipped ? ", " + skipped + " event(s) that were not JSON skipped" : "") + ".";
     } catch (error) {
-      messages.pop();
-      answer.className = "msg error";
-      answer.textContent = error.message;
-      status.textContent = "Failed.";
+      if (mine !== conversation) return; // cleared: this answer's conversation is gone
+      if (controller.signal.aborted && answer.textContent) {
+        // Stopped: what came so far stays, in the page and in the conversation.
+        messages.push({ role: "assistant", content: answer.textContent });
+        status.textContent = "Stopped after " + chunks + " chunks.";
+      } else {
+        messages.pop();
+        answer.className = "msg error";
+        answer.textContent = controller.signal.aborted ? "Stopped before an answer arrived." : error.message;
+        status.textContent = controller.signal.aborted ? "Stopped." : "Failed.";
+      }
     } finally {
+      running = null;
       answer.removeAttribute("aria-busy");
       answer.setAttribute("data-done", "true");
       send.disabled = false;
+      stop.hidden = true;
       prompt.focus();
     }
   });

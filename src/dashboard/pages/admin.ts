@@ -29,6 +29,10 @@ export interface AdminView {
   csrf: string;
   now: number;
   selfId: number;
+  /** GitHub or Google sign-in is configured: a user may then be made without a password. */
+  oauth: boolean;
+  /** A refused grant's form as it was sent, shown again; null for a fresh one. */
+  grant: { userId: string; amount: string; note: string } | null;
 }
 
 export function adminPage(view: AdminView): Html {
@@ -54,7 +58,7 @@ export function adminPage(view: AdminView): Html {
   <h2 id="create-user-h">Create a user</h2>
   <form method="post" action="/dashboard/admin/users">${csrf}
     <label for="new-email">Email</label><input id="new-email" name="email" type="email" required autocomplete="off">
-    <label for="new-password">Password <span class="hint">at least 8 characters; leave empty for sign-in with GitHub or Google only</span></label>
+    <label for="new-password">Password <span class="hint">at least 8 characters; ${view.oauth ? "leave empty for sign-in with GitHub or Google only" : "leave empty for an account that only holds API keys (made with modelgate key create)"}</span></label>
     <input id="new-password" name="password" type="password" minlength="8" autocomplete="new-password">
     <label><input type="checkbox" name="admin" value="1"> Administrator</label>
     <button type="submit">Create user</button>
@@ -64,11 +68,11 @@ export function adminPage(view: AdminView): Html {
   <h2 id="grant-h">Grant credits</h2>
   <form method="post" action="/dashboard/admin/credits" id="grant-form">${csrf}
     <label for="grant-user">User</label>
-    <select id="grant-user" name="user_id" required>${view.users.map((u) => html`<option value="${u.id}">${u.email}</option>`)}</select>
+    <select id="grant-user" name="user_id" required>${view.users.map((u) => html`<option value="${u.id}"${String(u.id) === view.grant?.userId ? html` selected` : ""}>${u.email}</option>`)}</select>
     <label for="grant-amount">Amount <span class="hint">credits, up to 6 decimals</span></label>
-    <input id="grant-amount" name="amount" type="text" inputmode="decimal" required pattern="[0-9]+(\\.[0-9]{1,6})?" placeholder="12.50">
+    <input id="grant-amount" name="amount" type="text" inputmode="decimal" required pattern="[0-9]+(\\.[0-9]{1,6})?" placeholder="12.50" value="${view.grant?.amount ?? ""}">
     <label for="grant-note">Note <span class="hint">optional, kept in the ledger</span></label>
-    <input id="grant-note" name="note" type="text" maxlength="200">
+    <input id="grant-note" name="note" type="text" maxlength="200" value="${view.grant?.note ?? ""}">
     <button type="submit">Grant</button>
   </form>
 </section>

@@ -18,7 +18,7 @@ export function playgroundPage(registry: ModelRegistry, options: { model?: strin
   </div>
   <label for="pg-prompt">Prompt <span class="hint">Ctrl+Enter sends</span></label>
   <textarea id="pg-prompt" name="prompt" required placeholder="Ask something"></textarea>
-  <button type="submit">Send</button> <button type="button" class="secondary" id="pg-clear">Clear</button>
+  <button type="submit">Send</button> <button type="button" class="secondary" id="pg-stop" hidden>Stop</button> <button type="button" class="secondary" id="pg-clear">Clear</button>
   <p id="pg-status" class="muted" role="status" aria-live="polite"></p>
 </fieldset></form>
 <section aria-label="Conversation"><div id="transcript" class="transcript" aria-live="polite"></div></section>
