@@ -24,7 +24,7 @@ import type { AccountReader } from "../spendauth/chain";
 import type { Admission, AdmitInput, Identity } from "./types";
 import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
 import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
-import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
+import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, SETTLE_MARGIN_S, spendDomain } from "./spendauth-verify";
 import { maxCostMicro } from "../credits/price";
 import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
 
@@ -148,9 +148,26 @@ function admission(
 ): Admission {
   const nonce = auth.nonce.toString();
   let settled = false;
+  const queue = (): void => {
+    try {
+      if (deps.settlements) deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() });
+      else enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+    } catch (err) {
+      log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+    }
+  };
   return {
     identity: spendAuthIdentity(auth.commitment),
     headers: ctx.headers,
+    // The claim must reach the chain before the authorization expires: an upstream that has not
+    // answered by then is given up (the nonce goes back to the client), and one that has is
+    // claimed at once, not when a long answer ends (then it would have expired: served, unpaid).
+    answerBy: Number(auth.expiry - SETTLE_MARGIN_S) * 1000,
+    answered() {
+      if (settled) return;
+      settled = true;
+      queue();
+    },
     settle(outcome) {
       if (settled) return;
       settled = true;
@@ -160,8 +177,7 @@ function admission(
         // held (served, or still in flight) would leave that one unclaimable. It is settled
         // instead: the client signed it, and chose to send the next before this one ended.
         if (delivered || ctx.reservations.holdsAfter(auth.commitment, auth.nonce)) {
-          if (deps.settlements) deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() });
-          else enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+          queue();
         } else {
           ctx.reservations.remove(auth.commitment, nonce);
           ctx.nonces.release(auth.commitment, nonce);

@@ -55,6 +55,13 @@ export interface Admission {
   headers: Record<string, string>;
   /** Called exactly once per admitted request; must not throw and must not block. */
   settle(input: SettleInput): void;
+  /**
+   * Epoch ms by which an upstream must have answered, when the identity sets one (a SpendAuth
+   * authorization that must be settled before it expires); the first-byte timeout shortens to it.
+   */
+  answerBy?: number;
+  /** The upstream answered with success: the request will be served (SpendAuth queues its claim now). */
+  answered?(): void;
 }
 
 export interface Gate {

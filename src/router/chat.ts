@@ -57,6 +57,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       routing: deps.config.routing,
       now: deps.now,
       random: deps.registry.random,
+      answerBy: admission.answerBy,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;
@@ -65,6 +66,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       throw error;
     }
     const { reply, target } = forwarded;
+    if (reply.status < 300) admission.answered?.();
     const upstream = target.upstream;
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.

@@ -26,6 +26,8 @@ export interface ForwardInput {
   routing: Config["routing"];
   now: () => number;
   random?: () => number;
+  /** Epoch ms by which an upstream must have answered (the identity's Admission.answerBy). */
+  answerBy?: number;
 }
 
 export interface Forwarded {
@@ -144,7 +146,8 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;
-  client.answerWithin(upstream.config.first_byte_timeout_ms);
+  const waitMs = firstByteWait(upstream.config.first_byte_timeout_ms, input.answerBy, now);
+  client.answerWithin(waitMs);
   try {
     const reply = await exchange.reply;
     client.answered();
@@ -165,12 +168,23 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     client.answered();
     client.onGone = null;
     if (client.timedOut) {
-      return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${upstream.config.first_byte_timeout_ms} ms` };
+      const why = waitMs < upstream.config.first_byte_timeout_ms ? " (the time left to claim the payment before its authorization expires)" : "";
+      return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms${why}` };
     }
     if (err instanceof UpstreamFailure && err.kind === "connect_timeout") return { failure: "timeout", message: err.message };
     if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };
     return { failure: "error", message: `upstream "${upstream.name}" is unreachable` };
   }
+}
+
+/**
+ * How long an attempt may wait for its answer: the upstream's first-byte timeout, or less when
+ * the request must be answered by `answerBy`, in whole seconds (deadlines share one timer per
+ * distinct wait, so the distinct waits stay few).
+ */
+function firstByteWait(timeoutMs: number, answerBy: number | undefined, now: number): number {
+  if (answerBy === undefined) return timeoutMs;
+  return Math.min(timeoutMs, Math.max(0, Math.floor((answerBy - now) / 1000) * 1000));
 }
 
 /** Why an upstream's answer fails the attempt (the next target is tried), or null when it is the answer. */

@@ -212,6 +212,40 @@ describe("replay", () => {
     expect(listSettlements(app.deps.db).length).toBe(1);
   });
 
+  test("a streamed answer is claimed as soon as the upstream answers, not when it ends (regression: one that outlasted its authorization was served and never paid)", async () => {
+    const app = spendAuthApp(config);
+    mock.behaviour.chunkDelayMs = 100;
+    try {
+      const response = await app.chat({ ...BODY, stream: true }, { "x-payment-signature": await signedHeader({ nonce: 9n }) });
+      expect(response.status).toBe(200);
+      const reader = response.body!.getReader();
+      await reader.read(); // the answer has begun; most of it is still to come
+      expect(listSettlements(app.deps.db).map((row) => row.nonce)).toEqual(["9"]);
+      while (!(await reader.read()).done);
+      expect(listSettlements(app.deps.db).length).toBe(1);
+    } finally {
+      mock.behaviour.chunkDelayMs = undefined;
+    }
+  });
+
+  test("an upstream that has not answered while there is still time to claim the payment is given up, and the nonce goes back (regression: answered after the authorization expired, never paid)", async () => {
+    const app = spendAuthApp(config);
+    // 32 s of life: 2 s to answer, then 30 s left to claim it on-chain.
+    const expiry = BigInt(Math.floor(Date.now() / 1000) + 32);
+    mock.behaviour.delayMs = 2_600;
+    try {
+      const late = await app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 11n, expiry }) });
+      const error = await errorOf(late);
+      expect(error.status).toBe(504);
+      expect(error.message).toMatch(/did not answer within [12]000 ms \(the time left to claim the payment before its authorization expires\)$/);
+    } finally {
+      mock.behaviour.delayMs = undefined;
+    }
+    expect(listSettlements(app.deps.db).length).toBe(0);
+    // The nonce is the client's again: a new authorization for it, with a later expiry, is served.
+    expect((await app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 11n }) })).status).toBe(200);
+  });
+
   test("a rate-limited request releases its nonce", async () => {
     let allow = false;
     const app = spendAuthApp(config, {
