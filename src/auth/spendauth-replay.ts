@@ -4,7 +4,10 @@
  * uses of one authorization exactly one wins, across restarts too. Records are kept until the
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
- * retry with the same signed authorization.
+ * retry with the same signed authorization. At start-up, records without a settlement row are
+ * forgotten (forgetUnsettled): their requests were in flight, or their rows still queued, when the
+ * process died, so nothing will ever claim them, and kept they would lock the commitment out (its
+ * next nonce could never be claimed before this one) until they expired.
  */
 import { brieflyLocked, type Db } from "../db/client";
 
@@ -14,6 +17,8 @@ export interface NonceStore {
   release(commitment: string, nonce: string): void;
   /** Deletes records whose authorization can no longer pass the time check; returns how many. */
   prune(nowMs: number): number;
+  /** At start-up, before serving: deletes records no settlement row claims; returns how many. */
+  forgetUnsettled(): number;
 }
 
 /**
@@ -25,6 +30,9 @@ export function createNonceStore(db: Db): NonceStore {
   const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
   const remove = sqlite.prepare<unknown, [string, string]>("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
   const expired = sqlite.prepare<unknown, [number]>("DELETE FROM spend_nonces WHERE expires_at < ?");
+  const unsettled = sqlite.prepare<unknown, []>(
+    "DELETE FROM spend_nonces WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)",
+  );
   const removeBriefly = brieflyLocked(sqlite, (commitment: string, nonce: string) => void remove.run(commitment, nonce));
   return {
     record: brieflyLocked(sqlite, (commitment: string, nonce: string, keepUntilMs: number) => insert.run(commitment, nonce, keepUntilMs).changes === 1),
@@ -37,6 +45,7 @@ export function createNonceStore(db: Db): NonceStore {
       }
     },
     prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
+    forgetUnsettled: brieflyLocked(sqlite, () => unsettled.run().changes),
   };
 }
 

@@ -53,6 +53,12 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
   const mode = spendAuthMode(options.config);
   checkOperatorKey(cfg);
   const nonces = createNonceStore(options.db);
+  try {
+    const forgotten = nonces.forgetUnsettled();
+    if (forgotten > 0) options.log("warn", `spend_auth: ${forgotten} authorization(s) admitted before the last stop have no settlement row (the process died before writing it); their nonces are the clients' again`);
+  } catch (error) {
+    options.log("warn", "spend_auth: could not forget unsettled nonces, the database refused it; they expire by themselves", { error: String((error as Error)?.message ?? error) });
+  }
   const settlements = createSettlementWriter(options.db, { now: options.now });
   const reservations = new Reservations();
   loadReservations(options.db, reservations);

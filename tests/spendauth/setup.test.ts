@@ -13,7 +13,7 @@ import { setupSpendAuth } from "../../src/spendauth/setup";
 import { createPublic, createSettler, type Settler } from "../../src/spendauth/chain";
 import { enqueueSettlement, listSettlements, retrySettlement, settlementCounts } from "../../src/spendauth/queue";
 import { startSettlementWorker } from "../../src/spendauth/worker";
-import { Reservations } from "../../src/auth/spendauth-replay";
+import { createNonceStore, Reservations } from "../../src/auth/spendauth-replay";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
 import { CHAIN_ID, CONTRACT, KEYS, OPERATOR, signedHeader } from "./helpers";
 
@@ -60,6 +60,26 @@ describe("configuration", () => {
   });
   test("with nothing configured SpendAuth is off and setup succeeds", () => {
     expect(setupWith({})).not.toThrow();
+  });
+});
+
+describe("start-up", () => {
+  test("nonces admitted before a crash whose settlement row was never written are the clients' again; settled ones stay taken (regression: the commitment was locked out until they expired)", async () => {
+    const { config } = buildConfig({ spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] } }, { env: {} });
+    const { db } = openDatabase(":memory:");
+    const commitment = `0x${"11".repeat(32)}`;
+    const later = Date.now() + 3_600_000;
+    const nonces = createNonceStore(db);
+    // Nonce 1 was served and its row written; nonce 2 was admitted, then the process was killed.
+    const served = parseSpendAuthHeader(await signedHeader({ nonce: 1n })) as SpendAuthorization;
+    nonces.record(commitment, "1", later);
+    enqueueSettlement(db, served, "req_1", Date.now());
+    nonces.record(commitment, "2", later);
+    const logged: string[] = [];
+    setupSpendAuth({ config, db, now: Date.now, log: (_level, message) => void logged.push(message) }).stop();
+    const kept = db.$client.query("SELECT nonce FROM spend_nonces ORDER BY nonce").all() as Array<{ nonce: string }>;
+    expect(kept.map((r) => r.nonce)).toEqual(["1"]);
+    expect(logged).toContain("spend_auth: 1 authorization(s) admitted before the last stop have no settlement row (the process died before writing it); their nonces are the clients' again");
   });
 });
 
