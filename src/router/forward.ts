@@ -92,8 +92,11 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
       recordTargetAnswered(target, elapsed);
       return { reply: outcome.reply, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
     }
-    if (input.client.gone) {
+    if (input.client.gone || outcome.failure === "deadline") {
+      // Neither is the upstream's fault: a client that left, or an answer due sooner than the
+      // upstream's own timeout (a payment that must be claimed first). Nothing to try after either.
       abandonTargetAttempt(target);
+      lastFailure = outcome;
       break;
     }
     if (outcome.failure === "refused") recordTargetRefusal(target, now(), outcome.message, routing);
@@ -102,13 +105,17 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     lastFailure = outcome;
   }
   if (input.client.gone) return { error: new GatewayError("client_closed_request", "the client went away before an upstream answered"), upstreamMs };
-  return { error: new GatewayError(lastFailure!.failure === "timeout" ? "upstream_timeout" : "upstream_error", lastFailure!.message), upstreamMs };
+  const late = lastFailure!.failure === "timeout" || lastFailure!.failure === "deadline";
+  return { error: new GatewayError(late ? "upstream_timeout" : "upstream_error", lastFailure!.message), upstreamMs };
 }
 
 /** A failed attempt, as a plain value: errors with stack traces are built once, for the client. */
 interface AttemptFailure {
-  /** refused: the upstream answered this model with 429 or 5xx (the target's circuit counts it). */
-  failure: "timeout" | "error" | "refused";
+  /**
+   * refused: the upstream answered this model with 429 or 5xx (the target's circuit counts it);
+   * deadline: no answer by the identity's answerBy, sooner than the upstream's own timeout.
+   */
+  failure: "timeout" | "error" | "refused" | "deadline";
   message: string;
 }
 
@@ -168,8 +175,10 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     client.answered();
     client.onGone = null;
     if (client.timedOut) {
-      const why = waitMs < upstream.config.first_byte_timeout_ms ? " (the time left to claim the payment before its authorization expires)" : "";
-      return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms${why}` };
+      if (waitMs < upstream.config.first_byte_timeout_ms) {
+        return { failure: "deadline", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms (the time left to claim the payment before its authorization expires)` };
+      }
+      return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms` };
     }
     if (err instanceof UpstreamFailure && err.kind === "connect_timeout") return { failure: "timeout", message: err.message };
     if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };

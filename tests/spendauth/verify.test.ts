@@ -242,6 +242,8 @@ describe("replay", () => {
       mock.behaviour.delayMs = undefined;
     }
     expect(listSettlements(app.deps.db).length).toBe(0);
+    // The upstream was not at fault (the client's expiry was near): nothing counts against it.
+    expect(app.deps.registry.upstreams.get("mock")!.consecutiveFailures).toBe(0);
     // The nonce is the client's again: a new authorization for it, with a later expiry, is served.
     expect((await app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 11n }) })).status).toBe(200);
   });
