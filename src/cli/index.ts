@@ -108,6 +108,7 @@ const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or 
   migrate                                      apply embedded database migrations
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
+  user password EMAIL                          set a new password, read from stdin; their sessions end
   user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that
   user verify EMAIL                            vouch for an address a password sign-up never proved
   key create --user EMAIL [--name N] [--expires 30d] [--per-minute N]   create an API key (printed once)

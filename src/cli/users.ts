@@ -15,7 +15,8 @@ import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
-import { createUser, disableUser, enableUser, findUserByEmail, proveEmail, setAdmin, type User } from "../auth/users";
+import { createUser, disableUser, enableUser, findUserByEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
+import { deleteUserSessions } from "../auth/session";
 import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
@@ -69,7 +70,7 @@ async function readPassword(): Promise<string> {
   return text.replace(/\r?\n$/, "");
 }
 
-const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL | user verify EMAIL";
+const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user password EMAIL (the new one on stdin) | user disable EMAIL | user enable EMAIL | user verify EMAIL";
 
 registerCommand("user", async (ctx) => {
   const [, sub, email] = ctx.args.positionals;
@@ -90,6 +91,23 @@ registerCommand("user", async (ctx) => {
     // The operator vouches for the address (its owner proved it to them): OAuth may join the account, setup and --admin accept it.
     const result = withDb(ctx, (db) => proveEmail(db, requireUser(db, email, ctx).id));
     ctx.print(result === "proven" ? `${email} is now a proven address: GitHub or Google sign-in with it joins this account` : `${email} was already a proven address`);
+    return 0;
+  }
+  if (sub === "password") {
+    // The way back in for someone who forgot theirs (the only administrator too). The sessions end,
+    // and the device tokens die with the old password's hash.
+    const password = await readPassword();
+    const problem = passwordProblem(password);
+    if (problem !== null) throw new UsageError(problem);
+    const opened = ctx.openDb();
+    try {
+      const user = requireUser(opened.db, email, ctx);
+      await setPassword(opened.db, user.id, password);
+      deleteUserSessions(opened.db, user.id);
+    } finally {
+      opened.close();
+    }
+    ctx.print(`set a new password for ${email}; their sessions ended, so they sign in again`);
     return 0;
   }
   if (sub !== "add") throw new UsageError(USER_USAGE);
@@ -116,6 +134,7 @@ registerCommand("user", async (ctx) => {
   }
 }, {
   add: { flags: ["admin", "password-stdin"], words: 3 },
+  password: { flags: [], words: 3 },
   disable: { flags: [], words: 3 },
   enable: { flags: [], words: 3 },
   verify: { flags: [], words: 3 },

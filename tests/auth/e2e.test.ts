@@ -184,5 +184,18 @@ describe("CLI errors", () => {
       body: JSON.stringify({ email: "pw@example.com", password: "a fine password" }),
     });
     expect(login.status).toBe(200);
+    const session = login.headers.getSetCookie().find((c) => c.startsWith("mg_session="))!.split(";")[0];
+
+    // A forgotten password: the CLI sets a new one; the old one and the session it opened stop working.
+    const tooShort = await gw.cli(["user", "password", "pw@example.com"], "short\n");
+    expect(tooShort.code).toBe(2);
+    expect((await gw.cli(["user", "password", "nobody@example.com"], "another fine one\n")).code).toBe(2);
+    const reset = await gw.cli(["user", "password", "pw@example.com"], "another fine one\n");
+    expect({ code: reset.code, stdout: reset.stdout.trim() }).toEqual({ code: 0, stdout: "set a new password for pw@example.com; their sessions ended, so they sign in again" });
+    const signIn = (password: string) =>
+      fetch(`${gw.url}/auth/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ email: "pw@example.com", password }) });
+    expect((await signIn("a fine password")).status).toBe(401);
+    expect((await signIn("another fine one")).status).toBe(200);
+    expect((await fetch(`${gw.url}/api/admin/credits`, { method: "POST", headers: { cookie: session, "content-type": "application/json" }, body: "{}" })).status).toBe(401);
   });
 });
