@@ -4,7 +4,7 @@
  * authorization has expired (the contract refuses expired ones). Plain functions over a db
  * handle, shared by the worker, /api/status and the CLI.
  */
-import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lte, not, or, sql } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
@@ -62,10 +62,16 @@ export function createSettlementWriter(db: Db, options: { now?: () => number } =
 
 /** Rows the worker may work on now, oldest nonce of each commitment first. */
 export function readySettlements(db: Db, nowMs: number, limit: number): SettlementRow[] {
+  // The contract takes a commitment's nonces in order: a pending row waits while an earlier one of
+  // its commitment waits out a backoff (tried anyway, it would fail, and its failures would count
+  // towards dead). Earlier ones ready now come first in the same pass, and the worker stops at
+  // the first that fails. Nonces are decimal strings: shorter is smaller.
+  const earlierWaiting = sql`EXISTS (SELECT 1 FROM settlements e WHERE e.commitment = ${settlements.commitment} AND e.state = 'pending' AND e.next_attempt_at > ${nowMs}
+    AND (length(e.nonce) < length(${settlements.nonce}) OR (length(e.nonce) = length(${settlements.nonce}) AND e.nonce < ${settlements.nonce})))`;
   return db
     .select()
     .from(settlements)
-    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs)))
+    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs), or(eq(settlements.state, "authorized"), not(earlierWaiting))))
     .orderBy(asc(settlements.commitment), asc(sql`length(${settlements.nonce})`), asc(settlements.nonce))
     .limit(limit)
     .all();

@@ -11,7 +11,7 @@ import { buildConfig, ConfigError } from "../../src/config/load";
 import { openDatabase } from "../../src/db/client";
 import { setupSpendAuth } from "../../src/spendauth/setup";
 import { createPublic, createSettler, type Settler } from "../../src/spendauth/chain";
-import { enqueueSettlement, listSettlements, retrySettlement, settlementCounts } from "../../src/spendauth/queue";
+import { enqueueSettlement, listSettlements, readySettlements, retrySettlement, settlementCounts, updateSettlement } from "../../src/spendauth/queue";
 import { startSettlementWorker } from "../../src/spendauth/worker";
 import { createNonceStore, Reservations } from "../../src/auth/spendauth-replay";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
@@ -80,6 +80,23 @@ describe("start-up", () => {
     const kept = db.$client.query("SELECT nonce FROM spend_nonces ORDER BY nonce").all() as Array<{ nonce: string }>;
     expect(kept.map((r) => r.nonce)).toEqual(["1"]);
     expect(logged).toContain("spend_auth: 1 authorization(s) admitted before the last stop have no settlement row (the process died before writing it); their nonces are the clients' again");
+  });
+});
+
+describe("settlement order", () => {
+  test("a later nonce waits while an earlier one of its commitment waits out a backoff (regression: tried anyway, it failed, and its failures made it dead)", async () => {
+    const { db } = openDatabase(":memory:");
+    const now = Date.now();
+    for (const nonce of [0n, 1n, 10n]) enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce })) as SpendAuthorization, null, now);
+    const other = parseSpendAuthHeader(await signedHeader({ nonce: 5n, commitment: `0x${"22".repeat(32)}` })) as SpendAuthorization;
+    enqueueSettlement(db, other, null, now);
+    const ready = () => readySettlements(db, now, 50).map((r) => `${r.commitment.slice(2, 4)}:${r.nonce}`);
+    expect(ready()).toEqual(["11:0", "11:1", "11:10", "22:5"]); // oldest nonce first; the worker stops at a failure
+    const first = listSettlements(db).find((r) => r.nonce === "0")!;
+    updateSettlement(db, first.id, { attempts: 1, nextAttemptAt: now + 60_000 }, now);
+    expect(ready()).toEqual(["22:5"]); // nonce 0 waits out its backoff: 1 and 10 wait with it
+    updateSettlement(db, first.id, { state: "authorized", nextAttemptAt: now + 60_000 }, now);
+    expect(ready()).toEqual(["11:1", "11:10", "22:5"]); // 0 is taken on-chain (its claim waits): 1 and 10 may go
   });
 });
 
