@@ -376,6 +376,22 @@ describe("dashboard in chromium", () => {
     expect(await page.getByLabel(/^Note/).inputValue()).toBe("try again");
   });
 
+  test("on a phone, a table's row buttons stay in view while the table scrolls sideways (regression: Disable and Revoke sat off-screen)", async () => {
+    await actAs(ADMIN.email);
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto(`${gw.url}/dashboard/admin`);
+      for (const button of [page.getByRole("button", { name: `Disable ${CAROL.email}` }), page.locator("#keys").getByRole("button", { name: /Revoke/ }).first()]) {
+        const box = (await button.boundingBox())!;
+        expect(box.x).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width).toBeLessThanOrEqual(375);
+      }
+      await browser.screenshot("admin-phone");
+    } finally {
+      await page.setViewportSize({ width: 1100, height: 800 });
+    }
+  });
+
   test("no secret reaches the pages or the log", async () => {
     expect(gw.output()).not.toContain(carolKey);
     expect(gw.output()).not.toContain(CAROL.password);

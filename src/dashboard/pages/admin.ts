@@ -39,7 +39,7 @@ export function adminPage(view: AdminView): Html {
   const csrf = html`<input type="hidden" name="csrf" value="${view.csrf}">`;
   return html`<section aria-labelledby="users-h">
 <h2 id="users-h">Users</h2>
-<div class="table-wrap"><table id="users">
+<div class="table-wrap"><table id="users" class="actions">
   <thead><tr><th>Email</th><th>Role</th><th>Status</th><th class="num">Balance</th><th>Created</th><th><span class="hint">Action</span></th></tr></thead>
   <tbody>${view.users.map((u) => html`<tr data-user="${u.email}">
     <td>${u.email}</td>

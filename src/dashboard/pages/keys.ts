@@ -58,7 +58,7 @@ function createdKey(created: { key: string; name: string }): Html {
 
 export function keysTable(keys: KeyView[], options: { csrf: string; now: number; revokeAction: (id: string) => string; showOwner?: boolean }): Html {
   if (keys.length === 0) return html`<p class="muted" id="keys-empty">No keys yet.</p>`;
-  return html`<div class="table-wrap"><table id="keys">
+  return html`<div class="table-wrap"><table id="keys" class="actions">
   <thead><tr>${options.showOwner ? html`<th>Owner</th>` : ""}<th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Status</th><th><span class="hint">Action</span></th></tr></thead>
   <tbody>${keys.map((k) => {
     const status = keyStatus(k, options.now);
