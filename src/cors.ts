@@ -26,6 +26,11 @@ export interface Cors {
   preflight(request: Request): Response;
 }
 
+/** An entry of server.cors_origins: `*`, or an origin exactly as a browser sends it. */
+export function isCorsOrigin(entry: string): boolean {
+  return entry === "*" || URL.parse(entry)?.origin === entry;
+}
+
 /** Whether a path is part of the API that CORS opens (never the dashboard, sign-in or admin routes). */
 export function isCorsPath(pathname: string): boolean {
   return pathname.startsWith("/v1/") || pathname === "/api/health" || pathname === "/api/status";

@@ -16,6 +16,16 @@ export function listenUrl(hostname: string, port: number): string {
   return `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
 }
 
+/**
+ * The URL the gateway is reached at where it listens (localhost when it listens on every
+ * interface): public_url when none is written. Null for a port of 0, chosen by the system later.
+ */
+export function urlWhereListening(listen: string): string | null {
+  const { hostname, port } = parseAddress(listen);
+  if (port === 0 || port > 65_535) return null;
+  return listenUrl(hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname, port);
+}
+
 /** Runs `listen`; a failure (a port in use) is rethrown naming the key, e.g. `server.listen = "…": …`. */
 export function listenNaming<T>(key: string, address: string, listen: () => T): T {
   try {

@@ -15,7 +15,8 @@ import { ConfigSchema, type Config } from "./schema";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
-import { listenUrl, parseAddress } from "../listen";
+import { parseAddress, urlWhereListening } from "../listen";
+import { isCorsOrigin } from "../cors";
 
 export { ConfigError } from "./errors";
 
@@ -133,21 +134,11 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   }
   const config = withDefaults as Config;
   const server = resolved.server as Record<string, unknown> | undefined;
-  if (server?.public_url === undefined) config.server.public_url = localPublicUrl(config.server.listen);
+  // Unwritten, links follow listen (a changed port still gets a setup link that opens).
+  if (server?.public_url === undefined) config.server.public_url = urlWhereListening(config.server.listen) ?? config.server.public_url;
   checkReferences(config);
   checkSpendAuth(config);
   return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
-}
-
-/**
- * public_url when none is written: the gateway as reached where it listens (localhost when it
- * listens on every interface), so the setup link printed at first start opens after changing only
- * `listen`. A port of 0 (chosen by the system at start) is unknown yet: the schema's default stays.
- */
-function localPublicUrl(listen: string): string {
-  const { hostname, port } = parseAddress(listen);
-  if (port === 0 || port > 65_535) return ConfigSchema.properties.server.properties.public_url.default;
-  return listenUrl(hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname, port);
 }
 
 /**
@@ -207,9 +198,7 @@ function checkReferences(config: Config): void {
     if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   }
   config.server.cors_origins.forEach((entry, i) => {
-    if (entry !== "*" && URL.parse(entry)?.origin !== entry) {
-      throw new ConfigError(`server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`);
-    }
+    if (!isCorsOrigin(entry)) throw new ConfigError(`server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`);
   });
   config.server.trusted_proxies.forEach((entry, i) => {
     if (parseProxyEntry(entry) === null) throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
