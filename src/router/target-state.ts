@@ -11,16 +11,16 @@ import {
   abandonAttempt,
   beginAttempt,
   circuitState,
+  closeCircuit,
   countFailure,
   isAvailable,
   noteFailure,
   recordAnswered,
   recordComplete,
   recordFailure,
+  type CircuitPolicy,
   type CircuitState,
 } from "./upstream-state";
-
-type Policy = { cooldown_failures: number; cooldown_ms: number };
 
 export function targetAvailable(t: Target, now: number): boolean {
   return isAvailable(t.upstream, now) && isAvailable(t.circuit, now);
@@ -51,20 +51,18 @@ export function abandonTargetAttempt(t: Target): void {
 /** An answer that is the answer (2xx, or a 4xx refusal of the request): both circuits close. */
 export function recordTargetAnswered(t: Target, ttfbMs: number): void {
   recordAnswered(t.upstream, ttfbMs);
-  t.circuit.cooldownUntil = 0;
-  t.circuit.probing = false;
+  closeCircuit(t.circuit);
 }
 
 /** The upstream answered this model with 429 or 5xx: it is reachable, the model is not served. */
-export function recordTargetRefusal(t: Target, now: number, reason: string, policy: Policy): void {
-  t.upstream.cooldownUntil = 0;
-  t.upstream.probing = false;
+export function recordTargetRefusal(t: Target, now: number, reason: string, policy: CircuitPolicy): void {
+  closeCircuit(t.upstream);
   noteFailure(t.upstream, now, reason);
   countFailure(t.circuit, now, policy);
 }
 
 /** The upstream could not be reached, or broke its answer: its circuit counts it. */
-export function recordTargetFailure(t: Target, now: number, reason: string, policy: Policy): void {
+export function recordTargetFailure(t: Target, now: number, reason: string, policy: CircuitPolicy): void {
   recordFailure(t.upstream, now, reason, policy);
   t.circuit.probing = false;
 }

@@ -30,6 +30,9 @@ export function closedCircuit(): Circuit {
   return { consecutiveFailures: 0, cooldownUntil: 0, probing: false, opened: 0 };
 }
 
+/** When a circuit opens and for how long (the `[routing]` keys). */
+export type CircuitPolicy = { cooldown_failures: number; cooldown_ms: number };
+
 export interface UpstreamState extends Circuit {
   name: string;
   config: UpstreamConfig;
@@ -127,8 +130,7 @@ export function abandonAttempt(c: Circuit): void {
  * its headers still opens the circuit after cooldown_failures.
  */
 export function recordAnswered(u: UpstreamState, ttfbMs: number): void {
-  u.cooldownUntil = 0;
-  u.probing = false;
+  closeCircuit(u);
   u.ttfbEwmaMs = u.ttfbEwmaMs === null ? ttfbMs : u.ttfbEwmaMs * 0.8 + ttfbMs * 0.2;
 }
 
@@ -139,12 +141,13 @@ export function recordComplete(u: UpstreamState, now: number): void {
   u.successes += 1;
 }
 
-export function recordFailure(
-  u: UpstreamState,
-  now: number,
-  reason: string,
-  policy: { cooldown_failures: number; cooldown_ms: number },
-): void {
+/** An answer came through it: an open circuit closes and a probe ends; the run of failures stays. */
+export function closeCircuit(c: Circuit): void {
+  c.cooldownUntil = 0;
+  c.probing = false;
+}
+
+export function recordFailure(u: UpstreamState, now: number, reason: string, policy: CircuitPolicy): void {
   noteFailure(u, now, reason);
   countFailure(u, now, policy);
 }
@@ -157,7 +160,7 @@ export function noteFailure(u: UpstreamState, now: number, reason: string): void
 }
 
 /** One more failure in a row: the circuit opens at the threshold, and a failed probe re-opens it at once. */
-export function countFailure(c: Circuit, now: number, policy: { cooldown_failures: number; cooldown_ms: number }): void {
+export function countFailure(c: Circuit, now: number, policy: CircuitPolicy): void {
   c.consecutiveFailures += 1;
   c.probing = false;
   if (c.consecutiveFailures >= policy.cooldown_failures || c.cooldownUntil !== 0) {
