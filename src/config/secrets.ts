@@ -20,10 +20,23 @@ const MIN_REDACTED = 6;
 
 /** `value` with its `env:` references resolved, for a step that needs them before the whole config is (nothing collected). */
 export function resolveEnv(value: unknown, path: string, env: Record<string, string | undefined>): unknown {
-  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
-  const resolved = resolveSecrets(value, path, env, secrets);
-  if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
+  const { resolved, unset } = resolveAlone(value, path, env);
+  if (unset.length > 0) throw new UnsetVariableError(unset);
   return resolved;
+}
+
+/**
+ * The same, for a step that can wait: undefined when a variable it names is unset, left to the
+ * whole config's resolution, which names every unset variable at once.
+ */
+export function resolveEnvIfSet(value: unknown, path: string, env: Record<string, string | undefined>): unknown {
+  const { resolved, unset } = resolveAlone(value, path, env);
+  return unset.length > 0 ? undefined : resolved;
+}
+
+function resolveAlone(value: unknown, path: string, env: Record<string, string | undefined>): { resolved: unknown; unset: UnsetVariable[] } {
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
+  return { resolved: resolveSecrets(value, path, env, secrets), unset: secrets.unset };
 }
 
 export function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {

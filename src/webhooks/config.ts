@@ -14,8 +14,7 @@ import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
-import { resolveEnv } from "../config/secrets";
-import { UnsetVariableError } from "../config/errors";
+import { resolveEnvIfSet } from "../config/secrets";
 
 type Raw = Record<string, unknown>;
 
@@ -47,14 +46,8 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
   if (!isObject(section) || section.config === undefined) return raw;
   // `env:` references are resolved here for this step only (the whole config is resolved later):
   // the file's name may come from the environment, and its endpoints are checked as they will run.
-  let config: unknown;
-  try {
-    config = resolveEnv(section.config, "webhooks.config", env);
-  } catch (err) {
-    // Unset: left to the whole config's resolution, which names it with every other unset variable.
-    if (err instanceof UnsetVariableError) return raw;
-    throw err;
-  }
+  const config = resolveEnvIfSet(section.config, "webhooks.config", env);
+  if (config === undefined) return raw;
   if (typeof config !== "string" || config === "") {
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }
@@ -89,14 +82,8 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
  * variable is left to the whole config's resolution, which names every one at once.
  */
 function checkFileEndpoints(endpoints: unknown[], file: string, env: Record<string, string | undefined>): void {
-  let resolved: unknown[];
-  try {
-    resolved = resolveEnv(endpoints, `${file}: endpoints`, env) as unknown[];
-  } catch (err) {
-    if (err instanceof UnsetVariableError) return;
-    throw err;
-  }
-  checkEndpoints(resolved, `${file}: endpoints`);
+  const resolved = resolveEnvIfSet(endpoints, `${file}: endpoints`, env) as unknown[] | undefined;
+  if (resolved !== undefined) checkEndpoints(resolved, `${file}: endpoints`);
 }
 
 /** Structural checks with clear messages; type and range errors are left to the schema. */
