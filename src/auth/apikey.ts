@@ -135,14 +135,22 @@ export function createApiKey(
   return { id, key, displayPrefix, name };
 }
 
+/** The longest key name, in characters; a longer one is refused by the CLI and the dashboard alike. */
+export const KEY_NAME_MAX_CHARS = 100;
+
+/** Whether a typed key name (trimmed) is longer than KEY_NAME_MAX_CHARS characters (an emoji is one). */
+export function keyNameTooLong(raw: string): boolean {
+  return [...raw.trim()].length > KEY_NAME_MAX_CHARS;
+}
+
 /**
  * A key's name as stored: control and invisible format characters (a line break, a terminal
- * escape) become spaces, runs of spaces one, at most 100 characters (never half of one), or
- * "default" when nothing is left.
+ * escape) become spaces, runs of spaces one, at most KEY_NAME_MAX_CHARS characters (never half of
+ * one), or "default" when nothing is left.
  */
 export function keyName(raw: string): string {
   const clean = raw.replace(/[\p{Cc}\p{Cf}\p{DI}\s]+/gu, " ").trim();
-  return [...clean].slice(0, 100).join("") || "default";
+  return [...clean].slice(0, KEY_NAME_MAX_CHARS).join("") || "default";
 }
 
 export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo[] {

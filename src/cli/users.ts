@@ -17,7 +17,7 @@ import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
 import { deleteUserSessions } from "../auth/session";
-import { createApiKey, KEY_PREFIX, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
@@ -153,7 +153,7 @@ registerCommand("key", (ctx) => {
     if (perMinute !== null && !(perMinute >= 1 && perMinute <= 1_000_000_000)) throw new UsageError("--per-minute must be a whole number from 1 to 1000000000");
     const name = stringFlag(ctx.args, "name") ?? "default";
     // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
-    if ([...name.trim()].length > 100) throw new UsageError("--name: at most 100 characters");
+    if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
     const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email, ctx).id, name, expiresAt, perMinute, now }));
     ctx.print(created.key);
     console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);

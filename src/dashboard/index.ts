@@ -10,6 +10,7 @@ import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type SignedIn } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
 import { originAllowed } from "../auth/session";
+import { KEY_NAME_MAX_CHARS, keyNameTooLong } from "../auth/apikey";
 import { html } from "./html";
 import { redirect, renderPage, type NavKey, type PageOptions } from "./layout";
 import { SCRIPT, STYLE } from "./assets";
@@ -105,8 +106,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (g instanceof Response) return g;
       const name = (g.form.name ?? "").trim();
       const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
-      if (name.length === 0 || [...name].length > 100 || !choice) {
-        return renderKeys(g, { notice: { kind: "error", text: "Give the key a name (up to 100 characters) and pick an expiry." }, status: 400 });
+      if (name.length === 0 || keyNameTooLong(name) || !choice) {
+        return renderKeys(g, { notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` }, status: 400 });
       }
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
       const created = accounts.createKey({ userId: g.user.id, name, expiresAt });

@@ -5,6 +5,7 @@
  * expired keys stay listed with their status. Shared with the admin page's all-keys table.
  */
 import { html, time, type Html } from "../html";
+import { KEY_NAME_MAX_CHARS } from "../../auth/apikey";
 
 export interface KeyView {
   id: string;
@@ -37,7 +38,7 @@ export function keysPage(view: { keys: KeyView[]; csrf: string; now: number; cre
   <h2 id="create-h">Create a key</h2>
   <form method="post" action="/dashboard/keys" class="row">
     <input type="hidden" name="csrf" value="${view.csrf}">
-    <div><label for="key-name">Name</label><input id="key-name" name="name" type="text" required maxlength="100" placeholder="laptop, CI, my-app" autocomplete="off"></div>
+    <div><label for="key-name">Name</label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS}" placeholder="laptop, CI, my-app" autocomplete="off"></div>
     <div><label for="key-expires">Expires</label><select id="key-expires" name="expires">${EXPIRY_CHOICES.map((c) => html`<option value="${c.value}">${c.label}</option>`)}</select></div>
     <div class="shrink"><button type="submit">Create key</button></div>
   </form>
