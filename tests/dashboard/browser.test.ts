@@ -76,6 +76,16 @@ async function signInThroughForm(who: { email: string; password: string }): Prom
   await page.waitForURL(/\/dashboard\/(keys|usage|models|playground|admin)/);
 }
 
+/** As the administrator, fills the Admin page's grant form and presses Grant. */
+async function grantInPage(email: string, amount: string, note: string): Promise<void> {
+  await actAs(ADMIN.email);
+  await page.goto(`${gw.url}/dashboard/admin`);
+  await page.getByLabel("User", { exact: true }).selectOption({ label: email });
+  await page.getByLabel(/^Amount/).fill(amount);
+  await page.getByLabel(/^Note/).fill(note);
+  await page.getByRole("button", { name: "Grant" }).click();
+}
+
 /** The session's usage page once the write-behind request log has caught up with `requests`. */
 async function usageShowing(requests: number): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -167,12 +177,7 @@ describe("dashboard in chromium", () => {
   });
 
   test("an admin grants credits", async () => {
-    await actAs(ADMIN.email);
-    await page.goto(`${gw.url}/dashboard/admin`);
-    await page.getByLabel("User", { exact: true }).selectOption({ label: CAROL.email });
-    await page.getByLabel(/^Amount/).fill("25.5");
-    await page.getByLabel(/^Note/).fill("welcome");
-    await page.getByRole("button", { name: "Grant" }).click();
+    await grantInPage(CAROL.email, "25.5", "welcome");
     await page.waitForURL(/done=credits/);
     await expectText(page.getByRole("status"), "Credits granted");
     await expectAttribute(page.locator(`tr[data-user="${CAROL.email}"] [data-balance]`), "data-balance", "25500000");
@@ -363,12 +368,7 @@ describe("dashboard in chromium", () => {
   });
 
   test("a refused grant shows its form as sent: the user picked stays picked (regression: the first user, an admin, was picked again)", async () => {
-    await actAs(ADMIN.email);
-    await page.goto(`${gw.url}/dashboard/admin`);
-    await page.getByLabel("User", { exact: true }).selectOption({ label: CAROL.email });
-    await page.getByLabel(/^Amount/).fill("0");
-    await page.getByLabel(/^Note/).fill("try again");
-    await page.getByRole("button", { name: "Grant" }).click();
+    await grantInPage(CAROL.email, "0", "try again");
     await page.getByRole("alert").waitFor();
     const picked = await page.evaluate('document.getElementById("grant-user").selectedOptions[0].textContent');
     expect(picked).toBe(CAROL.email);

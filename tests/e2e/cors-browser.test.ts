@@ -8,6 +8,7 @@ import type { Server } from "bun";
 import { createUserKey, freePort, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { launchBrowser, type TestBrowser } from "../support/browser";
+import { modelsToml } from "../auth/support";
 
 let mock: MockUpstream;
 let gw: RunningGateway;
@@ -25,16 +26,7 @@ beforeAll(async () => {
   mock = startMockUpstream();
   listed = pageServer();
   other = pageServer();
-  gw = await startGateway(`cors_origins = ["http://127.0.0.1:${listed.port}"]
-
-[[upstreams]]
-name = "mock"
-base_url = "${mock.url}"
-
-[[models]]
-id = "mock-small"
-targets = [{ upstream = "mock" }]
-`);
+  gw = await startGateway(`cors_origins = ["http://127.0.0.1:${listed.port}"]\n${modelsToml(mock.url)}`);
   key = (await createUserKey(gw, { credits: "1" })).key;
   browser = await launchBrowser();
 });
@@ -56,7 +48,7 @@ async function callFrom(origin: string, stream: boolean): Promise<{ status?: num
         const res = await fetch(url, {
           method: "POST",
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "mock-small", messages: [{ role: "user", content: "hi" }], stream }),
+          body: JSON.stringify({ model: "paid-model", messages: [{ role: "user", content: "hi" }], stream }),
         });
         return { status: res.status, remaining: res.headers.get("x-ratelimit-remaining-requests"), text: await res.text() };
       } catch (err) {
