@@ -22,6 +22,7 @@ import { adminPage, type AdminView } from "./pages/admin";
 import { AMOUNT_RULE, parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
+import { createKeyReveals, type CreatedKey } from "./key-reveals";
 
 /** A posted form's fields: only string values are kept (a JSON body may carry anything). */
 type Form = Record<string, string | undefined>;
@@ -33,6 +34,7 @@ interface Guarded extends SignedIn {
 export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);
   const publicUrl = deps.config.server.public_url;
+  const reveals = createKeyReveals(deps.now);
 
   /** The signed-in caller, or the response that turns them away. */
   function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
@@ -65,7 +67,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
   }
 
-  function renderKeys(g: Guarded, extra: { created?: { key: string; name: string }; notice?: PageOptions["notice"]; status?: number } = {}): Response {
+  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number } = {}): Response {
     const now = deps.now();
     const keys = accounts.listKeys({ userId: g.user.id });
     return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created }));
@@ -99,6 +101,11 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .get("/dashboard/keys", ({ request, query }) => {
       const g = guard(request);
       if (g instanceof Response) return g;
+      if (typeof query.created === "string") {
+        const created = reveals.take(query.created, g.csrf);
+        if (created) return renderKeys(g, { created });
+        return renderKeys(g, { notice: { kind: "error", text: "That new key was shown once and is not shown again. If you did not copy it, revoke it and create another." } });
+      }
       return renderKeys(g, { notice: query.revoked ? { kind: "ok", text: "The key was revoked." } : null });
     }, hidden)
     .post("/dashboard/keys", ({ request, body }) => {
@@ -112,7 +119,9 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
       const created = accounts.createKey({ userId: g.user.id, name, expiresAt });
       if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
-      return renderKeys(g, { created: { key: created.value.key, name: created.value.name } });
+      // Shown by the page redirected to, so that reloading it cannot post the form again.
+      const id = reveals.hold(g.csrf, { key: created.value.key, name: created.value.name });
+      return redirect(`/dashboard/keys?created=${id}`);
     }, hidden)
     .post("/dashboard/keys/:id/revoke", ({ request, body, params }) => {
       const g = guardForm(request, body);

@@ -200,6 +200,11 @@ describe("dashboard in chromium", () => {
     expect(carolKey).toMatch(/^sk-mg-[a-z2-7]{46}$/);
     await expectText(page.locator("#new-key-card"), "will not be shown again");
     await browser.screenshot("key-created");
+    // A reload shows the key no more and makes no second one (the form's answer was a redirect).
+    await page.reload();
+    await expectText(page.locator(".notice.error"), "shown once and is not shown again");
+    await expectCount(page.locator("#new-key"), 0);
+    await expectCount(page.locator("tr", { hasText: "sdk test" }), 1);
 
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: carolKey, maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: "mock-large", messages: [{ role: "user", content: "hi" }] });

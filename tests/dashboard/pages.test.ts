@@ -1,7 +1,7 @@
 /**
  * The dashboard in process (app.handle over an in-memory database, real auth functions):
  * session and role checks on every page, CSRF and Origin on every form, a created key shown in
- * exactly one response, escaping of untrusted names, and the usage queries behind the chart.
+ * exactly one response (the page its form redirects to), escaping of untrusted names, and the usage queries behind the chart.
  */
 import { describe, expect, test } from "bun:test";
 import { buildTestApp } from "../support/app";
@@ -181,7 +181,12 @@ describe("dashboard pages", () => {
     expect(badExpiry.status).toBe(400);
     expect(count()).toBe(0);
 
-    const created = await t.post("/dashboard/keys", { name: "ci <script>", expires: "30d", csrf: alice.csrf }, { cookie: alice.cookie });
+    const posted = await t.post("/dashboard/keys", { name: "ci <script>", expires: "30d", csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(posted.status).toBe(303);
+    const shownAt = posted.headers.get("location")!;
+    expect(shownAt).toMatch(/^\/dashboard\/keys\?created=[\w-]{24}$/);
+    expect(await posted.text()).not.toContain("sk-mg-");
+    const created = await t.get(shownAt, alice.cookie);
     expect(created.status).toBe(200);
     expect(created.headers.get("cache-control")).toBe("no-store");
     const page = await created.text();
@@ -195,6 +200,27 @@ describe("dashboard pages", () => {
     const list = await (await t.get("/dashboard/keys", alice.cookie)).text();
     expect(list).not.toContain(key!);
     expect(list).toContain(row.displayPrefix);
+  });
+
+  test("reloading the page that shows a new key neither shows it again nor makes another key (regression: the reload posted the form again)", async () => {
+    const t = await setup();
+    const alice = await t.signIn("alice@example.com");
+    const bob = await t.signIn("bob@example.com");
+    const posted = await t.post("/dashboard/keys", { name: "once", expires: "never", csrf: alice.csrf }, { cookie: alice.cookie });
+    const shownAt = posted.headers.get("location")!;
+
+    // Another session cannot take it, and trying does not spend it.
+    const stolen = await (await t.get(shownAt, bob.cookie)).text();
+    expect(stolen).not.toMatch(/value="sk-mg-/);
+    expect(stolen).toContain("shown once and is not shown again");
+    const key = /value="(sk-mg-[a-z2-7]+)"/.exec(await (await t.get(shownAt, alice.cookie)).text())![1];
+
+    const reloaded = await t.get(shownAt, alice.cookie);
+    expect(reloaded.status).toBe(200);
+    const again = await reloaded.text();
+    expect(again).not.toContain(key);
+    expect(again).toContain("shown once and is not shown again");
+    expect(t.deps.db.select().from(apiKeys).all().map((k) => k.name)).toEqual(["once"]);
   });
 
   test("the CSRF token is the base64url SHA-256 of a label and the session token, stable across releases", () => {
@@ -307,7 +333,7 @@ describe("dashboard pages", () => {
     const t = await setup();
     const alice = await t.signIn("alice@example.com");
     const name = `💥${"k".repeat(99)}`;
-    expect((await t.post("/dashboard/keys", { name, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(200);
+    expect((await t.post("/dashboard/keys", { name, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(303);
     expect((await t.post("/dashboard/keys", { name: `${name}k`, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(400);
     expect(t.deps.db.select().from(apiKeys).all().map((k) => k.name)).toEqual([name]);
   });
