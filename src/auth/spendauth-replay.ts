@@ -1,6 +1,7 @@
 /**
  * Replay protection for SpendAuth: each (commitment, nonce) is recorded in SQLite with one atomic
- * `INSERT ... ON CONFLICT DO NOTHING` before a request is served, so of any number of concurrent
+ * `INSERT ... ON CONFLICT` before a request is served (a conflict is a replay, but for the dead
+ * case below), so of any number of concurrent
  * uses of one authorization exactly one wins, across restarts too. Records are kept until the
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
@@ -8,12 +9,22 @@
  * forgotten (forgetUnsettled): their requests were in flight, or their rows still queued, when the
  * process died, so nothing will ever claim them, and kept they would lock the commitment out (its
  * next nonce could never be claimed before this one) until they expired.
+ * A nonce whose served authorization went dead before it was authorized on-chain (an RPC outage
+ * longer than the retries) is still unused on-chain, and the contract takes no later nonce of the
+ * commitment before it: a new authorization for it, expiring later, may take it once. Its row is
+ * then replaced when that one is served (enqueueSettlement), and the commitment moves on again.
  */
 import { brieflyLocked, type Db } from "../db/client";
+import { EXPIRY_SKEW_S } from "./spendauth-verify";
 
 export interface NonceStore {
-  /** True when this (commitment, nonce) was not seen before and is now recorded. */
+  /**
+   * True when this (commitment, nonce) was not seen before and is now recorded, or when it was
+   * last recorded for an authorization whose settlement went dead unauthorized and `keepUntilMs`
+   * is later than that one's (a new authorization replacing it; the record now holds the new one).
+   */
   record(commitment: string, nonce: string, keepUntilMs: number): boolean;
+  /** Gives back a record this admission took: deleted, or, if it replaced a dead one, that one's again. */
   release(commitment: string, nonce: string): void;
   /** Deletes records whose authorization can no longer pass the time check; returns how many. */
   prune(nowMs: number): number;
@@ -27,18 +38,34 @@ export interface NonceStore {
  */
 export function createNonceStore(db: Db): NonceStore {
   const sqlite = db.$client;
-  const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  const skewS = Number(EXPIRY_SKEW_S);
+  /** The (commitment ?1, nonce ?2) has a settlement row that went dead before it was authorized on-chain. */
+  const deadUnauthorized = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2 AND s.state = 'dead' AND s.auth_hash IS NULL";
+  // A record is taken again only while it is still the dead authorization's own (its keep-until is
+  // that expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
+  const insert = sqlite.prepare<unknown, [string, string, number, number]>(
+    `INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?1, ?2, ?4)
+     ON CONFLICT (commitment, nonce) DO UPDATE SET expires_at = excluded.expires_at
+     WHERE excluded.expires_at > spend_nonces.expires_at AND spend_nonces.expires_at <= (${deadUnauthorized})`,
+  );
+  // A replacement that was not served gives the record back to the dead authorization, as it was:
+  // deleted, it would let that one, still unexpired, be served again, and its row ignore the claim.
+  const restore = sqlite.prepare<unknown, [string, string, number]>(
+    `UPDATE spend_nonces SET expires_at = (${deadUnauthorized}) WHERE commitment = ?1 AND nonce = ?2 AND EXISTS (${deadUnauthorized})`,
+  );
   const remove = sqlite.prepare<unknown, [string, string]>("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
   const expired = sqlite.prepare<unknown, [number]>("DELETE FROM spend_nonces WHERE expires_at < ?");
   const unsettled = sqlite.prepare<unknown, []>(
     "DELETE FROM spend_nonces WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)",
   );
-  const removeBriefly = brieflyLocked(sqlite, (commitment: string, nonce: string) => void remove.run(commitment, nonce));
+  const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string) => {
+    if (restore.run(commitment, nonce, skewS).changes === 0) remove.run(commitment, nonce);
+  }));
   return {
-    record: brieflyLocked(sqlite, (commitment: string, nonce: string, keepUntilMs: number) => insert.run(commitment, nonce, keepUntilMs).changes === 1),
+    record: brieflyLocked(sqlite, (commitment: string, nonce: string, keepUntilMs: number) => insert.run(commitment, nonce, skewS, keepUntilMs).changes === 1),
     release: (commitment, nonce) => {
       try {
-        removeBriefly(commitment, nonce);
+        releaseBriefly(commitment, nonce);
       } catch {
         // Refused (locked elsewhere): the record stays until its expiry, and this signed
         // authorization cannot be sent again; the client signs a new one.

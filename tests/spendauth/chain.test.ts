@@ -133,6 +133,33 @@ describe("on-chain check and settlement", () => {
     await runtime.stop();
   });
 
+  test("a nonce whose settlement went dead is signed again, served and claimed, and the later nonce waiting on it is claimed after it (regression: nonce_replay until the dead one expired)", async () => {
+    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: { ...deps.config, spend_auth: { ...deps.config.spend_auth, settle_max_attempts: 1 } }, db: deps.db, now: deps.now, log: () => {} }));
+    const account = await newAccount(1_000_000n);
+    for (const nonce of [0n, 1n]) expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, nonce)).value })).status).toBe(200);
+    // The chain's clock an hour on (undone below): nonce 0's claim is refused, and with one attempt allowed it is dead.
+    const snapshot = await chain.client.request({ method: "evm_snapshot" } as never);
+    try {
+      await chain.client.request({ method: "evm_increaseTime", params: [3_600] } as never);
+      await chain.client.request({ method: "evm_mine" } as never);
+      await runtime.worker!.runOnce();
+    } finally {
+      await chain.client.request({ method: "evm_revert", params: [snapshot] } as never);
+    }
+    expect(listSettlements(app.deps.db).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", authHash: null });
+
+    const again = fields({ commitment: account.commitment, nonce: 0n, amount: 1_000n, operator: OPERATOR.address, expiry: BigInt(Math.floor(Date.now() / 1000) + 600) });
+    const signed = header(again, await sign(again, { key: account.key, chainId: chain.chainId, contract: deployed.credits }));
+    expect((await app.chat(BODY, { "x-payment-signature": signed })).status).toBe(200);
+    for (let i = 0; i < 3 && listSettlements(app.deps.db).some((r) => r.state !== "done"); i++) await runtime.worker!.runOnce();
+    expect(listSettlements(app.deps.db).map((r) => [r.nonce, r.state, r.expiry]).sort()).toEqual([["0", "done", Number(again.expiry)], ["1", "done", expect.any(Number)]]);
+    const spend = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getSpendAuth", args: [spendAuthHash(again)] });
+    expect(spend[4]).toBe(true);
+    const view = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getAccount", args: [account.commitment] });
+    expect(view.nonce).toBe(2n);
+    await runtime.stop();
+  });
+
   test("an unfunded commitment is refused", async () => {
     const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const response = await app.chat(BODY, { "x-payment-signature": (await paidHeader(await newAccount(0n), 0n)).value });

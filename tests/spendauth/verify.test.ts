@@ -187,6 +187,35 @@ describe("replay", () => {
     expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 401, code: "nonce_replay", param: "nonce" });
   });
 
+  test("a nonce whose settlement went dead before it was authorized on-chain can be signed again, once, expiring later (regression: nonce_replay until the dead one expired, and the commitment's later nonces could not be claimed meanwhile)", async () => {
+    let limited = false;
+    const app = spendAuthApp(config, { rateLimit: () => (limited ? new GatewayError("rate_limit_exceeded", "slow down") : {}) });
+    const nowS = Math.floor(Date.now() / 1000);
+    const first = await signedHeader({ nonce: 5n, expiry: BigInt(nowS + 300) });
+    expect((await app.chat(BODY, { "x-payment-signature": first })).status).toBe(200);
+    app.deps.db.$client.run("UPDATE settlements SET state = 'dead', attempts = 8, last_error = 'rpc unreachable'");
+    const replay = async (h: string) => (await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).code;
+
+    expect(await replay(first)).toBe("nonce_replay");
+    expect(await replay(await signedHeader({ nonce: 5n, expiry: BigInt(nowS + 200) }))).toBe("nonce_replay");
+    // A replacement refused after taking the nonce (here: rate-limited) gives it back to the dead
+    // one, not free: the dead one, still unexpired, must not be served again.
+    limited = true;
+    expect(await replay(await signedHeader({ nonce: 5n, expiry: BigInt(nowS + 400) }))).toBe("rate_limit_exceeded");
+    limited = false;
+    expect(await replay(first)).toBe("nonce_replay");
+    // Two new ones at once: the first takes the nonce, the other finds it taken.
+    const [a, b] = await Promise.all([600, 900].map(async (ahead) => app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 5n, expiry: BigInt(nowS + ahead) }) })));
+    expect([a.status, b.status].sort()).toEqual([200, 401]);
+    const [row] = listSettlements(app.deps.db);
+    expect(row).toMatchObject({ nonce: "5", state: "pending", attempts: 0, lastError: null });
+    expect(row.expiry).toBe(nowS + (a.status === 200 ? 600 : 900));
+
+    // Dead after the spend was authorized on-chain: the nonce is used there, and stays taken here.
+    app.deps.db.$client.run("UPDATE settlements SET state = 'dead', auth_hash = '0x01'");
+    expect(await replay(await signedHeader({ nonce: 5n, expiry: BigInt(nowS + 1200) }))).toBe("nonce_replay");
+  });
+
   test("concurrent replays of one nonce let exactly one through", async () => {
     const app = spendAuthApp(config);
     const h = await signedHeader({ nonce: 77n });
