@@ -36,7 +36,7 @@ export type CircuitPolicy = { cooldown_failures: number; cooldown_ms: number };
 export interface UpstreamState extends Circuit {
   name: string;
   config: UpstreamConfig;
-  /** `${base_url}/chat/completions`, computed once. */
+  /** base_url's path + `/chat/completions` (its query kept), computed once. */
   chatUrl: string;
   modelsUrl: string;
   /** host and port for the connect check of a cold upstream. */
@@ -60,8 +60,8 @@ export interface UpstreamState extends Circuit {
 }
 
 export function createUpstreamState(config: UpstreamConfig): UpstreamState {
-  const base = config.base_url.replace(/\/+$/, "");
-  const chatUrl = new URL(`${base}/chat/completions`);
+  const base = new URL(config.base_url);
+  const chatUrl = endpointUrl(base, "chat/completions");
   const hostname = chatUrl.hostname.replace(/^\[(.*)\]$/, "$1");
   const port = chatUrl.port ? Number(chatUrl.port) : chatUrl.protocol === "https:" ? 443 : 80;
   const headers: Record<string, string> = {
@@ -69,7 +69,8 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     accept: "application/json, text/event-stream",
     "user-agent": `modelgate/${VERSION}`,
   };
-  if (config.api_key) headers.authorization = `Bearer ${config.api_key}`;
+  const authorization = config.api_key ? `Bearer ${config.api_key}` : basicAuthorization(base);
+  if (authorization) headers.authorization = authorization;
   const viaFetch = chatUrl.protocol !== "http:" || USES_PROXY;
   const origin = {
     hostname,
@@ -83,7 +84,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     name: config.name,
     config,
     chatUrl: chatUrl.href,
-    modelsUrl: `${base}/models`,
+    modelsUrl: endpointUrl(base, "models").href,
     hostname,
     port,
     authorization: headers.authorization ?? null,
@@ -98,6 +99,35 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     successes: 0,
     failures: 0,
   };
+}
+
+/**
+ * `endpoint` under base_url: appended to its path, its query kept (`?api-version=…`), its fragment
+ * dropped, and its user and password left out (they travel as a header: basicAuthorization).
+ */
+function endpointUrl(base: URL, endpoint: string): URL {
+  const url = new URL(base.href);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/${endpoint}`;
+  url.hash = "";
+  url.username = "";
+  url.password = "";
+  return url;
+}
+
+/** `Authorization: Basic` from base_url's user and password (a server behind a proxy's basic auth); null without them. */
+function basicAuthorization(base: URL): string | null {
+  if (base.username === "" && base.password === "") return null;
+  const pair = `${percentDecoded(base.username)}:${percentDecoded(base.password)}`;
+  return `Basic ${Buffer.from(pair, "utf8").toString("base64")}`;
+}
+
+/** A URL's user or password as typed (`p%40ss` is `p@ss`); a stray `%` is taken literally. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 export function circuitState(c: Circuit, now: number): CircuitState {
