@@ -16,7 +16,8 @@ export interface Secrets {
   unset: UnsetVariable[];
 }
 
-const MIN_REDACTED = 6;
+/** Secrets shorter than this are not taken out of texts: placeholder keys (`EMPTY`, `null`, `e`) would garble every message. */
+export const MIN_REDACTED = 6;
 
 /** `value` with its `env:` references resolved, for a step that needs them before the whole config is (nothing collected). */
 export function resolveEnv(value: unknown, path: string, env: Record<string, string | undefined>): unknown {

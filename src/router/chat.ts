@@ -116,6 +116,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       clientWantsUsage,
       idleTimeoutMs,
       abortUpstream: forwarded.abort,
+      upstreamKey: upstream.config.api_key,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         else if (result.errorEvent !== null) {

@@ -13,6 +13,7 @@
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
 import { readUsage, type Usage } from "./usage";
+import { withoutKey } from "./upstream-text";
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -22,6 +23,8 @@ export interface RelayOptions {
   abortUpstream: (reason: string) => void;
   /** Called exactly once when the stream ends, however it ends. */
   onEnd: (result: RelayResult) => void;
+  /** The gateway's key for this upstream, taken out of the upstream's error events should one echo it. */
+  upstreamKey?: string;
 }
 
 export interface RelayResult {
@@ -35,7 +38,7 @@ export interface RelayResult {
   error?: string;
   /**
    * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
-   * when generation fails mid-answer): its raw data, or null when it sent none.
+   * when generation fails mid-answer) but for the gateway's key: its data, or null when it sent none.
    */
   errorEvent: string | null;
 }
@@ -81,7 +84,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     let out = "";
     let start = 0;
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
-      const event = text.slice(start, end + 2);
+      let event = text.slice(start, end + 2);
       start = end + 2;
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
@@ -91,8 +94,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         if (!options.clientWantsUsage && parsed && !(Array.isArray(choices) && choices.length > 0)) continue;
       }
       // Cheap test first: only an event that names "error" is parsed for one.
-      if (upstreamErrorEvent === null && event.includes('"error"')) {
-        const error = parseData(event)?.error;
+      if (event.includes('"error"')) {
+        if (options.upstreamKey) event = withoutKey(event, options.upstreamKey);
+        const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
         if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
       }
       out += event;

@@ -3,12 +3,18 @@
  * (should the upstream echo it), and the gist of an error answer for the message of the 502 that
  * replaces it, the upstream's state and the log (`upstream "gpu" answered 500: CUDA out of memory`).
  */
+import { MIN_REDACTED } from "../config/secrets";
 
 /** Longest excerpt of an upstream's error kept in a message. */
 const MAX_EXCERPT = 200;
 
-/** `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do). */
+/**
+ * `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do).
+ * A key shorter than MIN_REDACTED is left in (regression: `api_key = "null"` turned an upstream's
+ * JSON error into invalid JSON, `"e"` every message into `[redacted]rror`).
+ */
 export function withoutKey(text: string, key: string): string {
+  if (key.length < MIN_REDACTED) return text;
   const escaped = JSON.stringify(key).slice(1, -1);
   let out = text.replaceAll(key, "[redacted]");
   for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== key) out = out.replaceAll(form, "[redacted]");

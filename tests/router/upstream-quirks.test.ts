@@ -103,6 +103,20 @@ describe("an error event in the stream", () => {
     expect(target.upstream.cooldownUntil).toBe(0); // it answered: the upstream itself is reachable
   });
 
+  test("the gateway's key for the upstream, should the event echo it, does not reach the client (regression: relayed in clear, to anonymous callers too)", async () => {
+    const key = "sk-provider-0123456789";
+    const echoing = `data: ${JSON.stringify({ error: { message: `quota exhausted for key ${key}` } })}\n\n`;
+    const url = rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${CHUNK("Hi")}${echoing}data: [DONE]\n\n`);
+    const t = buildTestApp({
+      upstreams: [{ name: "raw", base_url: url, api_key: key }],
+      models: [{ id: "m", targets: [{ upstream: "raw" }], free: true }],
+    });
+    const text = await (await t.chat({ ...ASK, stream: true })).text();
+    expect(text).not.toContain(key);
+    expect(text).toContain('"quota exhausted for key [redacted]"');
+    expect(t.deps.registry.resolve("m")!.targets[0].upstream.lastError).toBe('upstream "raw" sent an error event: quota exhausted for key [redacted]');
+  });
+
   test("a client that stops reading at the error event (as the SDKs do) is not recorded as having left", async () => {
     // The upstream sends the error event and then nothing: the client's cancel ends the stream.
     listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.write(answer.slice(0, answer.indexOf("data: [DONE]"))) } });

@@ -36,3 +36,12 @@ describe("errorExcerpt", () => {
     expect(withoutKey(JSON.stringify({ k: KEY }).replaceAll("/", "\\/"), KEY)).toBe('{"k":"[redacted]"}');
   });
 });
+
+describe("withoutKey", () => {
+  test("a placeholder key shorter than 6 characters is left in: taken out, it garbled every message (regression: api_key = \"null\" made an upstream's JSON error invalid JSON)", () => {
+    const error = '{"error":{"message":"maximum context length is 4096 tokens","type":"invalid_request_error","param":null,"code":null}}';
+    for (const key of ["null", "e", "EMPTY", "none"]) expect(withoutKey(error, key)).toBe(error);
+    expect(errorExcerpt(error, "e")).toBe("maximum context length is 4096 tokens");
+    expect(withoutKey("key ollama refused", "ollama")).toBe("key [redacted] refused");
+  });
+});
