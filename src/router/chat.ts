@@ -58,6 +58,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       now: deps.now,
       random: deps.registry.random,
       answerBy: admission.answerBy,
+      tokenCap: completionsMetered(route, ctx.body) ? deps.config.routing.default_max_tokens : null,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;
@@ -136,6 +137,14 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     served.finish(unanswered(route, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/**
+ * A request whose completion is charged but limited by nothing the client set: the reservation
+ * (credits, or a SpendAuth amount) assumed routing.default_max_tokens, so that limit is sent too.
+ */
+function completionsMetered(route: ModelRoute, body: ChatContext["body"]): boolean {
+  return !route.free && route.price.completion > 0 && body.max_tokens == null && body.max_completion_tokens == null;
 }
 
 /** Media types are case-insensitive (`Text/Event-Stream` is one); the lower-case spelling is checked first, as servers send it. */

@@ -28,6 +28,12 @@ export interface ForwardInput {
   random?: () => number;
   /** Epoch ms by which an upstream must have answered (the identity's Admission.answerBy). */
   answerBy?: number;
+  /**
+   * The completion limit to send when the client set none (a metered request: its reservation
+   * assumed routing.default_max_tokens, and the upstream's own default may be far larger), in
+   * each target's upstream's `token_limit_field`; null to send none.
+   */
+  tokenCap?: number | null;
 }
 
 export interface Forwarded {
@@ -81,6 +87,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
+    if (input.tokenCap != null) capTokens(input.body, target.upstream.config.token_limit_field, input.tokenCap);
     const payload = serialize(input.body);
     if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
     beginTargetAttempt(target, now());
@@ -128,6 +135,12 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
     `every target of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`,
     { headers: { "retry-after": String(seconds) } },
   );
+}
+
+/** Sets the completion limit in `field` only (an earlier target's upstream may have wanted the other one). */
+function capTokens(body: Record<string, unknown>, field: "max_tokens" | "max_completion_tokens", cap: number): void {
+  delete body[field === "max_tokens" ? "max_completion_tokens" : "max_tokens"];
+  body[field] = cap;
 }
 
 /** JSON text of the body; null when it is nested too deeply for JSON.stringify (which JSON.parse took). */

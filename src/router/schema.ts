@@ -1,7 +1,8 @@
 /**
  * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
- * assistant, tool; content a string or an array), optional stream, temperature, max_tokens (each
- * also null, meaning not given), and stream_options (an object or null).
+ * assistant, tool; content a string or an array), optional stream, temperature, max_tokens,
+ * max_completion_tokens and n (each also null, meaning not given), and stream_options (an object
+ * or null).
  * One widening, OpenAI's own rule: an assistant message that carries `tool_calls` (or the older
  * `function_call`) may have `content` null or absent, since that is how OpenAI answers a tool
  * call and how the SDKs send it back (the openai SDK's runTools, the Vercel AI SDK): refusing it
@@ -44,6 +45,10 @@ export const ChatCompletionRequest = t.Object(
     stream: t.Optional(t.Union([t.Boolean(), t.Null()])),
     temperature: t.Optional(t.Union([t.Number(), t.Null()])),
     max_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    // Checked because the credit reservation counts them: a string ("8") would be reserved as
+    // absent, and servers that coerce it (vLLM) would answer beyond the reservation.
+    max_completion_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
+    n: t.Optional(t.Union([t.Integer({ minimum: 1, maximum: 128 }), t.Null()])),
     // Checked because the gateway sets include_usage in it: a string would be spread into {"0": ...}.
     stream_options: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])),
   },

@@ -24,6 +24,11 @@ export interface MockBehaviour {
   noUsage?: boolean;
   /** After this many content chunks, send one event whose data is not JSON (then go on). */
   brokenEventAfterChunks?: number;
+  /**
+   * Generate up to the request's max_tokens, or max_completion_tokens, and this many when it sets
+   * neither (a server's own default, as vLLM's is the context length): reported as the usage.
+   */
+  ownDefaultMaxTokens?: number;
 }
 
 export interface MockUpstream {
@@ -70,7 +75,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       }
       const words = behaviour.words ?? DEFAULT_WORDS;
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
-      const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+      const generated = behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
+      const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       const id = "chatcmpl-mock";
       const created = Math.floor(Date.now() / 1000);
       if (!body.stream) {

@@ -1,0 +1,102 @@
+/**
+ * A metered request that sets no completion limit: its reservation assumes
+ * routing.default_max_tokens, so that limit is what the upstream is sent, in the field the
+ * upstream reads (`token_limit_field`). Regression: nothing was sent, the upstream generated up to
+ * its own default (vLLM's is the context length), and a burst of such requests overdrew far past
+ * the documented one reservation. Also: `n` and `max_completion_tokens`, which the reservation
+ * counts, must be integers (regression: `"n": "8"` was reserved as one choice and answered as eight).
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { getBalance } from "../../src/credits/ledger";
+import { buildAuthApp, HELLO, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
+import { buildTestApp } from "../support/app";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
+
+let t: AuthTestApp | null = null;
+const mocks: MockUpstream[] = [];
+afterEach(() => {
+  t?.close();
+  t = null;
+  for (const m of mocks.splice(0)) m.stop();
+});
+
+const ASK = { messages: [{ role: "user", content: "Hello" }] };
+
+function appOver(extra: { token_limit_field?: string } = {}, failFirst = false) {
+  const first = startMockUpstream(failFirst ? { failWith: 500 } : {});
+  const second = startMockUpstream();
+  mocks.push(first, second);
+  const app = buildTestApp({
+    upstreams: [
+      { name: "a", base_url: first.url, ...extra },
+      { name: "b", base_url: second.url, token_limit_field: "max_completion_tokens" },
+    ],
+    models: [
+      { id: "paid", targets: [{ upstream: "a" }, { upstream: "b" }], price: { prompt: 1, completion: 2 } },
+      { id: "prompt-only", targets: [{ upstream: "a" }], price: { prompt: 1, completion: 0 } },
+      { id: "free", targets: [{ upstream: "a" }], free: true, price: { prompt: 1, completion: 2 } },
+    ],
+    routing: { default_max_tokens: 300 },
+  });
+  return { app, first, second };
+}
+
+const sentLimits = (mock: MockUpstream) => mock.requests.map((r) => [r.body.max_tokens, r.body.max_completion_tokens]);
+
+describe("the completion limit sent upstream", () => {
+  test("a paid request without one is sent routing.default_max_tokens as max_tokens; one with either limit is sent as it came", async () => {
+    const { app, first } = appOver();
+    for (const extra of [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { max_tokens: null, max_completion_tokens: null }]) {
+      expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
+    }
+    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [undefined, 9], [300, undefined]]);
+  });
+
+  test("a free model, or one whose completions cost nothing, is sent no limit", async () => {
+    const { app, first } = appOver();
+    for (const model of ["free", "prompt-only"]) expect((await app.chat({ model, ...ASK })).status).toBe(200);
+    expect(sentLimits(first)).toEqual([[undefined, undefined], [undefined, undefined]]);
+  });
+
+  test("in each upstream's token_limit_field, also on failover from one to the other", async () => {
+    const { app, first, second } = appOver({}, true);
+    expect((await app.chat({ model: "paid", ...ASK })).status).toBe(200);
+    expect(sentLimits(first)).toEqual([[300, undefined]]);
+    expect(second.requests.map((r) => ["max_tokens" in r.body, r.body.max_completion_tokens])).toEqual([[false, 300]]);
+  });
+});
+
+describe("the overdraw bound without a client limit", () => {
+  test("a burst of requests that set no limit, to an upstream whose own default is 32k tokens, overdraws by at most one reservation", async () => {
+    t = buildAuthApp({ routing: { default_max_tokens: 100 } });
+    t.upstream.behaviour.ownDefaultMaxTokens = 32_768;
+    const text = JSON.stringify(HELLO);
+    const reservation = Math.ceil(text.length / 4) * PAID_PRICE.prompt + 100 * PAID_PRICE.completion;
+    const { userId, auth } = await payingUser(t, 3 * reservation + 1);
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => t!.chat(text, auth).then(async (r) => (await r.text(), r.status))));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+    t.identities.meter.flush();
+    expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(-reservation);
+  });
+});
+
+describe("numbers the reservation counts", () => {
+  test("n and max_completion_tokens must be integers in range, or null (regression: strings passed, reserved as absent)", async () => {
+    const { app, first } = appOver();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ n: "8" }, "n"],
+      [{ n: 0 }, "n"],
+      [{ n: 129 }, "n"],
+      [{ n: 1.5 }, "n"],
+      [{ max_completion_tokens: "20000" }, "max_completion_tokens"],
+      [{ max_completion_tokens: 0 }, "max_completion_tokens"],
+    ];
+    for (const [extra, param] of cases) {
+      const response = await app.chat({ model: "paid", ...ASK, ...extra });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { param: string } }).error.param).toBe(param);
+    }
+    expect(first.requests).toHaveLength(0);
+    for (const extra of [{ n: 2 }, { n: null }, { n: 128 }]) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
+  });
+});
