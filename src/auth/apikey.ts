@@ -145,11 +145,12 @@ export function keyNameTooLong(raw: string): boolean {
 
 /**
  * A key's name as stored: control and invisible format characters (a line break, a terminal
- * escape) become spaces, runs of spaces one, at most KEY_NAME_MAX_CHARS characters (never half of
- * one), or "default" when nothing is left.
+ * escape) become spaces, runs of spaces one, an API key pasted into it its display prefix (names
+ * are listed everywhere), at most KEY_NAME_MAX_CHARS characters (never half of one), or "default"
+ * when nothing is left.
  */
 export function keyName(raw: string): string {
-  const clean = raw.replace(/[\p{Cc}\p{Cf}\p{DI}\s]+/gu, " ").trim();
+  const clean = maskApiKeys(raw.replace(/[\p{Cc}\p{Cf}\p{DI}\s]+/gu, " ").trim());
   return [...clean].slice(0, KEY_NAME_MAX_CHARS).join("") || "default";
 }
 

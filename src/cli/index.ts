@@ -126,7 +126,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
     const command = commands[name];
     const known = Object.hasOwn(commands, name);
     if (!known || args.flags.has("help")) {
-      if (!known) console.error(`modelgate: unknown command ${JSON.stringify(name)}`);
+      if (!known) console.error(maskApiKeys(`modelgate: unknown command ${JSON.stringify(name)}`));
       console.log(USAGE);
       return known ? 0 : 2;
     }

@@ -74,6 +74,14 @@ describe("storage", () => {
     expect(listed[0]).toMatchObject({ id: created.id, name: "laptop", email: "k@example.com", revokedAt: null });
   });
 
+  test("an API key pasted into a key's name is stored as its display prefix (regression: stored and listed whole)", async () => {
+    const { db, user } = await setup();
+    const secret = generateApiKey();
+    const created = createApiKey(db, { userId: user.id, name: `ci ${secret}` });
+    expect(created.name).toBe(`ci ${secret.slice(0, 12)}…`);
+    expect(JSON.stringify(listApiKeys(db, { userId: user.id }))).not.toContain(secret.slice(12));
+  });
+
   test("revocation is soft, owner-checked with userId, and idempotent", async () => {
     const { db, user } = await setup();
     const other = await createUser(db, { email: "other@example.com" });

@@ -195,6 +195,14 @@ describe("command shapes", () => {
       expect(error).toHaveBeenCalledWith("modelgate: sk-mg-7t47cb… is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows");
       expect(await runCli(["key", "revoke", "key_a", key, "--config", config])).toBe(2);
       expect(error).toHaveBeenLastCalledWith('modelgate: modelgate key revoke: unexpected argument "sk-mg-7t47cb…"');
+      // Pasted as the command itself (regression: the unknown-command error printed it whole).
+      const printed = spyOn(console, "log").mockImplementation(() => {});
+      try {
+        expect(await runCli([key])).toBe(2);
+      } finally {
+        printed.mockRestore();
+      }
+      expect(error).toHaveBeenLastCalledWith('modelgate: unknown command "sk-mg-7t47cb…"');
       for (const call of error.mock.calls) expect(String(call[0])).not.toContain(key.slice(0, 14));
     } finally {
       error.mockRestore();
