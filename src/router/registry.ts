@@ -15,6 +15,8 @@ export interface Target {
   weight: number;
   /** Opens when the upstream answers this model with 429 or 5xx (./target-state.ts). */
   circuit: Circuit;
+  /** Moving average of this model's time to first byte there, ms (least-latency); null until answered. */
+  ttfbEwmaMs: number | null;
 }
 
 export interface ModelRoute {
@@ -50,6 +52,7 @@ export class ModelRegistry {
           model: t.model ?? m.id,
           weight: t.weight,
           circuit: closedCircuit(),
+          ttfbEwmaMs: null,
         })),
         strategy: m.strategy,
         aliases: m.aliases,
@@ -90,7 +93,7 @@ export class ModelRegistry {
         id,
         free: upstream.discover_free,
         price: { prompt: 0, completion: 0 },
-        targets: [{ upstream: state, model: id, weight: 1, circuit: closedCircuit() }],
+        targets: [{ upstream: state, model: id, weight: 1, circuit: closedCircuit(), ttfbEwmaMs: null }],
         strategy: "failover",
         aliases: [],
         source: "discovered",

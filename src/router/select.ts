@@ -4,8 +4,9 @@
  *  - failover: configuration order.
  *  - weighted: the first pick follows the weights (random without replacement); weight-0 targets
  *    are never picked first and come last, as pure fallbacks.
- *  - least-latency: lowest moving average of time to first byte first; unmeasured targets lead,
- *    so every target gets measured.
+ *  - least-latency: lowest moving average of the target's time to first byte first (this model
+ *    on that upstream: another model there may be far faster); unmeasured targets lead, so every
+ *    target gets measured.
  */
 import type { ModelRoute, Target } from "./registry";
 import { targetAvailable } from "./target-state";
@@ -16,7 +17,7 @@ export function orderTargets(route: ModelRoute, now: number, random: () => numbe
   const available = targets.filter((t) => targetAvailable(t, now));
   if (route.strategy === "weighted") return weightedOrder(available, random);
   if (route.strategy === "least-latency") {
-    return available.sort((a, b) => (a.upstream.ttfbEwmaMs ?? -1) - (b.upstream.ttfbEwmaMs ?? -1));
+    return available.sort((a, b) => (a.ttfbEwmaMs ?? -1) - (b.ttfbEwmaMs ?? -1));
   }
   return available;
 }

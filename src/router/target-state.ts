@@ -14,6 +14,7 @@ import {
   closeCircuit,
   countFailure,
   isAvailable,
+  nextTtfbAverage,
   noteFailure,
   recordAnswered,
   recordComplete,
@@ -52,6 +53,7 @@ export function abandonTargetAttempt(t: Target): void {
 export function recordTargetAnswered(t: Target, ttfbMs: number): void {
   recordAnswered(t.upstream, ttfbMs);
   closeCircuit(t.circuit);
+  t.ttfbEwmaMs = nextTtfbAverage(t.ttfbEwmaMs, ttfbMs);
 }
 
 /** The upstream answered this model with 429 or 5xx: it is reachable, the model is not served. */

@@ -52,7 +52,7 @@ export interface UpstreamState extends Circuit {
   lastFailureAt: number | null;
   /** Last time the upstream answered at all (any HTTP status): its connections are warm. */
   lastContactAt: number | null;
-  /** Exponential moving average of time to first byte, ms (least-latency strategy). */
+  /** Moving average of time to first byte over every model, ms (status and metrics; least-latency reads the target's). */
   ttfbEwmaMs: number | null;
   /** Attempts whose answer arrived whole / that failed, since start (a client that left: neither). */
   successes: number;
@@ -161,7 +161,12 @@ export function abandonAttempt(c: Circuit): void {
  */
 export function recordAnswered(u: UpstreamState, ttfbMs: number): void {
   closeCircuit(u);
-  u.ttfbEwmaMs = u.ttfbEwmaMs === null ? ttfbMs : u.ttfbEwmaMs * 0.8 + ttfbMs * 0.2;
+  u.ttfbEwmaMs = nextTtfbAverage(u.ttfbEwmaMs, ttfbMs);
+}
+
+/** A moving average of time to first byte (EWMA, α = 0.2) after one more answer; the first answer starts it. */
+export function nextTtfbAverage(average: number | null, ttfbMs: number): number {
+  return average === null ? ttfbMs : average * 0.8 + ttfbMs * 0.2;
 }
 
 /** The answer arrived whole: a successful attempt, and the end of any run of failures. */

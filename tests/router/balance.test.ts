@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load";
 import { ModelRegistry } from "../../src/router/registry";
 import { orderTargets } from "../../src/router/select";
+import { recordTargetAnswered } from "../../src/router/target-state";
 import { discoverOnce, MAX_ID_CHARACTERS, MAX_MODELS } from "../../src/router/discover";
 import { HELLO, json, mockUpstreams, routerApp, seededRandom } from "./helpers";
 import { freePort } from "../support/binary";
@@ -49,11 +50,29 @@ describe("least-latency", () => {
     }, { env: {} });
     const registry = new ModelRegistry(config);
     const route = registry.resolve("m")!;
-    registry.upstreams.get("a")!.ttfbEwmaMs = 80;
-    registry.upstreams.get("b")!.ttfbEwmaMs = 20;
+    const [a, b, c] = route.targets;
+    recordTargetAnswered(a, 80);
+    recordTargetAnswered(b, 20);
     expect(orderTargets(route, 0).map((t) => t.upstream.name)).toEqual(["c", "b", "a"]);
-    registry.upstreams.get("c")!.ttfbEwmaMs = 50;
+    recordTargetAnswered(c, 50);
     expect(orderTargets(route, 0).map((t) => t.upstream.name)).toEqual(["b", "c", "a"]);
+  });
+
+  test("the average is the target's, not its upstream's: a fast small model on the same box does not make a slow large one look fast (regression: one average per upstream)", () => {
+    const { config } = buildConfig({
+      upstreams: [{ name: "box-a", base_url: "http://127.0.0.1:1/v1" }, { name: "box-b", base_url: "http://127.0.0.1:2/v1" }],
+      models: [
+        { id: "chat", strategy: "least-latency", targets: [{ upstream: "box-a", model: "llama-70b" }, { upstream: "box-b", model: "llama-8b" }] },
+        { id: "tiny", targets: [{ upstream: "box-a", model: "qwen-0.5b" }] },
+      ],
+    }, { env: {} });
+    const registry = new ModelRegistry(config);
+    const chat = registry.resolve("chat")!;
+    recordTargetAnswered(chat.targets[0], 400);
+    recordTargetAnswered(chat.targets[1], 5);
+    for (let i = 0; i < 40; i++) recordTargetAnswered(registry.resolve("tiny")!.targets[0], 1);
+    expect(orderTargets(chat, 0).map((t) => t.model)).toEqual(["llama-8b", "llama-70b"]);
+    expect(registry.upstreams.get("box-a")!.ttfbEwmaMs).toBeLessThan(5); // the upstream's own average, for status and metrics
   });
 });
 
