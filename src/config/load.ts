@@ -7,6 +7,7 @@
 import { parseProxyEntry } from "../client-address";
 import { redactedUrl } from "./redact";
 import { existsSync, readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
@@ -134,6 +135,8 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   }
   const config = withDefaults as Config;
   const server = resolved.server as Record<string, unknown> | undefined;
+  checkAddress("server.listen", config.server.listen);
+  checkAddress("webhooks.bind_address", config.webhooks.bind_address);
   // Unwritten, links follow listen (a changed port still gets a setup link that opens).
   if (server?.public_url === undefined) config.server.public_url = urlWhereListening(config.server.listen) ?? config.server.public_url;
   checkReferences(config);
@@ -173,6 +176,23 @@ function describe(error: { message: string; schema: unknown; value: unknown }): 
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 
+/**
+ * A `host:port` to listen on: an IPv4 address, an IPv6 address (in brackets, or bare), a host
+ * name, or nothing (every interface), then a port; checked before public_url is built from it.
+ */
+function checkAddress(path: string, address: string): void {
+  const { hostname, port } = parseAddress(address);
+  if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
+  const host = address.slice(0, address.lastIndexOf(":"));
+  const valid = host === ""
+    || (host.startsWith("[") ? host.endsWith("]") && isIP(hostname) === 6
+      : /^[\d.]+$/.test(host) ? isIP(host) === 4
+      : isIP(host) === 6 || /^[a-z\d]([a-z\d.-]{0,251}[a-z\d])?$/i.test(host));
+  if (!valid) {
+    throw new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
+  }
+}
+
 function checkReferences(config: Config): void {
   checkDataDir(config.server.data_dir);
   if (config.server.max_body_bytes_in_flight < config.server.max_body_bytes) {
@@ -191,11 +211,6 @@ function checkReferences(config: Config): void {
   ];
   for (const [path, value] of urls) {
     if (value !== undefined && !/^https?:$/.test(URL.parse(value)?.protocol ?? "")) throw new ConfigError(`${path}: not a valid http(s) URL`);
-  }
-  const addresses: Array<[string, string]> = [["server.listen", config.server.listen], ["webhooks.bind_address", config.webhooks.bind_address]];
-  for (const [path, address] of addresses) {
-    const { port } = parseAddress(address);
-    if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   }
   config.server.cors_origins.forEach((entry, i) => {
     if (!isCorsOrigin(entry)) throw new ConfigError(`server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`);

@@ -93,6 +93,16 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
     expect(build(`[server]\nlisten = "[::1]:65535"`).config.server.listen).toBe("[::1]:65535");
   });
 
+  test("a listen address that is not host:port names listen, not the public_url built from it (regression: the error named server.public_url)", () => {
+    for (const listen of ["http://127.0.0.1:8080", "999.1.1.1:8080", "[::1:8080", "my host:8080", "10.0.0.1/24:80"]) {
+      expect(errorOf(`[server]\nlisten = "${listen}"`)).toStartWith(`server.listen: "${listen}" is not host:port`);
+    }
+    expect(errorOf(`[webhooks]\nbind_address = "tcp://0.0.0.0:9090"`)).toStartWith("webhooks.bind_address: ");
+    for (const listen of ["127.0.0.1:8080", "[::]:8080", ":8080", "gateway.lan:8080", "localhost:1", "::1:8080"]) {
+      expect(build(`[server]\nlisten = "${listen}"`).config.server.listen).toBe(listen);
+    }
+  });
+
   test("an unknown key is refused by name", () => {
     expect(errorOf(`[server]\nlisten_on = "0.0.0.0:1"`)).toBe("server.listen_on: unknown key");
   });
