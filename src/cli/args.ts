@@ -12,7 +12,12 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Set()): Args {
+/**
+ * `booleans`: the flags that take no value. `known`, when given: every flag any command takes; one
+ * outside it, last or before another flag, is kept without a value for the command's check to
+ * refuse as unknown, rather than refused here as needing a value.
+ */
+export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Set(), known?: ReadonlySet<string>): Args {
   const positionals: string[] = [];
   const flags = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i++) {
@@ -29,6 +34,8 @@ export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Se
     else if (booleans.has(name)) flags.set(name, true);
     // A flag is never a value: `--name --config x` must not name a key "--config".
     else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) flags.set(name, argv[++i]);
+    // Unknown to every command: left for the command's own check, which names it as unknown.
+    else if (known && !known.has(name)) flags.set(name, true);
     else throw new UsageError(`--${name} needs a value`);
   }
   return { positionals, flags };

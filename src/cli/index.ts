@@ -89,6 +89,13 @@ export function registerCommand(name: string, command: Command, commandShapes: C
   shapes[name] = commandShapes;
 }
 
+/** Every flag some command takes (`serve --bogus` is an unknown flag, not a flag without a value). */
+function knownFlags(): Set<string> {
+  const known = new Set(GLOBAL_FLAGS);
+  for (const own of Object.values(shapes)) for (const shape of Object.values(own)) for (const flag of shape.flags) known.add(flag);
+  return known;
+}
+
 function checkShape(args: Args, name: string): void {
   const sub = args.positionals[1];
   const own = shapes[name];
@@ -121,7 +128,7 @@ const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or 
 export async function runCli(argv: string[]): Promise<number | null> {
   await import("./commands");
   try {
-    const args = parseArgs(argv, BOOLEAN_FLAGS);
+    const args = parseArgs(argv, BOOLEAN_FLAGS, knownFlags());
     const name = args.positionals[0] ?? "serve";
     const command = commands[name];
     const known = Object.hasOwn(commands, name);

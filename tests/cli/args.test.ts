@@ -35,6 +35,9 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["key", "create", "--name", "--config", "mg.toml"])).toThrow(new UsageError("--name needs a value"));
     expect(() => parseArgs(["--name"])).toThrow(new UsageError("--name needs a value"));
     expect(parseArgs(["--name=--odd"]).flags.get("name")).toBe("--odd");
+    // A flag no command takes is kept for the command's check to name (regression: `serve --bogus` said it needed a value).
+    expect(parseArgs(["serve", "--bogus"], new Set(), new Set(["name"])).flags.get("bogus")).toBe(true);
+    expect(() => parseArgs(["--name"], new Set(), new Set(["name"]))).toThrow(new UsageError("--name needs a value"));
   });
 
   test("a flag given twice is refused, not the last one taken (regression: --amount 5 --amount 6 granted 6)", () => {
@@ -152,6 +155,7 @@ describe("command shapes", () => {
         [["credits", "grant", "--user", "a@x.io", "--amount", "1", "--ammount", "2"], "modelgate credits grant has no flag --ammount"],
         [["config", "check", "extra"], 'modelgate config check: unexpected argument "extra"'],
         [["serve", "--port", "1"], "modelgate serve has no flag --port"],
+        [["key", "list", "--bogus"], "modelgate key list has no flag --bogus"],
         [["version", "now"], 'modelgate version: unexpected argument "now"'],
         [["serve", "--service-id", "9007199254740993"], "--service-id must be a non-negative integer below 2^53"],
         // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
