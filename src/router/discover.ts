@@ -23,6 +23,8 @@ const DISCOVERY_FAILED = "discovery failed: ";
 interface LastPoll {
   ids: ReadonlySet<string> | null;
   failure: string | null;
+  /** The list had more than MAX_MODELS usable ids (said once, when it starts). */
+  cut?: boolean;
 }
 
 /** Upstreams with a poll in flight. */
@@ -47,17 +49,19 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     if (bytes.byteLength > MAX_LIST_BYTES) throw new Error(`answered a list over ${MAX_LIST_BYTES} bytes`);
     const body = JSON.parse(new TextDecoder().decode(bytes)) as { data?: { id?: unknown }[] } | null;
     if (!Array.isArray(body?.data)) throw new Error("answered without a data array");
-    const ids = body.data
+    const listed = body.data
       .map((m) => m?.id)
-      .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS)
-      .slice(0, MAX_MODELS);
+      .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS);
+    const ids = listed.slice(0, MAX_MODELS);
+    const cut = listed.length > MAX_MODELS;
+    if (cut && !last.cut) log("warn", `upstream "${upstream.name}" lists ${listed.length} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`);
     registry.setDiscovered(upstream, ids);
     // The upstream's last error is shared with chat attempts: only a discovery error is over.
     if (state.lastError?.startsWith(DISCOVERY_FAILED)) state.lastError = null;
     const current = new Set(ids);
     if (last.failure !== null) log("info", `discovery on upstream "${upstream.name}" works again`);
     logChanges(log, upstream.name, last.ids, current);
-    lastPolls.set(state, { ids: current, failure: null });
+    lastPolls.set(state, { ids: current, failure: null, cut });
     return true;
   } catch (err) {
     const message = (err as Error).message;
@@ -65,7 +69,7 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     if (message !== last.failure) {
       log("warn", `discovery on upstream "${upstream.name}" failed: ${message}`, { models_kept: last.ids?.size ?? 0 });
     }
-    lastPolls.set(state, { ids: last.ids, failure: message });
+    lastPolls.set(state, { ids: last.ids, failure: message, cut: last.cut });
     return false;
   } finally {
     polling.delete(state);

@@ -289,8 +289,13 @@ describe("discover", () => {
       const upstream = gw.deps.config.upstreams[0];
       const count = () => gw.deps.registry.list().length;
       answer = () => Response.json({ data: Array.from({ length: MAX_MODELS + 500 }, (_, i) => ({ id: `m${i}` })) });
-      expect(await discoverOnce(gw.deps.registry, upstream)).toBe(true);
+      const warned: string[] = [];
+      const log = (level: string, msg: string) => void (level === "warn" && warned.push(msg));
+      expect(await discoverOnce(gw.deps.registry, upstream, log)).toBe(true);
       expect(count()).toBe(MAX_MODELS);
+      await discoverOnce(gw.deps.registry, upstream, log);
+      // Said once, when the cut starts (regression: the rest were cut without a word).
+      expect(warned).toEqual([`upstream "up" lists ${MAX_MODELS + 500} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`]);
       answer = () => Response.json({ data: [{ id: "x".repeat(MAX_ID_CHARACTERS + 1) }, { id: "ok" }] });
       await discoverOnce(gw.deps.registry, upstream);
       expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["ok"]);
