@@ -42,6 +42,9 @@ export class ModelRegistry {
   constructor(config: Pick<Config, "upstreams" | "models">, options: { random?: () => number } = {}) {
     this.random = options.random ?? Math.random;
     for (const u of config.upstreams) this.upstreams.set(u.name, createUpstreamState(u));
+    // In config order from the start: of two upstreams listing one id, the first written wins,
+    // whichever poll comes back first.
+    for (const u of config.upstreams) if (u.discover) this.discovered.set(u.name, new Map());
     for (const m of config.models) {
       const route: ModelRoute = {
         id: m.id,

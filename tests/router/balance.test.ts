@@ -280,6 +280,20 @@ describe("discover", () => {
     }
   });
 
+  test("an id listed by two discovering upstreams is the route of the first in the config, whichever poll answers first", () => {
+    const { config } = buildConfig({
+      upstreams: [
+        { name: "first", base_url: "http://127.0.0.1:1/v1", discover: true },
+        { name: "second", base_url: "http://127.0.0.1:2/v1", discover: true, discover_free: true },
+      ],
+    }, { env: {} });
+    const registry = new ModelRegistry(config);
+    registry.setDiscovered(config.upstreams[1], ["llama3"]);
+    expect(registry.resolve("llama3")!.ownedBy).toBe("second");
+    registry.setDiscovered(config.upstreams[0], ["llama3"]);
+    expect(registry.resolve("llama3")).toMatchObject({ ownedBy: "first", free: false });
+  });
+
   test("what a poll takes is bounded (count, id length, list size), and a slow poll is not overtaken", async () => {
     let answer: () => Response = () => Response.json({ data: [] });
     let gate: Promise<void> = Promise.resolve();
