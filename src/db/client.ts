@@ -82,7 +82,15 @@ export function openDatabase(dataDir: string): OpenedDb {
   sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   sqlite.run("PRAGMA foreign_keys = ON");
-  const applied = applyMigrations(sqlite);
+  let applied: number;
+  try {
+    applied = applyMigrations(sqlite);
+  } catch (err) {
+    sqlite.close();
+    // Another process held the write lock past the busy timeout: say which file, and why it waits.
+    if (!String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY")) throw err;
+    throw new Error(`${join(dataDir, "modelgate.db")}: locked by another process for over ${BUSY_TIMEOUT_MS / 1000} s (a long transaction or a backup holding it?); try again once it ends`);
+  }
   const db = drizzle(sqlite, { schema }) as Db;
   return { db, sqlite, applied, close: () => sqlite.close() };
 }

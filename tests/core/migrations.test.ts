@@ -62,3 +62,16 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   expect(normalizeStoredEmails(db)).toHaveLength(2); // nothing more to do; the same two reported
   close();
 });
+
+test("a start while another process holds the write lock past the busy timeout names the file and the cause (regression: a bare \"database is locked\")", () => {
+  const dir = mkdtempSync(join(tmpdir(), "mg-migrate-"));
+  openDatabase(dir).close();
+  const other = new Database(join(dir, "modelgate.db"));
+  other.run("BEGIN IMMEDIATE");
+  try {
+    expect(() => openDatabase(dir)).toThrow(`${join(dir, "modelgate.db")}: locked by another process for over 5 s`);
+  } finally {
+    other.run("ROLLBACK");
+    other.close();
+  }
+}, 15_000);
