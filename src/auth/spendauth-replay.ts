@@ -11,24 +11,38 @@
  * next nonce could never be claimed before this one) until they expired.
  * A nonce whose served authorization went dead before it was authorized on-chain (an RPC outage
  * longer than the retries) is still unused on-chain, and the contract takes no later nonce of the
- * commitment before it: a new authorization for it, expiring later, may take it once. Its row is
- * then replaced when that one is served (enqueueSettlement), and the commitment moves on again.
+ * commitment before it (the later rows wait: readySettlements): a new authorization for it,
+ * expiring later, may take it once. Its row is replaced when that one is served
+ * (enqueueSettlement), and the commitment moves on again. A record given back while a settlement
+ * row exists returns to that row's authorization: it is never left to nobody while that one could
+ * still be served again.
  */
 import { brieflyLocked, type Db } from "../db/client";
 import { EXPIRY_SKEW_S } from "./spendauth-verify";
 
+/** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
+export type Recorded = "new" | "replacing";
+
 export interface NonceStore {
   /**
-   * True when this (commitment, nonce) was not seen before and is now recorded, or when it was
-   * last recorded for an authorization whose settlement went dead unauthorized and `keepUntilMs`
-   * is later than that one's (a new authorization replacing it; the record now holds the new one).
+   * Records (commitment, nonce) for an authorization kept until `keepUntilMs`: "new" when it was
+   * not seen before; "replacing" when it was last recorded for an authorization whose settlement
+   * went dead unauthorized and this one is kept longer (the record now holds this one); null when
+   * it is taken (a replay).
    */
-  record(commitment: string, nonce: string, keepUntilMs: number): boolean;
-  /** Gives back a record this admission took: deleted, or, if it replaced a dead one, that one's again. */
-  release(commitment: string, nonce: string): void;
+  record(commitment: string, nonce: string, keepUntilMs: number): Recorded | null;
+  /**
+   * Gives back a record this admission took, nothing having been served on it: to the
+   * authorization its settlement row holds while that one can still pass the time check (a
+   * replacement refused; the row retried meanwhile), else deleted.
+   */
+  release(commitment: string, nonce: string, nowMs: number): void;
   /** Deletes records whose authorization can no longer pass the time check; returns how many. */
   prune(nowMs: number): number;
-  /** At start-up, before serving: deletes records no settlement row claims; returns how many. */
+  /**
+   * At start-up, before serving: deletes records no settlement row claims, and gives records a
+   * replacement took back to their dead row (its own row was never written); returns how many.
+   */
   forgetUnsettled(): number;
 }
 
@@ -39,40 +53,47 @@ export interface NonceStore {
 export function createNonceStore(db: Db): NonceStore {
   const sqlite = db.$client;
   const skewS = Number(EXPIRY_SKEW_S);
-  /** The (commitment ?1, nonce ?2) has a settlement row that went dead before it was authorized on-chain. */
-  const deadUnauthorized = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2 AND s.state = 'dead' AND s.auth_hash IS NULL";
-  // A record is taken again only while it is still the dead authorization's own (its keep-until is
-  // that expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
-  const insert = sqlite.prepare<unknown, [string, string, number, number]>(
-    `INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?1, ?2, ?4)
-     ON CONFLICT (commitment, nonce) DO UPDATE SET expires_at = excluded.expires_at
-     WHERE excluded.expires_at > spend_nonces.expires_at AND spend_nonces.expires_at <= (${deadUnauthorized})`,
+  /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
+  const rowKeepUntil = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2";
+  const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  // Taken again only while the record is still the dead authorization's own (its keep-until is that
+  // expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
+  const retake = sqlite.prepare<unknown, [string, string, number, number]>(
+    `UPDATE spend_nonces SET expires_at = ?4 WHERE commitment = ?1 AND nonce = ?2 AND expires_at < ?4
+       AND expires_at <= (${rowKeepUntil} AND s.state = 'dead' AND s.auth_hash IS NULL)`,
   );
-  // A replacement that was not served gives the record back to the dead authorization, as it was:
-  // deleted, it would let that one, still unexpired, be served again, and its row ignore the claim.
-  const restore = sqlite.prepare<unknown, [string, string, number]>(
-    `UPDATE spend_nonces SET expires_at = (${deadUnauthorized}) WHERE commitment = ?1 AND nonce = ?2 AND EXISTS (${deadUnauthorized})`,
+  // Deleted, the record would let the row's authorization, still unexpired, be served again, and
+  // its second settlement would be ignored: served twice, claimed once.
+  const restore = sqlite.prepare<unknown, [string, string, number, number]>(
+    `UPDATE spend_nonces SET expires_at = (${rowKeepUntil}) WHERE commitment = ?1 AND nonce = ?2 AND (${rowKeepUntil}) >= ?4`,
   );
   const remove = sqlite.prepare<unknown, [string, string]>("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
   const expired = sqlite.prepare<unknown, [number]>("DELETE FROM spend_nonces WHERE expires_at < ?");
   const unsettled = sqlite.prepare<unknown, []>(
     "DELETE FROM spend_nonces WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)",
   );
-  const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string) => {
-    if (restore.run(commitment, nonce, skewS).changes === 0) remove.run(commitment, nonce);
+  const replacedUnwritten = sqlite.prepare<unknown, [number]>(
+    `UPDATE spend_nonces SET expires_at = (SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)
+     WHERE expires_at > (SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce AND s.state = 'dead' AND s.auth_hash IS NULL)`,
+  );
+  const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
+    if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
   }));
   return {
-    record: brieflyLocked(sqlite, (commitment: string, nonce: string, keepUntilMs: number) => insert.run(commitment, nonce, skewS, keepUntilMs).changes === 1),
-    release: (commitment, nonce) => {
+    record: brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
+      if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return "new";
+      return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
+    })),
+    release: (commitment, nonce, nowMs) => {
       try {
-        releaseBriefly(commitment, nonce);
+        releaseBriefly(commitment, nonce, nowMs);
       } catch {
         // Refused (locked elsewhere): the record stays until its expiry, and this signed
         // authorization cannot be sent again; the client signs a new one.
       }
     },
     prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
-    forgetUnsettled: brieflyLocked(sqlite, () => unsettled.run().changes),
+    forgetUnsettled: brieflyLocked(sqlite, sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes)),
   };
 }
 

@@ -23,7 +23,7 @@ import { enqueueSettlement, type SettlementWriter } from "../spendauth/queue";
 import type { AccountReader } from "../spendauth/chain";
 import type { Admission, AdmitInput, Identity } from "./types";
 import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
-import { createNonceStore, Reservations, type NonceStore } from "./spendauth-replay";
+import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./spendauth-replay";
 import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, SETTLE_MARGIN_S, spendDomain } from "./spendauth-verify";
 import { maxCostMicro } from "../credits/price";
 import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
@@ -96,13 +96,13 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (required === 0n) return admitFree(commitment, signer);
     const nonce = auth.nonce.toString();
     const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
-    let fresh: boolean;
+    let recorded: Recorded | null;
     try {
-      fresh = nonces.record(commitment, nonce, keepUntilMs);
+      recorded = nonces.record(commitment, nonce, keepUntilMs);
     } catch {
       return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
     }
-    if (!fresh) {
+    if (recorded === null) {
       return new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
     }
     // Reserved before the account is read, in the same synchronous step as reading what others
@@ -112,7 +112,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
     const undo = (refusal: GatewayError): GatewayError => {
       reservations.remove(commitment, nonce);
-      nonces.release(commitment, nonce);
+      nonces.release(commitment, nonce, deps.now());
       return refusal;
     };
     const account = mode === "chain" ? await accountOf(deps.accounts!, commitment, signer) : null;
@@ -126,7 +126,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       refused.options.headers = { ...limited, ...refused.options.headers };
       return undo(refused);
     }
-    return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited });
+    return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited, replacing: recorded === "replacing" });
   };
 
   /** A free model's request: the caller proven as above (and on-chain), limited per commitment; nothing recorded, reserved or settled. */
@@ -144,7 +144,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
 function admission(
   deps: SpendAuthDeps,
   auth: SpendAuthorization,
-  ctx: { nonces: NonceStore; reservations: Reservations; requestId: string; headers: Record<string, string> },
+  ctx: { nonces: NonceStore; reservations: Reservations; requestId: string; headers: Record<string, string>; replacing: boolean },
 ): Admission {
   const nonce = auth.nonce.toString();
   let settled = false;
@@ -175,12 +175,13 @@ function admission(
       try {
         // The contract takes nonces in order: one released while a later one of the commitment is
         // held (served, or still in flight) would leave that one unclaimable. It is settled
-        // instead: the client signed it, and chose to send the next before this one ended.
-        if (delivered || ctx.reservations.holdsAfter(auth.commitment, auth.nonce)) {
+        // instead: the client signed it, and chose to send the next before this one ended. Not so
+        // a replacement of a dead one: the later ones already waited on this nonce before it.
+        if (delivered || (!ctx.replacing && ctx.reservations.holdsAfter(auth.commitment, auth.nonce))) {
           queue();
         } else {
           ctx.reservations.remove(auth.commitment, nonce);
-          ctx.nonces.release(auth.commitment, nonce);
+          ctx.nonces.release(auth.commitment, nonce, deps.now());
         }
       } catch (err) {
         log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });

@@ -63,15 +63,18 @@ export function createSettlementWriter(db: Db, options: { now?: () => number } =
 /** Rows the worker may work on now, oldest nonce of each commitment first. */
 export function readySettlements(db: Db, nowMs: number, limit: number): SettlementRow[] {
   // The contract takes a commitment's nonces in order: a pending row waits while an earlier one of
-  // its commitment waits out a backoff (tried anyway, it would fail, and its failures would count
-  // towards dead). Earlier ones ready now come first in the same pass, and the worker stops at
-  // the first that fails. Nonces are decimal strings: shorter is smaller.
-  const earlierWaiting = sql`EXISTS (SELECT 1 FROM settlements e WHERE e.commitment = ${settlements.commitment} AND e.state = 'pending' AND e.next_attempt_at > ${nowMs}
+  // its commitment waits out a backoff, or lies dead unauthorized until its client signs it again
+  // (tried anyway, it would fail, and its failures would count towards dead). Earlier ones ready
+  // now come first in the same pass, and the worker stops at the first that fails. An expired row
+  // waits for nothing: it can only be found dead. Nonces are decimal strings: shorter is smaller.
+  const earlierWaiting = sql`EXISTS (SELECT 1 FROM settlements e WHERE e.commitment = ${settlements.commitment}
+    AND ((e.state = 'pending' AND e.next_attempt_at > ${nowMs}) OR (e.state = 'dead' AND e.auth_hash IS NULL))
     AND (length(e.nonce) < length(${settlements.nonce}) OR (length(e.nonce) = length(${settlements.nonce}) AND e.nonce < ${settlements.nonce})))`;
+  const expired = sql`${settlements.expiry} * 1000 < ${nowMs}`;
   return db
     .select()
     .from(settlements)
-    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs), or(eq(settlements.state, "authorized"), not(earlierWaiting))))
+    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs), or(eq(settlements.state, "authorized"), expired, not(earlierWaiting))))
     .orderBy(asc(settlements.commitment), asc(sql`length(${settlements.nonce})`), asc(settlements.nonce))
     .limit(limit)
     .all();

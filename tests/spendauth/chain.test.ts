@@ -147,6 +147,9 @@ describe("on-chain check and settlement", () => {
       await chain.client.request({ method: "evm_revert", params: [snapshot] } as never);
     }
     expect(listSettlements(app.deps.db).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", authHash: null });
+    // Nonce 1 waits for it, untried (regression: tried, refused by the contract's order, and dead too).
+    await runtime.worker!.runOnce();
+    expect(listSettlements(app.deps.db).find((r) => r.nonce === "1")).toMatchObject({ state: "pending", attempts: 0 });
 
     const again = fields({ commitment: account.commitment, nonce: 0n, amount: 1_000n, operator: OPERATOR.address, expiry: BigInt(Math.floor(Date.now() / 1000) + 600) });
     const signed = header(again, await sign(again, { key: account.key, chainId: chain.chainId, contract: deployed.credits }));

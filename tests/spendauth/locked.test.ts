@@ -22,21 +22,21 @@ test("with the database locked elsewhere, recording a nonce fails fast, a releas
   const dir = mkdtempSync(join(tmpdir(), "modelgate-nonces-"));
   const { db, close } = openDatabase(dir);
   const store = createNonceStore(db);
-  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe(true);
+  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe("new");
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");
   try {
     const started = performance.now();
     expect(() => store.record("0xabc", "2", Date.now() + 60_000)).toThrow(/locked/);
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(() => store.release("0xabc", "1")).not.toThrow();
+    expect(() => store.release("0xabc", "1", Date.now())).not.toThrow();
     expect(() => store.prune(Date.now())).toThrow(/locked/);
   } finally {
     other.run("COMMIT");
     other.close();
   }
-  expect(store.record("0xabc", "2", Date.now() + 60_000)).toBe(true);
-  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe(false); // its release was dropped
+  expect(store.record("0xabc", "2", Date.now() + 60_000)).toBe("new");
+  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBeNull(); // its release was dropped
   close();
 });
 

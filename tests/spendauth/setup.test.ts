@@ -97,6 +97,9 @@ describe("settlement order", () => {
     expect(ready()).toEqual(["22:5"]); // nonce 0 waits out its backoff: 1 and 10 wait with it
     updateSettlement(db, first.id, { state: "authorized", nextAttemptAt: now + 60_000 }, now);
     expect(ready()).toEqual(["11:1", "11:10", "22:5"]); // 0 is taken on-chain (its claim waits): 1 and 10 may go
+    updateSettlement(db, first.id, { state: "dead", authHash: null }, now);
+    expect(ready()).toEqual(["22:5"]); // 0 is dead unauthorized: 1 and 10 wait until it is signed again
+    expect(readySettlements(db, (Number(first.expiry) + 1) * 1000, 50).map((r) => r.nonce)).toEqual(["1", "10", "5"]); // expired, they may only be found dead
   });
 });
 

@@ -346,6 +346,25 @@ describe("the on-chain account and the rate limit", () => {
     expect(await admit(2n)).toBeDefined();
   });
 
+  test("a replacement of a dead nonce that delivers nothing is given back, not claimed, even while later nonces are held (regression: claimed for nothing)", async () => {
+    const app = spendAuthApp(config);
+    const nowS = Math.floor(Date.now() / 1000);
+    const admit = async (nonce: bigint, expiry: number) => {
+      const request = new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "x-payment-signature": await signedHeader({ nonce, expiry: BigInt(expiry) }) } });
+      const text = JSON.stringify(BODY);
+      const admitted = await app.hook({ request, clientIp: () => "127.0.0.1", requestId: `req_${nonce}`, route: app.deps.registry.resolve("paid")!, body: JSON.parse(text), bodyBytes: text.length });
+      if (admitted instanceof GatewayError) throw admitted;
+      return admitted;
+    };
+    const served = { status: 200, usage: { prompt_tokens: 1, completion_tokens: 1 }, upstream: "mock", latencyMs: 1 };
+    (await admit(0n, nowS + 300)).settle(served);
+    (await admit(1n, nowS + 300)).settle(served); // nonce 1 stays held until the chain takes it
+    app.deps.db.$client.run("UPDATE settlements SET state = 'dead' WHERE nonce = '0'");
+    (await admit(0n, nowS + 600)).settle({ status: 502, usage: null, upstream: null, latencyMs: 1 });
+    expect(listSettlements(app.deps.db).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", expiry: nowS + 300 });
+    expect(await admit(0n, nowS + 600)).toBeDefined(); // the client may send it again
+  });
+
   test("a refusal for the account's balance carries the rate-limit headers", async () => {
     const app = spendAuthApp(chainConfig(), { accounts: account(10n), rateLimit: () => ({ "x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "119" }) });
     const refused = await app.chat(BODY, { "x-payment-signature": await signedHeader() });

@@ -1,0 +1,67 @@
+/**
+ * The nonce records of SpendAuth (src/auth/spendauth-replay.ts) around a settlement that went dead
+ * before its spend was authorized on-chain: a new authorization may take the nonce once; given
+ * back unserved, or lost to a crash before its row was written, the record returns to the dead
+ * row's authorization, never to nobody (then that one, still unexpired, could be served twice).
+ */
+import { describe, expect, test } from "bun:test";
+import { openDatabase } from "../../src/db/client";
+import { createNonceStore } from "../../src/auth/spendauth-replay";
+import { enqueueSettlement, listSettlements, retrySettlement } from "../../src/spendauth/queue";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { COMMITMENT, signedHeader } from "./helpers";
+
+const NOW_S = Math.floor(Date.now() / 1000);
+/** The record's keep-until for an authorization expiring `ahead` seconds from now (expiry + 30 s of skew). */
+const keep = (ahead: number) => (NOW_S + ahead + 30) * 1000;
+
+/** Nonce 5 served with an authorization expiring in 300 s, its settlement dead before authorizeSpend. */
+async function deadNonce() {
+  const { db } = openDatabase(":memory:");
+  const nonces = createNonceStore(db);
+  expect(nonces.record(COMMITMENT, "5", keep(300))).toBe("new");
+  const auth = parseSpendAuthHeader(await signedHeader({ nonce: 5n, expiry: BigInt(NOW_S + 300) })) as SpendAuthorization;
+  enqueueSettlement(db, auth, "req_a", Date.now());
+  db.$client.run("UPDATE settlements SET state = 'dead'");
+  return { db, nonces };
+}
+
+describe("a nonce whose settlement went dead unauthorized", () => {
+  test("is taken once by an authorization kept longer; never by the dead one itself or a shorter one", async () => {
+    const { nonces } = await deadNonce();
+    expect(nonces.record(COMMITMENT, "5", keep(300))).toBeNull();
+    expect(nonces.record(COMMITMENT, "5", keep(200))).toBeNull();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+    expect(nonces.record(COMMITMENT, "5", keep(900))).toBeNull();
+  });
+
+  test("a replacement given back unserved returns it to the dead one: it can be replaced again, and the dead one is still a replay", async () => {
+    const { nonces } = await deadNonce();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+    nonces.release(COMMITMENT, "5", Date.now());
+    expect(nonces.record(COMMITMENT, "5", keep(300))).toBeNull();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+  });
+
+  test("given back after the operator retried the dead row, the record stays with that row's authorization (regression: deleted, the retried one could be served twice)", async () => {
+    const { db, nonces } = await deadNonce();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+    expect(retrySettlement(db, listSettlements(db)[0].id, Date.now())).toBe(true);
+    nonces.release(COMMITMENT, "5", Date.now());
+    expect(nonces.record(COMMITMENT, "5", keep(300))).toBeNull();
+  });
+
+  test("given back once the row's authorization has expired, the record goes: nothing is left to protect", async () => {
+    const { nonces } = await deadNonce();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+    nonces.release(COMMITMENT, "5", keep(300) + 1);
+    expect(nonces.record(COMMITMENT, "5", keep(100))).toBe("new");
+  });
+
+  test("a replacement served but lost to a crash before its row was written gives the nonce back at the next start (regression: locked until the replacement expired)", async () => {
+    const { nonces } = await deadNonce();
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+    expect(nonces.forgetUnsettled()).toBe(1);
+    expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
+  });
+});
