@@ -18,6 +18,7 @@ import { completionBound, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutKey } from "./upstream-text";
+import { isEventStream, setWholeAnswerType } from "./answer-type";
 
 export interface ChatContext {
   request: Request;
@@ -82,7 +83,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const asked = reply.status < 300 && ctx.body.stream === true;
     const early = asked && contentType === null ? reply.textNow() : null;
     const isStream = asked && (contentType === null ? early?.trimStart().startsWith("{") !== true : isEventStream(contentType));
-    headers["content-type"] = contentType ?? (isStream ? "text/event-stream" : "application/json");
+    if (isStream) headers["content-type"] = contentType ?? "text/event-stream";
+    else setWholeAnswerType(headers, contentType);
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
     if (!isStream) {
@@ -147,10 +149,6 @@ function completionsMetered(route: ModelRoute, body: ChatContext["body"]): boole
   return !route.free && route.price.completion > 0 && body.max_tokens == null && body.max_completion_tokens == null;
 }
 
-/** Media types are case-insensitive (`Text/Event-Stream` is one); the lower-case spelling is checked first, as servers send it. */
-function isEventStream(contentType: string): boolean {
-  return contentType.includes("text/event-stream") || contentType.toLowerCase().includes("text/event-stream");
-}
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
 const STREAM_END_STATUS = { complete: 200, upstream_error: 502, client_closed: ERROR_STATUS.client_closed_request } as const;

@@ -70,6 +70,23 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 3, 2]]);
   });
 
+  test("an answer typed other than JSON is relayed as text/plain with nosniff, 2xx or 4xx (regression: text/html from an upstream rendered as a page of the gateway's origin, the dashboard's)", async () => {
+    const page = "<html><script>fetch('/dashboard/keys')</script></html>";
+    for (const [status, type, relayed] of [
+      [200, "text/html; charset=utf-8", "text/plain; charset=utf-8"],
+      [400, "text/html", "text/plain; charset=utf-8"],
+      [200, "application/xhtml+xml", "text/plain; charset=utf-8"],
+      [200, "Application/JSON; charset=utf-8", "Application/JSON; charset=utf-8"],
+      [400, "application/problem+json", "application/problem+json"],
+    ] as const) {
+      const t = appOver(rawUpstream(`HTTP/1.1 ${status} X\r\ncontent-type: ${type}\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`));
+      const res = await t.chat(ASK);
+      expect([res.status, res.headers.get("content-type"), await res.text()]).toEqual([status, relayed, page]);
+      expect(res.headers.get("x-content-type-options")).toBe(relayed.startsWith("text/plain") ? "nosniff" : null);
+      listener?.stop(true);
+    }
+  });
+
   test("a head with bare LF line endings is read as its CRLF form", async () => {
     const json = '{"id":"c1","object":"chat.completion","choices":[]}';
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: ${json.length}\n\n${json}`));
