@@ -17,9 +17,18 @@ export function declaredLength(request: Request): number {
 }
 
 /**
- * The bytes of the bodies being read at once, against server.max_body_bytes_in_flight: a body with
- * a length takes its length before it is read (the caller's part), a chunked one each piece as it
- * arrives (readLimited); both give it back once read. So many slow uploads cannot fill memory.
+ * Bodies of at most this many bytes are read whole (the request's own text(), the fast path) and
+ * not counted against the in-flight budget: what they can hold is bounded by the connections,
+ * each of which must send its bytes first. Larger ones are counted as they arrive.
+ */
+export const UNCOUNTED_BODY_BYTES = 65_536;
+
+/**
+ * The bytes of the bodies being read at once, against server.max_body_bytes_in_flight, counted as
+ * they arrive (readLimited), never as declared: a declared length costs a client nothing to send,
+ * and taken in advance, a few idle connections declaring large bodies held the whole budget
+ * (regression: 26 sockets sending one byte each refused every chat request). So many slow
+ * uploads cannot fill memory, and no upload that has not arrived holds any of it.
  */
 export class BodyBudget {
   private inFlight = 0;
@@ -38,13 +47,13 @@ export class BodyBudget {
 }
 
 /**
- * The body as text, refused early when its declared length (declaredLength) is over `limit`. With a
- * length, this is the request's own text() promise (no wrapper to await); a chunked body is counted
- * as it arrives, against `limit` and `budget`.
+ * The body as text, refused early when its declared length (declaredLength) is over `limit`. Up
+ * to UNCOUNTED_BODY_BYTES, this is the request's own text() promise (no wrapper to await); a larger
+ * or chunked body is counted as it arrives, against `limit` and `budget`.
  */
 export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget): Promise<string> {
   if (declared > limit) return refuseAfterReading(request, declared, limit);
-  return Number.isFinite(declared) ? request.text() : readLimited(request, limit, budget);
+  return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget);
 }
 
 /** The 413 for a declared length over the limit, once the body has been read and dropped (up to MAX_DISCARDED_BYTES). */
@@ -98,7 +107,7 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget):
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** The 503 for a body that would pass server.max_body_bytes_in_flight; not read, so the connection closes after it. */
+/** The 503 for a body whose next piece would pass server.max_body_bytes_in_flight; not read on, so the connection closes after it. */
 export function busyReading(): GatewayError {
   return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
     headers: { "retry-after": "1", connection: "close" },

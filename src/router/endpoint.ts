@@ -9,7 +9,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { BodyBudget, busyReading, declaredLength, parseJsonBody, readBodyText } from "../body";
+import { BodyBudget, declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { violationError } from "../validation";
@@ -34,16 +34,7 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
     let handled = false;
     try {
       const declared = declaredLength(request);
-      // A declared length is taken from the budget here; a chunked body takes its pieces as they come.
-      // One over the limit takes nothing: it is read and dropped (body.ts), never held.
-      const reserved = Number.isFinite(declared) && declared <= maxBody ? declared : 0;
-      if (!budget.take(reserved)) throw busyReading();
-      let text: string;
-      try {
-        text = await readBodyText(request, maxBody, declared, budget);
-      } finally {
-        budget.give(reserved);
-      }
+      const text = await readBodyText(request, maxBody, declared, budget);
       const body = parseJsonBody(text, maxBody);
       const bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
       if (!checker.Check(body)) {

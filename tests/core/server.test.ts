@@ -64,6 +64,18 @@ describe("the server", () => {
     expect(((await chat.json()) as any).error.code).toBe("payload_too_large");
   });
 
+  test("a body to any route but chat is at most 64 KiB, whatever max_body_bytes allows (regression: sign-in took 10 MiB bodies, read whole before any check)", async () => {
+    const gateway = await startGateway();
+    started.push(gateway);
+    for (const path of ["/auth/login", "/auth/signup", "/setup", "/dashboard/keys", "/api/admin/credits"]) {
+      const response = await fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(65_537) });
+      expect([path, response.status]).toEqual([path, 413]);
+      expect(((await response.json()) as any).error.message).toBe("The request body is larger than the limit of 65536 bytes");
+    }
+    const chat = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(70_000) }] }) });
+    expect(chat.status).toBe(404);
+  });
+
   test("a body over the limit is read before the 413, so Node's fetch gets the answer, not a broken pipe (regression: EPIPE, and the SDK uploaded again)", async () => {
     const gateway = await startGateway("[server]\nmax_body_bytes = 1048576\n");
     started.push(gateway);
@@ -98,24 +110,19 @@ describe("the server", () => {
     expect(gateway.output()).not.toContain("unhandled error");
   });
 
-  test("bodies being read at once are bounded by max_body_bytes_in_flight: past it a 503 that closes the connection, room again once they end", async () => {
-    const gateway = await startGateway("[server]\nmax_body_bytes = 2000\nmax_body_bytes_in_flight = 4100\n");
+  test("bodies being read at once are bounded by max_body_bytes_in_flight, counted as they arrive: past it a 503 that closes the connection, room again once they end", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 200000\nmax_body_bytes_in_flight = 200000\n");
     started.push(gateway);
-    const slow = [];
-    for (let i = 0; i < 2; i++) {
-      const socket = await Bun.connect({ hostname: "127.0.0.1", port: gateway.port, socket: { data() {} } });
-      socket.write("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2000\r\n\r\n{");
-      slow.push(socket);
-    }
+    const slow = await stalledUploads(gateway.port, 2, 150_000, `{"x":"${"y".repeat(89_990)}`);
     try {
       await Bun.sleep(100);
-      const body = JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(1_900) }] });
+      const body = JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(100_000) }] });
       const refused = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
       expect(refused.status).toBe(503);
       expect(refused.headers.get("retry-after")).toBe("1");
       expect(refused.headers.get("connection")).toBe("close");
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("service_unavailable");
-      // A small body still fits beside the two stalled ones.
+      // A body of at most 64 KiB is read whole, uncounted, beside the two stalled ones.
       expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body: '{"model":"none","messages":[{"role":"user","content":"x"}]}' })).status).toBe(404);
       for (const socket of slow) socket.end();
       await Bun.sleep(100);
@@ -124,7 +131,31 @@ describe("the server", () => {
       for (const socket of slow) socket.end();
     }
   });
+
+  test("a declared length that has not arrived holds none of the budget (regression: 26 idle sockets declaring large bodies refused every chat request)", async () => {
+    const gateway = await startGateway("[server]\nmax_body_bytes = 200000\nmax_body_bytes_in_flight = 200000\n");
+    started.push(gateway);
+    const idle = await stalledUploads(gateway.port, 10, 199_000, "{");
+    try {
+      await Bun.sleep(100);
+      const body = JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(100_000) }] });
+      expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })).status).toBe(404);
+    } finally {
+      for (const socket of idle) socket.end();
+    }
+  });
 });
+
+/** `count` connections each declaring a chat body of `declared` bytes and sending only `sent` of it. */
+async function stalledUploads(port: number, count: number, declared: number, sent: string) {
+  const sockets = [];
+  for (let i = 0; i < count; i++) {
+    const socket = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n${sent}`);
+    sockets.push(socket);
+  }
+  return sockets;
+}
 
 test("the address logged at start is a URL for IPv6 hosts too (regression: http://::1:8080)", () => {
   expect(listenUrl("::1", 8080)).toBe("http://[::1]:8080");
