@@ -106,23 +106,26 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
       lastFailure = outcome;
       break;
     }
-    if (outcome.failure === "refused") recordTargetRefusal(target, now(), outcome.message, routing);
+    if (outcome.failure === "refused" || outcome.failure === "slow") recordTargetRefusal(target, now(), outcome.message, routing);
     else recordTargetFailure(target, now(), outcome.message, routing);
-    if (outcome.failure === "timeout") (timedOut ??= new Set()).add(target);
+    if (outcome.failure === "timeout" || outcome.failure === "slow") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;
   }
   if (input.client.gone) return { error: new GatewayError("client_closed_request", "the client went away before an upstream answered"), upstreamMs };
-  const late = lastFailure!.failure === "timeout" || lastFailure!.failure === "deadline";
+  const late = lastFailure!.failure === "timeout" || lastFailure!.failure === "slow" || lastFailure!.failure === "deadline";
   return { error: new GatewayError(late ? "upstream_timeout" : "upstream_error", lastFailure!.message), upstreamMs };
 }
 
 /** A failed attempt, as a plain value: errors with stack traces are built once, for the client. */
 interface AttemptFailure {
   /**
-   * refused: the upstream answered this model with 429 or 5xx (the target's circuit counts it);
-   * deadline: no answer by the identity's answerBy, sooner than the upstream's own timeout.
+   * timeout: no connection within connect_timeout_ms; refused: the upstream answered this model
+   * with 429 or 5xx; slow: connected, but no answer within first_byte_timeout_ms (refused and slow
+   * count against the target's circuit: a request that makes one model slow, a long generation on
+   * a busy box, must not stop the upstream's other models); deadline: no answer by the identity's
+   * answerBy, sooner than the upstream's own timeout.
    */
-  failure: "timeout" | "error" | "refused" | "deadline";
+  failure: "timeout" | "slow" | "error" | "refused" | "deadline";
   message: string;
 }
 
@@ -191,7 +194,7 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
       if (waitMs < upstream.config.first_byte_timeout_ms) {
         return { failure: "deadline", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms (the time left to claim the payment before its authorization expires)` };
       }
-      return { failure: "timeout", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms` };
+      return { failure: "slow", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms` };
     }
     if (err instanceof UpstreamFailure && err.kind === "connect_timeout") return { failure: "timeout", message: err.message };
     if (err instanceof UpstreamFailure && err.kind !== "aborted") return { failure: "error", message: err.message };

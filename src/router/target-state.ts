@@ -1,10 +1,11 @@
 /**
  * A route target's health: two circuits (./upstream-state.ts) decide whether a request may use it.
  * The upstream's own opens when the upstream cannot be reached or breaks its answers (connection
- * errors, timeouts, broken streams, a wrong key or base_url) and stops every model on it. The
- * target's opens when the upstream answers this model with 429 or 5xx: Ollama out of memory for
- * one large model, or a provider's per-model rate limit, then stops that model only, and the
- * upstream's other models go on being served.
+ * errors, connect timeouts, broken streams, a wrong key or base_url) and stops every model on it.
+ * The target's opens when the upstream answers this model with 429 or 5xx, or not within the
+ * first-byte timeout: Ollama out of memory for one large model, a provider's per-model rate limit,
+ * or long generations on a busy box, then stop that model only, and the upstream's other models
+ * go on being served.
  */
 import type { Target } from "./registry";
 import {

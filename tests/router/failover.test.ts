@@ -196,6 +196,22 @@ describe("failover before the first byte", () => {
     expect(gw.records[0].upstream).toBe("b");
   });
 
+  test("first-byte timeouts stop the slow model alone, not every model on its upstream (regression: three slow anonymous requests took a whole box offline for 30 s)", async () => {
+    const a = mock({ delayMs: 5_000 });
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url, first_byte_timeout_ms: 50 }],
+      models: [
+        { id: "big", free: true, targets: [{ upstream: "a", model: "llama-70b" }] },
+        { id: "small", free: true, targets: [{ upstream: "a", model: "llama-8b" }] },
+      ],
+      routing: { max_attempts: 1, cooldown_failures: 3 },
+    });
+    for (let i = 0; i < 3; i++) expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(504);
+    a.behaviour.delayMs = 0;
+    expect((await gw.chat({ model: "small", messages: HELLO })).status).toBe(200);
+    expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(503);
+  });
+
   test("a 400 from an upstream is the answer, not a reason to fail over", async () => {
     const a = mock({ failWith: 400 });
     const b = mock();
