@@ -20,6 +20,8 @@ const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(?:\s*,\s*[A-Za-z0-9!#$%&'*+.^_
 const PREFLIGHT_MAX_AGE_S = "600";
 
 export interface Cors {
+  /** Whether `request`'s Origin is one server.cors_origins lets in. */
+  allows(request: Request): boolean;
   /** Adds the CORS headers an answer to `request` needs (nothing for an origin not allowed). */
   decorate(request: Request, headers: Headers | Record<string, string>): void;
   /** The answer to a preflight (OPTIONS) request: 204, with CORS headers when the origin is allowed. */
@@ -34,6 +36,18 @@ export function isCorsOrigin(entry: string): boolean {
 /** Whether a path is part of the API that CORS opens (never the dashboard, sign-in or admin routes). */
 export function isCorsPath(pathname: string): boolean {
   return pathname.startsWith("/v1/") || pathname === "/api/health" || pathname === "/api/status";
+}
+
+/**
+ * A browser's request made for a page of another site (`Sec-Fetch-Site: cross-site` or
+ * `same-site`: a form post, a no-cors fetch) whose origin `cors` does not let in. Such a request
+ * needs no preflight, so without this check any website could use a LAN gateway's free models
+ * through its visitors' browsers, blind. Clients other than browsers send no Sec-Fetch-Site.
+ */
+export function fromUnlistedSite(request: Request, cors: Cors | null): boolean {
+  const site = request.headers.get("sec-fetch-site");
+  if (site === null || site === "same-origin" || site === "none") return false;
+  return cors === null || !cors.allows(request);
 }
 
 /** The CORS policy of `origins` (already checked by the config), or null when it is off. */
@@ -55,6 +69,7 @@ export function createCors(origins: string[]): Cors | null {
     else headers[name] = value;
   };
   return {
+    allows: (request) => allowOrigin(request) !== null,
     decorate(request, headers) {
       const allowed = allowOrigin(request);
       if (!any) set(headers, "vary", "origin");

@@ -70,6 +70,22 @@ describe("CORS", () => {
     }
   });
 
+  test("a browser's chat request for a page of another site is refused unless its origin is listed; clients that send no Sec-Fetch-Site, and same-origin pages, are not", async () => {
+    const ask = (t: ReturnType<typeof buildTestApp>, headers: Record<string, string>) =>
+      t.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "text/plain", ...headers }, body: '{"model":"none","messages":[{"role":"user","content":"hi"}]}' });
+    const off = buildTestApp();
+    for (const site of ["cross-site", "same-site"]) {
+      const res = await ask(off, { "sec-fetch-site": site, origin: PAGE });
+      expect(res.status).toBe(403);
+      expect((await res.json()) as unknown).toMatchObject({ error: { code: "forbidden", type: "permission_error" } });
+    }
+    // Read and routed (a 404 for the unknown model), not refused:
+    for (const headers of [{}, { "sec-fetch-site": "same-origin" }, { "sec-fetch-site": "none" }]) expect((await ask(off, headers)).status).toBe(404);
+    const on = buildTestApp({ server: { cors_origins: [PAGE] } });
+    expect((await ask(on, { "sec-fetch-site": "cross-site", origin: PAGE })).status).toBe(404);
+    expect((await ask(on, { "sec-fetch-site": "cross-site", origin: "https://evil.example" })).status).toBe(403);
+  });
+
   test("cors_origins takes origins or \"*\", and names a bad entry", () => {
     const build = (cors_origins: string[]) => buildConfig({ server: { cors_origins } }, { env: {} });
     expect(build(["https://chat.example.com", "http://localhost:3000", "*"]).config.server.cors_origins).toHaveLength(3);

@@ -70,3 +70,26 @@ test("a page of a listed origin calls the API with a key and reads the answer an
   const refused = await callFrom(`http://127.0.0.1:${other.port}/`, false);
   expect(refused.error).toContain("Failed to fetch");
 });
+
+test("a page of another origin that posts a form to the chat endpoint (no preflight needed) is refused, and nothing reaches the upstream (regression: served, blind, on the free models)", async () => {
+  await browser.page.goto(`http://127.0.0.1:${other.port}/`);
+  const before = mock.chatCount();
+  const body = JSON.stringify({ model: "free-model", messages: [{ role: "user", content: "hi" }] });
+  await browser.page.evaluate(({ url, body }) => {
+    const form = document.createElement("form");
+    form.method = "POST";
+    form.action = url;
+    form.enctype = "text/plain";
+    const field = document.createElement("input");
+    // A text/plain form sends `name=value`: the JSON is split so that the = lands inside a string.
+    field.name = `${body.slice(0, -1)},"pad":"`;
+    field.value = '"}';
+    form.append(field);
+    document.body.append(form);
+    form.submit();
+  }, { url: `${gw.url}/v1/chat/completions`, body });
+  await browser.page.waitForURL(`${gw.url}/v1/chat/completions`);
+  const answer = JSON.parse(await browser.page.locator("body").innerText());
+  expect(answer.error.code).toBe("forbidden");
+  expect(mock.chatCount()).toBe(before);
+});
