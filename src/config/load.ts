@@ -195,8 +195,10 @@ function checkAddress(path: string, address: string): void {
 
 function checkReferences(config: Config): void {
   checkDataDir(config.server.data_dir);
-  if (config.server.max_body_bytes_in_flight < config.server.max_body_bytes) {
-    throw new ConfigError("server.max_body_bytes_in_flight: must be at least server.max_body_bytes, or one large body could never be read");
+  for (const section of ["server", "webhooks"] as const) {
+    if (config[section].max_body_bytes_in_flight < config[section].max_body_bytes) {
+      throw new ConfigError(`${section}.max_body_bytes_in_flight: must be at least ${section}.max_body_bytes, or one large body could never be read`);
+    }
   }
   const publicUrl = URL.parse(config.server.public_url);
   if (publicUrl === null || publicUrl.hostname === "" || publicUrl.href !== `${publicUrl.origin}/` || /\s/.test(config.server.public_url)) {

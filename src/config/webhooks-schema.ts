@@ -35,6 +35,8 @@ export const WebhooksSection = T.Object(
     bind_address: T.String({ default: "0.0.0.0:9090", pattern: "^.+:[0-9]{1,5}$" }),
     endpoints: T.Array(WebhookEndpoint, { default: [] }),
     max_body_bytes: T.Integer({ default: 1_048_576, minimum: 1 }),
+    /** Bytes of bodies over 64 KiB being read at once, counted as they arrive; past it 503 with Retry-After. */
+    max_body_bytes_in_flight: T.Integer({ default: 67_108_864, minimum: 1 }),
     /** The most body bytes undelivered calls may hold; past it a verified request gets 503 with Retry-After. */
     max_pending_bytes: T.Integer({ default: 1_073_741_824, minimum: 1 }),
     dedupe_window_s: T.Integer({ default: 86_400, minimum: 1 }),

@@ -25,7 +25,7 @@ export const PULL_PREFIX = "/webhooks/jobs/";
 /** Keys a webhooks.toml may carry. `service_id` is accepted and ignored, as by the crate. */
 const FILE_KEYS = new Set([
   "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
-  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes",
+  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes", "max_body_bytes_in_flight",
 ]);
 const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key"]);
 /** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */

@@ -20,6 +20,7 @@ import { OutboxFullError, type Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
+import { BodyBudget, declaredLength, UNCOUNTED_BODY_BYTES } from "../body";
 
 export interface GatewayOptions {
   config: WebhooksConfig;
@@ -49,6 +50,7 @@ export class WebhookGateway {
   /** When a full outbox was last logged: once a minute at most, however many requests it refuses. */
   private fullLoggedAt = -Infinity;
   private readonly maxBody: number;
+  private readonly budget: BodyBudget;
 
   constructor(private readonly options: GatewayOptions) {
     const { config } = options;
@@ -63,6 +65,7 @@ export class WebhookGateway {
     this.pull = config.pull_token ? createPullApi(options.outbox, config.pull_token) : null;
     this.retryAfter = String(config.retry_after_s);
     this.maxBody = config.max_body_bytes;
+    this.budget = new BodyBudget(config.max_body_bytes_in_flight);
   }
 
   get port(): number | null {
@@ -108,9 +111,9 @@ export class WebhookGateway {
     if (!verifier.needsBody && !verifier.verify(request.headers, null)) return json(401, { error: "unauthorized" });
     let body: Uint8Array | null;
     try {
-      body = await readBody(request, this.maxBody);
-    } catch {
-      return json(400, { error: "bad_request" });
+      body = await readBody(request, this.maxBody, this.budget);
+    } catch (error) {
+      return error === BUSY ? this.unavailable({ connection: "close" }) : json(400, { error: "bad_request" });
     }
     if (body === null) return this.tooLarge();
     if (verifier.needsBody && !verifier.verify(request.headers, body)) return json(401, { error: "unauthorized" });
@@ -155,8 +158,8 @@ export class WebhookGateway {
 
   /** The rest of the body is not read: the connection closes after the answer (see src/body.ts). */
   /** 503 with Retry-After: senders such as Alertmanager retry only 5xx. */
-  private unavailable(): Response {
-    return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter });
+  private unavailable(headers: Record<string, string> = {}): Response {
+    return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter, ...headers });
   }
 
   private tooLarge(): Response {
@@ -175,19 +178,32 @@ function pathOf(url: string): string {
   return query === -1 ? url.slice(start) : url.slice(start, query);
 }
 
-/** The raw body, or null once it exceeds `limit` bytes (counted as chunks arrive). */
-async function readBody(request: Request, limit: number): Promise<Uint8Array | null> {
-  if (request.headers.get("content-length") !== null) {
+/** Thrown by readBody when the next piece of a body would pass max_body_bytes_in_flight. */
+const BUSY = new Error("webhook bodies in flight");
+
+/**
+ * The raw body, or null once it exceeds `limit` bytes. Up to UNCOUNTED_BODY_BYTES declared, read
+ * whole; a larger or chunked one is counted against `budget` as it arrives (never as declared: an
+ * idle socket declaring a large body must hold nothing), so many slow senders cannot fill memory
+ * before any of their signatures is checked.
+ */
+async function readBody(request: Request, limit: number, budget: BodyBudget): Promise<Uint8Array | null> {
+  if (declaredLength(request) <= UNCOUNTED_BODY_BYTES) {
     const bytes = new Uint8Array(await request.arrayBuffer());
     return bytes.byteLength > limit ? null : bytes;
   }
   if (request.body === null) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) return null;
-    chunks.push(chunk);
+  try {
+    for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+      if (size + chunk.byteLength > limit) return null;
+      if (!budget.take(chunk.byteLength)) throw BUSY;
+      size += chunk.byteLength;
+      chunks.push(chunk);
+    }
+  } finally {
+    budget.give(size);
   }
   return chunks.length === 1 ? chunks[0] : new Uint8Array(Buffer.concat(chunks));
 }

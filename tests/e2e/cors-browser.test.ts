@@ -76,6 +76,7 @@ test("a page of another origin that posts a form to the chat endpoint (no prefli
   const before = mock.chatCount();
   const body = JSON.stringify({ model: "free-model", messages: [{ role: "user", content: "hi" }] });
   await browser.page.evaluate(({ url, body }) => {
+    const document = (globalThis as any).document;
     const form = document.createElement("form");
     form.method = "POST";
     form.action = url;

@@ -2,7 +2,7 @@
 // moment, restart: every call_id that got a 202 is in the outbox exactly once with its body,
 // repeated over several rounds. Also: a job handler killed with the process is redelivered after
 // its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413, a body far
-// past the limit, and requests without a Host header.
+// past the limit, bodies in flight, and requests without a Host header.
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
@@ -192,6 +192,33 @@ describe("the webhook feature in the binary", () => {
       expect(response.status).toBe(413);
       expect(await response.json()).toEqual({ error: "payload_too_large", limit: 1000 });
     }
+    await gateway.stop();
+  }, 30_000);
+
+  test("bodies over 64 KiB being read at once are bounded by max_body_bytes_in_flight, counted as they arrive (regression: read whole before the signature, without a bound)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-inflight-"));
+    const { gateway, hooks } = await start(dir, "max_body_bytes = 200000\nmax_body_bytes_in_flight = 200000");
+    const { hostname, port } = new URL(hooks);
+    const stalled = async (declared: number, sent: string) => {
+      const socket = await Bun.connect({ hostname, port: Number(port), socket: { data() {} } });
+      socket.write(`POST /hooks/alert HTTP/1.1\r\nhost: x\r\nx-hub-signature-256: sha256=00\r\ncontent-length: ${declared}\r\n\r\n${sent}`);
+      return socket;
+    };
+    // Idle senders that declared large bodies hold nothing.
+    const idle = await Promise.all(Array.from({ length: 5 }, () => stalled(199_000, "{")));
+    await Bun.sleep(100);
+    const large = JSON.stringify({ alert: "x".repeat(100_000) });
+    expect((await send(hooks, large)).status).toBe(202);
+    // Two that sent 90 KB each leave no room for another 100 KB; a small body needs none.
+    const slow = await Promise.all([stalled(150_000, "y".repeat(90_000)), stalled(150_000, "y".repeat(90_000))]);
+    await Bun.sleep(100);
+    const refused = await send(hooks, large);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect((await send(hooks, '{"alert":"small"}')).status).toBe(202);
+    for (const socket of [...idle, ...slow]) socket.end();
+    await Bun.sleep(100);
+    expect((await send(hooks, large)).status).toBe(202);
     await gateway.stop();
   }, 30_000);
 
