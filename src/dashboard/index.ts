@@ -104,7 +104,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (typeof query.created === "string") {
         const created = reveals.take(query.created, g.csrf);
         if (created) return renderKeys(g, { created });
-        return renderKeys(g, { notice: { kind: "error", text: "That new key was shown once and is not shown again. If you did not copy it, revoke it and create another." } });
+        return renderKeys(g, { notice: { kind: "error", text: "That new key cannot be shown: a key is shown once, within a minute of its creation, to the session that created it. If you did not copy it, revoke it and create another." } });
       }
       return renderKeys(g, { notice: query.revoked ? { kind: "ok", text: "The key was revoked." } : null });
     }, hidden)

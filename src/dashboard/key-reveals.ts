@@ -5,7 +5,8 @@
  * (which made another key). Invariants: a key is held in memory only, between the form's answer
  * and the page's first load, for at most REVEAL_TTL_MS and at most MAX_HELD keys; only the session
  * that created it can take it (bound by the session's CSRF token, a hash of the session token);
- * it is taken at most once.
+ * it is taken at most once; a session has at most MAX_HELD_PER_SESSION waiting, so posting the
+ * form in a loop pushes out its own keys before anyone else's.
  */
 import { randomBytes } from "node:crypto";
 
@@ -13,6 +14,8 @@ import { randomBytes } from "node:crypto";
 export const REVEAL_TTL_MS = 60_000;
 /** A bound on memory should someone post the form in a loop without following the redirects. */
 const MAX_HELD = 1_000;
+/** Keys one session may have waiting: its loop pushes out its own, never another session's. */
+const MAX_HELD_PER_SESSION = 5;
 
 export interface CreatedKey {
   key: string;
@@ -44,7 +47,9 @@ export function createKeyReveals(now: () => number): KeyReveals {
     hold(boundTo, created) {
       const at = now();
       dropExpired(at);
-      if (held.size >= MAX_HELD) held.delete(held.keys().next().value!);
+      const own = [...held].filter(([, entry]) => entry.boundTo === boundTo);
+      if (own.length >= MAX_HELD_PER_SESSION) held.delete(own[0][0]);
+      else if (held.size >= MAX_HELD) held.delete(held.keys().next().value!);
       const id = randomBytes(18).toString("base64url");
       held.set(id, { key: created.key, name: created.name, boundTo, until: at + REVEAL_TTL_MS });
       return id;

@@ -202,7 +202,7 @@ describe("dashboard in chromium", () => {
     await browser.screenshot("key-created");
     // A reload shows the key no more and makes no second one (the form's answer was a redirect).
     await page.reload();
-    await expectText(page.locator(".notice.error"), "shown once and is not shown again");
+    await expectText(page.locator(".notice.error"), "a key is shown once");
     await expectCount(page.locator("#new-key"), 0);
     await expectCount(page.locator("tr", { hasText: "sdk test" }), 1);
 
