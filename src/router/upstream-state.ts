@@ -43,6 +43,8 @@ export interface UpstreamState extends Circuit {
   hostname: string;
   port: number;
   authorization: string | null;
+  /** The credential sent with each request (api_key, else base_url's password): taken out of what the upstream says. */
+  secret: string | undefined;
   /** Sends one chat request body (JSON text) to this upstream; see ./upstream-client.ts. */
   postChat: (body: string) => UpstreamExchange;
   /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
@@ -88,6 +90,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     hostname,
     port,
     authorization: headers.authorization ?? null,
+    secret: config.api_key ?? (base.password === "" ? undefined : percentDecoded(base.password)),
     postChat: viaFetch ? (body) => fetchPost(config.name, chatUrl.href, headers, body) : (body) => http1Post(origin, body),
     viaFetch,
     ...closedCircuit(),

@@ -61,6 +61,22 @@ describe("base_url", () => {
     ]);
   });
 
+  test("the password is taken out of what the upstream says, as an api_key is", async () => {
+    const echo = JSON.stringify({ error: { message: "bad credentials bob:s3cret-pass-word" } });
+    listener = Bun.listen<{ head: string; answered: boolean }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: { data: (socket) => void socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${echo.length}\r\n\r\n${echo}`) },
+    });
+    const t = buildTestApp({
+      upstreams: [{ name: "up", base_url: `http://bob:s3cret-pass-word@127.0.0.1:${listener.port}/v1` }],
+      models: [{ id: "m", targets: [{ upstream: "up" }], free: true }],
+    });
+    const res = await t.chat({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe(echo.replace("s3cret-pass-word", "[redacted]"));
+  });
+
   test("an api_key wins over a user and password", async () => {
     const heads: string[] = [];
     const port = recordingUpstream(heads);
