@@ -187,7 +187,7 @@ function checkAddress(path: string, address: string): void {
   const valid = host === ""
     || (host.startsWith("[") ? host.endsWith("]") && isIP(hostname) === 6
       : /^[\d.]+$/.test(host) ? isIP(host) === 4
-      : isIP(host) === 6 || /^[a-z\d]([a-z\d.-]{0,251}[a-z\d])?$/i.test(host));
+      : isIP(host) === 6 || /^[a-z\d_]([a-z\d_.-]{0,251}[a-z\d_.])?$/i.test(host));
   if (!valid) {
     throw new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
   }

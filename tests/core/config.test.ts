@@ -98,7 +98,7 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
       expect(errorOf(`[server]\nlisten = "${listen}"`)).toStartWith(`server.listen: "${listen}" is not host:port`);
     }
     expect(errorOf(`[webhooks]\nbind_address = "tcp://0.0.0.0:9090"`)).toStartWith("webhooks.bind_address: ");
-    for (const listen of ["127.0.0.1:8080", "[::]:8080", ":8080", "gateway.lan:8080", "localhost:1", "::1:8080"]) {
+    for (const listen of ["127.0.0.1:8080", "[::]:8080", ":8080", "gateway.lan:8080", "localhost:1", "::1:8080", "model_gate:8080", "gw.lan.:8080"]) {
       expect(build(`[server]\nlisten = "${listen}"`).config.server.listen).toBe(listen);
     }
   });
