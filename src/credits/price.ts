@@ -4,7 +4,7 @@
  * estimate + completion bound), in integer micro-credits (prices are credits per 1M tokens, so
  * micro-credits per token). The prompt estimate is the request body's size in bytes / 4, which
  * over-counts the JSON around the messages and so errs towards more. The completion bound is the
- * larger of max_completion_tokens and max_tokens (an upstream may read either), else
+ * largest of max_completion_tokens, max_tokens and n_predict (an upstream may read any), else
  * routing.default_max_tokens, times `n` (the choices asked for), at most MAX_COUNTED_TOKENS (a
  * bound of 1e308 tokens would make the cost Infinity).
  */
@@ -32,11 +32,19 @@ export function promptTokenEstimate(bodyBytes: number): number {
   return Math.ceil(bodyBytes / 4);
 }
 
-/** The most completion tokens a request may be answered with: what its reservation is for. */
+/** The most completion tokens a request may be answered with, all choices together: what its reservation is for. */
 export function completionBound(body: Record<string, unknown>, fallback: number): number {
-  const asked = Math.max(positive(body.max_completion_tokens), positive(body.max_tokens));
   const choices = Math.min(Math.max(1, positive(body.n)), MAX_CHOICES);
-  return Math.min((asked > 0 ? asked : fallback) * choices, MAX_COUNTED_TOKENS);
+  return Math.min(completionLimit(body, fallback) * choices, MAX_COUNTED_TOKENS);
+}
+
+/**
+ * The most completion tokens of one choice: the largest limit the request sets in any field an
+ * upstream may read (max_completion_tokens, max_tokens, llama.cpp's n_predict), else `fallback`.
+ */
+export function completionLimit(body: Record<string, unknown>, fallback: number): number {
+  const asked = Math.max(positive(body.max_completion_tokens), positive(body.max_tokens), positive(body.n_predict));
+  return asked > 0 ? asked : fallback;
 }
 
 /** A positive finite number rounded up, else 0. */

@@ -14,7 +14,7 @@ import { recordTargetComplete, recordTargetFailure, recordTargetRefusal } from "
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
-import { completionBound, promptTokenEstimate } from "../credits/price";
+import { completionBound, completionLimit, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutKey } from "./upstream-text";
@@ -59,7 +59,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       now: deps.now,
       random: deps.registry.random,
       answerBy: admission.answerBy,
-      tokenCap: completionsMetered(route, ctx.body) ? deps.config.routing.default_max_tokens : null,
+      tokenCap: completionsPriced(route) ? completionLimit(ctx.body, deps.config.routing.default_max_tokens) : null,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;
@@ -141,12 +141,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   }
 }
 
-/**
- * A request whose completion is charged but limited by nothing the client set: the reservation
- * (credits, or a SpendAuth amount) assumed routing.default_max_tokens, so that limit is sent too.
- */
-function completionsMetered(route: ModelRoute, body: ChatContext["body"]): boolean {
-  return !route.free && route.price.completion > 0 && body.max_tokens == null && body.max_completion_tokens == null;
+/** A route whose completions are charged: its requests' reservations (credits, or a SpendAuth amount) assume a completion limit. */
+function completionsPriced(route: ModelRoute): boolean {
+  return !route.free && route.price.completion > 0;
 }
 
 

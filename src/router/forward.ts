@@ -15,6 +15,7 @@ import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { errorExcerpt } from "./upstream-text";
+import { capTokens, serialize } from "./upstream-body";
 import type { UpstreamState } from "./upstream-state";
 import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, targetAvailable, targetCoolsUntil } from "./target-state";
 
@@ -29,9 +30,10 @@ export interface ForwardInput {
   /** Epoch ms by which an upstream must have answered (the identity's Admission.answerBy). */
   answerBy?: number;
   /**
-   * The completion limit to send when the client set none (a metered request: its reservation
-   * assumed routing.default_max_tokens, and the upstream's own default may be far larger), in
-   * each target's upstream's `token_limit_field`; null to send none.
+   * The completion limit a priced request's reservation assumed (the largest the client set, else
+   * routing.default_max_tokens), sent in each target's upstream's `token_limit_field` unless the
+   * client set that field itself: an upstream reading a field the client left out would
+   * otherwise generate up to its own default; null to send none.
    */
   tokenCap?: number | null;
 }
@@ -68,6 +70,8 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
   if (order.length === 0) return { error: allCoolingDown(route, now()), upstreamMs: 0 };
   let lastFailure: AttemptFailure | null = null;
   let timedOut: Set<Target> | null = null;
+  /** The completion-limit field this request's attempts have added (capTokens), if any. */
+  let capAdded: string | null = null;
   let upstreamMs = 0;
   for (let i = 0; i < routing.max_attempts; i++) {
     const round = Math.floor(i / order.length);
@@ -87,7 +91,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
-    if (input.tokenCap != null) capTokens(input.body, target.upstream.config.token_limit_field, input.tokenCap);
+    if (input.tokenCap != null) capAdded = capTokens(input.body, target.upstream.config.token_limit_field, input.tokenCap, capAdded);
     const payload = serialize(input.body);
     if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
     beginTargetAttempt(target, now());
@@ -138,21 +142,6 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
     `every target of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`,
     { headers: { "retry-after": String(seconds) } },
   );
-}
-
-/** Sets the completion limit in `field` only (an earlier target's upstream may have wanted the other one). */
-function capTokens(body: Record<string, unknown>, field: "max_tokens" | "max_completion_tokens", cap: number): void {
-  delete body[field === "max_tokens" ? "max_completion_tokens" : "max_tokens"];
-  body[field] = cap;
-}
-
-/** JSON text of the body; null when it is nested too deeply for JSON.stringify (which JSON.parse took). */
-function serialize(body: Record<string, unknown>): string | null {
-  try {
-    return JSON.stringify(body);
-  } catch {
-    return null;
-  }
 }
 
 async function attempt(target: Target, payload: string, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {

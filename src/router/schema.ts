@@ -1,8 +1,8 @@
 /**
  * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
  * assistant, tool; content a string or an array), optional stream, temperature, max_tokens,
- * max_completion_tokens and n (each also null, meaning not given), and stream_options (an object
- * or null).
+ * max_completion_tokens, n and n_predict (each also null, meaning not given), and stream_options
+ * (an object or null).
  * One widening, OpenAI's own rule: an assistant message that carries `tool_calls` (or the older
  * `function_call`) may have `content` null or absent, since that is how OpenAI answers a tool
  * call and how the SDKs send it back (the openai SDK's runTools, the Vercel AI SDK): refusing it
@@ -49,6 +49,8 @@ export const ChatCompletionRequest = t.Object(
     // absent, and servers that coerce it (vLLM) would answer beyond the reservation.
     max_completion_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
     n: t.Optional(t.Union([t.Integer({ minimum: 1, maximum: 128 }), t.Null()])),
+    // llama.cpp reads it before max_tokens; its -1 (no limit) could never be reserved for.
+    n_predict: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
     // Checked because the gateway sets include_usage in it: a string would be spread into {"0": ...}.
     stream_options: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])),
   },

@@ -1,10 +1,12 @@
 /**
- * A metered request that sets no completion limit: its reservation assumes
+ * A priced request's completion limit: its reservation assumes the largest limit it sets, else
  * routing.default_max_tokens, so that limit is what the upstream is sent, in the field the
- * upstream reads (`token_limit_field`). Regression: nothing was sent, the upstream generated up to
+ * upstream reads (`token_limit_field`), unless the request set that field itself. Regression: nothing was sent, the upstream generated up to
  * its own default (vLLM's is the context length), and a burst of such requests overdrew far past
  * the documented one reservation. Also: `n` and `max_completion_tokens`, which the reservation
- * counts, must be integers (regression: `"n": "8"` was reserved as one choice and answered as eight).
+ * counts, must be integers (regression: `"n": "8"` was reserved as one choice and answered as eight),
+ * and so must llama.cpp's n_predict, which it reads before max_tokens (regression: `n_predict:
+ * 100000` beside `max_tokens: 10` was reserved for 10).
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { getBalance } from "../../src/credits/ledger";
@@ -44,12 +46,12 @@ function appOver(extra: { token_limit_field?: string } = {}, failFirst = false) 
 const sentLimits = (mock: MockUpstream) => mock.requests.map((r) => [r.body.max_tokens, r.body.max_completion_tokens]);
 
 describe("the completion limit sent upstream", () => {
-  test("a paid request without one is sent routing.default_max_tokens as max_tokens; one with either limit is sent as it came", async () => {
+  test("a paid request is sent, in the field its upstream reads, the limit its reservation assumed: the largest it set, else routing.default_max_tokens; a field it set itself is left as it is", async () => {
     const { app, first } = appOver();
-    for (const extra of [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { max_tokens: null, max_completion_tokens: null }]) {
-      expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
-    }
-    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [undefined, 9], [300, undefined]]);
+    const cases = [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { n_predict: 11 }, { max_tokens: 5, n_predict: 50 }, { max_tokens: null, max_completion_tokens: null }];
+    for (const extra of cases) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
+    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [9, 9], [11, undefined], [5, undefined], [300, null]]);
+    expect(first.requests[4].body.n_predict).toBe(50); // reserved for 50: llama.cpp reads n_predict first
   });
 
   test("a free model, or one whose completions cost nothing, is sent no limit", async () => {
@@ -90,6 +92,9 @@ describe("numbers the reservation counts", () => {
       [{ n: 1.5 }, "n"],
       [{ max_completion_tokens: "20000" }, "max_completion_tokens"],
       [{ max_completion_tokens: 0 }, "max_completion_tokens"],
+      // llama.cpp's -1 is "no limit", which no reservation can cover.
+      [{ n_predict: -1 }, "n_predict"],
+      [{ n_predict: "100" }, "n_predict"],
     ];
     for (const [extra, param] of cases) {
       const response = await app.chat({ model: "paid", ...ASK, ...extra });
