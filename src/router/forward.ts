@@ -17,7 +17,7 @@ import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply 
 import { errorExcerpt } from "./upstream-text";
 import { capTokens, serialize } from "./upstream-body";
 import type { UpstreamState } from "./upstream-state";
-import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, targetAvailable, targetCoolsUntil } from "./target-state";
+import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, recordTargetSlow, targetAvailable, targetCoolsUntil } from "./target-state";
 
 export interface ForwardInput {
   route: ModelRoute;
@@ -110,7 +110,8 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
       lastFailure = outcome;
       break;
     }
-    if (outcome.failure === "refused" || outcome.failure === "slow") recordTargetRefusal(target, now(), outcome.message, routing);
+    if (outcome.failure === "refused") recordTargetRefusal(target, now(), outcome.message, routing);
+    else if (outcome.failure === "slow") recordTargetSlow(target, now(), outcome.message, routing);
     else recordTargetFailure(target, now(), outcome.message, routing);
     if (outcome.failure === "timeout" || outcome.failure === "slow") (timedOut ??= new Set()).add(target);
     lastFailure = outcome;

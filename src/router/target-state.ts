@@ -64,6 +64,17 @@ export function recordTargetRefusal(t: Target, now: number, reason: string, poli
   countFailure(t.circuit, now, policy);
 }
 
+/**
+ * The upstream took the connection but did not answer this model in time: the target's circuit
+ * counts it. The upstream's own circuit is left as it is, but for the probe it may have let
+ * through, which ends: no answer proves the upstream well (a hung server that opened it stays open).
+ */
+export function recordTargetSlow(t: Target, now: number, reason: string, policy: CircuitPolicy): void {
+  abandonAttempt(t.upstream);
+  noteFailure(t.upstream, now, reason);
+  countFailure(t.circuit, now, policy);
+}
+
 /** The upstream could not be reached, or broke its answer: its circuit counts it. */
 export function recordTargetFailure(t: Target, now: number, reason: string, policy: CircuitPolicy): void {
   recordFailure(t.upstream, now, reason, policy);

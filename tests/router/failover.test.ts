@@ -212,6 +212,22 @@ describe("failover before the first byte", () => {
     expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(503);
   });
 
+  test("a probe of an upstream opened for broken connections that takes the connection but never answers leaves that circuit unclosed (regression: the slow answer closed it, and every model was readmitted)", async () => {
+    const a = mock({ delayMs: 5_000 });
+    let clock = 1_000_000;
+    const gw = routerApp({
+      upstreams: [{ name: "a", base_url: a.url, first_byte_timeout_ms: 50 }],
+      models: [{ id: "big", free: true, targets: [{ upstream: "a" }] }],
+      routing: { max_attempts: 1, cooldown_failures: 3, cooldown_ms: 30_000 },
+    }, { now: () => clock });
+    const upstream = gw.deps.registry.upstreams.get("a")!;
+    for (let i = 0; i < 3; i++) recordFailure(upstream, clock, "connection reset", gw.deps.config.routing);
+    clock += 31_000; // the cooldown is over: the next request is the probe
+    expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(504);
+    expect(upstream.cooldownUntil).not.toBe(0);
+    expect(upstream.probing).toBe(false);
+  });
+
   test("a 400 from an upstream is the answer, not a reason to fail over", async () => {
     const a = mock({ failWith: 400 });
     const b = mock();
