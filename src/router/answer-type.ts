@@ -1,27 +1,37 @@
 /**
- * The media type an upstream's answer is relayed with. An event stream stays one; a whole answer
- * keeps a JSON type (or gets application/json when it named none), and any other type becomes
- * text/plain with nosniff: relayed as it came, an upstream's text/html (a proxy's error page, or a
- * hostile server) would render as a page of the gateway's origin, which is the dashboard's, in any
- * browser sent to it (a cross-site form can post a chat request as a top-level navigation).
+ * The media type an upstream's answer is relayed with, never the upstream's own string: an event
+ * stream is sent as `text/event-stream`, a whole answer of a JSON type (or of none) as
+ * `application/json`, and anything else as text/plain with nosniff. Relayed as it came, an
+ * upstream's text/html (a proxy's error page, a hostile server), or a value a browser reads as
+ * HTML (`application/json, text/html`: two headers joined), would render as a page of the
+ * gateway's origin, which is the dashboard's, in any browser sent to it.
  */
 
-/** Media types are case-insensitive (`Text/Event-Stream` is one); the lower-case spelling is checked first, as servers send it. */
+/** Whether `contentType` names an event stream, and nothing else. */
 export function isEventStream(contentType: string): boolean {
-  return contentType.includes("text/event-stream") || contentType.toLowerCase().includes("text/event-stream");
+  return mediaType(contentType) === "text/event-stream";
 }
 
 /** Sets the Content-Type (and, for text, nosniff) of a whole answer whose upstream type was `contentType`. */
 export function setWholeAnswerType(headers: Record<string, string>, contentType: string | null): void {
-  if (contentType === null) headers["content-type"] = "application/json";
-  else if (isJson(contentType)) headers["content-type"] = contentType;
+  if (contentType === null || contentType === "application/json" || isJson(mediaType(contentType))) headers["content-type"] = "application/json";
   else {
     headers["content-type"] = "text/plain; charset=utf-8";
     headers["x-content-type-options"] = "nosniff";
   }
 }
 
-/** application/json, or a `+json` type (application/problem+json), in any case, with parameters or not. */
-function isJson(contentType: string): boolean {
-  return contentType.startsWith("application/json") || /^\s*application\/([\w.-]+\+)?json\s*(;|$)/i.test(contentType);
+/**
+ * The media type of a Content-Type value, lower-case and without parameters (types are
+ * case-insensitive: `Text/Event-Stream` is one); null when it may name more than one.
+ */
+function mediaType(contentType: string): string | null {
+  if (contentType.includes(",")) return null;
+  const semicolon = contentType.indexOf(";");
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** application/json, or a `+json` type such as application/problem+json. */
+function isJson(type: string | null): boolean {
+  return type === "application/json" || (type !== null && /^application\/[\w.-]+\+json$/.test(type));
 }

@@ -83,7 +83,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const asked = reply.status < 300 && ctx.body.stream === true;
     const early = asked && contentType === null ? reply.textNow() : null;
     const isStream = asked && (contentType === null ? early?.trimStart().startsWith("{") !== true : isEventStream(contentType));
-    if (isStream) headers["content-type"] = contentType ?? "text/event-stream";
+    if (isStream) headers["content-type"] = "text/event-stream";
     else setWholeAnswerType(headers, contentType);
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;

@@ -47,7 +47,7 @@ describe("answers from upstreams that bend the wire format", () => {
   test("a media type in capitals is still an event stream (regression: buffered whole, under the idle timeout)", async () => {
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=UTF-8\r\nconnection: close\r\n\r\n${SSE_BODY}`));
     const res = await t.chat({ ...ASK, stream: true });
-    expect(res.headers.get("content-type")).toBe("Text/Event-Stream; charset=UTF-8");
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
     expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[7, 2]]);
   });
@@ -70,14 +70,17 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 3, 2]]);
   });
 
-  test("an answer typed other than JSON is relayed as text/plain with nosniff, 2xx or 4xx (regression: text/html from an upstream rendered as a page of the gateway's origin, the dashboard's)", async () => {
+  test("a whole answer is relayed as application/json when typed JSON, else as text/plain with nosniff, 2xx or 4xx (regression: text/html from an upstream rendered as a page of the gateway's origin, the dashboard's)", async () => {
     const page = "<html><script>fetch('/dashboard/keys')</script></html>";
     for (const [status, type, relayed] of [
       [200, "text/html; charset=utf-8", "text/plain; charset=utf-8"],
       [400, "text/html", "text/plain; charset=utf-8"],
       [200, "application/xhtml+xml", "text/plain; charset=utf-8"],
-      [200, "Application/JSON; charset=utf-8", "Application/JSON; charset=utf-8"],
-      [400, "application/problem+json", "application/problem+json"],
+      [200, "Application/JSON; charset=utf-8", "application/json"],
+      [400, "application/problem+json", "application/json"],
+      // Two types joined (two headers): a browser takes the last (regression: relayed, it rendered).
+      [200, "application/json, text/html", "text/plain; charset=utf-8"],
+      [200, "text/html; x=text/event-stream", "text/plain; charset=utf-8"],
     ] as const) {
       const t = appOver(rawUpstream(`HTTP/1.1 ${status} X\r\ncontent-type: ${type}\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`));
       const res = await t.chat(ASK);
@@ -85,6 +88,9 @@ describe("answers from upstreams that bend the wire format", () => {
       expect(res.headers.get("x-content-type-options")).toBe(relayed.startsWith("text/plain") ? "nosniff" : null);
       listener?.stop(true);
     }
+    // Asked to stream, a type that merely mentions the event stream is no stream (regression: relayed verbatim).
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/html; x=text/event-stream\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`));
+    expect((await t.chat({ ...ASK, stream: true })).headers.get("content-type")).toBe("text/plain; charset=utf-8");
   });
 
   test("a head with bare LF line endings is read as its CRLF form", async () => {
