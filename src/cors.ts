@@ -39,15 +39,16 @@ export function isCorsPath(pathname: string): boolean {
 }
 
 /**
- * A browser's request made for a page of another site (`Sec-Fetch-Site: cross-site` or
- * `same-site`: a form post, a no-cors fetch) whose origin `cors` does not let in. Such a request
- * needs no preflight, so without this check any website could use a LAN gateway's free models
- * through its visitors' browsers, blind. Clients other than browsers send no Sec-Fetch-Site.
+ * A browser's request made for a page of another origin (a form post, a no-cors fetch: neither
+ * needs a preflight) that `cors` does not let in. Without this check any website could use a LAN
+ * gateway's free models through its visitors' browsers. A browser sends Origin with every POST
+ * (Sec-Fetch-Site only to https and loopback, so it cannot be relied on); SDKs, curl and servers
+ * send none. The gateway's own pages are its origin: the request's own, or `publicOrigin`.
  */
-export function fromUnlistedSite(request: Request, cors: Cors | null): boolean {
-  const site = request.headers.get("sec-fetch-site");
-  if (site === null || site === "same-origin" || site === "none") return false;
-  return cors === null || !cors.allows(request);
+export function fromForeignPage(request: Request, cors: Cors | null, publicOrigin: string): boolean {
+  const origin = request.headers.get("origin");
+  if (origin === null || origin === publicOrigin || cors?.allows(request)) return false;
+  return origin !== new URL(request.url).origin;
 }
 
 /** The CORS policy of `origins` (already checked by the config), or null when it is off. */

@@ -16,7 +16,7 @@ import { violationError } from "../validation";
 import { handleChat, refusalRecord } from "./chat";
 import { ChatCompletionRequest, contentMissing } from "./schema";
 import { hundredths, log } from "../log";
-import { createCors, fromUnlistedSite } from "../cors";
+import { createCors, fromForeignPage } from "../cors";
 
 type Server = Parameters<RequestMeta["clientIp"]>[0];
 export type ChatEndpoint = (request: Request, server: Server) => Promise<Response>;
@@ -30,13 +30,14 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   const maxBody = deps.config.server.max_body_bytes;
   const budget = new BodyBudget(deps.config.server.max_body_bytes_in_flight);
   const cors = createCors(deps.config.server.cors_origins);
+  const publicOrigin = new URL(deps.config.server.public_url).origin;
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     /** From the call of handleChat on, every outcome is recorded there; refusals before it, here. */
     let handled = false;
     try {
-      if (fromUnlistedSite(request, cors)) {
-        throw new GatewayError("forbidden", "This API does not take requests from pages of other sites; list the page's origin in server.cors_origins to allow it");
+      if (fromForeignPage(request, cors, publicOrigin)) {
+        throw new GatewayError("forbidden", "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it");
       }
       const declared = declaredLength(request);
       const text = await readBodyText(request, maxBody, declared, budget);
