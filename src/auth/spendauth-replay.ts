@@ -56,6 +56,7 @@ export function createNonceStore(db: Db): NonceStore {
   /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
   const rowKeepUntil = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2";
   const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  const deadRow = sqlite.prepare<unknown, [string, string]>("SELECT 1 FROM settlements WHERE commitment = ? AND nonce = ? AND state = 'dead' AND auth_hash IS NULL");
   // Taken again only while the record is still the dead authorization's own (its keep-until is that
   // expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
   const retake = sqlite.prepare<unknown, [string, string, number, number]>(
@@ -81,7 +82,8 @@ export function createNonceStore(db: Db): NonceStore {
   }));
   return {
     record: brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
-      if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return "new";
+      // Also a replacement when the dead authorization's record has been pruned (it expired).
+      if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
       return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
     })),
     release: (commitment, nonce, nowMs) => {

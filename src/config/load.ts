@@ -195,7 +195,7 @@ function checkAddress(path: string, address: string): void {
 
 function checkReferences(config: Config): void {
   checkDataDir(config.server.data_dir);
-  for (const section of ["server", "webhooks"] as const) {
+  for (const section of config.webhooks.enabled ? (["server", "webhooks"] as const) : (["server"] as const)) {
     if (config[section].max_body_bytes_in_flight < config[section].max_body_bytes) {
       throw new ConfigError(`${section}.max_body_bytes_in_flight: must be at least ${section}.max_body_bytes, or one large body could never be read`);
     }

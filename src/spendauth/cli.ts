@@ -37,7 +37,7 @@ registerCommand("settlements", (ctx) => {
       return 0;
     }
     if (!retrySettlement(opened.db, retryId, Date.now())) {
-      ctx.print(`settlement ${retryId} is not dead (or does not exist); nothing to retry`);
+      ctx.print(`settlement ${retryId} is not dead (or does not exist, or its client's newer authorization for the nonce is being served); nothing to retry`);
       return 1;
     }
     ctx.print(`settlement ${retryId} queued again`);

@@ -10,6 +10,7 @@ import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
 import { authorizationToJson, type SpendAuthorization } from "../auth/spendauth-parse";
 import type { Reservations } from "../auth/spendauth-replay";
+import { EXPIRY_SKEW_S } from "../auth/spendauth-verify";
 
 export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];
@@ -102,10 +103,16 @@ export function settlementCounts(db: Db): Record<SettlementState, number> {
   return counts;
 }
 
-/** Puts a dead settlement back in the queue; false when there is no dead row with this id. */
+/**
+ * Puts a dead settlement back in the queue; false when there is no dead row with this id, or while
+ * a newer authorization of its client holds the nonce (a replacement being served: claimed now, the
+ * dead one would take the nonce from it, and it would be served for nothing).
+ */
 export function retrySettlement(db: Db, id: number, nowMs: number): boolean {
   const result = db.$client
-    .prepare("UPDATE settlements SET state = CASE WHEN auth_hash IS NULL THEN 'pending' ELSE 'authorized' END, attempts = 0, next_attempt_at = 0, updated_at = ? WHERE id = ? AND state = 'dead'")
+    .prepare(`UPDATE settlements SET state = CASE WHEN auth_hash IS NULL THEN 'pending' ELSE 'authorized' END, attempts = 0, next_attempt_at = 0, updated_at = ?
+      WHERE id = ? AND state = 'dead' AND NOT EXISTS (SELECT 1 FROM spend_nonces n WHERE n.commitment = settlements.commitment AND n.nonce = settlements.nonce
+        AND n.expires_at > (settlements.expiry + ${Number(EXPIRY_SKEW_S)}) * 1000)`)
     .run(nowMs, id);
   return result.changes === 1;
 }

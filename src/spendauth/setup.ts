@@ -55,7 +55,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
   const nonces = createNonceStore(options.db);
   try {
     const forgotten = nonces.forgetUnsettled();
-    if (forgotten > 0) options.log("warn", `spend_auth: ${forgotten} authorization(s) admitted before the last stop have no settlement row (the process died before writing it); their nonces are the clients' again`);
+    if (forgotten > 0) options.log("warn", `spend_auth: ${forgotten} authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again`);
   } catch (error) {
     options.log("warn", "spend_auth: could not forget unsettled nonces, the database refused it; they expire by themselves", { error: String((error as Error)?.message ?? error) });
   }

@@ -81,7 +81,9 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
   const authHash = (row.authHash as `0x${string}` | null) ?? spendAuthHash(auth);
   if (Math.floor(now() / 1000) > row.expiry) {
     const onChain = await settler.getSpendAuth(authHash).catch(() => null);
-    if (!onChain?.claimed) return fail(options, row, "the authorization expired before it could be settled", { dead: true });
+    if (onChain === null) return fail(options, row, "the chain could not be asked about this expired authorization", { dead: false });
+    // Authorized on-chain (its receipt lost) or not, recorded: a dead row that used its nonce must not hold back the commitment's later ones.
+    if (!onChain.claimed) return fail(options, { ...row, authHash: onChain.amount !== 0n ? authHash : row.authHash }, "the authorization expired before it could be settled", { dead: true });
   }
   let state = row.state;
   try {
@@ -100,8 +102,11 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
     options.log("info", "settlement: claimed", { id: row.id, commitment: row.commitment, nonce: row.nonce, amount: row.amount, tx: txHash });
     return true;
   } catch (err) {
+    // A row about to go dead unauthorized is checked once more: its spend may have been mined with
+    // the receipt lost, and a dead row taken for an unused nonce holds the commitment's later ones.
+    const mined = state === "pending" && row.attempts + 1 >= options.maxAttempts && (await settler.getSpendAuth(authHash).then((s) => s.amount !== 0n, () => false));
     // The state as it now is (regression: a failed claim wrote "pending" over "authorized").
-    return fail(options, { ...row, state }, shortError(err), { dead: false });
+    return fail(options, { ...row, state, authHash: mined ? authHash : row.authHash }, shortError(err), { dead: false });
   }
 }
 
@@ -109,7 +114,7 @@ function fail(options: SettlementWorkerOptions, row: SettlementRow, error: strin
   const attempts = row.attempts + 1;
   const dead = how.dead || attempts >= options.maxAttempts;
   const backoff = Math.min(MAX_BACKOFF_MS, options.intervalMs * 2 ** (attempts - 1));
-  updateSettlement(options.db, row.id, { state: dead ? "dead" : row.state, attempts, nextAttemptAt: options.now() + backoff, lastError: error }, options.now());
+  updateSettlement(options.db, row.id, { state: dead ? "dead" : row.state, authHash: row.authHash, attempts, nextAttemptAt: options.now() + backoff, lastError: error }, options.now());
   if (dead) options.reservations.remove(row.commitment, row.nonce);
   options.log(dead ? "error" : "warn", dead ? "settlement: dead" : "settlement: will retry", { id: row.id, commitment: row.commitment, nonce: row.nonce, attempts, error });
   return false;

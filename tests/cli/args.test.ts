@@ -184,7 +184,7 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["settlements", "retry", "07", "--config", config])).toBe(1);
       expect(await runCli(["jobs", "retry", "007", "--config", config])).toBe(1);
-      expect(printed.mock.calls.map((call) => String(call[0]))[0]).toBe("settlement 7 is not dead (or does not exist); nothing to retry");
+      expect(printed.mock.calls.map((call) => String(call[0]))[0]).toBe("settlement 7 is not dead (or does not exist, or its client's newer authorization for the nonce is being served); nothing to retry");
     } finally {
       printed.mockRestore();
     }

@@ -43,19 +43,27 @@ describe("a nonce whose settlement went dead unauthorized", () => {
     expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
   });
 
-  test("given back after the operator retried the dead row, the record stays with that row's authorization (regression: deleted, the retried one could be served twice)", async () => {
+  test("the operator cannot retry the dead row while a replacement holds its nonce; given back, the record stays with that row's authorization (regressions: a retry raced a replacement, one of the two served unpaid; deleted, the retried one could be served twice)", async () => {
     const { db, nonces } = await deadNonce();
+    const row = listSettlements(db)[0];
     expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
-    expect(retrySettlement(db, listSettlements(db)[0].id, Date.now())).toBe(true);
+    expect(retrySettlement(db, row.id, Date.now())).toBe(false);
     nonces.release(COMMITMENT, "5", Date.now());
+    expect(retrySettlement(db, row.id, Date.now())).toBe(true);
+    nonces.release(COMMITMENT, "5", Date.now()); // as a refused request of the retried one's client would
     expect(nonces.record(COMMITMENT, "5", keep(300))).toBeNull();
   });
 
-  test("given back once the row's authorization has expired, the record goes: nothing is left to protect", async () => {
+  test("given back once the row's authorization has expired, the record goes: nothing is left to protect; the next is still a replacement (regression: counted as new, a failed one was claimed)", async () => {
     const { nonces } = await deadNonce();
     expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
     nonces.release(COMMITMENT, "5", keep(300) + 1);
-    expect(nonces.record(COMMITMENT, "5", keep(100))).toBe("new");
+    expect(nonces.record(COMMITMENT, "5", keep(100))).toBe("replacing");
+  });
+
+  test("a nonce never served is new", () => {
+    const { db } = openDatabase(":memory:");
+    expect(createNonceStore(db).record(COMMITMENT, "6", keep(300))).toBe("new");
   });
 
   test("a replacement served but lost to a crash before its row was written gives the nonce back at the next start (regression: locked until the replacement expired)", async () => {

@@ -79,7 +79,7 @@ describe("start-up", () => {
     setupSpendAuth({ config, db, now: Date.now, log: (_level, message) => void logged.push(message) }).stop();
     const kept = db.$client.query("SELECT nonce FROM spend_nonces ORDER BY nonce").all() as Array<{ nonce: string }>;
     expect(kept.map((r) => r.nonce)).toEqual(["1"]);
-    expect(logged).toContain("spend_auth: 1 authorization(s) admitted before the last stop have no settlement row (the process died before writing it); their nonces are the clients' again");
+    expect(logged).toContain("spend_auth: 1 authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again");
   });
 });
 
@@ -155,17 +155,46 @@ describe("settlement worker failures", () => {
     await worker.stop();
   });
 
-  test("an expired authorization goes dead without retries", async () => {
+  test("an expired authorization goes dead without retries, its hash kept when its spend was authorized on-chain; with the chain unreachable it waits (regression: a lost receipt made a dead row look unauthorized, and it held the commitment's later nonces for good)", async () => {
+    const outcome = async (onChain: "unused" | "authorized" | "unreachable") => {
+      const { db } = openDatabase(":memory:");
+      const auth = parseSpendAuthHeader(await signedHeader({ expiry: 1_000n })) as SpendAuthorization;
+      enqueueSettlement(db, auth, null, 5_000_000);
+      const settler = {
+        getSpendAuth: async () => {
+          if (onChain === "unreachable") throw new Error("fetch failed");
+          return { amount: onChain === "authorized" ? auth.amount : 0n, claimed: false };
+        },
+      } as unknown as Settler;
+      const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 5_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+      await worker.runOnce();
+      await worker.stop();
+      const { state, attempts, lastError, authHash } = listSettlements(db)[0];
+      return { state, attempts, lastError, authorized: authHash !== null };
+    };
+    const expired = "the authorization expired before it could be settled";
+    expect(await outcome("unused")).toEqual({ state: "dead", attempts: 1, lastError: expired, authorized: false });
+    expect(await outcome("authorized")).toEqual({ state: "dead", attempts: 1, lastError: expired, authorized: true });
+    expect(await outcome("unreachable")).toEqual({ state: "pending", attempts: 1, lastError: "the chain could not be asked about this expired authorization", authorized: false });
+  });
+
+  test("a row whose last attempt fails after its spend was mined (the receipt lost) dies with its hash kept", async () => {
     const { db } = openDatabase(":memory:");
-    const auth = parseSpendAuthHeader(await signedHeader({ expiry: 1_000n })) as SpendAuthorization;
-    enqueueSettlement(db, auth, null, 5_000_000);
-    const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 500 }), {
-      rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 500, operatorKey: KEYS.operator,
-    });
-    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 5_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+    const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
+    enqueueSettlement(db, auth, null, 1_000_000);
+    let mined = false;
+    const settler = {
+      getSpendAuth: async () => ({ amount: mined ? auth.amount : 0n, claimed: false }),
+      authorizeSpend: async () => {
+        mined = true;
+        throw new Error("timed out waiting for the receipt");
+      },
+    } as unknown as Settler;
+    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 1_000_000, intervalMs: 3_600_000, maxAttempts: 1, log: () => {} });
     await worker.runOnce();
-    expect(listSettlements(db)[0]).toMatchObject({ state: "dead", attempts: 1, lastError: "the authorization expired before it could be settled" });
     await worker.stop();
+    expect(listSettlements(db)[0]).toMatchObject({ state: "dead", lastError: "timed out waiting for the receipt" });
+    expect(listSettlements(db)[0].authHash).not.toBeNull();
   });
 
   test("a new authorization for a nonce whose earlier one expired unclaimed replaces it; the same one, or one authorized on-chain, is kept (regression: the new one was dropped, never paid)", async () => {
