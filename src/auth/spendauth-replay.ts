@@ -1,8 +1,8 @@
 /**
- * Replay protection for SpendAuth: each (commitment, nonce) is recorded in SQLite with one atomic
- * `INSERT ... ON CONFLICT` before a request is served (a conflict is a replay, but for the dead
- * case below), so of any number of concurrent
- * uses of one authorization exactly one wins, across restarts too. Records are kept until the
+ * Replay protection for SpendAuth: each (commitment, nonce) is recorded in SQLite in one
+ * transaction before a request is served (a record already there is a replay, but for the dead
+ * case below), so of any number of concurrent uses of one authorization exactly one wins, across
+ * restarts too. Records are kept until the
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
  * retry with the same signed authorization. At start-up, records without a settlement row are

@@ -146,7 +146,6 @@ function completionsPriced(route: ModelRoute): boolean {
   return !route.free && route.price.completion > 0;
 }
 
-
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
 const STREAM_END_STATUS = { complete: 200, upstream_error: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
 
