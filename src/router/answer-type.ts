@@ -1,11 +1,31 @@
 /**
- * The media type an upstream's answer is relayed with, never the upstream's own string: an event
+ * What an upstream's answer is taken for. Its media type as relayed, never the upstream's own string: an event
  * stream is sent as `text/event-stream`, a whole answer of a JSON type (or of none) as
  * `application/json`, and anything else as text/plain with nosniff. Relayed as it came, an
  * upstream's text/html (a proxy's error page, a hostile server), or a value a browser reads as
  * HTML (`application/json, text/html`: two headers joined), would render as a page of the
  * gateway's origin, which is the dashboard's, in any browser sent to it.
  */
+
+/**
+ * Why a whole 2xx answer cannot be the completion it claims to be, or null: it is empty, or,
+ * framed by the connection's close, it ended before its JSON did (the close of a crashed server
+ * looks like the end of the body; a length or chunked framing would have shown the cut).
+ */
+export function incompleteAnswer(text: string, closeDelimited: boolean): string | null {
+  if (text.length === 0) return "answered with an empty body";
+  if (closeDelimited && !parsesAsJson(text)) return "closed the connection before its answer was whole";
+  return null;
+}
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Whether `contentType` names an event stream, and nothing else. */
 export function isEventStream(contentType: string): boolean {

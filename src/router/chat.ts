@@ -18,7 +18,7 @@ import { completionBound, completionLimit, promptTokenEstimate } from "../credit
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutKey } from "./upstream-text";
-import { isEventStream, setWholeAnswerType } from "./answer-type";
+import { incompleteAnswer, isEventStream, setWholeAnswerType } from "./answer-type";
 
 export interface ChatContext {
   request: Request;
@@ -104,6 +104,13 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         } finally {
           clearTimeout(timer);
         }
+      }
+      const incomplete = reply.status < 300 ? incompleteAnswer(text, reply.closeDelimited) : null;
+      if (incomplete !== null) {
+        const why = `upstream "${upstream.name}" ${incomplete}`;
+        recordTargetFailure(target, deps.now(), why, deps.config.routing);
+        served.finish(outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+        throw new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
       }
       recordTargetComplete(target, deps.now());
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as

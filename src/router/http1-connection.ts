@@ -130,7 +130,7 @@ export class Connection {
       this.head = head;
       this.remaining = head.length;
       this.chunked = head.framing === "chunked" ? new ChunkedDecoder() : null;
-      this.reply = new Http1Reply(head.status, head.headers, this);
+      this.reply = new Http1Reply(head.status, head.headers, this, head.framing === "until-close");
       this.exchange.answered(this.reply);
       if (head.framing === "empty" || (head.framing === "length" && head.length === 0)) this.complete(bytes.length > head.size);
       else if (bytes.length > head.size) this.onBody(bytes, head.size);

@@ -28,6 +28,7 @@ export class Http1Reply implements UpstreamReply {
     readonly status: number,
     private readonly headers: HeaderBlock,
     private readonly conn: Connection,
+    readonly closeDelimited: boolean,
   ) {}
 
   textNow(): string | null {

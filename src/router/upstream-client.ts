@@ -23,6 +23,8 @@ export interface UpstreamReply {
   text(): Promise<string>;
   /** The body as it arrives; errors if it breaks off. Cancelling it aborts the exchange. */
   body(): ReadableStream<Uint8Array>;
+  /** The body ends with the connection (no length, not chunked): its end cannot tell a whole answer from a cut one. */
+  readonly closeDelimited: boolean;
 }
 
 export type FailureKind = "connect_timeout" | "refused" | "broken" | "aborted" | "too_large";
@@ -66,6 +68,8 @@ export function fetchPost(name: string, url: string, headers: Readonly<Record<st
 
 class FetchReply implements UpstreamReply {
   readonly status: number;
+  /** fetch does not say how a body was framed. */
+  readonly closeDelimited = false;
 
   constructor(
     private readonly name: string,

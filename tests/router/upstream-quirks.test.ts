@@ -93,6 +93,23 @@ describe("answers from upstreams that bend the wire format", () => {
     expect((await t.chat({ ...ASK, stream: true })).headers.get("content-type")).toBe("text/plain; charset=utf-8");
   });
 
+  test("a 2xx answer that is empty, or framed by the connection's close and cut short of its JSON, is a 502, not a success (regression: relayed as 200, and counted as the upstream's success)", async () => {
+    const whole = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+    const cases: Array<[string, number]> = [
+      [`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${whole.slice(0, 30)}`, 502],
+      [`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n`, 502],
+      [`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${whole}`, 200],
+    ];
+    for (const [answer, status] of cases) {
+      const t = appOver(rawUpstream(answer));
+      const res = await t.chat(ASK);
+      expect(res.status).toBe(status);
+      expect(t.records.map((r) => r.status)).toEqual([status]);
+      if (status === 502) expect(((await res.json()) as { error: { code: string } }).error.code).toBe("upstream_error");
+      listener?.stop(true);
+    }
+  });
+
   test("a head with bare LF line endings is read as its CRLF form", async () => {
     const json = '{"id":"c1","object":"chat.completion","choices":[]}';
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: ${json.length}\n\n${json}`));
