@@ -61,8 +61,8 @@ const Upstream = T.Object(
     connect_timeout_ms: T.Integer({ default: 5_000, minimum: 1, maximum: MAX_TIMER_MS }),
     first_byte_timeout_ms: T.Integer({ default: 120_000, minimum: 1, maximum: MAX_TIMER_MS }),
     idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1, maximum: MAX_TIMER_MS }),
-    /** The field that carries routing.default_max_tokens to this upstream for a metered request that sets no limit. */
-    token_limit_field: T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens")], { default: "max_tokens" }),
+    /** The one field a priced request's completion limit goes in to this upstream; "none" adds nothing. */
+    token_limit_field: T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens"), T.Literal("none")], { default: "max_tokens" }),
   },
   { additionalProperties: false },
 );

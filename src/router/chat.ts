@@ -19,6 +19,7 @@ import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutKey } from "./upstream-text";
 import { incompleteAnswer, isEventStream, setWholeAnswerType } from "./answer-type";
+import { tokenLimitToSend } from "./upstream-body";
 
 export interface ChatContext {
   request: Request;
@@ -59,7 +60,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       now: deps.now,
       random: deps.registry.random,
       answerBy: admission.answerBy,
-      tokenCap: completionsPriced(route) ? completionLimit(ctx.body, deps.config.routing.default_max_tokens) : null,
+      tokenLimit: completionsPriced(route) ? tokenLimitToSend(ctx.body, completionLimit(ctx.body, deps.config.routing.default_max_tokens)) : null,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;

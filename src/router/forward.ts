@@ -15,7 +15,7 @@ import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { errorExcerpt } from "./upstream-text";
-import { capTokens, serialize } from "./upstream-body";
+import { serialize, setTokenLimit } from "./upstream-body";
 import type { UpstreamState } from "./upstream-state";
 import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, recordTargetSlow, targetAvailable, targetCoolsUntil } from "./target-state";
 
@@ -30,12 +30,11 @@ export interface ForwardInput {
   /** Epoch ms by which an upstream must have answered (the identity's Admission.answerBy). */
   answerBy?: number;
   /**
-   * The completion limit a priced request's reservation assumed (the largest the client set, else
-   * routing.default_max_tokens), sent in each target's upstream's `token_limit_field` unless the
-   * client set that field itself: an upstream reading a field the client left out would
-   * otherwise generate up to its own default; null to send none.
+   * The completion limit of a priced request (tokenLimitToSend), sent in each target's upstream's
+   * `token_limit_field`: an upstream reading a field the client left out would otherwise generate
+   * up to its own default, past the reservation; null to leave the body's limits as they are.
    */
-  tokenCap?: number | null;
+  tokenLimit?: number | null;
 }
 
 export interface Forwarded {
@@ -70,8 +69,6 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
   if (order.length === 0) return { error: allCoolingDown(route, now()), upstreamMs: 0 };
   let lastFailure: AttemptFailure | null = null;
   let timedOut: Set<Target> | null = null;
-  /** The completion-limit field this request's attempts have added (capTokens), if any. */
-  let capAdded: string | null = null;
   let upstreamMs = 0;
   for (let i = 0; i < routing.max_attempts; i++) {
     const round = Math.floor(i / order.length);
@@ -91,7 +88,7 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     if (input.client.gone) break;
     // The body is the gateway's own parse of the request: set the target's model name in place.
     input.body.model = target.model;
-    if (input.tokenCap != null) capAdded = capTokens(input.body, target.upstream.config.token_limit_field, input.tokenCap, capAdded);
+    if (input.tokenLimit != null) setTokenLimit(input.body, target.upstream.config.token_limit_field, input.tokenLimit);
     const payload = serialize(input.body);
     if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
     beginTargetAttempt(target, now());

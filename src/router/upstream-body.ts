@@ -1,20 +1,31 @@
 /**
  * The body an upstream is sent for one attempt: the gateway's own parse of the request (never the
- * client's bytes), with the target's model name set by the caller, and for a priced model the
- * completion limit its reservation assumed, in the field that target's upstream reads.
+ * client's bytes), with the target's model name set by the caller, and for a priced model a
+ * completion limit in the one field that target's upstream reads.
  */
 
 /**
- * Sets `cap` in `field` unless the client set that field; first takes back what an earlier
- * attempt added in the other field (that target's upstream wanted it; this one may refuse it).
- * Returns the field it has added, or null.
+ * The completion limit a priced request is sent, and how: the client's own (max_tokens or
+ * max_completion_tokens, whichever it set), else `reserved`, the limit its reservation assumed;
+ * null when the client set both (its request is passed on as it is).
  */
-export function capTokens(body: Record<string, unknown>, field: string, cap: number, added: string | null): string | null {
-  if (added === field) return added;
-  if (added !== null) delete body[added];
-  if (body[field] != null) return null;
-  body[field] = cap;
-  return field;
+export function tokenLimitToSend(body: Record<string, unknown>, reserved: number): number | null {
+  const maxTokens = body.max_tokens;
+  const maxCompletionTokens = body.max_completion_tokens;
+  if (maxTokens != null && maxCompletionTokens != null) return null;
+  return (maxTokens ?? maxCompletionTokens ?? reserved) as number;
+}
+
+/**
+ * Puts `limit` in the one field `field` names, the other removed: an upstream reads one of them
+ * (Ollama only max_tokens) and may refuse both at once (OpenAI does), so a client's limit goes
+ * where this target's upstream reads it. "none" leaves the body as it is.
+ */
+export function setTokenLimit(body: Record<string, unknown>, field: "max_tokens" | "max_completion_tokens" | "none", limit: number): void {
+  if (field === "none") return;
+  delete body.max_tokens;
+  delete body.max_completion_tokens;
+  body[field] = limit;
 }
 
 /** JSON text of the body; null when it is nested too deeply for JSON.stringify (which JSON.parse took). */

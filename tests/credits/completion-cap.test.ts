@@ -1,7 +1,8 @@
 /**
  * A priced request's completion limit: its reservation assumes the largest limit it sets, else
- * routing.default_max_tokens, so that limit is what the upstream is sent, in the field the
- * upstream reads (`token_limit_field`), unless the request set that field itself. Regression: nothing was sent, the upstream generated up to
+ * routing.default_max_tokens. The upstream is sent one limit, in the one field it reads
+ * (`token_limit_field`): the client's own (moved there if it used the other field), else the
+ * reserved one. Regression: nothing was sent, the upstream generated up to
  * its own default (vLLM's is the context length), and a burst of such requests overdrew far past
  * the documented one reservation. Also: `n` and `max_completion_tokens`, which the reservation
  * counts, must be integers (regression: `"n": "8"` was reserved as one choice and answered as eight),
@@ -46,12 +47,19 @@ function appOver(extra: { token_limit_field?: string } = {}, failFirst = false) 
 const sentLimits = (mock: MockUpstream) => mock.requests.map((r) => [r.body.max_tokens, r.body.max_completion_tokens]);
 
 describe("the completion limit sent upstream", () => {
-  test("a paid request is sent, in the field its upstream reads, the limit its reservation assumed: the largest it set, else routing.default_max_tokens; a field it set itself is left as it is", async () => {
+  test("a paid request's limit goes in the one field its upstream reads: the client's own, moved there if it set the other, else the limit its reservation assumed (regression: both fields went up, which OpenAI refuses)", async () => {
     const { app, first } = appOver();
-    const cases = [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { n_predict: 11 }, { max_tokens: 5, n_predict: 50 }, { max_tokens: null, max_completion_tokens: null }];
+    const cases = [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { n_predict: 11 }, { max_tokens: 5, n_predict: 50 }, { max_tokens: null, max_completion_tokens: null }, { max_tokens: 5, max_completion_tokens: 6 }];
     for (const extra of cases) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
-    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [9, 9], [11, undefined], [5, undefined], [300, null]]);
+    // The last set both: passed on as it came, the client's own business.
+    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [9, undefined], [11, undefined], [5, undefined], [300, undefined], [5, 6]]);
     expect(first.requests[4].body.n_predict).toBe(50); // reserved for 50: llama.cpp reads n_predict first
+  });
+
+  test('token_limit_field = "none" adds nothing and moves nothing', async () => {
+    const { app, first } = appOver({ token_limit_field: "none" });
+    for (const extra of [{}, { max_completion_tokens: 9 }]) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
+    expect(sentLimits(first)).toEqual([[undefined, undefined], [undefined, 9]]);
   });
 
   test("a free model, or one whose completions cost nothing, is sent no limit", async () => {
@@ -65,6 +73,10 @@ describe("the completion limit sent upstream", () => {
     expect((await app.chat({ model: "paid", ...ASK })).status).toBe(200);
     expect(sentLimits(first)).toEqual([[300, undefined]]);
     expect(second.requests.map((r) => ["max_tokens" in r.body, r.body.max_completion_tokens])).toEqual([[false, 300]]);
+    // A client's max_tokens, sent as itself to the first and as max_completion_tokens to the second.
+    expect((await app.chat({ model: "paid", ...ASK, max_tokens: 64 })).status).toBe(200);
+    expect(sentLimits(first).at(-1)).toEqual([64, undefined]);
+    expect(second.requests.map((r) => ["max_tokens" in r.body, r.body.max_completion_tokens]).at(-1)).toEqual([false, 64]);
   });
 });
 
