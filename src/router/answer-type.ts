@@ -27,9 +27,15 @@ function parsesAsJson(text: string): boolean {
   }
 }
 
-/** Whether `contentType` names an event stream, and nothing else. */
-export function isEventStream(contentType: string): boolean {
-  return mediaType(contentType) === "text/event-stream";
+/**
+ * What an answer's Content-Type declares it to be: the event stream, JSON, or something else
+ * (nothing, text/plain), which the caller looks at instead: some servers leave the type out of a
+ * stream, or label it wrongly.
+ */
+export function declaredKind(contentType: string | null): "stream" | "json" | "other" {
+  if (contentType === null) return "other";
+  const type = mediaType(contentType);
+  return type === "text/event-stream" ? "stream" : isJson(type) ? "json" : "other";
 }
 
 /** Sets the Content-Type (and, for text, nosniff) of a whole answer whose upstream type was `contentType`. */

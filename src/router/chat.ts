@@ -18,7 +18,7 @@ import { completionBound, completionLimit, promptTokenEstimate } from "../credit
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutKey } from "./upstream-text";
-import { incompleteAnswer, isEventStream, setWholeAnswerType } from "./answer-type";
+import { declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { tokenLimitToSend } from "./upstream-body";
 
 export interface ChatContext {
@@ -78,12 +78,13 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const contentType = reply.header("content-type");
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
     const done = { upstream: upstream.name, price: route.price, model: route.id };
-    // An answer to a streamed request that names no type is the event stream asked for (some
-    // servers leave the header out), unless it came whole as a JSON object; one typed otherwise
-    // (JSON: streaming unsupported) is buffered.
-    const asked = reply.status < 300 && ctx.body.stream === true;
-    const early = asked && contentType === null ? reply.textNow() : null;
-    const isStream = asked && (contentType === null ? early?.trimStart().startsWith("{") !== true : isEventStream(contentType));
+    // An answer to a streamed request that names no type, or one neither the stream nor JSON
+    // (text/plain: some servers leave the header out or label it wrongly), is the event stream
+    // asked for, unless it came whole as a JSON object; one typed JSON (streaming unsupported) is
+    // buffered.
+    const declared = reply.status < 300 && ctx.body.stream === true ? declaredKind(contentType) : null;
+    const early = declared === "other" ? reply.textNow() : null;
+    const isStream = declared === "stream" || (declared === "other" && early?.trimStart().startsWith("{") !== true);
     if (isStream) headers["content-type"] = "text/event-stream";
     else setWholeAnswerType(headers, contentType);
     const bodyStartedAt = performance.now();

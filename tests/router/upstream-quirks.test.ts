@@ -52,6 +52,14 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[7, 2]]);
   });
 
+  test("an event stream labelled text/plain is relayed as the stream it is, its usage stripped (regression: buffered whole, the gateway's usage chunk left in)", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\n${SSE_BODY}`));
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
+  });
+
   test("without a Content-Type, an answer to a request that did not ask to stream stays JSON", async () => {
     const json = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } });
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-length: ${json.length}\r\n\r\n${json}`));
@@ -88,9 +96,9 @@ describe("answers from upstreams that bend the wire format", () => {
       expect(res.headers.get("x-content-type-options")).toBe(relayed.startsWith("text/plain") ? "nosniff" : null);
       listener?.stop(true);
     }
-    // Asked to stream, a type that merely mentions the event stream is no stream (regression: relayed verbatim).
+    // Asked to stream, a type that merely mentions the event stream is not relayed as it came (regression: relayed verbatim, rendered as HTML).
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/html; x=text/event-stream\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`));
-    expect((await t.chat({ ...ASK, stream: true })).headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect((await t.chat({ ...ASK, stream: true })).headers.get("content-type")).toBe("text/event-stream");
   });
 
   test("a 2xx answer that is empty, or framed by the connection's close and cut short of its JSON, is a 502, not a success (regression: relayed as 200, and counted as the upstream's success)", async () => {
