@@ -1,7 +1,8 @@
 /**
- * What an upstream's answer is taken for. Its media type as relayed, never the upstream's own string: an event
- * stream is sent as `text/event-stream`, a whole answer of a JSON type (or of none) as
- * `application/json`, and anything else as text/plain with nosniff. Relayed as it came, an
+ * What an upstream's answer is taken for: a stream, JSON or something else, by its Content-Type;
+ * and whether a whole answer is complete. The type it is relayed with is never the upstream's own
+ * string: an event stream goes out as `text/event-stream`, a whole answer of a JSON type (or of
+ * none) as `application/json`, anything else as text/plain with nosniff. Relayed as it came, an
  * upstream's text/html (a proxy's error page, a hostile server), or a value a browser reads as
  * HTML (`application/json, text/html`: two headers joined), would render as a page of the
  * gateway's origin, which is the dashboard's, in any browser sent to it.
