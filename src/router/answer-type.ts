@@ -39,13 +39,18 @@ export function declaredKind(contentType: string | null): "stream" | "json" | "o
   return type === "text/event-stream" ? "stream" : isJson(type) ? "json" : "other";
 }
 
-/** Sets the Content-Type (and, for text, nosniff) of a whole answer whose upstream type was `contentType`. */
-export function setWholeAnswerType(headers: Record<string, string>, contentType: string | null): void {
-  if (contentType === null || contentType === "application/json" || isJson(mediaType(contentType))) headers["content-type"] = "application/json";
+/**
+ * Sets the Content-Type (and, for text, nosniff) of a whole answer whose upstream type was
+ * `contentType`; returns what that type declared (declaredKind, but JSON for none).
+ */
+export function setWholeAnswerType(headers: Record<string, string>, contentType: string | null): "stream" | "json" | "other" {
+  const kind = contentType === null || contentType === "application/json" ? "json" : declaredKind(contentType);
+  if (kind === "json") headers["content-type"] = "application/json";
   else {
     headers["content-type"] = "text/plain; charset=utf-8";
     headers["x-content-type-options"] = "nosniff";
   }
+  return kind;
 }
 
 /**

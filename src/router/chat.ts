@@ -86,7 +86,12 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const early = declared === "other" ? reply.textNow() : null;
     const isStream = declared === "stream" || (declared === "other" && early?.trimStart().startsWith("{") !== true);
     if (isStream) headers["content-type"] = "text/event-stream";
-    else setWholeAnswerType(headers, contentType);
+    else if (setWholeAnswerType(headers, contentType) === "stream" && reply.status < 300) {
+      // A server that ignores stream: false: no client can read an event stream as the JSON it asked for.
+      forwarded.abort("an event stream that was not asked for");
+      served.finish(outcome(done, 502, null, forwarded.upstreamMs));
+      throw new GatewayError("upstream_error", `upstream "${upstream.name}" answered with an event stream to a request that did not ask to stream`, { headers: { ...headers, "content-type": "application/json" } });
+    }
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
     if (!isStream) {

@@ -60,6 +60,14 @@ describe("answers from upstreams that bend the wire format", () => {
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
   });
 
+  test("an event stream answering a request that did not ask to stream is a 502 saying so (regression: relayed as text no client could read as JSON)", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${SSE_BODY}`));
+    const res = await t.chat(ASK);
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('upstream "raw" answered with an event stream to a request that did not ask to stream');
+    expect(t.records.map((r) => r.status)).toEqual([502]);
+  });
+
   test("without a Content-Type, an answer to a request that did not ask to stream stays JSON", async () => {
     const json = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } });
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-length: ${json.length}\r\n\r\n${json}`));
