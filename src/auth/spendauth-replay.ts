@@ -18,7 +18,7 @@
  * still be served again.
  */
 import { brieflyLocked, type Db } from "../db/client";
-import { EXPIRY_SKEW_S } from "./spendauth-verify";
+import { EXPIRY_SKEW_S } from "./spendauth-parse";
 
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";

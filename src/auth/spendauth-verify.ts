@@ -5,7 +5,7 @@
  * chainId and verifyingContract always come from the config, never from the header.
  */
 import { recoverTypedDataAddress } from "viem";
-import type { SpendAuthorization } from "./spendauth-parse";
+import { SETTLE_MARGIN_S, type SpendAuthorization } from "./spendauth-parse";
 
 export const SPEND_AUTH_TYPES = {
   SpendAuthorization: [
@@ -34,11 +34,6 @@ export interface CheckFailure {
   field: string;
   message: string;
 }
-
-/** How long a replay record is kept past an authorization's expiry (clock skew between client and gateway). */
-export const EXPIRY_SKEW_S = 30n;
-/** An authorization must leave at least this long before its expiry to settle it on-chain. */
-export const SETTLE_MARGIN_S = 30n;
 
 export function checkBinding(auth: SpendAuthorization, binding: { operator: string; serviceId: number }): CheckFailure | null {
   if (auth.operator !== binding.operator.toLowerCase()) {

@@ -22,9 +22,9 @@ import { GatewayError } from "../errors";
 import { enqueueSettlement, type SettlementWriter } from "../spendauth/queue";
 import type { AccountReader } from "../spendauth/chain";
 import type { Admission, AdmitInput, Identity } from "./types";
-import { isParseFailure, parseSpendAuthHeader, type SpendAuthorization } from "./spendauth-parse";
+import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./spendauth-parse";
 import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./spendauth-replay";
-import { checkBinding, checkTime, EXPIRY_SKEW_S, recoverSpendSigner, requiredAmount, SETTLE_MARGIN_S, spendDomain } from "./spendauth-verify";
+import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
 import { maxCostMicro } from "../credits/price";
 import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
 
