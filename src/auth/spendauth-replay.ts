@@ -19,6 +19,7 @@
  */
 import { brieflyLocked, type Db } from "../db/client";
 import { EXPIRY_SKEW_S } from "./spendauth-parse";
+import { deadUnauthorized } from "../spendauth/queue";
 
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";
@@ -46,6 +47,9 @@ export interface NonceStore {
   forgetUnsettled(): number;
 }
 
+/** The settlement row `s` went dead before its spend was authorized on-chain: its nonce is unused there. */
+const DEAD_UNAUTHORIZED = deadUnauthorized("s");
+
 /**
  * Each write waits at most a moment for a lock held elsewhere. A refused record throws (the
  * request gets a 503), a refused prune throws (tried again later), a refused release is dropped.
@@ -56,12 +60,12 @@ export function createNonceStore(db: Db): NonceStore {
   /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
   const rowKeepUntil = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2";
   const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
-  const deadRow = sqlite.prepare<unknown, [string, string]>("SELECT 1 FROM settlements WHERE commitment = ? AND nonce = ? AND state = 'dead' AND auth_hash IS NULL");
+  const deadRow = sqlite.prepare<unknown, [string, string]>(`SELECT 1 FROM settlements s WHERE s.commitment = ? AND s.nonce = ? AND ${DEAD_UNAUTHORIZED}`);
   // Taken again only while the record is still the dead authorization's own (its keep-until is that
   // expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
   const retake = sqlite.prepare<unknown, [string, string, number, number]>(
     `UPDATE spend_nonces SET expires_at = ?4 WHERE commitment = ?1 AND nonce = ?2 AND expires_at < ?4
-       AND expires_at <= (${rowKeepUntil} AND s.state = 'dead' AND s.auth_hash IS NULL)`,
+       AND expires_at <= (${rowKeepUntil} AND ${DEAD_UNAUTHORIZED})`,
   );
   // Deleted, the record would let the row's authorization, still unexpired, be served again, and
   // its second settlement would be ignored: served twice, claimed once.
@@ -73,10 +77,8 @@ export function createNonceStore(db: Db): NonceStore {
   const unsettled = sqlite.prepare<unknown, []>(
     "DELETE FROM spend_nonces WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)",
   );
-  const replacedUnwritten = sqlite.prepare<unknown, [number]>(
-    `UPDATE spend_nonces SET expires_at = (SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)
-     WHERE expires_at > (SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce AND s.state = 'dead' AND s.auth_hash IS NULL)`,
-  );
+  const deadKeepUntil = `(SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce AND ${DEAD_UNAUTHORIZED})`;
+  const replacedUnwritten = sqlite.prepare<unknown, [number]>(`UPDATE spend_nonces SET expires_at = ${deadKeepUntil} WHERE expires_at > ${deadKeepUntil}`);
   const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
     if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
   }));

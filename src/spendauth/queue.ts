@@ -60,6 +60,11 @@ export function createSettlementWriter(db: Db, options: { now?: () => number } =
   return { push: queue.push, flush: queue.flush, closeWithin: async (ms) => (await queue.closeWithin(ms)).length };
 }
 
+/** SQL: the settlement row `alias` went dead before its spend was authorized on-chain, so its nonce is unused there. */
+export function deadUnauthorized(alias: string): string {
+  return `${alias}.state = 'dead' AND ${alias}.auth_hash IS NULL`;
+}
+
 /** Rows the worker may work on now, oldest nonce of each commitment first. */
 export function readySettlements(db: Db, nowMs: number, limit: number): SettlementRow[] {
   // The contract takes a commitment's nonces in order: a pending row waits while an earlier one of
@@ -68,7 +73,7 @@ export function readySettlements(db: Db, nowMs: number, limit: number): Settleme
   // now come first in the same pass, and the worker stops at the first that fails. An expired row
   // waits for nothing: it can only be found dead. Nonces are decimal strings: shorter is smaller.
   const earlierWaiting = sql`EXISTS (SELECT 1 FROM settlements e WHERE e.commitment = ${settlements.commitment}
-    AND ((e.state = 'pending' AND e.next_attempt_at > ${nowMs}) OR (e.state = 'dead' AND e.auth_hash IS NULL))
+    AND ((e.state = 'pending' AND e.next_attempt_at > ${nowMs}) OR (${sql.raw(deadUnauthorized("e"))}))
     AND (length(e.nonce) < length(${settlements.nonce}) OR (length(e.nonce) = length(${settlements.nonce}) AND e.nonce < ${settlements.nonce})))`;
   const expired = sql`${settlements.expiry} * 1000 < ${nowMs}`;
   return db
