@@ -10,7 +10,7 @@ import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
 import { trustedProxies } from "./client-address";
 import { violationError } from "./validation";
-import { tooLarge } from "./body";
+import { tooLarge, UNCOUNTED_BODY_BYTES } from "./body";
 import { apiRoutes } from "./api";
 import { createChatEndpoint } from "./router/endpoint";
 import { modelRoutes } from "./router/routes";
@@ -18,13 +18,12 @@ import { swaggerRoutes } from "./swagger";
 import { createCors, isCorsPath, type Cors } from "./cors";
 import type { ChatEndpoint } from "./router/endpoint";
 
-/** The largest body of any route but the chat endpoint (sign-in, sign-up, setup, dashboard forms, admin JSON). */
-export const FORM_BODY_BYTES = 65_536;
-
 export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
-  const formMax = Math.min(maxBody, FORM_BODY_BYTES);
+  // Every route but chat (sign-in, sign-up, setup, dashboard forms, admin JSON) is read whole by the
+  // framework, uncounted: held to the size of a body read uncounted.
+  const formMax = Math.min(maxBody, UNCOUNTED_BODY_BYTES);
   const chat = createChatEndpoint(deps);
   const cors = createCors(deps.config.server.cors_origins);
   // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
@@ -41,8 +40,6 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
       set.headers["x-request-id"] = meta.id;
       const length = request.headers.get("content-length");
       if (length !== null && Number(length) > formMax) {
-        // Only chat bodies may be large; the rest (sign-in, dashboard forms) are read whole by the
-        // framework before any check, so they are held to a form's size.
         const limit = new URL(request.url).pathname === "/v1/chat/completions" ? maxBody : formMax;
         if (Number(length) > limit) return render(tooLarge(limit), meta.id);
       }

@@ -19,7 +19,8 @@ export function declaredLength(request: Request): number {
 /**
  * Bodies of at most this many bytes are read whole (the request's own text(), the fast path) and
  * not counted against the in-flight budget: what they can hold is bounded by the connections,
- * each of which must send its bytes first. Larger ones are counted as they arrive.
+ * each of which must send its bytes first. Larger chat and webhook bodies are counted as they
+ * arrive; every other route's body may be no larger (src/app.ts).
  */
 export const UNCOUNTED_BODY_BYTES = 65_536;
 
