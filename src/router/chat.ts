@@ -78,6 +78,11 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     const contentType = reply.header("content-type");
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
     const done = { upstream: upstream.name, price: route.price, model: route.id };
+    /** An answer that cannot be relayed: recorded with `status` (502, or 499 for a client gone), and the error to throw. */
+    const unrelayable = (status: number, why: string, upstreamMs: number): GatewayError => {
+      served.finish(outcome(done, status, null, upstreamMs));
+      return new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
+    };
     // An answer to a streamed request that names no type, or one neither the stream nor JSON
     // (text/plain: some servers leave the header out or label it wrongly), is the event stream
     // asked for, unless it came whole as a JSON object; one typed JSON (streaming unsupported) is
@@ -89,8 +94,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     else if (setWholeAnswerType(headers, contentType) === "stream" && reply.status < 300) {
       // A server that ignores stream: false: no client can read an event stream as the JSON it asked for.
       forwarded.abort("an event stream that was not asked for");
-      served.finish(outcome(done, 502, null, forwarded.upstreamMs));
-      throw new GatewayError("upstream_error", `upstream "${upstream.name}" answered with an event stream to a request that did not ask to stream`, { headers: { ...headers, "content-type": "application/json" } });
+      throw unrelayable(502, `upstream "${upstream.name}" answered with an event stream to a request that did not ask to stream`, forwarded.upstreamMs);
     }
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
@@ -105,9 +109,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         } catch (err) {
           const why = err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
           if (!client.gone) recordTargetFailure(target, deps.now(), why, deps.config.routing);
-          const status = client.gone ? ERROR_STATUS.client_closed_request : 502;
-          served.finish(outcome(done, status, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-          throw new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
+          throw unrelayable(client.gone ? ERROR_STATUS.client_closed_request : 502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
         } finally {
           clearTimeout(timer);
         }
@@ -116,8 +118,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       if (incomplete !== null) {
         const why = `upstream "${upstream.name}" ${incomplete}`;
         recordTargetFailure(target, deps.now(), why, deps.config.routing);
-        served.finish(outcome(done, 502, null, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-        throw new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
+        throw unrelayable(502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       }
       recordTargetComplete(target, deps.now());
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
