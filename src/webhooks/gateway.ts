@@ -156,12 +156,12 @@ export class WebhookGateway {
     return json(404, { error: "not_found" });
   }
 
-  /** The rest of the body is not read: the connection closes after the answer (see src/body.ts). */
   /** 503 with Retry-After: senders such as Alertmanager retry only 5xx. */
   private unavailable(headers: Record<string, string> = {}): Response {
     return json(503, { error: "unavailable" }, { "retry-after": this.retryAfter, ...headers });
   }
 
+  /** The rest of the body is not read: the connection closes after the answer (see src/body.ts). */
   private tooLarge(): Response {
     return json(413, { error: "payload_too_large", limit: this.maxBody }, { connection: "close" });
   }
