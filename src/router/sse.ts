@@ -48,10 +48,13 @@ const USAGE_PATTERN = /"usage"\s*:\s*\{/;
 const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
 /** An event whose data is `[DONE]` (with or without the optional space, after other fields or not). */
 const DONE = /(?:^|\n)data: ?\[DONE\][ \t]*(?:\n|$)/;
+/** A choice's finish_reason that is set (a string, not null): the model finished that choice. */
+const FINISHED = /"finish_reason"\s*:\s*"/;
 /** The longest event accepted; chat events are a few hundred bytes. */
 export const MAX_EVENT_CHARS = 1024 * 1024;
 
 class EventTooLarge extends Error {}
+class EndedUnfinished extends Error {}
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
@@ -63,6 +66,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let upstreamErrorEvent: string | null = null;
   let events = 0;
   let sawDone = false;
+  /** The last whole event read, relayed or not: a stream that ends without [DONE] is whole only if it says so. */
+  let lastEvent = "";
   let ended = false;
   let stalled = false;
   let waiting = false;
@@ -86,6 +91,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
+      lastEvent = event;
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
         usage = readUsage(parsed?.usage) ?? usage;
@@ -141,6 +147,10 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             // last one without the blank line); one cut off mid-JSON means the answer broke.
             if (!sawDone && rest.includes("data:") && !DONE.test(rest) && parseData(rest) === null) throw new Error("cut off mid-event");
             if (rest && !sawDone) controller.enqueue(encoder.encode(filterEvents(`${rest}\n\n`)));
+            // Without [DONE] (some servers never send it) the answer is whole once the model said it
+            // finished: a usage report, or a finish_reason in the last event. A server that crashed
+            // between events, its stream framed by the connection's close, says neither.
+            if (!sawDone && usage === null && !FINISHED.test(lastEvent)) throw new EndedUnfinished();
             if (!sawDone) controller.enqueue(DONE_EVENT);
             controller.close();
             finish({ outcome: "complete" });
@@ -181,6 +191,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         }
         const message = tooLarge
           ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
+          : err instanceof EndedUnfinished ? "the upstream ended its stream"
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);

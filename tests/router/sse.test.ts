@@ -9,6 +9,8 @@ import { MAX_EVENT_CHARS, relaySse, type RelayResult } from "../../src/router/ss
 const encoder = new TextEncoder();
 const EVENT = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "Hello there, this is one event" } }] })}\n\n`;
 const DONE = "data: [DONE]\n\n";
+/** The last content event of an answer: its choice finished. */
+const FINAL = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
 
 /** An upstream body that yields `pieces` one read at a time, `gapMs` apart, then ends; abort() breaks it at once. */
 function upstreamOf(pieces: string[], gapMs: number): { body: ReadableStream<Uint8Array>; abort: (reason: string) => void; aborted: string[] } {
@@ -134,9 +136,25 @@ describe("relaySse", () => {
     expect(cutText).toContain('"code":"upstream_error"');
     expect(cutText).toEndWith(DONE);
     expect(cut.ended()).toMatchObject({ outcome: "upstream_error" });
-    const whole = relay([EVENT, EVENT.trimEnd()], { gapMs: 0, idleTimeoutMs: 5_000 });
-    expect(await new Response(whole.stream).text()).toBe(EVENT + EVENT + DONE);
+    const whole = relay([EVENT, FINAL.trimEnd()], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(whole.stream).text()).toBe(EVENT + FINAL + DONE);
     expect(whole.ended()).toMatchObject({ outcome: "complete", events: 2 });
+  });
+
+  test("a stream that ends between events without [DONE] is whole only once the model said it finished: a finish_reason last, or a usage report (regression: a crashed server's close was relayed as a complete answer)", async () => {
+    const usage = `data: ${JSON.stringify({ id: "c1", choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`;
+    const finished = relay([EVENT, FINAL], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(finished.stream).text()).toBe(EVENT + FINAL + DONE);
+    expect(finished.ended()).toMatchObject({ outcome: "complete" });
+    const reported = relay([EVENT, usage], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(reported.stream).text()).toBe(EVENT + DONE);
+    expect(reported.ended()).toMatchObject({ outcome: "complete", usage: { prompt_tokens: 3, completion_tokens: 2 } });
+    for (const pieces of [[EVENT, EVENT], []]) {
+      const unfinished = relay(pieces, { gapMs: 0, idleTimeoutMs: 5_000 });
+      const text = await new Response(unfinished.stream).text();
+      expect(text).toBe(`${pieces.join("")}data: {"error":{"message":"the upstream ended its stream before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n${DONE}`);
+      expect(unfinished.ended()).toMatchObject({ outcome: "upstream_error", events: pieces.length });
+    }
   });
 
   test("upstream quirks: [DONE] without the space is not doubled; a usage chunk without choices, or on several data lines, is read and dropped", async () => {
