@@ -7,6 +7,7 @@
  *   so a change in the dashboard applies to the very next request;
  * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
  *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
+ *   a poll the database refuses empties the cache too, and polling goes on;
  * - expiry is compared on every request; unknown keys are never kept (guessing costs a read each
  *   time, as before) and the cache is emptied when it reaches MAX_KEYS.
  * A paid model's request needs the owner's stored balance (readBalance): it is kept the same way,
@@ -52,8 +53,12 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
         balances.clear();
       }
       version = current;
-    } catch {
-      clearInterval(poll); // the database was closed: the process is stopping
+    } catch (err) {
+      // Closed: the process is stopping. Anything else (a read the database refused): what changed
+      // meanwhile is unknown, so nothing kept is trusted, and the poll goes on.
+      if (String((err as Error)?.message).includes("closed")) return clearInterval(poll);
+      known.clear();
+      balances.clear();
     }
   }, CHANGE_POLL_MS);
   poll.unref();

@@ -23,7 +23,7 @@ import { requestMeta } from "../request-meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
+import { createPasswordSession, createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
@@ -124,8 +124,12 @@ export function authRoutes(deps: AuthRoutesDeps) {
    * Starts a session for `user` and answers the way the form or the script expects. A password
    * sign-in or sign-up (`device`: the account as it signed in) also gives the browser its device token.
    */
-  function signedIn(request: Request, user: Pick<User, "id" | "email" | "isAdmin">, options: { next?: string; cookies?: string[]; device?: DeviceAccount }): Response {
-    const session = createSession(db, { userId: user.id, now: deps.now(), durationMs });
+  function signedIn(
+    request: Request,
+    user: Pick<User, "id" | "email" | "isAdmin">,
+    options: { next?: string; cookies?: string[]; device?: DeviceAccount; session?: { token: string; expiresAt: number } },
+  ): Response {
+    const session = options.session ?? createSession(db, { userId: user.id, now: deps.now(), durationMs });
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
     const device = options.device ? issueDeviceCookie(options.device, readCookies(request, DEVICE_COOKIE)) : null;
@@ -208,7 +212,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if (!checked.ok) {
         return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
       }
-      return signedIn(request, checked.user, { next: back.next, device: checked.user });
+      const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash!, now: deps.now(), durationMs });
+      if (session === null) return refuse(request, back, incorrect()); // the password changed meanwhile
+      return signedIn(request, checked.user, { next: back.next, device: checked.user, session });
     }, { detail: AUTH_DOCS.login })
     .post("/auth/logout", ({ request }) => {
       checkOrigin(request);

@@ -9,6 +9,7 @@
  * origin or public_url). Without Origin, Sec-Fetch-Site must not say cross-site.
  *
  *   createSession(db, { userId, now, durationMs }) -> { token, expiresAt }
+ *   createPasswordSession(db, { userId, passwordHash, now, durationMs }) -> { token, expiresAt } | null
  *   createSessionValidator(db, { now, durationMs }) -> (token) -> SessionUser | denial
  *   deleteSession(db, token), deleteUserSessions(db, userId)
  */
@@ -53,6 +54,27 @@ export function createSession(db: Db, input: { userId: number; now: number; dura
   const expiresAt = input.now + input.durationMs;
   db.insert(sessions).values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now }).run();
   return { token, expiresAt };
+}
+
+/**
+ * A session for a sign-in by password, made only while the account still has the password hash
+ * that was checked and is enabled, in one statement: a password reset or a disable committed
+ * while the password was being checked (argon2 takes tens of ms) wins, and null is returned,
+ * rather than a session made after the reset ended the account's sessions.
+ */
+export function createPasswordSession(
+  db: Db,
+  input: { userId: number; passwordHash: string; now: number; durationMs: number },
+): { token: string; expiresAt: number } | null {
+  const token = randomToken(20);
+  const expiresAt = input.now + input.durationMs;
+  const { changes } = db.$client
+    .query<unknown, [string, number, number, number, string]>(
+      `INSERT INTO sessions (token_hash, user_id, expires_at, created_at) SELECT ?1, ?2, ?3, ?4
+        WHERE EXISTS (SELECT 1 FROM users WHERE id = ?2 AND password_hash = ?5 AND disabled_at IS NULL)`,
+    )
+    .run(sha256Hex(token), input.userId, expiresAt, input.now, input.passwordHash);
+  return changes === 1 ? { token, expiresAt } : null;
 }
 
 export function createSessionValidator(

@@ -14,6 +14,7 @@ import { and, eq, gt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { setupTokens, users } from "../db/schema";
 import { randomToken, sha256Hex } from "./tokens";
+import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
 import { findUserByEmail, hashPassword, hasAdmin, normalizeEmail, passwordProblem, type User } from "./users";
 
@@ -63,6 +64,7 @@ export async function completeSetup(
       // An account an administrator's tool made (the CLI): it becomes the admin, with this password only.
       tx.update(users).set({ passwordHash, isAdmin: true, disabledAt: null }).where(eq(users.id, existing.id)).run();
       deleteUserSessions(t, existing.id);
+      forgetVerifiedKeys(db); // its keys were kept as refused if it was disabled
       return { ...existing, passwordHash, isAdmin: true, disabledAt: null };
     }
     return tx.insert(users).values({ email, passwordHash, isAdmin: true, emailUnverified: false }).returning().get();

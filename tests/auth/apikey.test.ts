@@ -119,6 +119,42 @@ describe("storage", () => {
     server.close();
   });
 
+  test("a poll the database refuses empties the cache, and polling goes on (regression: one refused poll stopped it, and the CLI's revocations were never noticed)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-keys-"));
+    const server = openDatabase(dir);
+    const user = await createUser(server.db, { email: "cli@example.com" });
+    if ("error" in user) throw new Error(user.error);
+    const { id, key } = createApiKey(server.db, { userId: user.id, name: "n" });
+    // The verifier's data_version poll, made to fail for a while as a locked or failing database would.
+    let refusing = false;
+    const query = server.sqlite.query.bind(server.sqlite);
+    server.sqlite.query = ((sql: string) => {
+      const statement = query(sql);
+      if (sql !== "PRAGMA data_version") return statement;
+      return {
+        get: () => {
+          if (refusing) throw new Error("database is locked");
+          return statement.get();
+        },
+      };
+    }) as typeof server.sqlite.query;
+    const verify = createKeyVerifier(server.db, Date.now).verify;
+    expect(verify(key).ok).toBe(true);
+    refusing = true;
+    await Bun.sleep(150);
+    refusing = false;
+    const cli = openDatabase(dir);
+    expect(revokeApiKey(cli.db, id)).toBe("revoked");
+    cli.close();
+    let refused = false;
+    for (let i = 0; i < 100 && !refused; i++) {
+      refused = !verify(key).ok;
+      if (!refused) await Bun.sleep(10);
+    }
+    expect(refused).toBe(true);
+    server.close();
+  });
+
   test("expiry is checked against the injected clock", async () => {
     const { db, user } = await setup();
     let now = 1_000_000;

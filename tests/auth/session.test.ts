@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
 import { issueSetupLink } from "../../src/auth/setup";
 import { Database } from "bun:sqlite";
@@ -6,7 +6,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
-import { createUser, setPassword } from "../../src/auth/users";
+import { createUser, hashPassword, setPassword } from "../../src/auth/users";
+import { deleteUserSessions } from "../../src/auth/session";
 import { createSession, createSessionValidator } from "../../src/auth/session";
 
 let t: AuthTestApp;
@@ -75,6 +76,29 @@ describe("password sign-in", () => {
     const script = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }, { origin: "https://evil.example" }));
     expect(script.status).toBe(403);
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+  });
+
+  test("a password reset committed while the old password was being checked wins: no session (regression: the sign-in's session outlived the reset)", async () => {
+    t = buildAuthApp();
+    const ann = await t.user("ann@example.com", { password: "correct horse" });
+    const newHash = await hashPassword("battery staple");
+    // What `modelgate user password` does from another process, done the moment argon2 starts on the old one.
+    const verify = Bun.password.verify;
+    const spy = spyOn(Bun.password, "verify").mockImplementation((password, hash) => {
+      t.deps.db.$client.query("UPDATE users SET password_hash = ? WHERE id = ?").run(newHash, ann.id);
+      deleteUserSessions(t.deps.db, ann.id);
+      return verify(password, hash);
+    });
+    try {
+      const response = await t.request("/auth/login", json({ email: "ann@example.com", password: "correct horse" }));
+      expect(response.status).toBe(401);
+      expect(response.headers.get("set-cookie")).toBeNull();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
+    const after = await t.request("/auth/login", json({ email: "ann@example.com", password: "battery staple" }));
+    expect(after.status).toBe(200);
   });
 
   test("throttled per account: 5 attempts, then 429 with Retry-After, then one a minute", async () => {

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
 import { completeSetup, issueSetupLink, setupTokenValid } from "../../src/auth/setup";
-import { createUser, findUserByEmail, hasAdmin, verifyPassword, type User } from "../../src/auth/users";
+import { createUser, disableUser, findUserByEmail, hasAdmin, verifyPassword, type User } from "../../src/auth/users";
+import { createApiKey } from "../../src/auth/apikey";
+import { createKeyVerifier } from "../../src/auth/key-verifier";
 import { createSession, createSessionValidator } from "../../src/auth/session";
 
 const NOW = 1_800_000_000_000;
@@ -66,5 +68,17 @@ describe("first-run setup", () => {
     const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
     expect(await completeSetup(db, { token, email: "ops@example.com", password: "real admin pw", now: NOW })).toMatchObject({ id: made.id, isAdmin: true });
     expect(createSessionValidator(db, { now: () => NOW, durationMs: DAY })(session.token).ok).toBe(false);
+  });
+
+  test("adopting a disabled account enables its API keys at once (regression: the server kept them refused as the owner's disabled)", async () => {
+    const { db } = openDatabase(":memory:");
+    const made = (await createUser(db, { email: "ops@example.com", password: "first password" })) as User;
+    const { key } = createApiKey(db, { userId: made.id, name: "ci" });
+    const verifier = createKeyVerifier(db, () => NOW);
+    disableUser(db, made.id);
+    expect(verifier.verify(key)).toMatchObject({ ok: false, message: "The account that owns this API key is disabled" });
+    const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
+    expect(await completeSetup(db, { token, email: "ops@example.com", password: "real admin pw", now: NOW })).toMatchObject({ isAdmin: true, disabledAt: null });
+    expect(verifier.verify(key)).toMatchObject({ ok: true });
   });
 });
