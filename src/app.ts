@@ -28,15 +28,15 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
   const cors = createCors(deps.config.server.cors_origins);
   // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
   // framework entirely. app.handle (tests) reaches the same function through the Elysia route.
-  const chatRoute = cors ? { POST: withCors(chat, cors), OPTIONS: cors.preflight } : { POST: chat };
+  const chatRoute = cors ? { POST: withCors(chat, cors), OPTIONS: (request: Request) => cors.preflight(request, requestMeta(request).id) } : { POST: chat };
   let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": chatRoute } } })
     .error({ GatewayError })
     .onRequest(({ request, set }) => {
+      const meta = startRequest(request, trusted);
       if (cors && isCorsPath(new URL(request.url).pathname)) {
-        if (request.method === "OPTIONS") return cors.preflight(request);
+        if (request.method === "OPTIONS") return cors.preflight(request, meta.id);
         cors.decorate(request, set.headers as Record<string, string>);
       }
-      const meta = startRequest(request, trusted);
       set.headers["x-request-id"] = meta.id;
       const length = request.headers.get("content-length");
       if (length !== null && Number(length) > formMax) {

@@ -25,7 +25,7 @@ export interface Cors {
   /** Adds the CORS headers an answer to `request` needs (nothing for an origin not allowed). */
   decorate(request: Request, headers: Headers | Record<string, string>): void;
   /** The answer to a preflight (OPTIONS) request: 204, with CORS headers when the origin is allowed. */
-  preflight(request: Request): Response;
+  preflight(request: Request, requestId: string): Response;
 }
 
 /** An entry of server.cors_origins: `*`, or an origin exactly as a browser sends it. */
@@ -78,8 +78,8 @@ export function createCors(origins: string[]): Cors | null {
       set(headers, "access-control-allow-origin", allowed);
       set(headers, "access-control-expose-headers", EXPOSED);
     },
-    preflight(request) {
-      const headers = new Headers({ vary: "origin, access-control-request-headers" });
+    preflight(request, requestId) {
+      const headers = new Headers({ vary: "origin, access-control-request-headers", "x-request-id": requestId });
       const allowed = allowOrigin(request);
       if (allowed !== null) {
         const asked = request.headers.get("access-control-request-headers")?.trim() ?? "";

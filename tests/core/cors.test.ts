@@ -24,6 +24,7 @@ describe("CORS", () => {
     const t = buildTestApp({ server: { cors_origins: [PAGE, "http://localhost:3000"] } });
     const preflight = await t.request("/v1/chat/completions", PREFLIGHT);
     expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/); // every answer has one (regression: preflights had none)
     expect(Object.fromEntries([...preflight.headers].filter(([name]) => name.startsWith("access-control-")))).toEqual({
       "access-control-allow-origin": PAGE,
       "access-control-allow-methods": "GET, POST, OPTIONS",
@@ -53,6 +54,7 @@ describe("CORS", () => {
     const preflight = await t.request("/v1/chat/completions", { method: "OPTIONS", headers: { origin: "https://evil.example" } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+    expect(preflight.headers.get("x-request-id")).toMatch(/^req_/);
     const odd = await t.request("/v1/chat/completions", { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-headers": "authorization, (x)" } });
     expect(odd.headers.get("access-control-allow-headers")).toBe("authorization, content-type, x-payment-signature");
   });

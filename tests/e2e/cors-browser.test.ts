@@ -94,3 +94,12 @@ test("a page of another origin that posts a form to the chat endpoint (no prefli
   expect(answer.error.code).toBe("forbidden");
   expect(mock.chatCount()).toBe(before);
 });
+
+test("preflights over the wire carry x-request-id, on the chat route and the others (regression: none had one)", async () => {
+  const preflight = { method: "OPTIONS", headers: { origin: `http://127.0.0.1:${listed.port}`, "access-control-request-method": "POST" } };
+  for (const path of ["/v1/chat/completions", "/v1/models", "/api/status"]) {
+    const res = await fetch(`${gw.url}${path}`, preflight);
+    expect(res.status).toBe(204);
+    expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+  }
+});
