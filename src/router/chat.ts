@@ -17,7 +17,7 @@ import { hundredths } from "../log";
 import { completionBound, completionLimit, promptTokenEstimate } from "../credits/price";
 import { costMicro, usageFromJson, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
-import { errorExcerpt, withoutKey } from "./upstream-text";
+import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { tokenLimitToSend } from "./upstream-body";
 
@@ -122,8 +122,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       }
       recordTargetComplete(target, deps.now());
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
-      // it came, less the gateway's key for that upstream, should the upstream echo it.
-      if (reply.status >= 400 && upstream.secret) text = withoutKey(text, upstream.secret);
+      // it came, less the gateway's credentials for that upstream, should the upstream echo them.
+      if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
       const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
@@ -134,13 +134,13 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       clientWantsUsage,
       idleTimeoutMs,
       abortUpstream: forwarded.abort,
-      upstreamKey: upstream.secret,
+      upstreamSecrets: upstream.secrets,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         else if (result.errorEvent !== null) {
           // The upstream's own error event: this model failed (like a 5xx), whether or not the
           // client read on after it (the SDKs stop there, which is no client leaving early).
-          const said = errorExcerpt(result.errorEvent, upstream.secret) ?? "no message";
+          const said = errorExcerpt(result.errorEvent, upstream.secrets) ?? "no message";
           recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" sent an error event: ${said}`, deps.config.routing);
         } else if (result.outcome === "complete") recordTargetComplete(target, deps.now());
         const usage = result.usage ?? estimatedUsage(ctx, result.events, deps.config.routing.default_max_tokens);

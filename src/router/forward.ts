@@ -170,7 +170,7 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
       // Not for the other failures: a refusal of the gateway's own credentials may quote the key,
       // and an encoded body is not text.
       const refused = reply.status === 429 || reply.status >= 500;
-      const said = text !== null && refused ? errorExcerpt(text, upstream.secret) : null;
+      const said = text !== null && refused ? errorExcerpt(text, upstream.secrets) : null;
       return { failure: refused ? "refused" : "error", message: said === null ? failed : `${failed}: ${said}` };
     }
     return { reply, abort };

@@ -13,7 +13,7 @@
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
 import { readUsage, type Usage } from "./usage";
-import { withoutKey } from "./upstream-text";
+import { withoutSecrets } from "./upstream-text";
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -23,8 +23,8 @@ export interface RelayOptions {
   abortUpstream: (reason: string) => void;
   /** Called exactly once when the stream ends, however it ends. */
   onEnd: (result: RelayResult) => void;
-  /** The gateway's key for this upstream, taken out of the upstream's error events should one echo it. */
-  upstreamKey?: string;
+  /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
+  upstreamSecrets?: readonly string[];
 }
 
 export interface RelayResult {
@@ -38,7 +38,7 @@ export interface RelayResult {
   error?: string;
   /**
    * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
-   * when generation fails mid-answer) but for the gateway's key: its data, or null when it sent none.
+   * when generation fails mid-answer) but for the gateway's credentials: its data, or null when it sent none.
    */
   errorEvent: string | null;
 }
@@ -101,7 +101,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       }
       // Cheap test first: only an event that names "error" is parsed for one.
       if (event.includes('"error"')) {
-        if (options.upstreamKey) event = withoutKey(event, options.upstreamKey);
+        if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
         const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
         if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
       }

@@ -7,6 +7,7 @@
  * (no allocation per request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
+import { MIN_REDACTED } from "../config/secrets";
 import { VERSION } from "../version";
 import { http1Post } from "./http1";
 import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
@@ -43,8 +44,8 @@ export interface UpstreamState extends Circuit {
   hostname: string;
   port: number;
   authorization: string | null;
-  /** The credential sent with each request (api_key, else base_url's password): taken out of what the upstream says. */
-  secret: string | undefined;
+  /** The credentials sent with each request, longest first: taken out of what the upstream says (upstreamSecrets). */
+  secrets: readonly string[];
   /** Sends one chat request body (JSON text) to this upstream; see ./upstream-client.ts. */
   postChat: (body: string) => UpstreamExchange;
   /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
@@ -90,7 +91,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     hostname,
     port,
     authorization: headers.authorization ?? null,
-    secret: config.api_key ?? (base.password === "" ? undefined : percentDecoded(base.password)),
+    secrets: upstreamSecrets(config.api_key, base, authorization),
     postChat: viaFetch ? (body) => fetchPost(config.name, chatUrl.href, headers, body) : (body) => http1Post(origin, body),
     viaFetch,
     ...closedCircuit(),
@@ -115,6 +116,19 @@ function endpointUrl(base: URL, endpoint: string): URL {
   url.username = "";
   url.password = "";
   return url;
+}
+
+/**
+ * Every form in which an upstream could echo what the gateway sends it that is secret: api_key,
+ * base_url's password as typed and decoded, the Basic header's base64 of user and password, and
+ * base_url's query (`?key=…`, as `config check` redacts it whole) with each of its values.
+ */
+function upstreamSecrets(apiKey: string | undefined, base: URL, authorization: string | null): string[] {
+  const secrets = [apiKey, base.password, percentDecoded(base.password), base.search.slice(1)];
+  if (authorization?.startsWith("Basic ")) secrets.push(authorization.slice(6));
+  for (const [, value] of base.searchParams) secrets.push(value);
+  for (const value of base.search.slice(1).split("&")) secrets.push(value.slice(value.indexOf("=") + 1));
+  return [...new Set(secrets.filter((s): s is string => s !== undefined && s.length >= MIN_REDACTED))].sort((a, b) => b.length - a.length);
 }
 
 /** `Authorization: Basic` from base_url's user and password (a server behind a proxy's basic auth); null without them. */

@@ -1,6 +1,6 @@
 /**
- * What an upstream wrote, made safe to pass on: its body without the gateway's own key for it
- * (should the upstream echo it), and the gist of an error answer for the message of the 502 that
+ * What an upstream wrote, made safe to pass on: its body without the gateway's own credentials
+ * for it (should the upstream echo them: UpstreamState.secrets), and the gist of an error answer for the message of the 502 that
  * replaces it, the upstream's state and the log (`upstream "gpu" answered 500: CUDA out of memory`).
  */
 import { MIN_REDACTED } from "../config/secrets";
@@ -9,25 +9,29 @@ import { MIN_REDACTED } from "../config/secrets";
 const MAX_EXCERPT = 200;
 
 /**
- * `text` without `key`, as written or as JSON escapes it (`"` and `\`, and `/` as some servers do).
- * A key shorter than MIN_REDACTED is left in (regression: `api_key = "null"` turned an upstream's
- * JSON error into invalid JSON, `"e"` every message into `[redacted]rror`).
+ * `text` without any of `secrets`, each as written or as JSON escapes it (`"` and `\`, and `/` as
+ * some servers do), longest first. A secret shorter than MIN_REDACTED is left in (regression:
+ * `api_key = "null"` turned an upstream's JSON error into invalid JSON, `"e"` every message into
+ * `[redacted]rror`).
  */
-export function withoutKey(text: string, key: string): string {
-  if (key.length < MIN_REDACTED) return text;
-  const escaped = JSON.stringify(key).slice(1, -1);
-  let out = text.replaceAll(key, "[redacted]");
-  for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== key) out = out.replaceAll(form, "[redacted]");
+export function withoutSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length < MIN_REDACTED) continue;
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    out = out.replaceAll(secret, "[redacted]");
+    for (const form of new Set([escaped, escaped.replaceAll("/", "\\/")])) if (form !== secret) out = out.replaceAll(form, "[redacted]");
+  }
   return out;
 }
 
 /**
  * The reason an error body gives: `error.message`, a string `error`, or `message` of a JSON body
  * (OpenAI's shape, FastAPI's `detail`, Ollama's `error`), or a body that is not JSON; one line, control
- * characters as spaces, at most MAX_EXCERPT characters, without `key`. Null when it says nothing.
+ * characters as spaces, at most MAX_EXCERPT characters, without `secrets`. Null when it says nothing.
  */
-export function errorExcerpt(text: string, key: string | undefined): string | null {
-  const safe = key ? withoutKey(text, key) : text;
+export function errorExcerpt(text: string, secrets: readonly string[]): string | null {
+  const safe = withoutSecrets(text, secrets);
   let reason: unknown = safe;
   try {
     const body = JSON.parse(safe) as Record<string, unknown> | null;
@@ -37,9 +41,9 @@ export function errorExcerpt(text: string, key: string | undefined): string | nu
     // Not JSON: the text is the reason.
   }
   if (typeof reason !== "string") return null;
-  // Again after parsing: JSON may spell the key's characters as \u escapes (Go escapes & < >).
+  // Again after parsing: JSON may spell a secret's characters as \u escapes (Go escapes & < >).
   let line = reason.replace(/[\p{Cc}\p{Cf}\s]+/gu, " ").trim();
-  if (key) line = withoutKey(line, key);
+  line = withoutSecrets(line, secrets);
   if (line === "") return null;
   const chars = [...line];
   return chars.length > MAX_EXCERPT ? `${chars.slice(0, MAX_EXCERPT).join("")}…` : line;

@@ -77,6 +77,36 @@ describe("base_url", () => {
     expect(await res.text()).toBe(echo.replace("s3cret-pass-word", "[redacted]"));
   });
 
+  test("no form of its credentials comes back from an upstream that echoes its request: the Basic header's base64, the password, the query (regression: relayed in errors, /api/status and the dashboard)", async () => {
+    let requests = 0;
+    listener = Bun.listen<{ head: string; answered: boolean }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data: (socket, bytes) => {
+          const head = bytes.toString("latin1");
+          const echo = JSON.stringify({ error: { message: `bad auth: ${header(head, "authorization")} line=${head.split("\r\n")[0]}` } });
+          const status = requests++ === 0 ? "400 Bad Request" : "500 Internal Server Error";
+          socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${echo.length}\r\nconnection: close\r\n\r\n${echo}`);
+        },
+      },
+    });
+    const t = buildTestApp({
+      upstreams: [{ name: "up", base_url: `http://bob:hunter2pass@127.0.0.1:${listener.port}/v1?api-version=1&key=querysecret99` }],
+      models: [{ id: "m", targets: [{ upstream: "up" }], free: true }],
+    });
+    const secrets = ["hunter2pass", Buffer.from("bob:hunter2pass").toString("base64"), "querysecret99"];
+    const refused = await t.chat({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(refused.status).toBe(400);
+    const failed = await t.chat({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(failed.status).toBe(502);
+    const status = await (await t.app.handle(new Request("http://localhost/api/status"))).text();
+    const said = [await refused.text(), await failed.text(), status];
+    for (const text of said) for (const secret of secrets) expect(text).not.toContain(secret);
+    expect(said[0]).toContain("bad auth: Basic [redacted] line=POST /v1/chat/completions?[redacted] HTTP/1.1");
+    expect(said[1]).toContain("bad auth: Basic [redacted]");
+  });
+
   test("an api_key wins over a user and password", async () => {
     const heads: string[] = [];
     const port = recordingUpstream(heads);
