@@ -1,7 +1,8 @@
 /**
  * What an upstream wrote, made safe to pass on: its body without the gateway's own credentials
- * for it (should the upstream echo them: UpstreamState.secrets), and the gist of an error answer for the message of the 502 that
- * replaces it, the upstream's state and the log (`upstream "gpu" answered 500: CUDA out of memory`).
+ * for it (should the upstream echo them: UpstreamState.secrets), and the gist of an error answer
+ * for the message of the 502 that replaces it, the upstream's state and the log
+ * (`upstream "gpu" answered 500: CUDA out of memory`).
  */
 import { MIN_REDACTED } from "../config/secrets";
 
@@ -10,9 +11,9 @@ const MAX_EXCERPT = 200;
 
 /**
  * `text` without any of `secrets`, each as written or as JSON escapes it (`"` and `\`, and `/` as
- * some servers do), longest first. A secret shorter than MIN_REDACTED is left in (regression:
- * `api_key = "null"` turned an upstream's JSON error into invalid JSON, `"e"` every message into
- * `[redacted]rror`).
+ * some servers do), in their order (the longer first, so a secret holding another goes whole).
+ * A secret shorter than MIN_REDACTED is left in (regression: `api_key = "null"` turned an
+ * upstream's JSON error into invalid JSON, `"e"` every message into `[redacted]rror`).
  */
 export function withoutSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
