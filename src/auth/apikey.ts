@@ -20,8 +20,12 @@ import { randomToken, sha256Hex } from "./tokens";
 import type { Identity } from "./types";
 
 export const KEY_PREFIX = "sk-mg-";
-/** Anything that could be a key, valid or not: the prefix and 7 or more key-like characters. */
-const KEY_LIKE = /sk-mg-[A-Za-z0-9_-]{7,}/g;
+/**
+ * Anything that could be a key, valid or not: the prefix and 24 or more of a key's characters, in
+ * either case (most of a key, or all of it retyped). A name that only starts like one
+ * (`sk-mg-staging-box`) is no key.
+ */
+const KEY_LIKE = /sk-mg-[a-z2-7]{24,}/gi;
 const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
 const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;

@@ -80,6 +80,10 @@ describe("storage", () => {
     const created = createApiKey(db, { userId: user.id, name: `ci ${secret}` });
     expect(created.name).toBe(`ci ${secret.slice(0, 12)}…`);
     expect(JSON.stringify(listApiKeys(db, { userId: user.id }))).not.toContain(secret.slice(12));
+    // Most of one, or one in capitals, is cut too; a name that only starts like a key is kept (regression: `sk-mg-staging-box` became `sk-mg-stagin…`).
+    expect(createApiKey(db, { userId: user.id, name: secret.slice(0, 32) }).name).toBe(`${secret.slice(0, 12)}…`);
+    expect(createApiKey(db, { userId: user.id, name: secret.toUpperCase() }).name).toBe(`${secret.slice(0, 12).toUpperCase()}…`);
+    expect(createApiKey(db, { userId: user.id, name: "sk-mg-staging-box" }).name).toBe("sk-mg-staging-box");
   });
 
   test("revocation is soft, owner-checked with userId, and idempotent", async () => {
