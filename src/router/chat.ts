@@ -157,7 +157,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
 }
 
 /** A route whose completions are charged: its requests' reservations (credits, or a SpendAuth amount) assume a completion limit. */
-function completionsPriced(route: ModelRoute): boolean {
+export function completionsPriced(route: ModelRoute): boolean {
   return !route.free && route.price.completion > 0;
 }
 

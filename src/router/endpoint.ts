@@ -13,7 +13,7 @@ import { BodyBudget, declaredLength, parseJsonBody, readBodyText } from "../body
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { violationError } from "../validation";
-import { handleChat, refusalRecord } from "./chat";
+import { completionsPriced, handleChat, refusalRecord } from "./chat";
 import { ChatCompletionRequest, contentMissing } from "./schema";
 import { hundredths, log } from "../log";
 import { createCors, fromForeignPage } from "../cors";
@@ -54,6 +54,9 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       const route = deps.registry.resolve(body.model);
       if (!route) {
         throw new GatewayError("model_not_found", `The model "${body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
+      }
+      if (typeof body.n_predict === "number" && body.n_predict < 1 && completionsPriced(route)) {
+        throw new GatewayError("invalid_request_error", `n_predict ${body.n_predict} sets no limit, and "${route.id}" charges for completions: send a limit of at least 1`, { param: "n_predict" });
       }
       handled = true;
       return await handleChat(deps, { request, route, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });

@@ -106,6 +106,8 @@ describe("numbers the reservation counts", () => {
       [{ max_completion_tokens: 0 }, "max_completion_tokens"],
       // llama.cpp's -1 is "no limit", which no reservation can cover.
       [{ n_predict: -1 }, "n_predict"],
+      [{ n_predict: 0 }, "n_predict"],
+      [{ n_predict: -2 }, "n_predict"],
       [{ n_predict: "100" }, "n_predict"],
     ];
     for (const [extra, param] of cases) {
@@ -115,5 +117,15 @@ describe("numbers the reservation counts", () => {
     }
     expect(first.requests).toHaveLength(0);
     for (const extra of [{ n: 2 }, { n: null }, { n: 128 }]) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
+  });
+
+  test("llama.cpp's n_predict -1 (no limit) goes through to a free model, or one whose completions cost nothing; a priced one refuses it (regression: refused everywhere)", async () => {
+    const { app, first } = appOver();
+    for (const model of ["free", "prompt-only"]) expect((await app.chat({ model, ...ASK, n_predict: -1 })).status).toBe(200);
+    expect(first.requests.map((r) => r.body.n_predict)).toEqual([-1, -1]);
+    const refused = await app.chat({ model: "paid", ...ASK, n_predict: -1 });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('n_predict -1 sets no limit, and "paid" charges for completions: send a limit of at least 1');
+    expect(first.requests).toHaveLength(2);
   });
 });
