@@ -23,6 +23,11 @@ export function listenUrl(hostname: string, port: number): string {
 export function urlWhereListening(listen: string): string | null {
   const { hostname, port } = parseAddress(listen);
   if (port === 0 || port > 65_535) return null;
+  return reachableUrl(hostname, port);
+}
+
+/** The URL a server listening on `hostname:port` is reached at (localhost when it listens on every interface). */
+export function reachableUrl(hostname: string, port: number): string {
   return listenUrl(hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname, port);
 }
 

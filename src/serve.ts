@@ -24,7 +24,7 @@ import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
 import { VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
-import { listenNaming, listenUrl, parseAddress, stopWithin } from "./listen";
+import { listenNaming, listenUrl, parseAddress, reachableUrl, stopWithin } from "./listen";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
@@ -104,9 +104,12 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     deps.statusSections.push(webhooks.status);
     metrics.registerGauge(webhooks.outboxGauge);
   }
+  const listening = app.server?.port ?? port;
+  // A port of 0 was chosen by the system just now: links (the setup link, OAuth callbacks) follow it.
+  if (port === 0 && loaded.linksFollowListen) config.server.public_url = reachableUrl(hostname, listening);
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
-  log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, app.server?.port ?? port)}`, {
+  log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, listening)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
     configured_models: registry.list().length,

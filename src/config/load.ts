@@ -31,6 +31,8 @@ export interface LoadedConfig {
   secretValues: Set<string>;
   /** The environment variables read through env:, kept from `[[jobs]]` commands. */
   secretEnv: Set<string>;
+  /** server.public_url was not written: links follow where the server listens. */
+  linksFollowListen: boolean;
 }
 
 export function findConfigFile(flag: string | undefined, env = process.env): string | null {
@@ -137,11 +139,13 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const server = resolved.server as Record<string, unknown> | undefined;
   checkAddress("server.listen", config.server.listen);
   checkAddress("webhooks.bind_address", config.webhooks.bind_address);
-  // Unwritten, links follow listen (a changed port still gets a setup link that opens).
-  if (server?.public_url === undefined) config.server.public_url = urlWhereListening(config.server.listen) ?? config.server.public_url;
+  // Unwritten, links follow listen (a changed port still gets a setup link that opens); a port of
+  // 0 is known once the server listens (serve.ts).
+  const linksFollowListen = server?.public_url === undefined;
+  if (linksFollowListen) config.server.public_url = urlWhereListening(config.server.listen) ?? config.server.public_url;
   checkReferences(config);
   checkSpendAuth(config);
-  return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env };
+  return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env, linksFollowListen };
 }
 
 /**

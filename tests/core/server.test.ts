@@ -157,6 +157,29 @@ async function stalledUploads(port: number, count: number, declared: number, sen
   return sockets;
 }
 
+test("with listen on port 0, the setup link has the port the system chose, and opens (regression: it pointed at 8080)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-port0-"));
+  writeFileSync(join(dir, "modelgate.toml"), `[server]\nlisten = "127.0.0.1:0"\ndata_dir = "${join(dir, "data")}"\n`);
+  const proc = Bun.spawn([BINARY, "serve", "--config", join(dir, "modelgate.toml")], { stdout: "pipe", stderr: "pipe" });
+  try {
+    let output = "";
+    const collect = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) output += new TextDecoder().decode(chunk);
+    };
+    void collect(proc.stdout);
+    void collect(proc.stderr);
+    expect(await eventually(() => /listening on http:\/\/127\.0\.0\.1:\d+/.test(output), 10_000)).toBe(true);
+    const port = output.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/)![1];
+    expect(port).not.toBe("0");
+    const link = output.match(/open (http:\/\/\S+\/setup\?token=[a-z2-7]+)/)![1];
+    expect(new URL(link).origin).toBe(`http://127.0.0.1:${port}`);
+    expect((await fetch(link)).status).toBe(200);
+  } finally {
+    proc.kill();
+    await proc.exited;
+  }
+});
+
 test("the address logged at start is a URL for IPv6 hosts too (regression: http://::1:8080)", () => {
   expect(listenUrl("::1", 8080)).toBe("http://[::1]:8080");
   expect(listenUrl("0.0.0.0", 8080)).toBe("http://0.0.0.0:8080");
