@@ -103,32 +103,41 @@ describe("storage", () => {
     expect(listApiKeys(db)[0].revokedAt).toBe(123);
   });
 
-  test("a revocation committed by another connection (the CLI) is noticed within a moment", async () => {
+  /** A server's database file with one key, and a way to revoke that key from another connection, as the CLI does. */
+  async function fileWithKey() {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-keys-"));
     const server = openDatabase(dir);
     const user = await createUser(server.db, { email: "cli@example.com" });
     if ("error" in user) throw new Error(user.error);
     const { id, key } = createApiKey(server.db, { userId: user.id, name: "n" });
+    const revokeElsewhere = (): void => {
+      const cli = openDatabase(dir);
+      expect(revokeApiKey(cli.db, id)).toBe("revoked");
+      cli.close();
+    };
+    return { server, key, revokeElsewhere };
+  }
+
+  /** Whether `verify` refuses `key` within a second. */
+  async function refusedSoon(verify: (key: string) => { ok: boolean }, key: string): Promise<boolean> {
+    for (let i = 0; i < 100; i++) {
+      if (!verify(key).ok) return true;
+      await Bun.sleep(10);
+    }
+    return false;
+  }
+
+  test("a revocation committed by another connection (the CLI) is noticed within a moment", async () => {
+    const { server, key, revokeElsewhere } = await fileWithKey();
     const verify = createKeyVerifier(server.db, Date.now).verify;
     expect(verify(key).ok).toBe(true); // now kept in memory
-    const cli = openDatabase(dir);
-    expect(revokeApiKey(cli.db, id)).toBe("revoked");
-    cli.close();
-    let refused = false;
-    for (let i = 0; i < 100 && !refused; i++) {
-      refused = !verify(key).ok;
-      if (!refused) await Bun.sleep(10);
-    }
-    expect(refused).toBe(true);
+    revokeElsewhere();
+    expect(await refusedSoon(verify, key)).toBe(true);
     server.close();
   });
 
   test("a poll the database refuses empties the cache, and polling goes on (regression: one refused poll stopped it, and the CLI's revocations were never noticed)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-keys-"));
-    const server = openDatabase(dir);
-    const user = await createUser(server.db, { email: "cli@example.com" });
-    if ("error" in user) throw new Error(user.error);
-    const { id, key } = createApiKey(server.db, { userId: user.id, name: "n" });
+    const { server, key, revokeElsewhere } = await fileWithKey();
     // The verifier's data_version poll, made to fail for a while as a locked or failing database would.
     let refusing = false;
     const query = server.sqlite.query.bind(server.sqlite);
@@ -147,15 +156,8 @@ describe("storage", () => {
     refusing = true;
     await Bun.sleep(150);
     refusing = false;
-    const cli = openDatabase(dir);
-    expect(revokeApiKey(cli.db, id)).toBe("revoked");
-    cli.close();
-    let refused = false;
-    for (let i = 0; i < 100 && !refused; i++) {
-      refused = !verify(key).ok;
-      if (!refused) await Bun.sleep(10);
-    }
-    expect(refused).toBe(true);
+    revokeElsewhere();
+    expect(await refusedSoon(verify, key)).toBe(true);
     server.close();
   });
 
