@@ -28,7 +28,9 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
   const cors = createCors(deps.config.server.cors_origins);
   // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
   // framework entirely. app.handle (tests) reaches the same function through the Elysia route.
-  const chatRoute = cors ? { POST: withCors(chat, cors), OPTIONS: (request: Request) => cors.preflight(request, requestMeta(request).id) } : { POST: chat };
+  const chatRoute = cors
+    ? { POST: withCors(chat, cors), OPTIONS: (request: Request) => cors.preflight(request, requestMeta(request).id) }
+    : { POST: chat };
   let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": chatRoute } } })
     .error({ GatewayError })
     .onRequest(({ request, set }) => {

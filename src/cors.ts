@@ -43,12 +43,12 @@ export function isCorsPath(pathname: string): boolean {
  * needs a preflight) that `cors` does not let in. Without this check any website could use a LAN
  * gateway's free models through its visitors' browsers. A browser sends Origin with every POST
  * (Sec-Fetch-Site only to https and loopback, so it cannot be relied on); SDKs, curl and servers
- * send none. The gateway's own pages are its origin: the request's own, or `publicOrigin`.
+ * send none. The gateway's own pages are its origin: the request's own, or `publicUrl`'s.
  */
-export function fromForeignPage(request: Request, cors: Cors | null, publicOrigin: string): boolean {
+export function fromForeignPage(request: Request, cors: Cors | null, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
-  if (origin === null || origin === publicOrigin || cors?.allows(request)) return false;
-  return origin !== new URL(request.url).origin;
+  if (origin === null || cors?.allows(request)) return false;
+  return origin !== new URL(request.url).origin && origin !== URL.parse(publicUrl)?.origin;
 }
 
 /** The CORS policy of `origins` (already checked by the config), or null when it is off. */

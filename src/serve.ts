@@ -105,7 +105,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     metrics.registerGauge(webhooks.outboxGauge);
   }
   const listening = app.server?.port ?? port;
-  // A port of 0 was chosen by the system just now: links (the setup link, OAuth callbacks) follow it.
+  // A port of 0 was chosen by the system just now: links (the setup link, OAuth callbacks) and
+  // Origin checks follow it (they read public_url per request; only its scheme is read before).
   if (port === 0 && loaded.linksFollowListen) config.server.public_url = reachableUrl(hostname, listening);
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);

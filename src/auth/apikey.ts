@@ -21,11 +21,11 @@ import type { Identity } from "./types";
 
 export const KEY_PREFIX = "sk-mg-";
 /**
- * Anything that could be a key, valid or not: the prefix and 24 or more of a key's characters, in
- * either case (most of a key, or all of it retyped). A name that only starts like one
- * (`sk-mg-staging-box`) is no key.
+ * Anything that could be a key, valid or not: the prefix and a run of 24 or more letters and digits,
+ * in either case (most of a key, all of it retyped, one mistyped as 0 or 8). A name that only
+ * starts like one (`sk-mg-staging-box`) is no key.
  */
-const KEY_LIKE = /sk-mg-[a-z2-7]{24,}/gi;
+const KEY_LIKE = /sk-mg-[a-z0-9]{24,}/gi;
 const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
 const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;

@@ -54,11 +54,14 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       }
       version = current;
     } catch (err) {
-      // Closed: the process is stopping. Anything else (a read the database refused): what changed
-      // meanwhile is unknown, so nothing kept is trusted, and the poll goes on.
-      if (String((err as Error)?.message).includes("closed")) return clearInterval(poll);
-      known.clear();
-      balances.clear();
+      // Closed ("Database has closed"): the process is stopping. Anything else (a read the database
+      // refused): what changed meanwhile is unknown, so nothing kept is trusted, and the poll goes on.
+      if (String((err as Error)?.message).includes("closed")) {
+        clearInterval(poll);
+      } else {
+        known.clear();
+        balances.clear();
+      }
     }
   }, CHANGE_POLL_MS);
   poll.unref();

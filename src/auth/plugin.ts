@@ -28,14 +28,13 @@ export function createSessionReader(deps: AuthPluginDeps): (request: Request) =>
 
 export function authPlugin(deps: AuthPluginDeps) {
   const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
-  const publicUrl = deps.config.server.public_url;
   /** The session's user, or a thrown 401/403 (see the header). */
   function requireSession(request: Request): SessionUser {
     const token = readSessionCookie(request);
     if (token === null) throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
     const check = validate(token);
     if (!check.ok) throw new GatewayError("invalid_session", check.message);
-    if (!SAFE_METHODS.has(request.method) && !originAllowed(request, publicUrl)) {
+    if (!SAFE_METHODS.has(request.method) && !originAllowed(request, deps.config.server.public_url)) {
       throw new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
     }
     return check.session;

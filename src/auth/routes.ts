@@ -121,7 +121,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
   }
 
   /**
-   * Starts a session for `user` and answers the way the form or the script expects. A password
+   * Starts a session for `user` (or takes `options.session`, made already) and answers the way the form or the script expects. A password
    * sign-in or sign-up (`device`: the account as it signed in) also gives the browser its device token.
    */
   function signedIn(
@@ -212,7 +212,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       if (!checked.ok) {
         return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
       }
-      const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash!, now: deps.now(), durationMs });
+      const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash, now: deps.now(), durationMs });
       if (session === null) return refuse(request, back, incorrect()); // the password changed meanwhile
       return signedIn(request, checked.user, { next: back.next, device: checked.user, session });
     }, { detail: AUTH_DOCS.login })

@@ -97,7 +97,7 @@ export function findUserById(db: Db, id: number): User | null {
   return db.select().from(users).where(eq(users.id, id)).get() ?? null;
 }
 
-export type PasswordCheck = { ok: true; user: User } | { ok: false; reason: "credentials" | "disabled" };
+export type PasswordCheck = { ok: true; user: User & { passwordHash: string } } | { ok: false; reason: "credentials" | "disabled" };
 
 /** Whether the email and password match an enabled account; "disabled" only after they matched. */
 export async function checkPassword(db: Db, email: string, password: string): Promise<PasswordCheck> {
@@ -109,7 +109,7 @@ export async function checkPassword(db: Db, email: string, password: string): Pr
   }
   const ok = await Bun.password.verify(password, user.passwordHash).catch(() => false);
   if (!ok) return { ok: false, reason: "credentials" };
-  return user.disabledAt === null ? { ok: true, user } : { ok: false, reason: "disabled" };
+  return user.disabledAt === null ? { ok: true, user: { ...user, passwordHash: user.passwordHash } } : { ok: false, reason: "disabled" };
 }
 
 /** The user when the email and password match an enabled account, else null. */

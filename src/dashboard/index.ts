@@ -33,7 +33,6 @@ interface Guarded extends SignedIn {
 
 export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);
-  const publicUrl = deps.config.server.public_url;
   const reveals = createKeyReveals(deps.now);
 
   /** The signed-in caller, or the response that turns them away. */
@@ -57,7 +56,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     if (g instanceof Response) return g;
     const form: Form = {};
     if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
-    if (!originAllowed(request, publicUrl) || !verifyCsrf(g.token, form.csrf)) {
+    if (!originAllowed(request, deps.config.server.public_url) || !verifyCsrf(g.token, form.csrf)) {
       return page(g, { title: "Form expired", status: 403 }, html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`);
     }
     return { ...g, form };

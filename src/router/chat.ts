@@ -137,6 +137,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       upstreamSecrets: upstream.secrets,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+        // Reachable, and it closed its stream in good order: this model failed, not the upstream.
+        else if (result.outcome === "unfinished") recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" ended its stream before the answer was complete`, deps.config.routing);
         else if (result.errorEvent !== null) {
           // The upstream's own error event: this model failed (like a 5xx), whether or not the
           // client read on after it (the SDKs stop there, which is no client leaving early).
@@ -162,7 +164,7 @@ export function completionsPriced(route: ModelRoute): boolean {
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
-const STREAM_END_STATUS = { complete: 200, upstream_error: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
+const STREAM_END_STATUS = { complete: 200, upstream_error: 502, unfinished: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
 
 interface Outcome {
   status: number;

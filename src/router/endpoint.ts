@@ -30,13 +30,12 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
   const maxBody = deps.config.server.max_body_bytes;
   const budget = new BodyBudget(deps.config.server.max_body_bytes_in_flight);
   const cors = createCors(deps.config.server.cors_origins);
-  const publicOrigin = new URL(deps.config.server.public_url).origin;
   return async function serveChat(request, server) {
     const meta = requestMeta(request, trusted);
     /** From the call of handleChat on, every outcome is recorded there; refusals before it, here. */
     let handled = false;
     try {
-      if (fromForeignPage(request, cors, publicOrigin)) {
+      if (fromForeignPage(request, cors, deps.config.server.public_url)) {
         throw new GatewayError("forbidden", "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it");
       }
       const declared = declaredLength(request);
@@ -55,8 +54,8 @@ export function createChatEndpoint(deps: AppDeps): ChatEndpoint {
       if (!route) {
         throw new GatewayError("model_not_found", `The model "${body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
       }
-      if (typeof body.n_predict === "number" && body.n_predict < 1 && completionsPriced(route)) {
-        throw new GatewayError("invalid_request_error", `n_predict ${body.n_predict} sets no limit, and "${route.id}" charges for completions: send a limit of at least 1`, { param: "n_predict" });
+      if (body.n_predict === -1 && completionsPriced(route)) {
+        throw new GatewayError("invalid_request_error", `n_predict -1 sets no limit, and "${route.id}" charges for completions: send a limit of at least 0`, { param: "n_predict" });
       }
       handled = true;
       return await handleChat(deps, { request, route, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });

@@ -49,8 +49,8 @@ export const ChatCompletionRequest = t.Object(
     // absent, and servers that coerce it (vLLM) would answer beyond the reservation.
     max_completion_tokens: t.Optional(t.Union([t.Integer({ minimum: 1 }), t.Null()])),
     n: t.Optional(t.Union([t.Integer({ minimum: 1, maximum: 128 }), t.Null()])),
-    // llama.cpp reads it before max_tokens. Its -1 (no limit) and 0 pass here; a model whose
-    // completions are priced refuses them (./endpoint.ts: no reservation covers "no limit").
+    // llama.cpp reads it before max_tokens. Its -1 (no limit) passes here; a model whose
+    // completions are priced refuses it (./endpoint.ts: no reservation covers "no limit").
     n_predict: t.Optional(t.Union([t.Integer({ minimum: -1 }), t.Null()])),
     // Checked because the gateway sets include_usage in it: a string would be spread into {"0": ...}.
     stream_options: t.Optional(t.Union([t.Object({}, { additionalProperties: true }), t.Null()])),

@@ -2,7 +2,9 @@
  * Relays an upstream's SSE stream to the client event by event, never holding more than one
  * incomplete event. On the way it captures the usage the upstream reports (we always ask for it),
  * drops that extra usage chunk when the client did not ask for it, and turns an upstream that
- * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`.
+ * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`. A
+ * stream that ends without `[DONE]` is whole only if the model said it finished (a finish_reason,
+ * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -34,7 +36,8 @@ export interface RelayResult {
    * estimate when the upstream reported no usage.
    */
   events: number;
-  outcome: "complete" | "upstream_error" | "client_closed";
+  /** "unfinished": the upstream ended its stream cleanly, without [DONE], before the model said it finished. */
+  outcome: "complete" | "upstream_error" | "unfinished" | "client_closed";
   error?: string;
   /**
    * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
@@ -66,8 +69,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let upstreamErrorEvent: string | null = null;
   let events = 0;
   let sawDone = false;
-  /** The last whole event read, relayed or not: a stream that ends without [DONE] is whole only if it says so. */
-  let lastEvent = "";
+  /** Signs that the answer ended, for a stream that ends without [DONE]: a finish_reason, and a usage-only chunk as the last data. */
+  let finishSeen = false;
+  let endedOnUsage = false;
   let ended = false;
   let stalled = false;
   let waiting = false;
@@ -91,14 +95,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
-      lastEvent = event;
+      if (!finishSeen) finishSeen = FINISHED.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
         usage = readUsage(parsed?.usage) ?? usage;
-        // The chunk that carries only usage (no choice, or no choices at all), not a last content chunk with usage on it.
+        // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
-        if (!options.clientWantsUsage && parsed && !(Array.isArray(choices) && choices.length > 0)) continue;
-      }
+        endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);
+        if (!options.clientWantsUsage && endedOnUsage) continue;
+      } else if (event.includes("data:")) endedOnUsage = false;
       // Cheap test first: only an event that names "error" is parsed for one.
       if (event.includes('"error"')) {
         if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
@@ -148,9 +153,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             if (!sawDone && rest.includes("data:") && !DONE.test(rest) && parseData(rest) === null) throw new Error("cut off mid-event");
             if (rest && !sawDone) controller.enqueue(encoder.encode(filterEvents(`${rest}\n\n`)));
             // Without [DONE] (some servers never send it) the answer is whole once the model said it
-            // finished: a usage report, or a finish_reason in the last event. A server that crashed
-            // between events, its stream framed by the connection's close, says neither.
-            if (!sawDone && usage === null && !FINISHED.test(lastEvent)) throw new EndedUnfinished();
+            // finished, or failed (its own error event). A server that crashed between events, its
+            // stream framed by the connection's close, says neither.
+            if (!sawDone && !finishSeen && !endedOnUsage && upstreamErrorEvent === null) throw new EndedUnfinished();
             if (!sawDone) controller.enqueue(DONE_EVENT);
             controller.close();
             finish({ outcome: "complete" });
@@ -189,14 +194,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           options.abortUpstream("event too large");
           pending = "";
         }
+        const unfinished = err instanceof EndedUnfinished;
         const message = tooLarge
           ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
-          : err instanceof EndedUnfinished ? "the upstream ended its stream"
+          : unfinished ? "the upstream ended its stream"
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);
         controller.close();
-        finish({ outcome: "upstream_error", error: message });
+        finish({ outcome: unfinished ? "unfinished" : "upstream_error", error: message });
       }
     },
     cancel(reason) {

@@ -118,16 +118,23 @@ function endpointUrl(base: URL, endpoint: string): URL {
   return url;
 }
 
+/** A query parameter whose name says it carries a credential (`key`, `api-key`, `access_token`, Azure's `sig` and `code`). */
+const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
+
 /**
  * Every form in which an upstream could echo what the gateway sends it that is secret: api_key,
  * base_url's password as typed and decoded, the Basic header's base64 of user and password, and
- * base_url's query (`?key=…`, as `config check` redacts it whole) with each of its values.
+ * base_url's query whole (as `config check` redacts it) and the values of the parameters named as
+ * credentials, as typed and decoded. Other values (`api-version=2024-06-01`) are left in what the
+ * upstream says: taken out, they would garble its messages.
  */
 function upstreamSecrets(apiKey: string | undefined, base: URL, authorization: string | null): string[] {
   const secrets = [apiKey, base.password, percentDecoded(base.password), base.search.slice(1)];
   if (authorization?.startsWith("Basic ")) secrets.push(authorization.slice(6));
-  for (const [, value] of base.searchParams) secrets.push(value);
-  for (const value of base.search.slice(1).split("&")) secrets.push(value.slice(value.indexOf("=") + 1));
+  for (const pair of base.search.slice(1).split("&")) {
+    const at = pair.indexOf("=");
+    if (at > 0 && SECRET_PARAM.test(percentDecoded(pair.slice(0, at)))) secrets.push(pair.slice(at + 1), percentDecoded(pair.slice(at + 1)));
+  }
   return [...new Set(secrets.filter((s): s is string => s !== undefined && s.length >= MIN_REDACTED))].sort((a, b) => b.length - a.length);
 }
 

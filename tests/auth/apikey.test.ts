@@ -83,6 +83,8 @@ describe("storage", () => {
     // Most of one, or one in capitals, is cut too; a name that only starts like a key is kept (regression: `sk-mg-staging-box` became `sk-mg-stagin…`).
     expect(createApiKey(db, { userId: user.id, name: secret.slice(0, 32) }).name).toBe(`${secret.slice(0, 12)}…`);
     expect(createApiKey(db, { userId: user.id, name: secret.toUpperCase() }).name).toBe(`${secret.slice(0, 12).toUpperCase()}…`);
+    const mistyped = `${secret.slice(0, 20)}0${secret.slice(21)}`; // 0 is no key character
+    expect(createApiKey(db, { userId: user.id, name: mistyped }).name).toBe(`${secret.slice(0, 12)}…`);
     expect(createApiKey(db, { userId: user.id, name: "sk-mg-staging-box" }).name).toBe("sk-mg-staging-box");
   });
 
@@ -103,19 +105,19 @@ describe("storage", () => {
     expect(listApiKeys(db)[0].revokedAt).toBe(123);
   });
 
-  /** A server's database file with one key, and a way to revoke that key from another connection, as the CLI does. */
-  async function fileWithKey() {
+  /** A server's database file with two keys, and a way to revoke one from another connection, as the CLI does. */
+  async function fileWithKeys() {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-keys-"));
     const server = openDatabase(dir);
     const user = await createUser(server.db, { email: "cli@example.com" });
     if ("error" in user) throw new Error(user.error);
-    const { id, key } = createApiKey(server.db, { userId: user.id, name: "n" });
-    const revokeElsewhere = (): void => {
+    const keys = [createApiKey(server.db, { userId: user.id, name: "a" }), createApiKey(server.db, { userId: user.id, name: "b" })];
+    const revokeElsewhere = (id: string): void => {
       const cli = openDatabase(dir);
       expect(revokeApiKey(cli.db, id)).toBe("revoked");
       cli.close();
     };
-    return { server, key, revokeElsewhere };
+    return { server, keys, revokeElsewhere };
   }
 
   /** Whether `verify` refuses `key` within a second. */
@@ -128,16 +130,16 @@ describe("storage", () => {
   }
 
   test("a revocation committed by another connection (the CLI) is noticed within a moment", async () => {
-    const { server, key, revokeElsewhere } = await fileWithKey();
+    const { server, keys: [{ id, key }], revokeElsewhere } = await fileWithKeys();
     const verify = createKeyVerifier(server.db, Date.now).verify;
     expect(verify(key).ok).toBe(true); // now kept in memory
-    revokeElsewhere();
+    revokeElsewhere(id);
     expect(await refusedSoon(verify, key)).toBe(true);
     server.close();
   });
 
   test("a poll the database refuses empties the cache, and polling goes on (regression: one refused poll stopped it, and the CLI's revocations were never noticed)", async () => {
-    const { server, key, revokeElsewhere } = await fileWithKey();
+    const { server, keys: [first, second], revokeElsewhere } = await fileWithKeys();
     // The verifier's data_version poll, made to fail for a while as a locked or failing database would.
     let refusing = false;
     const query = server.sqlite.query.bind(server.sqlite);
@@ -152,12 +154,15 @@ describe("storage", () => {
       };
     }) as typeof server.sqlite.query;
     const verify = createKeyVerifier(server.db, Date.now).verify;
-    expect(verify(key).ok).toBe(true);
+    expect(verify(first.key).ok && verify(second.key).ok).toBe(true); // both kept in memory
     refusing = true;
-    await Bun.sleep(150);
+    revokeElsewhere(first.id);
+    // While the polls fail: nothing kept is trusted, so the key is read again, revoked.
+    expect(await refusedSoon(verify, first.key)).toBe(true);
     refusing = false;
-    revokeElsewhere();
-    expect(await refusedSoon(verify, key)).toBe(true);
+    expect(verify(second.key).ok).toBe(true); // kept again
+    revokeElsewhere(second.id);
+    expect(await refusedSoon(verify, second.key)).toBe(true); // the poll went on
     server.close();
   });
 

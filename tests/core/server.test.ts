@@ -174,6 +174,9 @@ test("with listen on port 0, the setup link has the port the system chose, and o
     const link = output.match(/open (http:\/\/\S+\/setup\?token=[a-z2-7]+)/)![1];
     expect(new URL(link).origin).toBe(`http://127.0.0.1:${port}`);
     expect((await fetch(link)).status).toBe(200);
+    // Nothing still takes the default's origin for its own (regression: the chat endpoint's page check did).
+    const chat = { method: "POST", headers: { "content-type": "application/json", origin: "http://localhost:8080" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) };
+    expect((await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, chat)).status).toBe(403);
   } finally {
     proc.kill();
     await proc.exited;

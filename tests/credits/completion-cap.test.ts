@@ -106,7 +106,6 @@ describe("numbers the reservation counts", () => {
       [{ max_completion_tokens: 0 }, "max_completion_tokens"],
       // llama.cpp's -1 is "no limit", which no reservation can cover.
       [{ n_predict: -1 }, "n_predict"],
-      [{ n_predict: 0 }, "n_predict"],
       [{ n_predict: -2 }, "n_predict"],
       [{ n_predict: "100" }, "n_predict"],
     ];
@@ -125,7 +124,10 @@ describe("numbers the reservation counts", () => {
     expect(first.requests.map((r) => r.body.n_predict)).toEqual([-1, -1]);
     const refused = await app.chat({ model: "paid", ...ASK, n_predict: -1 });
     expect(refused.status).toBe(400);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('n_predict -1 sets no limit, and "paid" charges for completions: send a limit of at least 1');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('n_predict -1 sets no limit, and "paid" charges for completions: send a limit of at least 0');
     expect(first.requests).toHaveLength(2);
+    // 0 is a limit (no tokens), reserved as none given: passed on as it came.
+    expect((await app.chat({ model: "paid", ...ASK, n_predict: 0 })).status).toBe(200);
+    expect(first.requests[2].body.n_predict).toBe(0);
   });
 });

@@ -11,6 +11,7 @@ import { buildTestApp } from "../support/app";
 import { discoverOnce } from "../../src/router/discover";
 import { ModelRegistry } from "../../src/router/registry";
 import { buildConfig } from "../../src/config/load";
+import { createUpstreamState } from "../../src/router/upstream-state";
 
 const COMPLETION = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
 const MODELS = JSON.stringify({ object: "list", data: [{ id: "found", object: "model" }] });
@@ -105,6 +106,20 @@ describe("base_url", () => {
     for (const text of said) for (const secret of secrets) expect(text).not.toContain(secret);
     expect(said[0]).toContain("bad auth: Basic [redacted] line=POST /v1/chat/completions?[redacted] HTTP/1.1");
     expect(said[1]).toContain("bad auth: Basic [redacted]");
+  });
+
+  test("what counts as a credential in it: the password, its Basic form, the query whole, and the values of parameters named as credentials; not the others, which would garble messages", () => {
+    const base_url = "http://bob:p%40ss-word@127.0.0.1:9/v1?api-version=2024-06-01-preview&sig=abc%2Fdef123&code=functionkey1&model=default-model";
+    const { config } = buildConfig({ upstreams: [{ name: "up", base_url }] }, { env: {} });
+    expect(createUpstreamState(config.upstreams[0]).secrets).toEqual([
+      "api-version=2024-06-01-preview&sig=abc%2Fdef123&code=functionkey1&model=default-model",
+      Buffer.from("bob:p@ss-word").toString("base64"),
+      "abc%2Fdef123",
+      "functionkey1",
+      "p%40ss-word",
+      "abc/def123",
+      "p@ss-word",
+    ]);
   });
 
   test("an api_key wins over a user and password", async () => {

@@ -141,20 +141,33 @@ describe("relaySse", () => {
     expect(whole.ended()).toMatchObject({ outcome: "complete", events: 2 });
   });
 
-  test("a stream that ends between events without [DONE] is whole only once the model said it finished: a finish_reason last, or a usage report (regression: a crashed server's close was relayed as a complete answer)", async () => {
+  test("a stream that ends between events without [DONE] is whole only once the model said it finished: a finish_reason, or a usage-only chunk last (regression: a crashed server's close was relayed as a complete answer)", async () => {
     const usage = `data: ${JSON.stringify({ id: "c1", choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`;
-    const finished = relay([EVENT, FINAL], { gapMs: 0, idleTimeoutMs: 5_000 });
-    expect(await new Response(finished.stream).text()).toBe(EVENT + FINAL + DONE);
-    expect(finished.ended()).toMatchObject({ outcome: "complete" });
+    const emptyDelta = `data: ${JSON.stringify({ id: "c1", choices: [{ index: 0, delta: {}, finish_reason: null }] })}\n\n`;
+    // What may follow the finish: a comment, an empty event, a chunk with nothing in it.
+    for (const after of ["", ": keep-alive\n\n", "\n\n", emptyDelta]) {
+      const finished = relay([EVENT, FINAL, after], { gapMs: 0, idleTimeoutMs: 5_000 });
+      expect(await new Response(finished.stream).text()).toEndWith(DONE);
+      expect(finished.ended()).toMatchObject({ outcome: "complete" });
+    }
     const reported = relay([EVENT, usage], { gapMs: 0, idleTimeoutMs: 5_000 });
     expect(await new Response(reported.stream).text()).toBe(EVENT + DONE);
     expect(reported.ended()).toMatchObject({ outcome: "complete", usage: { prompt_tokens: 3, completion_tokens: 2 } });
-    for (const pieces of [[EVENT, EVENT], []]) {
+    // Usage on every content chunk (vLLM's continuous_usage_stats) says nothing about the end.
+    const withUsage = `data: ${JSON.stringify({ id: "c1", choices: [{ index: 0, delta: { content: "Hi" } }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })}\n\n`;
+    for (const pieces of [[EVENT, EVENT], [], [withUsage, withUsage], [usage, EVENT]]) {
       const unfinished = relay(pieces, { gapMs: 0, idleTimeoutMs: 5_000 });
       const text = await new Response(unfinished.stream).text();
-      expect(text).toBe(`${pieces.join("")}data: {"error":{"message":"the upstream ended its stream before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n${DONE}`);
-      expect(unfinished.ended()).toMatchObject({ outcome: "upstream_error", events: pieces.length });
+      expect(text).toEndWith(`data: {"error":{"message":"the upstream ended its stream before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n${DONE}`);
+      expect(unfinished.ended()).toMatchObject({ outcome: "unfinished" });
     }
+  });
+
+  test("an upstream's own error event, then the end without [DONE], is relayed as it came: no second error event, and the result names it", async () => {
+    const failure = `data: ${JSON.stringify({ error: { message: "CUDA out of memory", type: "server_error" } })}\n\n`;
+    const relayed = relay([EVENT, failure], { gapMs: 0, idleTimeoutMs: 5_000 });
+    expect(await new Response(relayed.stream).text()).toBe(EVENT + failure + DONE);
+    expect(relayed.ended()).toMatchObject({ outcome: "complete", errorEvent: '{"message":"CUDA out of memory","type":"server_error"}' });
   });
 
   test("upstream quirks: [DONE] without the space is not doubled; a usage chunk without choices, or on several data lines, is read and dropped", async () => {

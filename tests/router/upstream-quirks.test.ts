@@ -159,6 +159,28 @@ describe("an error event in the stream", () => {
     expect(target.upstream.cooldownUntil).toBe(0); // it answered: the upstream itself is reachable
   });
 
+  test("without [DONE] after it, the same: relayed once, the upstream's own message in last_error, its target's circuit alone (regression: a second error event, and the upstream's circuit)", async () => {
+    const t = appOver(rawUpstream(answer.replace("data: [DONE]\n\n", "")), { cooldown_failures: 1 });
+    const res = await t.chat({ ...ASK, stream: true });
+    expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
+    expect(t.records.map((r) => r.status)).toEqual([502]);
+    const target = t.deps.registry.resolve("m")!.targets[0];
+    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
+    expect(target.upstream.lastError).toBe('upstream "raw" sent an error event: CUDA out of memory');
+    expect(target.upstream.cooldownUntil).toBe(0);
+  });
+
+  test("a stream closed in good order before the model finished counts against its target, not the upstream: other models stay up", async () => {
+    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${CHUNK("Hi")}`), { cooldown_failures: 1 });
+    const text = await (await t.chat({ ...ASK, stream: true })).text();
+    expect(text).toContain("the upstream ended its stream before the answer was complete");
+    expect(t.records.map((r) => r.status)).toEqual([502]);
+    const target = t.deps.registry.resolve("m")!.targets[0];
+    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
+    expect(target.upstream.lastError).toBe('upstream "raw" ended its stream before the answer was complete');
+    expect(target.upstream.cooldownUntil).toBe(0);
+  });
+
   test("the gateway's key for the upstream, should the event echo it, does not reach the client (regression: relayed in clear, to anonymous callers too)", async () => {
     const key = "sk-provider-0123456789";
     const echoing = `data: ${JSON.stringify({ error: { message: `quota exhausted for key ${key}` } })}\n\n`;
