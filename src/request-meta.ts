@@ -31,10 +31,15 @@ export function requestMeta(request: Request, trustedProxies: TrustedProxies = N
   return metas.get(request) ?? newMeta(request, trustedProxies);
 }
 
-function newMeta(request: Request, trustedProxies: TrustedProxies): RequestMeta {
+/** A new request id (the webhook ingress gives its answers one too). */
+export function nextRequestId(): string {
   if (++counter === PAST_LAST_ID) counter = FIRST_ID;
+  return PROCESS_PREFIX + counter.toString(16);
+}
+
+function newMeta(request: Request, trustedProxies: TrustedProxies): RequestMeta {
   return {
-    id: PROCESS_PREFIX + counter.toString(16),
+    id: nextRequestId(),
     startedAt: performance.now(),
     clientIp: (server) => clientAddress(request, server?.requestIP(request)?.address ?? "127.0.0.1", trustedProxies),
   };

@@ -15,7 +15,7 @@ import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
-import { checkWebhooks, mergeWebhooksFile } from "../webhooks/config";
+import { checkWebhooks, mergeWebhooksFile, namingWebhooksFile } from "../webhooks/config";
 import { parseAddress, urlWhereListening } from "../listen";
 import { isCorsOrigin } from "../cors";
 
@@ -125,6 +125,14 @@ export function buildConfig(raw: Record<string, unknown>, options: BuildOptions 
   const env = options.env ?? process.env;
   const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd(), env);
+  try {
+    return checkedConfig(merged, secrets, env, options);
+  } catch (err) {
+    throw namingWebhooksFile(err, merged);
+  }
+}
+
+function checkedConfig(merged: Record<string, unknown>, secrets: Secrets, env: Record<string, string | undefined>, options: BuildOptions): LoadedConfig {
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".

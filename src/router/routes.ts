@@ -21,6 +21,21 @@ const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
 
 const withLimits = (doc: OpenAPIV3.ResponseObject): OpenAPIV3.ResponseObject => ({ ...doc, headers: RATE_LIMIT_HEADERS });
 
+/** A model entry as the interface has it: `id` and `object`, and whatever else the gateway adds (modelEntry). */
+const MODEL_SCHEMA: OpenAPIV3.SchemaObject = {
+  type: "object",
+  required: ["id", "object"],
+  additionalProperties: true,
+  properties: { id: { type: "string", description: "What clients send as `model`" }, object: { type: "string", example: "model" } },
+};
+
+const MODEL_LIST_SCHEMA: OpenAPIV3.SchemaObject = {
+  type: "object",
+  required: ["object", "data"],
+  additionalProperties: true,
+  properties: { object: { type: "string", example: "list" }, data: { type: "array", items: MODEL_SCHEMA } },
+};
+
 /** The interface's responses for createChatCompletion (its Errors table), and the others the gateway sends. */
 const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
   200: withLimits({
@@ -29,7 +44,9 @@ const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
   }),
   400: errorDoc("The body is not JSON or does not match the schema"),
   401: errorDoc("Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials"),
-  402: withLimits(errorDoc("Payment required: the balance is zero on a non-free model, or the SpendAuth amount is too low")),
+  402: withLimits(
+    errorDoc("Payment required: the balance is zero on a non-free model (insufficient_credits), or the SpendAuth amount is too low (payment_required, answered before the limiter: without the x-ratelimit-* headers)"),
+  ),
   404: errorDoc("No model of that name"),
   413: errorDoc("The body is larger than server.max_body_bytes"),
   429: {
@@ -95,7 +112,7 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
         const now = deps.now();
         return { object: "list", data: deps.registry.list().map((route) => modelEntry(route, deps.startedAt, now)) };
       },
-      { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state") } } },
+      { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state", MODEL_LIST_SCHEMA) } } },
     )
     // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or
     // encoded: the documented route takes one path segment, a hidden twin takes the rest.
@@ -104,7 +121,7 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
         operationId: "retrieveModel",
         summary: "One model route by id or alias (the entry GET /v1/models lists); an id with a slash may be sent as it is or as %2F",
         tags: ["models"],
-        responses: { 200: jsonDoc("The model route"), 404: errorDoc("No model of that name") },
+        responses: { 200: jsonDoc("The model route", MODEL_SCHEMA), 404: errorDoc("No model of that name") },
       },
     })
     .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } })

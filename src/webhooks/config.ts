@@ -3,7 +3,8 @@
  *
  * - mergeWebhooksFile: `[webhooks] config = "webhooks.toml"` names a file in the Blueprint SDK
  *   webhook crate's format (top-level `bind_address`, `[[endpoints]]`), read relative to the main
- *   config file and merged under `[webhooks]`. A key may be set in one place only.
+ *   config file and merged under `[webhooks]`. A key may be set in one place only. A later error
+ *   about a key the file set names the file (namingWebhooksFile).
  * - checkWebhooks: the crate's validation with messages naming the key path: at least one
  *   endpoint when enabled, path starts with '/', no duplicate or reserved paths, a known auth
  *   mode, a secret where the mode needs one; `[[jobs]]` handlers have exactly one action.
@@ -74,7 +75,26 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
     merged[key] = value;
   }
   if (Array.isArray(doc.endpoints)) checkFileEndpoints(doc.endpoints, file, env);
-  return { ...raw, webhooks: merged };
+  const result = { ...raw, webhooks: merged };
+  fileKeys.set(result, { file, keys: Object.keys(doc) });
+  return result;
+}
+
+/** Which keys of a merged document came from which webhooks file. */
+const fileKeys = new WeakMap<Raw, { file: string; keys: string[] }>();
+
+/**
+ * `error` (found after the merge: types, ranges, unset variables) with every key path the
+ * webhooks file set written as that file's (`webhooks.endpoints[1].job_id` becomes
+ * `/etc/modelgate/webhooks.toml: endpoints[1].job_id`), as the checks made while merging write it.
+ */
+export function namingWebhooksFile<E>(error: E, merged: Raw): E {
+  const from = fileKeys.get(merged);
+  if (from === undefined || !(error instanceof ConfigError)) return error;
+  for (const key of from.keys) {
+    error.message = error.message.replace(new RegExp(`\\bwebhooks\\.${key}(?=[.[:\\s]|$)`, "g"), `${from.file}: ${key}`);
+  }
+  return error;
 }
 
 /**

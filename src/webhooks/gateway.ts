@@ -21,6 +21,7 @@ import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
 import { BodyBudget, declaredLength, UNCOUNTED_BODY_BYTES } from "../body";
+import { nextRequestId } from "../request-meta";
 
 export interface GatewayOptions {
   config: WebhooksConfig;
@@ -37,6 +38,12 @@ interface Route {
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
+
+/** `response` with a new x-request-id, as every answer of the gateway's servers has. */
+function identified(response: Response): Response {
+  response.headers.set("x-request-id", nextRequestId());
+  return response;
+}
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
@@ -82,7 +89,7 @@ export class WebhookGateway {
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 60,
       fetch: (request) => this.fetch(request),
-      error: () => this.unavailable(),
+      error: () => identified(this.unavailable()),
     });
     return this.server.port!;
   }
@@ -99,8 +106,10 @@ export class WebhookGateway {
     return new WebhookProducer(this.options.outbox, options);
   }
 
-  /** The whole ingress as a fetch handler (also how the in-process tests drive it). */
-  fetch = async (request: Request): Promise<Response> => {
+  /** The whole ingress as a fetch handler (also how the in-process tests drive it); every answer carries x-request-id. */
+  fetch = async (request: Request): Promise<Response> => identified(await this.answer(request));
+
+  private answer = async (request: Request): Promise<Response> => {
     const path = pathOf(request.url);
     const route = this.routes.get(path);
     if (route === undefined) return this.other(request, path);

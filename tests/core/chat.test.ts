@@ -239,6 +239,9 @@ describe("service endpoints", () => {
       for (const [method, operation] of Object.entries(operations)) expect(`${method} ${path}: ${Object.keys(operation.responses ?? {}).length > 0}`).toBe(`${method} ${path}: true`);
     }
     expect(doc.paths["/api/health"].get.responses["200"].content["application/json"].schema.required).toEqual(["status", "timestamp"]);
+    // The model list as the interface has it: data, each entry with id and object (regression: any object).
+    const list = doc.paths["/v1/models"].get.responses["200"].content["application/json"].schema;
+    expect([list.required, list.properties.data.items.required]).toEqual([["object", "data"], ["id", "object"]]);
     const chat = doc.paths["/v1/chat/completions"].post;
     expect(Object.keys(chat.responses["200"].headers)).toContain("x-ratelimit-remaining-requests");
     expect(chat.responses["429"].headers["retry-after"]).toBeDefined();

@@ -104,6 +104,14 @@ describe("edge statuses", () => {
     expect(await response.text()).toBe("ok");
   });
 
+  test("every answer carries its own x-request-id, as the API's do (regression: none had one)", async () => {
+    const answers = [await t.request("/webhooks/health"), await t.post("/open", "x"), await t.post("/nope", "x"), await t.request("/open", { method: "GET" })];
+    expect(answers.map((r) => r.status)).toEqual([200, 202, 404, 405]);
+    const ids = answers.map((r) => r.headers.get("x-request-id"));
+    for (const id of ids) expect(id).toMatch(/^req_[0-9a-f]{32}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   test("unknown path is 404, other methods are 405 with Allow", async () => {
     expect((await t.post("/nope", "x")).status).toBe(404);
     for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {

@@ -87,6 +87,26 @@ describe("loading", () => {
     expect(() => loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "no-slash", HOOK_TOKEN: "t" })).toThrow(`${join(dir, "hooks.toml")}: endpoints[0].path: must start with "/"`);
   });
 
+  test("every error about a key the file set names the file: types, unknown keys and unset variables too (regression: they named webhooks.endpoints[…], which is in no file)", () => {
+    const dir = dirWith({ "modelgate.toml": `[webhooks]\nenabled = true\nconfig = "hooks.toml"\n` });
+    const file = join(dir, "hooks.toml");
+    const cases: Array<[string, string]> = [
+      [`[[endpoints]]\npath = "/x"\njob_id = "x"\n`, `${file}: endpoints[0].job_id: expected integer`],
+      [`[[endpoints]]\npath = "/x"\n`, `${file}: endpoints[0].job_id`],
+      [`[[endpoints]]\npath = "/x"\njob_id = 1\ncolour = "red"\n`, `${file}: endpoints[0].colour: unknown key`],
+      [`[[endpoints]]\npath = "/x"\njob_id = 1\nauth = "bearer"\nsecret = "env:UNSET_HOOK_TOKEN"\n`, `${file}: endpoints[0].secret: environment variable UNSET_HOOK_TOKEN is not set`],
+      [`max_body_bytes_in_flight = -1\n[[endpoints]]\npath = "/x"\njob_id = 1\n`, `${file}: max_body_bytes_in_flight`],
+    ];
+    for (const [text, message] of cases) {
+      writeFileSync(file, text);
+      expect(() => loadConfig(join(dir, "modelgate.toml"), {})).toThrow(message);
+    }
+    // A key of the main file keeps its own name.
+    writeFileSync(file, `[[endpoints]]\npath = "/x"\njob_id = 1\n`);
+    writeFileSync(join(dir, "modelgate.toml"), `[webhooks]\nenabled = true\nconfig = "hooks.toml"\nlease_ms = "soon"\n`);
+    expect(() => loadConfig(join(dir, "modelgate.toml"), {})).toThrow("webhooks.lease_ms: expected integer");
+  });
+
   test("the same keys inline under [webhooks], with defaults filled", () => {
     const { config } = buildConfig(on([{ path: "/a", job_id: 1, auth: "bearer", secret: "literal" }]), { env: {} });
     expect(config.webhooks.endpoints[0].secret).toBe("literal");
