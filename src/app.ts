@@ -40,6 +40,10 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
         cors.decorate(request, set.headers as Record<string, string>);
       }
       set.headers["x-request-id"] = meta.id;
+      // No page of the gateway's (Swagger UI, the dashboard) is for framing by other sites, and no
+      // answer is for sniffing as another type.
+      set.headers["x-frame-options"] = "DENY";
+      set.headers["x-content-type-options"] = "nosniff";
       const length = request.headers.get("content-length");
       if (length !== null && Number(length) > formMax) {
         const limit = new URL(request.url).pathname === "/v1/chat/completions" ? maxBody : formMax;

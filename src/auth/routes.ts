@@ -181,7 +181,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
       google: config.auth.google !== undefined,
       signup: config.auth.signup,
     }), { detail: AUTH_DOCS.providers })
-    .get("/auth/me", ({ user }) => ({ user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt }), { session: true, detail: AUTH_DOCS.me })
+    .get("/auth/me", ({ user, set }) => {
+      set.headers["cache-control"] = "no-store"; // one user's account, never for a shared cache
+      return { user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt };
+    }, { session: true, detail: AUTH_DOCS.me })
     .post("/auth/signup", async ({ request, body, server }) => {
       const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
       const email = normalizeEmail(field(body, "email"));

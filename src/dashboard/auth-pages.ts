@@ -46,9 +46,11 @@ export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     .post("/dashboard/signout", ({ request, body }) => {
       const signed = accounts.sessionUser(request);
       const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-      if (signed && originAllowed(request, deps.config.server.public_url) && verifyCsrf(signed.token, form.csrf)) {
+      const ours = originAllowed(request, deps.config.server.public_url);
+      if (signed && ours && verifyCsrf(signed.token, form.csrf)) {
         deleteSession(deps.db, signed.token);
-      } else if (signed) {
+      } else if (signed || !ours) {
+        // Another site's post arrives without the (SameSite=Lax) cookie: it must not clear it either.
         return redirect("/dashboard");
       }
       const response = redirect("/dashboard/signin");

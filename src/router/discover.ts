@@ -3,7 +3,8 @@
  * LM Studio serve it) as routes, and refreshes them every `discover_interval_s`, so models the
  * upstream adds or drops appear and disappear. A failed poll keeps the last known list.
  * What is taken is bounded: a list of at most MAX_LIST_BYTES, its first MAX_MODELS ids of at most
- * MAX_ID_CHARACTERS each. One poll per upstream at a time: a slow poll is not overtaken (and later
+ * MAX_ID_CHARACTERS each, none with a control or invisible character (a zero-width space or a
+ * bidi override would let an upstream list a model that looks like another one in the dashboard). One poll per upstream at a time: a slow poll is not overtaken (and later
  * overwritten with an older list) by the next.
  * What changes is logged, what repeats is not: the first list, models added or dropped, a failure
  * (once per distinct message, not every interval while an upstream stays down) and the recovery.
@@ -16,6 +17,8 @@ import type { UpstreamState } from "./upstream-state";
 export const MAX_MODELS = 1_000;
 export const MAX_ID_CHARACTERS = 256;
 const MAX_LIST_BYTES = 4 * 1024 * 1024;
+/** Control, format (zero-width, bidi) and line-separator characters: no model name has them. */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 const DISCOVERY_FAILED = "discovery failed: ";
 
@@ -51,7 +54,7 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     if (!Array.isArray(body?.data)) throw new Error("answered without a data array");
     const listed = body.data
       .map((m) => m?.id)
-      .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS);
+      .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS && !UNPRINTABLE.test(id));
     const ids = listed.slice(0, MAX_MODELS);
     const cut = listed.length > MAX_MODELS;
     if (cut && !last.cut) log("warn", `upstream "${upstream.name}" lists ${listed.length} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`);

@@ -41,6 +41,8 @@ describe("password sign-in", () => {
     expect(cookie).not.toContain("Secure");
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
     expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
+    // One user's account: for no shared cache; and, as every answer, for no frame or sniffing.
+    expect([me.headers.get("cache-control"), me.headers.get("x-frame-options"), me.headers.get("x-content-type-options")]).toEqual(["no-store", "DENY", "nosniff"]);
   });
 
   test("JSON in, JSON out; Secure cookie behind an https public_url", async () => {

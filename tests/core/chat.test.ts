@@ -251,8 +251,10 @@ describe("service endpoints", () => {
     expect(doc.components.securitySchemes.session.description).toContain("sign in at /dashboard");
   });
 
-  test("Swagger UI is served from embedded assets, no CDN", async () => {
-    const html = await (await t.request("/swagger")).text();
+  test("Swagger UI is served from embedded assets, no CDN, and not for framing by other sites (regression: it could be, unlike the dashboard)", async () => {
+    const page = await t.request("/swagger");
+    expect([page.headers.get("x-frame-options"), page.headers.get("x-content-type-options")]).toEqual(["DENY", "nosniff"]);
+    const html = await page.text();
     expect(html).toContain("/swagger/assets/swagger-ui-bundle.js");
     expect(html).not.toMatch(/unpkg|jsdelivr|cdn\./);
     // The document's URL is absolute, so the page also works opened as /swagger/ (regression: "swagger/json").

@@ -385,6 +385,9 @@ describe("dashboard pages", () => {
     const alice = await t.signIn("alice@example.com");
     await t.post("/dashboard/signout", {}, { cookie: alice.cookie });
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
+    // Another site's form, which the browser sends without the cookie, clears nothing (regression: it signed the browser out).
+    const crossSite = await t.post("/dashboard/signout", {}, { origin: "https://evil.example" });
+    expect(crossSite.headers.get("set-cookie")).toBeNull();
     const out = await t.post("/dashboard/signout", { csrf: alice.csrf }, { cookie: alice.cookie });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");

@@ -310,7 +310,9 @@ describe("discover", () => {
       await discoverOnce(gw.deps.registry, upstream, log);
       // Said once, when the cut starts (regression: the rest were cut without a word).
       expect(warned).toEqual([`upstream "up" lists ${MAX_MODELS + 500} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`]);
-      answer = () => Response.json({ data: [{ id: "x".repeat(MAX_ID_CHARACTERS + 1) }, { id: "ok" }] });
+      // Too long, or with a character that hides what it is (regression: "priced\u200b" listed as a second "priced").
+      const hidden = ["priced\u200b", "bidi\u202egpt-4\u202c", "line\nbreak", "\u001b[31mred", "x\u2028y"];
+      answer = () => Response.json({ data: [{ id: "x".repeat(MAX_ID_CHARACTERS + 1) }, ...hidden.map((id) => ({ id })), { id: "ok" }] });
       await discoverOnce(gw.deps.registry, upstream);
       expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["ok"]);
       answer = () => new Response(`{"data":[${'{"id":"y"},'.repeat(500_000)}{"id":"z"}]}`);
