@@ -35,23 +35,27 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .error({ GatewayError })
     .onRequest(({ request, set }) => {
       const meta = startRequest(request, trusted);
-      if (cors && isCorsPath(new URL(request.url).pathname)) {
+      const path = new URL(request.url).pathname;
+      const isChat = path === "/v1/chat/completions";
+      if (cors && isCorsPath(path)) {
         if (request.method === "OPTIONS") return cors.preflight(request, meta.id);
         cors.decorate(request, set.headers as Record<string, string>);
       }
       set.headers["x-request-id"] = meta.id;
-      // No page of the gateway's (Swagger UI, the dashboard) is for framing by other sites, and no
-      // answer is for sniffing as another type.
-      set.headers["x-frame-options"] = "DENY";
-      set.headers["x-content-type-options"] = "nosniff";
+      if (!isChat) {
+        // No page of the gateway's (Swagger UI, the dashboard) is for framing by other sites, and no
+        // answer is for sniffing as another type. Not chat answers: served, they skip this layer.
+        set.headers["x-frame-options"] = "DENY";
+        set.headers["x-content-type-options"] = "nosniff";
+      }
       const length = request.headers.get("content-length");
       if (length !== null && Number(length) > formMax) {
-        const limit = new URL(request.url).pathname === "/v1/chat/completions" ? maxBody : formMax;
+        const limit = isChat ? maxBody : formMax;
         if (Number(length) > limit) return render(tooLarge(limit), meta.id);
       }
       // Only the chat endpoint reads a body of unknown length with a limit; Elysia would buffer all
       // of it. Browsers and HTTP clients send forms and JSON with a Content-Length.
-      if (length === null && request.headers.has("transfer-encoding") && new URL(request.url).pathname !== "/v1/chat/completions") {
+      if (length === null && request.headers.has("transfer-encoding") && !isChat) {
         return render(new GatewayError("length_required", "Send this request's body with a Content-Length header", { headers: { connection: "close" } }), meta.id);
       }
     })
