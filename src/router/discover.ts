@@ -3,8 +3,10 @@
  * LM Studio serve it) as routes, and refreshes them every `discover_interval_s`, so models the
  * upstream adds or drops appear and disappear. A failed poll keeps the last known list.
  * What is taken is bounded: a list of at most MAX_LIST_BYTES, its first MAX_MODELS ids of at most
- * MAX_ID_CHARACTERS each, none with a control or invisible character (a zero-width space or a
- * bidi override would let an upstream list a model that looks like another one in the dashboard). One poll per upstream at a time: a slow poll is not overtaken (and later
+ * MAX_ID_CHARACTERS each, none with a control, invisible or space character other than an inner
+ * plain space (a zero-width space, a bidi override or a trailing space would let an upstream list
+ * a model that looks like another one in the dashboard). One poll per upstream at a time: a slow
+ * poll is not overtaken (and later
  * overwritten with an older list) by the next.
  * What changes is logged, what repeats is not: the first list, models added or dropped, a failure
  * (once per distinct message, not every interval while an upstream stays down) and the recovery.
@@ -17,8 +19,11 @@ import type { UpstreamState } from "./upstream-state";
 export const MAX_MODELS = 1_000;
 export const MAX_ID_CHARACTERS = 256;
 const MAX_LIST_BYTES = 4 * 1024 * 1024;
-/** Control, format (zero-width, bidi) and line-separator characters: no model name has them. */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+/**
+ * Control, format (zero-width, bidi), default-ignorable (variation selectors, fillers) and space
+ * characters but the plain space, or a space at either end: no model name has them.
+ */
+const UNPRINTABLE = /[[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Z}]--[\x20]]|^\x20|\x20$/v;
 
 const DISCOVERY_FAILED = "discovery failed: ";
 

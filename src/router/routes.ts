@@ -45,7 +45,9 @@ const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
   400: errorDoc("The body is not JSON or does not match the schema"),
   401: errorDoc("Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials"),
   402: withLimits(
-    errorDoc("Payment required: the balance is zero on a non-free model (insufficient_credits), or the SpendAuth amount is too low (payment_required, answered before the limiter: without the x-ratelimit-* headers)"),
+    errorDoc(
+      "Payment required: the balance is zero on a non-free model (insufficient_credits), the SpendAuth account's on-chain balance does not cover the amount (insufficient_balance), or the SpendAuth amount is too low (payment_required, answered before the limiter: without the x-ratelimit-* headers)",
+    ),
   ),
   404: errorDoc("No model of that name"),
   413: errorDoc("The body is larger than server.max_body_bytes"),

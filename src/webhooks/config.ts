@@ -91,8 +91,12 @@ const fileKeys = new WeakMap<Raw, { file: string; keys: string[] }>();
 export function namingWebhooksFile<E>(error: E, merged: Raw): E {
   const from = fileKeys.get(merged);
   if (from === undefined || !(error instanceof ConfigError)) return error;
+  // Replacements as functions: a "$" in the file's path is no pattern.
+  const named = (written: string) => (): string => written;
   for (const key of from.keys) {
-    error.message = error.message.replace(new RegExp(`\\bwebhooks\\.${key}(?=[.[:\\s]|$)`, "g"), `${from.file}: ${key}`);
+    error.message = error.message
+      .replaceAll(`[[webhooks.${key}]]`, named(`[[${key}]]`))
+      .replace(new RegExp(`\\bwebhooks\\.${key}(?![A-Za-z0-9_])`, "g"), named(`${from.file}: ${key}`));
   }
   return error;
 }

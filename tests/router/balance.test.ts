@@ -311,7 +311,7 @@ describe("discover", () => {
       // Said once, when the cut starts (regression: the rest were cut without a word).
       expect(warned).toEqual([`upstream "up" lists ${MAX_MODELS + 500} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`]);
       // Too long, or with a character that hides what it is (regression: "priced\u200b" listed as a second "priced").
-      const hidden = ["priced\u200b", "bidi\u202egpt-4\u202c", "line\nbreak", "\u001b[31mred", "x\u2028y"];
+      const hidden = ["priced\u200b", "bidi\u202egpt-4\u202c", "line\nbreak", "\u001b[31mred", "x\u2028y", "gpt-4 ", "a\u00a0b", "a\ufe0f", "a\u034fb"];
       answer = () => Response.json({ data: [{ id: "x".repeat(MAX_ID_CHARACTERS + 1) }, ...hidden.map((id) => ({ id })), { id: "ok" }] });
       await discoverOnce(gw.deps.registry, upstream);
       expect(gw.deps.registry.list().map((r) => r.id)).toEqual(["ok"]);

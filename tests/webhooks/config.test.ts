@@ -1,7 +1,7 @@
 // The webhook config: the Blueprint SDK crate's webhooks.toml loads unchanged, inline keys work,
 // and every validation error is a ConfigError naming the key path.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, ConfigError, loadConfig } from "../../src/config/load";
@@ -88,14 +88,20 @@ describe("loading", () => {
   });
 
   test("every error about a key the file set names the file: types, unknown keys and unset variables too (regression: they named webhooks.endpoints[…], which is in no file)", () => {
-    const dir = dirWith({ "modelgate.toml": `[webhooks]\nenabled = true\nconfig = "hooks.toml"\n` });
-    const file = join(dir, "hooks.toml");
+    // A "$" in the path is no replacement pattern (regression: "$&" pasted the matched key into it).
+    const dir = dirWith({ "modelgate.toml": `[webhooks]\nenabled = true\nconfig = "a$&b/hooks.toml"\n` });
+    mkdirSync(join(dir, "a$&b"));
+    const file = join(dir, "a$&b", "hooks.toml");
     const cases: Array<[string, string]> = [
       [`[[endpoints]]\npath = "/x"\njob_id = "x"\n`, `${file}: endpoints[0].job_id: expected integer`],
       [`[[endpoints]]\npath = "/x"\n`, `${file}: endpoints[0].job_id`],
       [`[[endpoints]]\npath = "/x"\njob_id = 1\ncolour = "red"\n`, `${file}: endpoints[0].colour: unknown key`],
       [`[[endpoints]]\npath = "/x"\njob_id = 1\nauth = "bearer"\nsecret = "env:UNSET_HOOK_TOKEN"\n`, `${file}: endpoints[0].secret: environment variable UNSET_HOOK_TOKEN is not set`],
       [`max_body_bytes_in_flight = -1\n[[endpoints]]\npath = "/x"\njob_id = 1\n`, `${file}: max_body_bytes_in_flight`],
+      // A message naming two keys, each followed by something else than a dot or bracket.
+      [`max_body_bytes = 2000000\nmax_body_bytes_in_flight = 1000000\n[[endpoints]]\npath = "/x"\njob_id = 1\n`, `${file}: max_body_bytes_in_flight: must be at least ${file}: max_body_bytes,`],
+      // The hint says how to write it in this file.
+      [`[endpoints]\npath = "/x"\njob_id = 1\n`, `${file}: endpoints: expected a list (a list of tables is written [[endpoints]])`],
     ];
     for (const [text, message] of cases) {
       writeFileSync(file, text);
@@ -103,7 +109,7 @@ describe("loading", () => {
     }
     // A key of the main file keeps its own name.
     writeFileSync(file, `[[endpoints]]\npath = "/x"\njob_id = 1\n`);
-    writeFileSync(join(dir, "modelgate.toml"), `[webhooks]\nenabled = true\nconfig = "hooks.toml"\nlease_ms = "soon"\n`);
+    writeFileSync(join(dir, "modelgate.toml"), `[webhooks]\nenabled = true\nconfig = "a$&b/hooks.toml"\nlease_ms = "soon"\n`);
     expect(() => loadConfig(join(dir, "modelgate.toml"), {})).toThrow("webhooks.lease_ms: expected integer");
   });
 
