@@ -36,7 +36,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .onRequest(({ request, set }) => {
       const meta = startRequest(request, trusted);
       const path = new URL(request.url).pathname;
-      const isChat = path === "/v1/chat/completions";
+      const isChat = path === "/v1/chat/completions" || path === "/v1/chat/completions/";
       if (cors && isCorsPath(path)) {
         if (request.method === "OPTIONS") return cors.preflight(request, meta.id);
         cors.decorate(request, set.headers as Record<string, string>);
