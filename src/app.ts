@@ -49,10 +49,8 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
         set.headers["x-content-type-options"] = "nosniff";
       }
       const length = request.headers.get("content-length");
-      if (length !== null && Number(length) > formMax) {
-        const limit = isChat ? maxBody : formMax;
-        if (Number(length) > limit) return render(tooLarge(limit), meta.id);
-      }
+      const limit = isChat ? maxBody : formMax;
+      if (length !== null && Number(length) > limit) return render(tooLarge(limit), meta.id);
       // Only the chat endpoint reads a body of unknown length with a limit; Elysia would buffer all
       // of it. Browsers and HTTP clients send forms and JSON with a Content-Length.
       if (length === null && request.headers.has("transfer-encoding") && !isChat) {

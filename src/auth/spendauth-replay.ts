@@ -51,6 +51,15 @@ export interface NonceStore {
 const DEAD_UNAUTHORIZED = deadUnauthorized("s");
 
 /**
+ * SQL: the keep-until (ms) of the authorization in the settlement row of (`commitment`, `nonce`),
+ * both SQL expressions, `skew` the skew parameter; `onlyDead` limits it to a dead unauthorized row.
+ */
+function rowKeepUntil(commitment: string, nonce: string, skew: string, options: { onlyDead?: boolean } = {}): string {
+  const dead = options.onlyDead ? ` AND ${DEAD_UNAUTHORIZED}` : "";
+  return `(SELECT (s.expiry + ${skew}) * 1000 FROM settlements s WHERE s.commitment = ${commitment} AND s.nonce = ${nonce}${dead})`;
+}
+
+/**
  * Each write waits at most a moment for a lock held elsewhere. A refused record throws (the
  * request gets a 503), a refused prune throws (tried again later), a refused release is dropped.
  */
@@ -58,26 +67,26 @@ export function createNonceStore(db: Db): NonceStore {
   const sqlite = db.$client;
   const skewS = Number(EXPIRY_SKEW_S);
   /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
-  const rowKeepUntil = "SELECT (s.expiry + ?3) * 1000 FROM settlements s WHERE s.commitment = ?1 AND s.nonce = ?2";
+  const keepUntil = rowKeepUntil("?1", "?2", "?3");
   const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
   const deadRow = sqlite.prepare<unknown, [string, string]>(`SELECT 1 FROM settlements s WHERE s.commitment = ? AND s.nonce = ? AND ${DEAD_UNAUTHORIZED}`);
   // Taken again only while the record is still the dead authorization's own (its keep-until is that
   // expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
   const retake = sqlite.prepare<unknown, [string, string, number, number]>(
     `UPDATE spend_nonces SET expires_at = ?4 WHERE commitment = ?1 AND nonce = ?2 AND expires_at < ?4
-       AND expires_at <= (${rowKeepUntil} AND ${DEAD_UNAUTHORIZED})`,
+       AND expires_at <= ${rowKeepUntil("?1", "?2", "?3", { onlyDead: true })}`,
   );
   // Deleted, the record would let the row's authorization, still unexpired, be served again, and
   // its second settlement would be ignored: served twice, claimed once.
   const restore = sqlite.prepare<unknown, [string, string, number, number]>(
-    `UPDATE spend_nonces SET expires_at = (${rowKeepUntil}) WHERE commitment = ?1 AND nonce = ?2 AND (${rowKeepUntil}) >= ?4`,
+    `UPDATE spend_nonces SET expires_at = ${keepUntil} WHERE commitment = ?1 AND nonce = ?2 AND ${keepUntil} >= ?4`,
   );
   const remove = sqlite.prepare<unknown, [string, string]>("DELETE FROM spend_nonces WHERE commitment = ? AND nonce = ?");
   const expired = sqlite.prepare<unknown, [number]>("DELETE FROM spend_nonces WHERE expires_at < ?");
   const unsettled = sqlite.prepare<unknown, []>(
     "DELETE FROM spend_nonces WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce)",
   );
-  const deadKeepUntil = `(SELECT (s.expiry + ?1) * 1000 FROM settlements s WHERE s.commitment = spend_nonces.commitment AND s.nonce = spend_nonces.nonce AND ${DEAD_UNAUTHORIZED})`;
+  const deadKeepUntil = rowKeepUntil("spend_nonces.commitment", "spend_nonces.nonce", "?1", { onlyDead: true });
   const replacedUnwritten = sqlite.prepare<unknown, [number]>(`UPDATE spend_nonces SET expires_at = ${deadKeepUntil} WHERE expires_at > ${deadKeepUntil}`);
   const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
     if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);

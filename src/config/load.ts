@@ -123,16 +123,16 @@ export interface BuildOptions {
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
-  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
   const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd(), env);
   try {
-    return checkedConfig(merged, secrets, env, options);
+    return checkedConfig(merged, env, options);
   } catch (err) {
     throw namingWebhooksFile(err, merged);
   }
 }
 
-function checkedConfig(merged: Record<string, unknown>, secrets: Secrets, env: Record<string, string | undefined>, options: BuildOptions): LoadedConfig {
+function checkedConfig(merged: Record<string, unknown>, env: Record<string, string | undefined>, options: BuildOptions): LoadedConfig {
+  const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
   const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
   if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".

@@ -6,8 +6,7 @@
  * MAX_ID_CHARACTERS each, none with a control, invisible or space character other than an inner
  * plain space (a zero-width space, a bidi override or a trailing space would let an upstream list
  * a model that looks like another one in the dashboard). One poll per upstream at a time: a slow
- * poll is not overtaken (and later
- * overwritten with an older list) by the next.
+ * poll is not overtaken (and later overwritten with an older list) by the next.
  * What changes is logged, what repeats is not: the first list, models added or dropped, a failure
  * (once per distinct message, not every interval while an upstream stays down) and the recovery.
  */
