@@ -143,6 +143,18 @@ describe("answers from upstreams that bend the wire format", () => {
   });
 });
 
+/**
+ * The request was recorded as a 502 that counts against the model's target, with `lastError` as
+ * the upstream's last error; the upstream itself answered, so its own circuit stays closed.
+ */
+function expectModelFailed(t: ReturnType<typeof appOver>, lastError: string): void {
+  expect(t.records.map((r) => r.status)).toEqual([502]);
+  const target = t.deps.registry.resolve("m")!.targets[0];
+  expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
+  expect(target.upstream.lastError).toBe(lastError);
+  expect(target.upstream.cooldownUntil).toBe(0);
+}
+
 describe("an error event in the stream", () => {
   const ERROR_EVENT = `data: ${JSON.stringify({ error: { message: "CUDA out of memory", type: "internal_error", code: 500 } })}\n\n`;
   const answer = `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${CHUNK("Hi")}${ERROR_EVENT}data: [DONE]\n\n`;
@@ -152,33 +164,21 @@ describe("an error event in the stream", () => {
     const res = await t.chat({ ...ASK, stream: true });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
-    expect(t.records.map((r) => r.status)).toEqual([502]);
-    const target = t.deps.registry.resolve("m")!.targets[0];
-    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
-    expect(target.upstream.lastError).toBe('upstream "raw" sent an error event: CUDA out of memory');
-    expect(target.upstream.cooldownUntil).toBe(0); // it answered: the upstream itself is reachable
+    expectModelFailed(t, 'upstream "raw" sent an error event: CUDA out of memory');
   });
 
   test("without [DONE] after it, the same: relayed once, the upstream's own message in last_error, its target's circuit alone (regression: a second error event, and the upstream's circuit)", async () => {
     const t = appOver(rawUpstream(answer.replace("data: [DONE]\n\n", "")), { cooldown_failures: 1 });
     const res = await t.chat({ ...ASK, stream: true });
     expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
-    expect(t.records.map((r) => r.status)).toEqual([502]);
-    const target = t.deps.registry.resolve("m")!.targets[0];
-    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
-    expect(target.upstream.lastError).toBe('upstream "raw" sent an error event: CUDA out of memory');
-    expect(target.upstream.cooldownUntil).toBe(0);
+    expectModelFailed(t, 'upstream "raw" sent an error event: CUDA out of memory');
   });
 
   test("a stream closed in good order before the model finished counts against its target, not the upstream: other models stay up", async () => {
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${CHUNK("Hi")}`), { cooldown_failures: 1 });
     const text = await (await t.chat({ ...ASK, stream: true })).text();
     expect(text).toContain("the upstream ended its stream before the answer was complete");
-    expect(t.records.map((r) => r.status)).toEqual([502]);
-    const target = t.deps.registry.resolve("m")!.targets[0];
-    expect(target.circuit.cooldownUntil).toBeGreaterThan(0);
-    expect(target.upstream.lastError).toBe('upstream "raw" ended its stream before the answer was complete');
-    expect(target.upstream.cooldownUntil).toBe(0);
+    expectModelFailed(t, 'upstream "raw" ended its stream before the answer was complete');
   });
 
   test("the gateway's key for the upstream, should the event echo it, does not reach the client (regression: relayed in clear, to anonymous callers too)", async () => {
