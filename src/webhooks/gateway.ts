@@ -39,12 +39,6 @@ interface Route {
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
-/** `response` with a new x-request-id, as every answer of the gateway's servers has. */
-function identified(response: Response): Response {
-  response.headers.set("x-request-id", nextRequestId());
-  return response;
-}
-
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
 }
@@ -106,10 +100,18 @@ export class WebhookGateway {
     return new WebhookProducer(this.options.outbox, options);
   }
 
-  /** The whole ingress as a fetch handler (also how the in-process tests drive it); every answer carries x-request-id. */
-  fetch = async (request: Request): Promise<Response> => identified(await this.answer(request));
+  /**
+   * The whole ingress as a fetch handler (also how the in-process tests drive it). Every answer
+   * carries an x-request-id, made first so that the log lines of its request carry it too.
+   */
+  fetch = async (request: Request): Promise<Response> => {
+    const id = nextRequestId();
+    const response = await this.answer(request, id);
+    response.headers.set("x-request-id", id);
+    return response;
+  };
 
-  private answer = async (request: Request): Promise<Response> => {
+  private answer = async (request: Request, id: string): Promise<Response> => {
     const path = pathOf(request.url);
     const route = this.routes.get(path);
     if (route === undefined) return this.other(request, path);
@@ -126,10 +128,10 @@ export class WebhookGateway {
     }
     if (body === null) return this.tooLarge();
     if (verifier.needsBody && !verifier.verify(request.headers, body)) return json(401, { error: "unauthorized" });
-    return this.accept(route, request, body);
+    return this.accept(route, request, body, id);
   };
 
-  private async accept(route: Route, request: Request, body: Uint8Array): Promise<Response> {
+  private async accept(route: Route, request: Request, body: Uint8Array, id: string): Promise<Response> {
     const { endpoint } = route;
     const delivery = route.dedupeHeader === null ? null : request.headers.get(route.dedupeHeader);
     try {
@@ -145,10 +147,10 @@ export class WebhookGateway {
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
       if (!(error instanceof OutboxFullError)) {
-        this.options.log?.("error", "webhook outbox unavailable; answering 503", { path: endpoint.path, error: String((error as Error)?.message ?? error) });
+        this.options.log?.("error", "webhook outbox unavailable; answering 503", { request_id: id, path: endpoint.path, error: String((error as Error)?.message ?? error) });
       } else if (Date.now() - this.fullLoggedAt >= 60_000) {
         this.fullLoggedAt = Date.now();
-        this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { path: endpoint.path, reason: error.message });
+        this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { request_id: id, path: endpoint.path, reason: error.message });
       }
       return this.unavailable();
     }

@@ -3,6 +3,7 @@
 // never a crash) when the outbox cannot be written.
 import { afterAll, describe, expect, test } from "bun:test";
 import { signBody } from "../../src/webhooks/auth";
+import { WebhookGateway } from "../../src/webhooks/gateway";
 import type { JobCall } from "../../src/webhooks/producer";
 import { buildTestGateway } from "./support";
 
@@ -186,5 +187,22 @@ describe("an unwritable outbox is 503 with Retry-After", () => {
     expect(await (await t.request("/webhooks/health")).text()).toBe("ok");
     t.outbox.sqlite.run("PRAGMA query_only = OFF");
     await accepted(await t.post("/hooks/plain", "after recovery"));
+  });
+
+  test("its log line names the request id its answer carries (regression: the id was made after the answer)", async () => {
+    const lines: Array<{ msg: string; fields?: Record<string, unknown> }> = [];
+    const logged = new WebhookGateway({ config: t.config.webhooks, outbox: t.outbox, serviceId: 42, log: (_level, msg, fields) => void lines.push({ msg, fields }) });
+    t.outbox.sqlite.run("PRAGMA query_only = ON");
+    try {
+      const response = await logged.fetch(new Request("http://localhost/hooks/plain", { method: "POST", body: "while read-only" }));
+      expect(response.status).toBe(503);
+      const id = response.headers.get("x-request-id");
+      expect(id).toBeTruthy();
+      expect(lines).toHaveLength(1);
+      expect(lines[0].msg).toContain("answering 503");
+      expect(lines[0].fields?.request_id).toBe(id);
+    } finally {
+      t.outbox.sqlite.run("PRAGMA query_only = OFF");
+    }
   });
 });
