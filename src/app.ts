@@ -8,6 +8,7 @@ import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
 import { startRequest, requestMeta } from "./request-meta";
+import { requestPath } from "./request-url";
 import { trustedProxies } from "./client-address";
 import { violationError } from "./validation";
 import { tooLarge, UNCOUNTED_BODY_BYTES } from "./body";
@@ -35,7 +36,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     .error({ GatewayError })
     .onRequest(({ request, set }) => {
       const meta = startRequest(request, trusted);
-      const path = new URL(request.url).pathname;
+      const path = requestPath(request.url);
       const isChat = path === "/v1/chat/completions" || path === "/v1/chat/completions/";
       if (cors && isCorsPath(path)) {
         if (request.method === "OPTIONS") return cors.preflight(request, meta.id);
@@ -66,7 +67,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
         const cause = (error as Error).cause;
         return render(cause instanceof GatewayError ? cause : new GatewayError("invalid_request_error", "The request body is not valid JSON"), id);
       }
-      if (code === "NOT_FOUND") return render(new GatewayError("not_found", `No route for ${request.method} ${new URL(request.url).pathname}`), id);
+      if (code === "NOT_FOUND") return render(new GatewayError("not_found", `No route for ${request.method} ${requestPath(request.url)}`), id);
       log("error", "unhandled error", { request_id: id, error: String((error as Error)?.message ?? error) });
       return render(new GatewayError("internal_error", `Internal error; quote request id ${id} when reporting it`), id);
     })

@@ -8,6 +8,7 @@
  * session cookie cross-origin (a key or a payment header must be sent explicitly); the dashboard,
  * sign-in and admin routes never get CORS headers.
  */
+import { requestOrigin } from "./request-url";
 
 /** Headers a page may read from an answer, beyond the CORS-safelisted ones. */
 const EXPOSED =
@@ -48,7 +49,7 @@ export function isCorsPath(pathname: string): boolean {
 export function fromForeignPage(request: Request, cors: Cors | null, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
   if (origin === null || cors?.allows(request)) return false;
-  return origin !== new URL(request.url).origin && origin !== URL.parse(publicUrl)?.origin;
+  return origin !== requestOrigin(request.url) && origin !== URL.parse(publicUrl)?.origin;
 }
 
 /** The CORS policy of `origins` (already checked by the config), or null when it is off. */

@@ -16,6 +16,7 @@
 import { eq } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { sessions } from "../db/schema";
+import { requestOrigin } from "../request-url";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
 export const SESSION_COOKIE = "mg_session";
@@ -184,7 +185,7 @@ export function serializeCookie(name: string, value: string, options: CookieOpti
 export function originAllowed(request: Request, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
-  if (origin === new URL(request.url).origin) return true;
+  if (origin === requestOrigin(request.url)) return true;
   try {
     return origin === new URL(publicUrl).origin;
   } catch {

@@ -10,6 +10,7 @@ import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type SignedIn } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
 import { originAllowed } from "../auth/session";
+import { requestPath } from "../request-url";
 import { KEY_NAME_MAX_CHARS, keyNameTooLong } from "../auth/apikey";
 import { html } from "./html";
 import { redirect, renderPage, type NavKey, type PageOptions } from "./layout";
@@ -40,7 +41,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     const signed = accounts.sessionUser(request);
     if (!signed) {
       // A form posted after the session ended goes back to its page, not to the POST-only action.
-      const path = request.method === "GET" ? new URL(request.url).pathname : formPage(new URL(request.url).pathname);
+      const path = request.method === "GET" ? requestPath(request.url) : formPage(requestPath(request.url));
       return redirect(`/dashboard/signin${path === "/dashboard" ? "" : `?next=${encodeURIComponent(path)}`}`);
     }
     const guarded = { ...signed, csrf: csrfToken(signed.token) };

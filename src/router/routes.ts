@@ -7,6 +7,7 @@ import type { AppDeps } from "../deps";
 import type { ChatEndpoint } from "./endpoint";
 import type { ModelRoute } from "./registry";
 import { GatewayError } from "../errors";
+import { requestPath } from "../request-url";
 import { ChatCompletionRequest } from "./schema";
 import { targetState } from "./target-state";
 import { errorDoc, jsonDoc } from "../swagger";
@@ -98,7 +99,7 @@ const MODELS_PREFIX = "/v1/models/";
 
 /** GET /v1/models/{id}: the id is the rest of the path, percent-decoded once here (not by the router). */
 function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown> {
-  const { pathname } = new URL(request.url);
+  const pathname = requestPath(request.url);
   const raw = pathname.slice(MODELS_PREFIX.length);
   const id = decodeModelId(raw);
   const route = id === null ? undefined : deps.registry.resolve(id);

@@ -22,6 +22,7 @@ import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
 import { BodyBudget, declaredLength, UNCOUNTED_BODY_BYTES } from "../body";
 import { nextRequestId } from "../request-meta";
+import { rawPath } from "../request-url";
 
 export interface GatewayOptions {
   config: WebhooksConfig;
@@ -38,6 +39,12 @@ interface Route {
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
+
+/** `response` with the x-request-id `id`, as every answer of the gateway's servers has. */
+function identified(response: Response, id: string): Response {
+  response.headers.set("x-request-id", id);
+  return response;
+}
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
@@ -83,7 +90,7 @@ export class WebhookGateway {
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 60,
       fetch: (request) => this.fetch(request),
-      error: () => identified(this.unavailable()),
+      error: () => identified(this.unavailable(), nextRequestId()),
     });
     return this.server.port!;
   }
@@ -106,13 +113,11 @@ export class WebhookGateway {
    */
   fetch = async (request: Request): Promise<Response> => {
     const id = nextRequestId();
-    const response = await this.answer(request, id);
-    response.headers.set("x-request-id", id);
-    return response;
+    return identified(await this.answer(request, id), id);
   };
 
   private answer = async (request: Request, id: string): Promise<Response> => {
-    const path = pathOf(request.url);
+    const path = rawPath(request.url);
     const route = this.routes.get(path);
     if (route === undefined) return this.other(request, path);
     if (request.method !== "POST") return json(405, { error: "method_not_allowed" }, { allow: "POST" });
@@ -176,17 +181,6 @@ export class WebhookGateway {
   private tooLarge(): Response {
     return json(413, { error: "payload_too_large", limit: this.maxBody }, { connection: "close" });
   }
-}
-
-/**
- * The path of a request URL without allocating a URL object. Bun's URL is absolute, except for a
- * request without a Host header (HTTP/1.0 health checks): then it is the path itself.
- */
-function pathOf(url: string): string {
-  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const query = url.indexOf("?", start);
-  return query === -1 ? url.slice(start) : url.slice(start, query);
 }
 
 /** Thrown by readBody when the next piece of a body would pass max_body_bytes_in_flight. */

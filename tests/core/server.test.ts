@@ -149,6 +149,50 @@ describe("the server", () => {
   });
 });
 
+test("a request with no Host, or one whose Host makes no URL, is answered like any other (regression: 500 and an error log line on every route)", async () => {
+  const gateway = await startGateway();
+  started.push(gateway);
+  const chat = `{"model":"none","messages":[{"role":"user","content":"hi"}]}`;
+  // Each: the request line and headers (the connection is closed after the answer), a body, the status.
+  const cases: Array<[head: string, body: string, status: number]> = [
+    ["GET /api/health HTTP/1.0\r\n", "", 200],
+    ["GET /v1/models HTTP/1.1\r\nhost: a b\r\n", "", 200],
+    ["GET /v1/models/none HTTP/1.1\r\nhost: x:99999\r\n", "", 404],
+    ["GET /nowhere HTTP/1.1\r\nhost: a/b\r\n", "", 404],
+    ["GET /dashboard/keys HTTP/1.1\r\nhost: \r\n", "", 303],
+    ["GET /auth/me HTTP/1.1\r\nhost: a b\r\n", "", 401],
+    [`POST /v1/chat/completions HTTP/1.1\r\nhost: a b\r\ncontent-length: ${chat.length}\r\n`, chat, 404],
+    [`POST /v1/chat/completions HTTP/1.1\r\nhost: a b\r\norigin: http://elsewhere.example\r\ncontent-length: ${chat.length}\r\n`, chat, 403],
+  ];
+  for (const [head, body, status] of cases) {
+    const answer = await rawExchange(gateway.port, `${head}connection: close\r\n\r\n${body}`);
+    const line = head.split("\r\n")[0];
+    expect(`${line} ${answer.split("\r\n")[0]}`).toBe(`${line} HTTP/1.1 ${status} ${STATUS_TEXT[status]}`);
+    expect(answer.toLowerCase()).toContain("x-request-id: req_");
+  }
+  expect(gateway.output()).not.toContain('"level":"error"');
+}, 20_000);
+
+const STATUS_TEXT: Record<number, string> = { 200: "OK", 303: "See Other", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found" };
+
+/** Writes `request` as is on a new connection and returns everything read until the server closes it. */
+async function rawExchange(port: number, request: string): Promise<string> {
+  let text = "";
+  const { promise, resolve } = Promise.withResolvers<string>();
+  const socket = await Bun.connect({
+    hostname: "127.0.0.1",
+    port,
+    socket: { data: (_s, chunk) => void (text += chunk.toString()), close: () => resolve(text), error: () => resolve(text) },
+  });
+  socket.write(request);
+  const timer = setTimeout(() => socket.end(), 5_000);
+  try {
+    return await promise;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** `count` connections each declaring a chat body of `declared` bytes and sending only `sent` of it. */
 async function stalledUploads(port: number, count: number, declared: number, sent: string) {
   const sockets = [];
