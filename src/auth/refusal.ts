@@ -10,6 +10,7 @@
  *   safeNext(value) -> a /dashboard path (the only places a sign-in may lead to)
  */
 import type { Config } from "../config/schema";
+import { allowedDomains } from "./users";
 import { PASSWORD_MAX, PASSWORD_MIN } from "./users";
 
 const MESSAGES = {
@@ -38,7 +39,7 @@ export type RefusalCode = keyof typeof MESSAGES;
 export function refusalMessage(code: unknown, auth: Pick<Config["auth"], "allowed_domains">): string | null {
   if (typeof code !== "string" || !Object.hasOwn(MESSAGES, code)) return null;
   if (code === "signup_domain" && auth.allowed_domains.length > 0) {
-    return `Sign-up is limited to addresses at ${auth.allowed_domains.map((d) => d.trim().toLowerCase().replace(/^@/, "")).join(", ")}.`;
+    return `Sign-up is limited to addresses at ${allowedDomains(auth).join(", ")}.`;
   }
   return MESSAGES[code as RefusalCode];
 }

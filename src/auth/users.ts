@@ -1,7 +1,7 @@
 /**
  * Users and their passwords, as plain functions over a database handle (server and CLI).
- * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased), so lookups are
- * exact. Passwords are argon2id (Bun.password); only the hash is stored. A user without a
+ * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased, NFKC again; an
+ * ASCII-encoded international domain, `xn--…`, in its Unicode form), so lookups are exact. Passwords are argon2id (Bun.password); only the hash is stored. A user without a
  * password signs in through OAuth.
  *
  *   createUser(db, { email, password?, isAdmin?, emailUnverified? }) -> User | UserError
@@ -12,6 +12,7 @@
  *   hasAdmin(db), setAdmin(db, userId), setPassword(db, userId, password)
  *   disableUser(db, userId, { now? }) / enableUser(db, userId) -> what happened
  *   signupRefusal(config.auth, email) -> null | reason
+ *   allowedDomains(config.auth) -> auth.allowed_domains in the form emails are stored in
  *   normalizeStoredEmails(db) -> the accounts whose stored email cannot be put in its lookup form
  *   proveEmail(db, userId) -> an operator vouches for an account's address (it was unproven)
  *
@@ -21,6 +22,7 @@
  * the keys work again;
  * sessions stay ended (the user signs in again).
  */
+import { domainToUnicode } from "node:url";
 import { and, eq } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
@@ -50,9 +52,28 @@ let dummyHash: Promise<string> | null = null;
 
 export function normalizeEmail(input: unknown): string | null {
   if (typeof input !== "string") return null;
-  // NFKC: a fullwidth or otherwise compatible spelling is the same address, not a lookalike second one.
-  const email = input.normalize("NFKC").trim().toLowerCase();
+  const folded = foldCase(input).trim();
+  const at = folded.lastIndexOf("@");
+  const email = at === -1 ? folded : folded.slice(0, at + 1) + normalizeDomain(folded.slice(at + 1));
   return email.length <= 320 && EMAIL.test(email) ? email : null;
+}
+
+/**
+ * NFKC, lower-cased, then NFKC again: a fullwidth or otherwise compatible spelling is the same
+ * address, not a lookalike second one; and lower-casing can leave a sequence that NFKC composes
+ * (`T` + U+0308 becomes `t` + U+0308, which is `ẗ`), so without the second pass a normalized
+ * address would not be its own normal form.
+ */
+function foldCase(text: string): string {
+  return text.normalize("NFKC").toLowerCase().normalize("NFKC");
+}
+
+/** A domain as emails are stored: case-folded, and an ASCII-encoded (`xn--`) label in its Unicode form, as both name one domain. */
+function normalizeDomain(domain: string): string {
+  const folded = foldCase(domain);
+  if (!folded.includes("xn--")) return folded;
+  const unicode = domainToUnicode(folded);
+  return unicode === "" ? folded : foldCase(unicode);
 }
 
 export function passwordProblem(password: unknown): string | null {
@@ -170,8 +191,13 @@ export function signupRefusal(auth: Config["auth"], email: string): string | nul
   if (auth.signup === "open") return null;
   if (auth.signup === "closed") return "sign-up is closed on this gateway; ask an administrator for an account";
   const domain = email.slice(email.lastIndexOf("@") + 1);
-  const allowed = auth.allowed_domains.map((d) => d.trim().toLowerCase().replace(/^@/, ""));
+  const allowed = allowedDomains(auth);
   return allowed.includes(domain) ? null : `sign-up is limited to addresses at ${allowed.join(", ") || "(no domains configured)"}`;
+}
+
+/** `auth.allowed_domains` in the form the domains of stored emails take (an `@` in front is allowed). */
+export function allowedDomains(auth: Pick<Config["auth"], "allowed_domains">): string[] {
+  return auth.allowed_domains.map((d) => normalizeDomain(d.trim().replace(/^@/, "")));
 }
 
 /**

@@ -329,6 +329,26 @@ describe("sign-up policy", () => {
     expect((await jsonOf(short)).error.param).toBe("password");
   });
 
+  test("an address is its own normal form (regression: an admin or the CLI could add `T` + U+0308 beside the sign-up's `ẗ`, two accounts that look alike), and an xn-- domain is its Unicode form", async () => {
+    t = buildAuthApp({ auth: { signup: "open" } });
+    const first = await createUser(t.deps.db, { email: "T\u0308om@example.com" });
+    expect(first).toMatchObject({ email: "\u1e97om@example.com" });
+    for (const email of ["\u1e97om@example.com", "t\u0308om@example.com"]) expect(await createUser(t.deps.db, { email })).toMatchObject({ param: "email" });
+    expect((await t.request("/auth/signup", json({ email: "a@xn--bcher-kva.de", password: "long enough" }))).status).toBe(200);
+    const again = await t.request("/auth/signup", json({ email: "a@B\u00dcCHER.de", password: "long enough" }));
+    expect(again.status).toBe(400);
+    expect((await jsonOf(again)).error.param).toBe("email");
+  });
+
+  test("domain: allowed_domains are compared in the form emails take (regression: a fullwidth or xn-- entry matched nothing)", async () => {
+    t = buildAuthApp({ auth: { signup: "domain", allowed_domains: ["@\uff45xample.com", "xn--bcher-kva.de"] } });
+    for (const email of ["a@example.com", "b@b\u00fccher.de", "c@XN--BCHER-KVA.DE"]) {
+      expect((await t.request("/auth/signup", json({ email, password: "long enough" }))).status).toBe(200);
+    }
+    const other = await t.request("/auth/signup", json({ email: "a@example.org", password: "long enough" }));
+    expect((await jsonOf(other)).error.message).toContain("example.com, b\u00fccher.de");
+  });
+
   test("domain: only allowed_domains", async () => {
     t = buildAuthApp({ auth: { signup: "domain", allowed_domains: ["example.com"] } });
     expect((await t.request("/auth/signup", json({ email: "a@example.com", password: "long enough" }))).status).toBe(200);

@@ -54,7 +54,11 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   insert.run("taken@example.com");
   insert.run("\uff54aken@example.com"); // its form belongs to the row above
   insert.run("ops\u200b@example.com"); // no longer an address at all
+  insert.run("t\u0308om@example.com"); // lower-cased after NFKC only, as an older release stored it
+  insert.run("a@xn--bcher-kva.de");
   expect(normalizeStoredEmails(db)).toEqual([{ id: 4, email: "\uff54aken@example.com" }, { id: 5, email: "ops\u200b@example.com" }]);
+  expect(findUserByEmail(db, "\u1e97om@example.com")?.id).toBe(6);
+  expect(findUserByEmail(db, "a@b\u00fccher.de")?.id).toBe(7);
   expect(findUserByEmail(db, "\uff46\uff55\uff4c\uff4c@example.com")?.id).toBe(1);
   expect(findUserByEmail(db, "full@example.com")?.id).toBe(1);
   expect(findUserByEmail(db, "file@example.com")?.id).toBe(2);

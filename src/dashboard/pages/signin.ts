@@ -9,6 +9,7 @@
  * configured providers. (The first-run admin form is ./setup.ts.)
  */
 import type { Config } from "../../config/schema";
+import { allowedDomains } from "../../auth/users";
 import { html, type Html } from "../html";
 
 export interface SignedOutView {
@@ -80,5 +81,5 @@ function oauthButtons(view: SignedOutView): Html | "" {
 }
 
 function domains(auth: Config["auth"]): string {
-  return `addresses at ${auth.allowed_domains.join(", ")} only`;
+  return `addresses at ${allowedDomains(auth).join(", ")} only`;
 }
