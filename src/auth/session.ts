@@ -102,7 +102,10 @@ export function createSessionValidator(
     const row = byHash.get(hash);
     if (row === null || !equalSecrets(row.tokenHash, hash)) return invalid;
     const now = options.now();
-    if (row.expiresAt <= now) {
+    // A session slid under a longer auth.session_days than today's ends too: when it was last used
+    // is not kept, and the shorter lifetime is what the operator asked for. (Under one setting an
+    // expiry is at most now + durationMs; the slide's hour of slack covers a clock set back.)
+    if (row.expiresAt <= now || row.expiresAt - now > options.durationMs + SLIDE_EVERY_MS) {
       try {
         remove(hash);
       } catch {

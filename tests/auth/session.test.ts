@@ -255,6 +255,23 @@ describe("session lifetime", () => {
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 0 });
   });
 
+  test("a lower session_days ends the sessions slid under the longer one (regression: they lived out the old 30 days)", async () => {
+    const { db, sqlite, close } = openDatabase(":memory:");
+    const user = await createUser(db, { email: "ann@example.com" });
+    if (!("id" in user)) throw new Error(user.error);
+    const day = 86_400_000;
+    const now = 1_800_000_000_000;
+    const before = createSession(db, { userId: user.id, now, durationMs: 30 * day });
+    const after = createSession(db, { userId: user.id, now, durationMs: day });
+    const validate = createSessionValidator(db, { now: () => now + 60_000, durationMs: day });
+    expect(validate(before.token)).toEqual({ ok: false, message: "The session has expired; sign in again" });
+    expect(validate(after.token).ok).toBe(true);
+    expect(sqlite.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 1 });
+    // A clock set back by less than an hour ends nothing.
+    expect(createSessionValidator(db, { now: () => now - 50 * 60_000, durationMs: day })(after.token).ok).toBe(true);
+    close();
+  });
+
   test("with the database locked elsewhere, a session due to slide is still served at once; it slides on a later request (regression: a 5 s stall, then a 500)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-slide-"));
     const { db, close } = openDatabase(dir);
