@@ -78,6 +78,9 @@ function normalizeDomain(domain: string): string {
 
 export function passwordProblem(password: unknown): string | null {
   if (typeof password !== "string") return "a password is required";
+  // A lone UTF-16 surrogate (only JSON's \ud800 escapes make one) is hashed as U+FFFD, so every
+  // such password would match every other of the same length.
+  if (!password.isWellFormed()) return "the password holds an unpaired surrogate (\\ud800-\\udfff), which is not a character";
   const characters = [...password].length; // code points: an emoji is one character, not two
   if (characters < PASSWORD_MIN) return `the password must be at least ${PASSWORD_MIN} characters`;
   if (characters > PASSWORD_MAX) return `the password must be at most ${PASSWORD_MAX} characters`;

@@ -220,6 +220,10 @@ describe("password sign-in", () => {
     expect(fourEmoji.status).toBe(400);
     // `display` is what the page shows for the same refusal without JavaScript.
     expect((await jsonOf(fourEmoji)).error).toMatchObject({ param: "password", display: "The password must be 8 to 256 characters." });
+    // Regression: lone surrogates were hashed as U+FFFD, so eight \ud800 signed in with eight \udfff.
+    const surrogates = await t.request("/auth/signup", { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: `{"email":"lone@example.com","password":"${"\\ud800".repeat(8)}"}` });
+    expect(surrogates.status).toBe(400);
+    expect((await jsonOf(surrogates)).error).toMatchObject({ param: "password", message: expect.stringContaining("unpaired surrogate") });
     const long = "😀".repeat(256);
     expect((await t.request("/auth/signup", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
     expect((await t.request("/auth/login", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
