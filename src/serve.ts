@@ -8,6 +8,7 @@
 import type { LoadedConfig } from "./config/load";
 import { openDatabase } from "./db/client";
 import { normalizeStoredEmails } from "./auth/users";
+import { stampLegacyLinks } from "./auth/oauth";
 import { createApp } from "./app";
 import type { AppDeps } from "./deps";
 import { buildIdentities } from "./auth/wire";
@@ -39,6 +40,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
   }
+  stampLegacyLinks(database.db, config);
   const registry = new ModelRegistry(config);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();

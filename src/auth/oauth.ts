@@ -6,16 +6,23 @@
  *
  * Linking: a provider account already linked signs in its user; otherwise a *verified* email
  * that matches an existing user links to it; otherwise a new user is created if `auth.signup`
- * allows that email. An unverified email never links or creates anything.
+ * allows that email. An unverified email never links or creates anything. A link is stored under
+ * the provider and the origin of the API its account id came from (linkKey): ids are only unique
+ * within one server (GitHub Enterprise numbers its users from 1 as github.com does), so a link
+ * made at one never signs in the holder of the same id at another.
+ *
+ * The code exchange and each profile read are bounded (10 s; a profile answer of at most 1 MiB),
+ * and a failure at the provider is logged by provider, step and status, never with its text.
  */
 import { and, eq } from "drizzle-orm";
-import { CodeChallengeMethod, OAuth2Client, generateCodeVerifier, generateState } from "arctic";
+import { ArcticFetchError, CodeChallengeMethod, OAuth2Client, OAuth2RequestError, generateCodeVerifier, generateState } from "arctic";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { oauthAccounts } from "../db/schema";
 import { createUser, findUserByEmail, findUserById, normalizeEmail, signupRefusal, type User } from "./users";
 import { equalSecrets } from "./tokens";
 import type { RefusalCode } from "./refusal";
+import { log } from "../log";
 
 export type Provider = "github" | "google";
 export const STATE_COOKIE = "mg_oauth_state";
@@ -36,8 +43,14 @@ const ENDPOINTS: Record<Provider, { authorize: string; token: string; api: strin
   },
 };
 
+/** How long the code exchange and each profile read may take. */
+const PROVIDER_TIMEOUT_MS = 10_000;
+const PROFILE_MAX_BYTES = 1_048_576;
+
 export interface OAuthProfile {
   provider: Provider;
+  /** The origin of the API that gave providerUserId: the namespace of the id. */
+  server: string;
   providerUserId: string;
   email: string | null;
   emailVerified: boolean;
@@ -82,7 +95,9 @@ export async function finishOAuth(
   config: Config,
   provider: Provider,
   input: { code: string | null; state: string | null; expectedState: string | null; verifier: string | null },
+  options: { timeoutMs?: number } = {},
 ): Promise<OAuthProfile | OAuthFailure> {
+  const timeoutMs = options.timeoutMs ?? PROVIDER_TIMEOUT_MS;
   const p = setup(config, provider);
   if (!p) return { error: `${provider} sign-in is not configured`, status: 400, reason: "oauth_unavailable" };
   if (!input.state || !input.expectedState || !equalSecrets(input.state, input.expectedState)) {
@@ -92,50 +107,111 @@ export async function finishOAuth(
   if (provider === "google" && !input.verifier) return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400, reason: "oauth_state" };
   let accessToken: string;
   try {
-    accessToken = (await p.client.validateAuthorizationCode(p.token, input.code, input.verifier)).accessToken();
-  } catch {
+    accessToken = (await withinTimeout(p.client.validateAuthorizationCode(p.token, input.code, input.verifier), timeoutMs)).accessToken();
+  } catch (error) {
+    logFailure(provider, "code exchange", error, timeoutMs);
     return { error: `${provider} did not accept the authorization code`, status: 502, reason: "oauth_failed" };
   }
   try {
-    return provider === "github" ? await githubProfile(p.api, accessToken) : await googleProfile(p.api, accessToken);
-  } catch {
+    const call: ProfileCall = { api: p.api, server: new URL(p.api).origin, accessToken, timeoutMs };
+    return provider === "github" ? await githubProfile(call) : await googleProfile(call);
+  } catch (error) {
+    logFailure(provider, "profile read", error, timeoutMs);
     return { error: `could not read the ${provider} profile`, status: 502, reason: "oauth_failed" };
   }
 }
 
-async function getJson(url: string, accessToken: string): Promise<unknown> {
-  const response = await fetch(url, {
-    headers: { authorization: `Bearer ${accessToken}`, accept: "application/json", "user-agent": "modelgate" },
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (!response.ok) throw new Error(`${url}: ${response.status}`);
-  return response.json();
+/**
+ * What an operator needs to tell a wrong client secret or endpoint from a user's cancel: the
+ * step and what went wrong (an OAuth error code, an HTTP status, no answer), never the provider's
+ * text, which may echo the code or a token.
+ */
+function logFailure(provider: Provider, step: string, error: unknown, timeoutMs: number): void {
+  log("warn", `${provider} sign-in failed at the ${step}`, { provider, step, cause: failureCause(error, timeoutMs) });
 }
 
-async function githubProfile(api: string, accessToken: string): Promise<OAuthProfile> {
-  const user = (await getJson(`${api}/user`, accessToken)) as { id?: unknown };
+function failureCause(error: unknown, timeoutMs: number): string {
+  if (error instanceof OAuth2RequestError) return /^[a-z_]{1,40}$/.test(error.code) ? `the provider answered ${error.code}` : "the provider answered an OAuth error";
+  const { status, name, code } = (error ?? {}) as { status?: unknown; name?: unknown; code?: unknown };
+  if (typeof status === "number") return `HTTP ${status}`;
+  if (name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
+  if (error instanceof ArcticFetchError || (typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code))) return "the provider could not be reached";
+  if (error instanceof RangeError) return "the answer is over 1 MiB";
+  if (error instanceof SyntaxError) return "the answer is not JSON";
+  return "the answer lacks what sign-in needs";
+}
+
+/** arctic's fetch takes no signal: the exchange is abandoned (not cancelled) after the timeout. */
+function withinTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DOMException("the provider did not answer in time", "TimeoutError")), timeoutMs);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+class ProviderStatus extends Error {
+  constructor(readonly status: number) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/** A profile read: where, with which token, and how long it may take. */
+interface ProfileCall {
+  api: string;
+  /** The origin of `api`: the namespace of the account ids it gives. */
+  server: string;
+  accessToken: string;
+  timeoutMs: number;
+}
+
+async function getJson(call: ProfileCall, path: string): Promise<unknown> {
+  const response = await fetch(`${call.api}${path}`, {
+    headers: { authorization: `Bearer ${call.accessToken}`, accept: "application/json", "user-agent": "modelgate" },
+    signal: AbortSignal.timeout(call.timeoutMs),
+  });
+  if (!response.ok) throw new ProviderStatus(response.status);
+  return JSON.parse(await boundedText(response, PROFILE_MAX_BYTES));
+}
+
+/** The body as text, or a RangeError once it passes `limit` bytes (the rest is not read). */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  if (Number(response.headers.get("content-length") ?? 0) > limit) throw new RangeError("profile answer too large");
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of (response.body ?? []) as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) throw new RangeError("profile answer too large");
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function githubProfile(call: ProfileCall): Promise<OAuthProfile> {
+  const user = (await getJson(call, "/user")) as { id?: unknown };
   if (typeof user?.id !== "number" && typeof user?.id !== "string") throw new Error("no user id");
-  const emails = await getJson(`${api}/user/emails`, accessToken);
+  const emails = await getJson(call, "/user/emails");
   const list = Array.isArray(emails) ? (emails as Array<{ email?: unknown; primary?: unknown; verified?: unknown }>) : [];
   const verified = list.filter((e) => e.verified === true && typeof e.email === "string");
   const chosen = verified.find((e) => e.primary === true) ?? verified[0];
-  return { provider: "github", providerUserId: String(user.id), email: chosen ? String(chosen.email) : null, emailVerified: chosen !== undefined };
+  return { provider: "github", server: call.server, providerUserId: String(user.id), email: chosen ? String(chosen.email) : null, emailVerified: chosen !== undefined };
 }
 
-async function googleProfile(api: string, accessToken: string): Promise<OAuthProfile> {
-  const info = (await getJson(`${api}/userinfo`, accessToken)) as { sub?: unknown; email?: unknown; email_verified?: unknown };
+async function googleProfile(call: ProfileCall): Promise<OAuthProfile> {
+  const info = (await getJson(call, "/userinfo")) as { sub?: unknown; email?: unknown; email_verified?: unknown };
   if (typeof info?.sub !== "string" || info.sub === "") throw new Error("no subject");
   const email = typeof info.email === "string" ? info.email : null;
-  return { provider: "google", providerUserId: info.sub, email, emailVerified: email !== null && (info.email_verified === true || info.email_verified === "true") };
+  return { provider: "google", server: call.server, providerUserId: info.sub, email, emailVerified: email !== null && (info.email_verified === true || info.email_verified === "true") };
 }
 
 /** The user this provider account signs in as, linking or creating one as the header says. */
 export async function userForProfile(db: Db, config: Config, profile: OAuthProfile): Promise<User | OAuthFailure> {
   const name = profile.provider === "github" ? "GitHub" : "Google";
+  const key = linkKey(profile.provider, profile.server);
   const link = db
     .select({ userId: oauthAccounts.userId })
     .from(oauthAccounts)
-    .where(and(eq(oauthAccounts.provider, profile.provider), eq(oauthAccounts.providerUserId, profile.providerUserId)))
+    .where(and(eq(oauthAccounts.provider, key), eq(oauthAccounts.providerUserId, profile.providerUserId)))
     .get();
   let user = link ? findUserById(db, link.userId) : null;
   if (!user) {
@@ -153,8 +229,28 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
       if ("error" in created) return { error: created.error, status: 400, reason: "oauth_failed" };
       user = created;
     }
-    db.insert(oauthAccounts).values({ provider: profile.provider, providerUserId: profile.providerUserId, userId: user.id }).onConflictDoNothing().run();
+    db.insert(oauthAccounts).values({ provider: key, providerUserId: profile.providerUserId, userId: user.id }).onConflictDoNothing().run();
   }
   if (user.disabledAt !== null) return { error: "this account is disabled", status: 403, reason: "disabled" };
   return user;
+}
+
+/** The `provider` column of a link: the provider and the origin of its API (`github https://api.github.com`). */
+function linkKey(provider: Provider, server: string): string {
+  return `${provider} ${server}`;
+}
+
+/**
+ * Links stored before they named their server (the provider alone) are taken to come from the
+ * server configured now, the one most likely to have made them; run at start. Returns how many.
+ */
+export function stampLegacyLinks(db: Db, config: Config): number {
+  let stamped = 0;
+  for (const provider of ["github", "google"] as const) {
+    const p = setup(config, provider);
+    if (!p) continue;
+    const update = db.$client.query<unknown, [string, string]>("UPDATE OR IGNORE oauth_accounts SET provider = ? WHERE provider = ?");
+    stamped += update.run(linkKey(provider, new URL(p.api).origin), provider).changes;
+  }
+  return stamped;
 }

@@ -222,6 +222,9 @@ function checkReferences(config: Config): void {
     ...config.upstreams.map((u, i): [string, string] => [`upstreams[${i}].base_url`, u.base_url]),
     ["spend_auth.rpc_url", config.spend_auth.rpc_url],
     ...config.jobs.map((j, i): [string, string | undefined] => [`jobs[${i}].forward`, j.forward]),
+    ...(["github", "google"] as const).flatMap((provider) =>
+      (["authorize_url", "token_url", "api_url"] as const).map((key): [string, string | undefined] => [`auth.${provider}.${key}`, config.auth[provider]?.[key]]),
+    ),
   ];
   for (const [path, value] of urls) {
     if (value !== undefined && !/^https?:$/.test(URL.parse(value)?.protocol ?? "")) throw new ConfigError(`${path}: not a valid http(s) URL`);

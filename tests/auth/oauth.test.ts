@@ -7,6 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { startOAuthStandIn, type OAuthStandIn } from "./oauth-provider";
 import { buildAuthApp, type AuthTestApp, jsonOf } from "./support";
+import { finishOAuth, stampLegacyLinks, userForProfile } from "../../src/auth/oauth";
+import { captureLog } from "../support/log";
 
 let provider: OAuthStandIn;
 let t: AuthTestApp;
@@ -67,7 +69,7 @@ describe("GitHub", () => {
     expect(callback.headers.get("location")).toBe("/dashboard");
     expect(callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_state=; Path=/auth") && c.includes("Max-Age=0"))).toBe(true);
     expect(await signedInEmail(callback)).toBe("octo@example.com");
-    expect(t.deps.db.$client.query("SELECT provider, provider_user_id, user_id FROM oauth_accounts").all()).toEqual([{ provider: "github", provider_user_id: "101", user_id: 1 }]);
+    expect(t.deps.db.$client.query("SELECT provider, provider_user_id, user_id FROM oauth_accounts").all()).toEqual([{ provider: `github ${provider.url}`, provider_user_id: "101", user_id: 1 }]);
   });
 
   test("links to an existing user by verified email even with sign-up closed, then by account id", async () => {
@@ -182,5 +184,63 @@ describe("Google", () => {
     expect(callback.status).toBe(303);
     expect(callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_failed");
     expect(count("sessions")).toBe(0);
+  });
+});
+
+describe("provider servers and failures", () => {
+  test("a link names its server: the same account id at another server is a stranger (regression: after api_url changed, whoever held the id there signed in to the linked account)", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "201", email: "cli@example.com", verified: true };
+    expect(await signedInEmail((await signIn("github")).callback)).toBe("cli@example.com");
+    expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts").get()).toEqual({ provider: `github ${provider.url}` });
+    const elsewhere = { provider: "github", server: "https://ghe.example.com", providerUserId: "201", email: "stranger@elsewhere.org", emailVerified: false } as const;
+    expect(await userForProfile(t.deps.db, t.deps.config, elsewhere)).toMatchObject({ reason: "oauth_unverified" });
+    expect(await userForProfile(t.deps.db, t.deps.config, { ...elsewhere, server: provider.url })).toMatchObject({ email: "cli@example.com" });
+  });
+
+  test("links stored under the provider alone are taken to come from the server configured now", async () => {
+    t = app();
+    const user = await t.user("old@example.com");
+    t.deps.db.$client.run("INSERT INTO oauth_accounts (provider, provider_user_id, user_id, created_at) VALUES ('github', '7', ?1, 1), ('google', 'g7', ?1, 1)", [user.id]);
+    expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(2);
+    expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts ORDER BY provider").all()).toEqual([{ provider: `github ${provider.url}` }, { provider: `google ${provider.url}` }]);
+    expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(0);
+    provider.account = { id: "7", email: "someone-else@example.com", verified: true };
+    expect(await signedInEmail((await signIn("github")).callback)).toBe("old@example.com");
+  });
+
+  test("the code exchange gives up after the timeout, a profile over 1 MiB is refused, and each failure is logged by step and cause without the provider's text (regression: a silent provider held the callback for minutes)", async () => {
+    const slow = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(request) {
+        const url = new URL(request.url);
+        if (url.pathname === "/token" && new URLSearchParams(await request.text()).get("code") === "code-that-hangs") return new Promise<Response>(() => {});
+        if (url.pathname === "/token") return Response.json({ access_token: "token-abc", token_type: "bearer" });
+        return new Response(`{"id":1,"pad":"${"x".repeat(1_100_000)}"}`, { headers: { "content-type": "application/json" } });
+      },
+    });
+    const captured = captureLog();
+    try {
+      const base = `http://127.0.0.1:${slow.port}`;
+      t = buildAuthApp({ auth: { github: { client_id: "id", client_secret: "secret-456", token_url: `${base}/token`, api_url: base } } });
+      const finish = (code: string) => finishOAuth(t.deps.config, "github", { code, state: "s", expectedState: "s", verifier: null }, { timeoutMs: 200 });
+      expect(await finish("code-that-hangs")).toMatchObject({ status: 502, reason: "oauth_failed" });
+      expect(await finish("code-that-works")).toMatchObject({ status: 502, reason: "oauth_failed" });
+      t.close();
+      t = app();
+      t.deps.config.auth.github!.client_secret = "wrong-secret";
+      expect((await signIn("github")).callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_failed");
+      const failures = captured.lines().map((line) => JSON.parse(line)).filter((line) => line.msg.startsWith("github sign-in failed"));
+      expect(failures.map(({ step, cause }) => ({ step, cause }))).toEqual([
+        { step: "code exchange", cause: "no answer within 0.2 s" },
+        { step: "profile read", cause: "the answer is over 1 MiB" },
+        { step: "code exchange", cause: "the provider answered invalid_client" },
+      ]);
+      expect(captured.lines().join("")).not.toMatch(/secret-456|wrong-secret|token-abc|code-that/);
+    } finally {
+      captured.restore();
+      slow.stop(true);
+    }
   });
 });

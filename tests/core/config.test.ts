@@ -158,6 +158,9 @@ targets = [{ upstream = "u" }]
     for (const [raw, key] of [
       [{ upstreams: [{ name: "a", base_url: "http://user:SECRETPASS@127.0.0.1:99999/v1" }] }, "upstreams[0].base_url"],
       [{ jobs: [{ job_id: 1, forward: "https://hooks.example:123456/services/SECRETPATH" }] }, "jobs[0].forward"],
+      // Regression: a bad OAuth endpoint passed `config check` and failed only at sign-in.
+      [{ auth: { github: { client_id: "x", client_secret: "y", api_url: "not a url" } } }, "auth.github.api_url"],
+      [{ auth: { google: { client_id: "x", client_secret: "y", token_url: "ftp://tokens.example/" } } }, "auth.google.token_url"],
     ] as const) {
       const message = (() => { try { buildConfig(raw as Record<string, unknown>, { env: {} }); return "no error"; } catch (err) { return (err as Error).message; } })();
       expect(message).toBe(`${key}: not a valid http(s) URL`);
