@@ -258,6 +258,8 @@ function checkReferences(config: Config): void {
       if (Number(m.price[part].toFixed(6)) !== m.price[part]) {
         throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit per 1M tokens), so costs stay exact`);
       }
+      // Else the price would be listed, logged and counted as spent, but never charged.
+      if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged; remove the price, or free = true`);
     }
     for (const name of [m.id, ...m.aliases]) {
       if (names.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);

@@ -12,8 +12,8 @@ beforeAll(() => {
     server: { max_body_bytes: 2048 },
     upstreams: [{ name: "mock", base_url: mock.url, api_key: "upstream-secret" }],
     models: [
-      { id: "m1", targets: [{ upstream: "mock", model: "mock-small" }], free: true, price: { prompt: 2, completion: 3 } },
-      { id: "org/m2:8b", aliases: ["m2"], targets: [{ upstream: "mock", model: "mock-small" }] },
+      { id: "m1", targets: [{ upstream: "mock", model: "mock-small" }], free: true },
+      { id: "org/m2:8b", aliases: ["m2"], targets: [{ upstream: "mock", model: "mock-small" }], price: { prompt: 2, completion: 3 } },
     ],
   });
 });
@@ -132,10 +132,10 @@ describe("POST /v1/chat/completions routing", () => {
   });
 
   test("non-streamed usage is captured and priced", async () => {
-    const res = await t.chat({ model: "m1", messages: user });
+    const res = await t.chat({ model: "m2", messages: user });
     const body = (await res.json()) as any;
     const record = t.records.find((r) => r.requestId === res.headers.get("x-request-id"))!;
-    expect(record).toMatchObject({ model: "m1", upstream: "mock", status: 200, promptTokens: body.usage.prompt_tokens, completionTokens: 6 });
+    expect(record).toMatchObject({ model: "org/m2:8b", upstream: "mock", status: 200, promptTokens: body.usage.prompt_tokens, completionTokens: 6 });
     expect(record.costMicro).toBe(body.usage.prompt_tokens * 2 + 6 * 3);
   });
 
@@ -192,7 +192,8 @@ describe("service endpoints", () => {
   test("GET /v1/models lists routes with price and free-tier fields", async () => {
     const body = (await (await t.request("/v1/models")).json()) as any;
     expect(body.object).toBe("list");
-    expect(body.data[0]).toMatchObject({ id: "m1", object: "model", owned_by: "mock", free: true, price: { prompt: 2, completion: 3 } });
+    expect(body.data[0]).toMatchObject({ id: "m1", object: "model", owned_by: "mock", free: true, price: { prompt: 0, completion: 0 } });
+    expect(body.data[1]).toMatchObject({ id: "org/m2:8b", free: false, price: { prompt: 2, completion: 3 } });
   });
 
   test("GET /v1/models/{id} answers one route by id (slashes as sent or encoded) or alias", async () => {

@@ -133,6 +133,20 @@ targets = [{ upstream = "u" }]
     expect(message).toBe('models[1]: model id or alias "a" is used twice');
   });
 
+  test("a free model with a price is refused (regression: the price was listed, logged and counted as spent, never charged)", () => {
+    const message = errorOf(`
+[[upstreams]]
+name = "u"
+base_url = "http://x/v1"
+[[models]]
+id = "a"
+free = true
+price = { prompt = 0.0, completion = 5.0 }
+targets = [{ upstream = "u" }]
+`);
+    expect(message).toBe("models[0].price.completion: a free model is never charged; remove the price, or free = true");
+  });
+
   test("invalid TOML is a ConfigError naming the file, line and column (regression: a key set twice named neither)", () => {
     expect(() => parseTomlText("[server\nlisten = 1", "x.toml")).toThrow(/^x\.toml:1:\d+: invalid TOML/);
     expect(() => parseTomlText('[[upstreams]]\nname = "x"\nname = "y"\n', "dup.toml")).toThrow(/^dup\.toml:3:1: invalid TOML: trying to redefine/);

@@ -37,7 +37,7 @@ function appOver(extra: { token_limit_field?: string } = {}, failFirst = false) 
     models: [
       { id: "paid", targets: [{ upstream: "a" }, { upstream: "b" }], price: { prompt: 1, completion: 2 } },
       { id: "prompt-only", targets: [{ upstream: "a" }], price: { prompt: 1, completion: 0 } },
-      { id: "free", targets: [{ upstream: "a" }], free: true, price: { prompt: 1, completion: 2 } },
+      { id: "free", targets: [{ upstream: "a" }], free: true },
     ],
     routing: { default_max_tokens: 300 },
   });

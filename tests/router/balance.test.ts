@@ -340,7 +340,7 @@ describe("discover", () => {
     const up = mock({ models: ["shared", "other"] });
     const gw = routerApp({
       upstreams: [{ name: "up", base_url: up.url, discover: true }],
-      models: [{ id: "shared", free: true, price: { prompt: 2 }, targets: [{ upstream: "up", model: "real-name" }] }],
+      models: [{ id: "shared", free: true, targets: [{ upstream: "up", model: "real-name" }] }],
     });
     await discoverOnce(gw.deps.registry, gw.deps.config.upstreams[0]);
     const models = (await json(await gw.request("/v1/models"))).data;
