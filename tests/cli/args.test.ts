@@ -273,6 +273,24 @@ describe("parseExpiry", () => {
     expect(parseExpiry("2027-01-01T12:30:00+02:00", now)).toBe(Date.UTC(2027, 0, 1, 10, 30));
   });
 
+  test("a time without an offset is UTC, as a day is, whatever the machine's zone (regression: it was read in local time)", () => {
+    const zone = process.env.TZ;
+    process.env.TZ = "America/New_York";
+    try {
+      expect(new Date(2027, 0, 1).getTimezoneOffset()).toBe(300); // the zone took effect
+      expect(parseExpiry("2027-01-01T12:00", now)).toBe(Date.UTC(2027, 0, 1, 12));
+      expect(parseExpiry("2027-01-01T12:00:30.5", now)).toBe(Date.UTC(2027, 0, 1, 12, 0, 30, 500));
+      expect(parseExpiry("2027-01-01", now)).toBe(Date.UTC(2027, 0, 1));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
+  test("a day in the years 0 to 99 is in the past, not nonsense (regression: Date.UTC read 0001 as 1901)", () => {
+    expect(() => parseExpiry("0001-01-01", now)).toThrow("is in the past");
+  });
+
   test("refused: a zero duration (regression: 0d made a key that had already expired), the past, nonsense", () => {
     // Dates only as ISO 8601 and only days that exist (regression: "1" was the year 2001, 2027-02-30 was March 2).
     for (const text of ["0d", "0m", "000h", "2026-01-01", "-5d", "1.5d", "soon", "", "1", "2027-02-30", "2027-13-01", "Jan 1 2030", "2030"]) {
