@@ -40,7 +40,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
   }
-  stampLegacyLinks(database.db, config);
+  const stamped = stampLegacyLinks(database.db, config);
+  if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const registry = new ModelRegistry(config);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();

@@ -11,20 +11,20 @@
  * within one server (GitHub Enterprise numbers its users from 1 as github.com does), so a link
  * made at one never signs in the holder of the same id at another.
  *
- * The code exchange and each profile read are bounded (10 s; a profile answer of at most 1 MiB),
- * and a failure at the provider is logged by provider, step and status, never with its text.
+ * Talking to the provider after its redirect (the code exchange, the profile) is ./oauth-calls.ts.
  */
 import { and, eq } from "drizzle-orm";
-import { ArcticFetchError, CodeChallengeMethod, OAuth2Client, OAuth2RequestError, generateCodeVerifier, generateState } from "arctic";
+import { CodeChallengeMethod, OAuth2Client, generateCodeVerifier, generateState } from "arctic";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { oauthAccounts } from "../db/schema";
 import { createUser, findUserByEmail, findUserById, normalizeEmail, signupRefusal, type User } from "./users";
 import { equalSecrets } from "./tokens";
 import type { RefusalCode } from "./refusal";
-import { log } from "../log";
+import { exchangeCode, PROVIDER_TIMEOUT_MS, readProfile, type OAuthProfile, type Provider, type ProviderEndpoints } from "./oauth-calls";
 
-export type Provider = "github" | "google";
+export type { Provider };
+
 export const STATE_COOKIE = "mg_oauth_state";
 export const VERIFIER_COOKIE = "mg_oauth_verifier";
 
@@ -43,24 +43,8 @@ const ENDPOINTS: Record<Provider, { authorize: string; token: string; api: strin
   },
 };
 
-/** How long the code exchange and each profile read may take. */
-const PROVIDER_TIMEOUT_MS = 10_000;
-const PROFILE_MAX_BYTES = 1_048_576;
-
-export interface OAuthProfile {
-  provider: Provider;
-  /** The origin of the API that gave providerUserId: the namespace of the id. */
-  server: string;
-  providerUserId: string;
-  email: string | null;
-  emailVerified: boolean;
-}
-
-interface ProviderSetup {
-  client: OAuth2Client;
+interface ProviderSetup extends ProviderEndpoints {
   authorize: string;
-  token: string;
-  api: string;
 }
 
 function setup(config: Config, provider: Provider): ProviderSetup | null {
@@ -105,103 +89,10 @@ export async function finishOAuth(
   }
   if (!input.code) return { error: "the provider sent no authorization code", status: 400, reason: "oauth_failed" };
   if (provider === "google" && !input.verifier) return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400, reason: "oauth_state" };
-  let accessToken: string;
-  try {
-    accessToken = (await withinTimeout(p.client.validateAuthorizationCode(p.token, input.code, input.verifier), timeoutMs)).accessToken();
-  } catch (error) {
-    logFailure(provider, "code exchange", error, timeoutMs);
-    return { error: `${provider} did not accept the authorization code`, status: 502, reason: "oauth_failed" };
-  }
-  try {
-    const call: ProfileCall = { api: p.api, server: new URL(p.api).origin, accessToken, timeoutMs };
-    return provider === "github" ? await githubProfile(call) : await googleProfile(call);
-  } catch (error) {
-    logFailure(provider, "profile read", error, timeoutMs);
-    return { error: `could not read the ${provider} profile`, status: 502, reason: "oauth_failed" };
-  }
-}
-
-/**
- * What an operator needs to tell a wrong client secret or endpoint from a user's cancel: the
- * step and what went wrong (an OAuth error code, an HTTP status, no answer), never the provider's
- * text, which may echo the code or a token.
- */
-function logFailure(provider: Provider, step: string, error: unknown, timeoutMs: number): void {
-  log("warn", `${provider} sign-in failed at the ${step}`, { provider, step, cause: failureCause(error, timeoutMs) });
-}
-
-function failureCause(error: unknown, timeoutMs: number): string {
-  if (error instanceof OAuth2RequestError) return /^[a-z_]{1,40}$/.test(error.code) ? `the provider answered ${error.code}` : "the provider answered an OAuth error";
-  const { status, name, code } = (error ?? {}) as { status?: unknown; name?: unknown; code?: unknown };
-  if (typeof status === "number") return `HTTP ${status}`;
-  if (name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
-  if (error instanceof ArcticFetchError || (typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code))) return "the provider could not be reached";
-  if (error instanceof RangeError) return "the answer is over 1 MiB";
-  if (error instanceof SyntaxError) return "the answer is not JSON";
-  return "the answer lacks what sign-in needs";
-}
-
-/** arctic's fetch takes no signal: the exchange is abandoned (not cancelled) after the timeout. */
-function withinTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: Timer | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DOMException("the provider did not answer in time", "TimeoutError")), timeoutMs);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
-class ProviderStatus extends Error {
-  constructor(readonly status: number) {
-    super(`HTTP ${status}`);
-  }
-}
-
-/** A profile read: where, with which token, and how long it may take. */
-interface ProfileCall {
-  api: string;
-  /** The origin of `api`: the namespace of the account ids it gives. */
-  server: string;
-  accessToken: string;
-  timeoutMs: number;
-}
-
-async function getJson(call: ProfileCall, path: string): Promise<unknown> {
-  const response = await fetch(`${call.api}${path}`, {
-    headers: { authorization: `Bearer ${call.accessToken}`, accept: "application/json", "user-agent": "modelgate" },
-    signal: AbortSignal.timeout(call.timeoutMs),
-  });
-  if (!response.ok) throw new ProviderStatus(response.status);
-  return JSON.parse(await boundedText(response, PROFILE_MAX_BYTES));
-}
-
-/** The body as text, or a RangeError once it passes `limit` bytes (the rest is not read). */
-async function boundedText(response: Response, limit: number): Promise<string> {
-  if (Number(response.headers.get("content-length") ?? 0) > limit) throw new RangeError("profile answer too large");
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of (response.body ?? []) as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) throw new RangeError("profile answer too large");
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-async function githubProfile(call: ProfileCall): Promise<OAuthProfile> {
-  const user = (await getJson(call, "/user")) as { id?: unknown };
-  if (typeof user?.id !== "number" && typeof user?.id !== "string") throw new Error("no user id");
-  const emails = await getJson(call, "/user/emails");
-  const list = Array.isArray(emails) ? (emails as Array<{ email?: unknown; primary?: unknown; verified?: unknown }>) : [];
-  const verified = list.filter((e) => e.verified === true && typeof e.email === "string");
-  const chosen = verified.find((e) => e.primary === true) ?? verified[0];
-  return { provider: "github", server: call.server, providerUserId: String(user.id), email: chosen ? String(chosen.email) : null, emailVerified: chosen !== undefined };
-}
-
-async function googleProfile(call: ProfileCall): Promise<OAuthProfile> {
-  const info = (await getJson(call, "/userinfo")) as { sub?: unknown; email?: unknown; email_verified?: unknown };
-  if (typeof info?.sub !== "string" || info.sub === "") throw new Error("no subject");
-  const email = typeof info.email === "string" ? info.email : null;
-  return { provider: "google", server: call.server, providerUserId: info.sub, email, emailVerified: email !== null && (info.email_verified === true || info.email_verified === "true") };
+  const accessToken = await exchangeCode(provider, p, { code: input.code, verifier: input.verifier }, timeoutMs);
+  if (accessToken === null) return { error: `${provider} did not accept the authorization code`, status: 502, reason: "oauth_failed" };
+  const profile = await readProfile(provider, p, accessToken, timeoutMs);
+  return profile ?? { error: `could not read the ${provider} profile`, status: 502, reason: "oauth_failed" };
 }
 
 /** The user this provider account signs in as, linking or creating one as the header says. */

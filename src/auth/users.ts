@@ -5,7 +5,7 @@
  * password signs in through OAuth.
  *
  *   createUser(db, { email, password?, isAdmin?, emailUnverified? }) -> User | UserError
- *   findUserByEmail(db, email) / findUserById(db, id) -> User | null
+ *   findUserByEmail(db, email) / findUserById(db, id) / findUserByStoredEmail(db, email) -> User | null
  *   checkPassword(db, email, password) -> { ok, user } | { ok: false, reason }   (constant work
  *     whether or not the user exists; "disabled" only once the password matched)
  *   verifyPassword(db, email, password) -> User | null   (an enabled account whose password matches)
@@ -68,12 +68,22 @@ function foldCase(text: string): string {
   return text.normalize("NFKC").toLowerCase().normalize("NFKC");
 }
 
-/** A domain as emails are stored: case-folded, and an ASCII-encoded (`xn--`) label in its Unicode form, as both name one domain. */
+/**
+ * A domain as emails are stored: case-folded, and each ASCII-encoded label (`xn--bcher-kva`) in
+ * its Unicode form (`bücher`), as both name one domain. Only such labels are decoded, one at a
+ * time (domainToUnicode on a whole domain would also cut it at `/` and drop invisible characters
+ * that the address check must see); one that does not decode cleanly stays as it is.
+ */
 function normalizeDomain(domain: string): string {
   const folded = foldCase(domain);
   if (!folded.includes("xn--")) return folded;
-  const unicode = domainToUnicode(folded);
-  return unicode === "" ? folded : foldCase(unicode);
+  return folded.split(".").map(decodedLabel).join(".");
+}
+
+function decodedLabel(label: string): string {
+  if (!/^xn--[a-z0-9-]+$/.test(label)) return label;
+  const unicode = domainToUnicode(label);
+  return unicode === "" || unicode.includes("\ufffd") || unicode.includes(".") || unicode.startsWith("xn--") ? label : foldCase(unicode);
 }
 
 export function passwordProblem(password: unknown): string | null {
@@ -115,6 +125,15 @@ export function findUserByEmail(db: Db, email: string): User | null {
   const normalized = normalizeEmail(email);
   if (normalized === null) return null;
   return db.select().from(users).where(eq(users.email, normalized)).get() ?? null;
+}
+
+/**
+ * The user whose stored email is exactly `email`, not its lookup form: the one way to reach an
+ * account whose stored email normalizeStoredEmails could not rewrite (its form is another
+ * account's), as the start-up warning names it. For the CLI only; sign-in never looks this way.
+ */
+export function findUserByStoredEmail(db: Db, email: string): User | null {
+  return db.select().from(users).where(eq(users.email, email)).get() ?? null;
 }
 
 export function findUserById(db: Db, id: number): User | null {

@@ -15,7 +15,7 @@ import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
-import { createUser, disableUser, enableUser, findUserByEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
+import { createUser, disableUser, enableUser, findUserByEmail, findUserByStoredEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
 import { deleteUserSessions } from "../auth/session";
 import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
@@ -55,9 +55,13 @@ function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
   }
 }
 
-/** The user, or a usage error naming the database looked in: run elsewhere, a relative data_dir is another one. */
+/**
+ * The user, or a usage error naming the database looked in: run elsewhere, a relative data_dir is
+ * another one. An email typed exactly as stored comes first, so that an account whose stored form
+ * is stuck (reported at start) can still be disabled or fixed by the address the warning shows.
+ */
 function requireUser(db: Db, email: string, ctx: Pick<CliContext, "dataDir">): User {
-  const user = findUserByEmail(db, email);
+  const user = findUserByStoredEmail(db, email) ?? findUserByEmail(db, email);
   if (!user) {
     throw new UsageError(`no user with the email ${email} in ${join(resolve(ctx.dataDir()), "modelgate.db")} (create one with: modelgate user add ${email}; a server's database is under the data_dir of its config: run from its directory, or pass --config)`);
   }

@@ -259,7 +259,7 @@ function checkReferences(config: Config): void {
         throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit per 1M tokens), so costs stay exact`);
       }
       // Else the price would be listed, logged and counted as spent, but never charged.
-      if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged; remove the price, or free = true`);
+      if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged: remove the price, or remove free = true`);
     }
     for (const name of [m.id, ...m.aliases]) {
       if (names.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);

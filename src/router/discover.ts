@@ -13,6 +13,7 @@
 import type { UpstreamConfig } from "../config/schema";
 import { log as serviceLog, type Logger } from "../log";
 import type { ModelRegistry } from "./registry";
+import { responseText } from "../response-text";
 import type { UpstreamState } from "./upstream-state";
 
 export const MAX_MODELS = 1_000;
@@ -51,10 +52,9 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
       signal: AbortSignal.timeout(upstream.connect_timeout_ms),
     });
     if (!response.ok) throw new Error(`answered ${response.status}`);
-    if (Number(response.headers.get("content-length") ?? 0) > MAX_LIST_BYTES) throw new Error(`answered a list over ${MAX_LIST_BYTES} bytes`);
-    const bytes = await response.arrayBuffer();
-    if (bytes.byteLength > MAX_LIST_BYTES) throw new Error(`answered a list over ${MAX_LIST_BYTES} bytes`);
-    const body = JSON.parse(new TextDecoder().decode(bytes)) as { data?: { id?: unknown }[] } | null;
+    const text = await responseText(response, MAX_LIST_BYTES);
+    if (text === null) throw new Error(`answered a list over ${MAX_LIST_BYTES} bytes`);
+    const body = JSON.parse(text) as { data?: { id?: unknown }[] } | null;
     if (!Array.isArray(body?.data)) throw new Error("answered without a data array");
     const listed = body.data
       .map((m) => m?.id)

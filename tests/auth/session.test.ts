@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
-import { createUser, hashPassword, setPassword } from "../../src/auth/users";
+import { createUser, hashPassword, normalizeEmail, setPassword } from "../../src/auth/users";
 import { deleteUserSessions } from "../../src/auth/session";
 import { createSession, createSessionValidator } from "../../src/auth/session";
 
@@ -359,6 +359,12 @@ describe("sign-up policy", () => {
     const again = await t.request("/auth/signup", json({ email: "a@B\u00dcCHER.de", password: "long enough" }));
     expect(again.status).toBe(400);
     expect((await jsonOf(again)).error.param).toBe("email");
+    // Only xn-- labels are decoded, one at a time: nothing else in the domain is cut, decoded or dropped.
+    expect(normalizeEmail("a@sub.XN--BCHER-KVA.de")).toBe("a@sub.b\u00fccher.de");
+    expect(normalizeEmail("a@xn--bcher-kva.de\u200b")).toBeNull();
+    expect(normalizeEmail("a@xn--bcher-kva.de/x")).toBe("a@b\u00fccher.de/x");
+    expect(normalizeEmail("a@xn--bcher-kva.d%65")).toBe("a@b\u00fccher.d%65");
+    expect(normalizeEmail("a@xn--xn--bcher-kva-8ob.com")).toBe("a@xn--xn--bcher-kva-8ob.com");
   });
 
   test("domain: allowed_domains are compared in the form emails take (regression: a fullwidth or xn-- entry matched nothing)", async () => {

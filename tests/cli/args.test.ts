@@ -47,6 +47,27 @@ describe("parseArgs", () => {
   });
 });
 
+describe("an account whose stored email is stuck", () => {
+  test("is reached by its address as stored, as the start-up warning shows it (regression: `user disable` on it disabled the other account)", async () => {
+    const { config, dataDir } = freshConfig();
+    const opened = openDatabase(dataDir);
+    await createUser(opened.db, { email: "ann@b\u00fccher.de" });
+    // As an earlier release stored it: its lookup form, ann@bücher.de, belongs to the account above.
+    opened.sqlite.run("INSERT INTO users (email, created_at, email_unverified) VALUES ('ann@xn--bcher-kva.de', 1, 0)");
+    opened.close();
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "disable", "ann@xn--bcher-kva.de", "--config", config])).toBe(0);
+    } finally {
+      error.mockRestore();
+    }
+    const after = openDatabase(dataDir);
+    const rows = after.sqlite.query("SELECT email, disabled_at IS NOT NULL AS disabled FROM users ORDER BY id").all();
+    after.close();
+    expect(rows).toEqual([{ email: "ann@b\u00fccher.de", disabled: 0 }, { email: "ann@xn--bcher-kva.de", disabled: 1 }]);
+  });
+});
+
 describe("user add --admin", () => {
   test("refuses an account made by a password sign-up (regression: the squatter's session became an administrator's); promotes a CLI-made one", async () => {
     const { config, dataDir } = freshConfig();

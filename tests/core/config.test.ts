@@ -144,7 +144,7 @@ free = true
 price = { prompt = 0.0, completion = 5.0 }
 targets = [{ upstream = "u" }]
 `);
-    expect(message).toBe("models[0].price.completion: a free model is never charged; remove the price, or free = true");
+    expect(message).toBe("models[0].price.completion: a free model is never charged: remove the price, or remove free = true");
   });
 
   test("invalid TOML is a ConfigError naming the file, line and column (regression: a key set twice named neither)", () => {
