@@ -10,8 +10,7 @@
  *   safeNext(value) -> a /dashboard path (the only places a sign-in may lead to)
  */
 import type { Config } from "../config/schema";
-import { allowedDomains } from "./users";
-import { PASSWORD_MAX, PASSWORD_MIN } from "./users";
+import { allowedDomains, PASSWORD_MAX, PASSWORD_MIN } from "./users";
 
 const MESSAGES = {
   credentials: "The email or password is incorrect.",
