@@ -1,8 +1,9 @@
 /**
  * Users and their passwords, as plain functions over a database handle (server and CLI).
- * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased, NFKC again; an
- * ASCII-encoded international domain, `xn--…`, in its Unicode form), so lookups are exact. Passwords are argon2id (Bun.password); only the hash is stored. A user without a
- * password signs in through OAuth.
+ * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased, NFKC again; each
+ * ASCII-encoded domain label, `xn--…`, in its Unicode form), so lookups are exact. Passwords are
+ * argon2id (Bun.password); only the hash is stored. A user without a password signs in through
+ * OAuth.
  *
  *   createUser(db, { email, password?, isAdmin?, emailUnverified? }) -> User | UserError
  *   findUserByEmail(db, email) / findUserById(db, id) / findUserByStoredEmail(db, email) -> User | null
