@@ -106,8 +106,9 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
     .get();
   let user = link ? findUserById(db, link.userId) : null;
   if (!user) {
-    const email = profile.emailVerified ? normalizeEmail(profile.email) : null;
-    if (email === null) return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
+    if (!profile.emailVerified || profile.email === null) return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
+    const email = normalizeEmail(profile.email);
+    if (email === null) return { error: `the verified email address of your ${name} account is not one this gateway accepts as an address`, status: 403, reason: "oauth_email_invalid" };
     user = findUserByEmail(db, email);
     // A password sign-up never proved its address: whoever made it may not be the address's owner.
     if (user?.emailUnverified) {

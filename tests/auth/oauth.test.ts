@@ -99,6 +99,16 @@ describe("GitHub", () => {
     expect(count("sessions")).toBe(0);
   });
 
+  test("a verified email the gateway does not take as an address is named as such (regression: it was reported as no verified email)", async () => {
+    t = app({ signup: "open" });
+    provider.account = { id: "606", email: "jdoe@example.com.", verified: true };
+    const { callback } = await signIn("github", { headers: JSON_ACCEPT });
+    expect(callback.status).toBe(403);
+    expect((await jsonOf(callback)).error.message).toContain("is not one this gateway accepts as an address");
+    expect((await signIn("github")).callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_email_invalid");
+    expect(count("users")).toBe(0);
+  });
+
   test("a verified email never joins an account made by password sign-up (regression: a squatter who signed up with the victim's address shared the victim's account)", async () => {
     t = app({ signup: "open" });
     const signup = await t.request("/auth/signup", { method: "POST", headers: { ...JSON_ACCEPT, "content-type": "application/json" }, body: JSON.stringify({ email: "victim@example.com", password: "squatter pw" }) });
