@@ -380,15 +380,18 @@ describe("dashboard pages", () => {
     expect(page).toContain("exit &lt;1&gt;");
   });
 
-  test("sign-out needs the CSRF token, then ends the session", async () => {
+  test("sign-out needs this origin, not a current CSRF token (regression: a tab opened under an earlier session answered its Sign out as if done, and the session went on)", async () => {
     const t = await setup();
     const alice = await t.signIn("alice@example.com");
-    await t.post("/dashboard/signout", {}, { cookie: alice.cookie });
-    expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
     // Another site's form, which the browser sends without the cookie, clears nothing (regression: it signed the browser out).
     const crossSite = await t.post("/dashboard/signout", {}, { origin: "https://evil.example" });
     expect(crossSite.headers.get("set-cookie")).toBeNull();
-    const out = await t.post("/dashboard/signout", { csrf: alice.csrf }, { cookie: alice.cookie });
+    const withCookie = await t.post("/dashboard/signout", { csrf: alice.csrf }, { cookie: alice.cookie, origin: "https://evil.example" });
+    expect(withCookie.headers.get("set-cookie")).toBeNull();
+    expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
+    // An older tab's page holds the CSRF token of the session it was opened under.
+    const older = createSession(t.deps.db, { userId: alice.user.id, now: NOW, durationMs: 86_400_000 });
+    const out = await t.post("/dashboard/signout", { csrf: csrfToken(older.token) }, { cookie: alice.cookie });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(303);
