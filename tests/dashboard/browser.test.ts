@@ -390,7 +390,17 @@ describe("dashboard in chromium", () => {
         const box = (await button.boundingBox())!;
         expect(box.x).toBeGreaterThanOrEqual(0);
         expect(box.x + box.width).toBeLessThanOrEqual(375);
+        // One line of text (regression: squeezed to 41 px, "Disable" wrapped into four lines).
+        expect(box.height).toBeLessThan(40);
       }
+      // The table scrolls inside its card instead of breaking emails mid-word: the address is one line.
+      const lines = (await page.evaluate(`(() => {
+        const cell = [...document.querySelectorAll("td")].find((td) => td.textContent === ${JSON.stringify(CAROL.email)});
+        const range = document.createRange();
+        range.selectNodeContents(cell);
+        return range.getClientRects().length;
+      })()`)) as number;
+      expect(lines).toBe(1);
       await browser.screenshot("admin-phone");
     } finally {
       await page.setViewportSize({ width: 1100, height: 800 });
