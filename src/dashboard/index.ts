@@ -147,7 +147,10 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .get("/dashboard/admin", ({ request, query }) => {
       const g = guard(request, { admin: true });
       if (g instanceof Response) return g;
-      return renderAdmin(g, typeof query.done === "string" ? { kind: "ok", text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null);
+      const notice = typeof query.done === "string" ? { kind: "ok" as const, text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null;
+      // After a grant, the user granted to stays picked: grants to several users in a row must not fall back to the first (an admin).
+      const grantedTo = query.done === "credits" && typeof query.user === "string" ? query.user : null;
+      return renderAdmin(g, notice, 200, grantedTo === null ? null : { userId: grantedTo, amount: "", note: "" });
     }, hidden)
     .post("/dashboard/admin/users", async ({ request, body }) => {
       const g = guardForm(request, body, { admin: true });
@@ -186,7 +189,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const note = (g.form.note ?? "").trim().slice(0, 200);
       const granted = accounts.grantCredits({ userId, micro, note: note || null });
       if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, sent);
-      return redirect("/dashboard/admin?done=credits");
+      return redirect(`/dashboard/admin?done=credits&user=${userId}`);
     }, hidden)
     .post("/dashboard/admin/keys/:id/revoke", ({ request, body, params }) => {
       const g = guardForm(request, body, { admin: true });
@@ -207,7 +210,7 @@ const ADMIN_NOTICES: Record<string, string> = {
   enable: "The user was enabled.",
   verify: "The address was marked proven.",
   already_proven: "The address was already proven; nothing changed.",
-  credits: "Credits granted.",
+  credits: "Credits granted to the user still picked below.",
   revoked: "The key was revoked.",
 };
 

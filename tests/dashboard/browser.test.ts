@@ -181,6 +181,9 @@ describe("dashboard in chromium", () => {
     await page.waitForURL(/done=credits/);
     await expectText(page.getByRole("status"), "Credits granted");
     await expectAttribute(page.locator(`tr[data-user="${CAROL.email}"] [data-balance]`), "data-balance", "25500000");
+    // The user granted to stays picked for the next grant (regression: the first user, the admin, was picked again).
+    const picked = (await page.evaluate('document.getElementById("grant-user").selectedOptions[0].textContent')) as string;
+    expect(picked).toBe(CAROL.email);
     await browser.screenshot("admin");
 
     await actAs(CAROL.email);
@@ -361,6 +364,9 @@ describe("dashboard in chromium", () => {
     await page.setViewportSize({ width: 375, height: 800 });
     try {
       await page.goto(`${gw.url}/dashboard/keys`);
+      // The field takes 100 characters however they are encoded (regression: 50 emoji filled it).
+      await page.getByLabel("Name").pressSequentially("😀".repeat(60));
+      expect([...(await page.getByLabel("Name").inputValue())]).toHaveLength(60);
       await page.getByLabel("Name").fill("n".repeat(100));
       await page.getByRole("button", { name: "Create key" }).click();
       await page.locator("#new-key").waitFor();

@@ -31,7 +31,7 @@ export interface AdminView {
   selfId: number;
   /** GitHub or Google sign-in is configured: a user may then be made without a password. */
   oauth: boolean;
-  /** A refused grant's form as it was sent, shown again; null for a fresh one. */
+  /** A refused grant's form as it was sent, shown again, or the user just granted to; null for a fresh one. */
   grant: { userId: string; amount: string; note: string } | null;
 }
 

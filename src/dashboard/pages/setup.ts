@@ -17,7 +17,7 @@ export function setupPage(view: { token: string; error: string | null }): Html {
     <label for="email">Administrator email</label>
     <input id="email" name="email" type="email" required autocomplete="username" autofocus>
     <label for="password">Password <span class="hint">8 to 256 characters</span></label>
-    <input id="password" name="password" type="password" required minlength="8" maxlength="256" autocomplete="new-password">
+    <input id="password" name="password" type="password" required minlength="8" maxlength="512" autocomplete="new-password">
     <button type="submit">Create administrator</button>
   </form>
 </div>`;
