@@ -14,6 +14,7 @@ import type { UpstreamConfig } from "../config/schema";
 import { log as serviceLog, type Logger } from "../log";
 import type { ModelRegistry } from "./registry";
 import { responseText } from "../response-text";
+import { withoutSecrets } from "./upstream-text";
 import type { UpstreamState } from "./upstream-state";
 
 export const MAX_MODELS = 1_000;
@@ -47,10 +48,14 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
   polling.add(state);
   const last = lastPolls.get(state) ?? { ids: null, failure: null };
   try {
+    // A redirect is refused as chat refuses it (a base_url to correct), not followed to a list of
+    // models that chat could then never reach.
     const response = await fetch(state.modelsUrl, {
       headers: state.authorization ? { authorization: state.authorization } : {},
       signal: AbortSignal.timeout(upstream.connect_timeout_ms),
+      redirect: "manual",
     });
+    if (response.status >= 300 && response.status < 400) throw new Error(`answered ${response.status}, a redirect: correct base_url`);
     if (!response.ok) throw new Error(`answered ${response.status}`);
     const text = await responseText(response, MAX_LIST_BYTES);
     if (text === null) throw new Error(`answered a list over ${MAX_LIST_BYTES} bytes`);
@@ -71,7 +76,8 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     lastPolls.set(state, { ids: current, failure: null, cut });
     return true;
   } catch (err) {
-    const message = (err as Error).message;
+    // The parser's message quotes the body, which may echo the upstream's credentials.
+    const message = withoutSecrets(String((err as Error)?.message ?? err), state.secrets);
     state.lastError = `${DISCOVERY_FAILED}${message}`;
     if (message !== last.failure) {
       log("warn", `discovery on upstream "${upstream.name}" failed: ${message}`, { models_kept: last.ids?.size ?? 0 });

@@ -280,6 +280,29 @@ describe("discover", () => {
     }
   });
 
+  test("a failed poll's reason has the upstream's credentials taken out, and a redirect is a failure, not followed (regressions: a parse error quoting the key reached /api/status; a redirected list became routes chat could not reach)", async () => {
+    const elsewhere = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ data: [{ id: "moved" }] }) });
+    let answer = (): Response => new Response("discsecretKEY777abc is not valid");
+    const up = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => answer() });
+    try {
+      const gw = routerApp({ upstreams: [{ name: "up", base_url: `http://127.0.0.1:${up.port}/v1`, api_key: "discsecretKEY777abc", discover: true }] });
+      const upstream = gw.deps.config.upstreams[0];
+      const lines: string[] = [];
+      const log = (level: string, msg: string): void => void lines.push(`${level} ${msg}`);
+      expect(await discoverOnce(gw.deps.registry, upstream, log)).toBe(false);
+      const state = gw.deps.registry.upstreams.get("up")!;
+      expect(state.lastError).toContain("[redacted]");
+      expect(`${state.lastError} ${lines.join(" ")}`).not.toContain("discsecretKEY777abc");
+      answer = () => Response.redirect(`http://127.0.0.1:${elsewhere.port}/v1/models`, 302);
+      expect(await discoverOnce(gw.deps.registry, upstream, log)).toBe(false);
+      expect(state.lastError).toContain("answered 302, a redirect: correct base_url");
+      expect(gw.deps.registry.list()).toEqual([]);
+    } finally {
+      up.stop(true);
+      elsewhere.stop(true);
+    }
+  });
+
   test("an id listed by two discovering upstreams is the route of the first in the config, whichever poll answers first", () => {
     const { config } = buildConfig({
       upstreams: [
