@@ -41,7 +41,7 @@ function list(ctx: CliContext): number {
   }
   const limitFlag = stringFlag(ctx.args, "limit");
   const limit = limitFlag === undefined ? 100 : Number(limitFlag);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a positive integer");
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000_000) throw new UsageError("--limit must be a whole number from 1 to 1000000");
   const opened = ctx.openDb();
   try {
     const rows = listJobs(opened.db, { state: state as JobState | undefined, limit });

@@ -5,7 +5,7 @@
  * again later, and a wait would hold every request.
  */
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import * as schema from "./schema";
@@ -70,8 +70,11 @@ export function openDatabase(dataDir: string): OpenedDb {
   } else {
     const file = join(dataDir, "modelgate.db");
     try {
-      // Created private: the database holds password hashes, emails and the ledger.
+      // Created private: the database holds password hashes, emails and the ledger. The file is
+      // made 0600 first, as the directory may exist already (a systemd StateDirectory, a volume);
+      // SQLite gives the -wal and -shm files the database file's mode. An existing file is left as is.
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      closeSync(openSync(file, "a", 0o600));
       sqlite = new Database(file, { create: true });
       sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       switchToWal(sqlite);

@@ -24,6 +24,21 @@ function freshConfig(): { config: string; dataDir: string } {
   return { config, dataDir };
 }
 
+describe("jobs list --limit", () => {
+  test("a limit past what SQLite takes is a usage error, not a database error (regression: 1e20 printed \"datatype mismatch\")", async () => {
+    const { config } = freshConfig();
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      for (const limit of ["99999999999999999999", "0", "1.5", "abc"]) {
+        expect(await runCli(["jobs", "list", "--limit", limit, "--config", config])).toBe(2);
+        expect(String(error.mock.calls.at(-1)?.[0])).toContain("--limit must be a whole number from 1 to 1000000");
+      }
+    } finally {
+      error.mockRestore();
+    }
+  });
+});
+
 describe("parseArgs", () => {
   test("positionals, --flag value, --flag=value and declared booleans", () => {
     const args = parseArgs(["key", "create", "--user", "a@example.com", "--name=ci", "--admin", "x"], new Set(["admin"]));

@@ -5,7 +5,7 @@
  */
 import { expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync } from "node:fs";
+import { chmodSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
@@ -79,3 +79,18 @@ test("a start while another process holds the write lock past the busy timeout n
     other.close();
   }
 }, 15_000);
+
+test("a database file made in a directory that already exists is private, and so are its -wal and -shm (regression: 0644 under the usual umask)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "mg-migrate-"));
+  chmodSync(dir, 0o755);
+  const opened = openDatabase(dir);
+  opened.sqlite.run("INSERT INTO users (email, created_at) VALUES ('a@example.com', 1)"); // the WAL is written
+  for (const name of ["modelgate.db", "modelgate.db-wal", "modelgate.db-shm"]) expect(`${name} ${(statSync(join(dir, name)).mode & 0o777).toString(8)}`).toBe(`${name} 600`);
+  opened.close();
+  // A file that exists is left as its owner set it.
+  const shared = mkdtempSync(join(tmpdir(), "mg-migrate-"));
+  writeFileSync(join(shared, "modelgate.db"), "");
+  chmodSync(join(shared, "modelgate.db"), 0o640);
+  openDatabase(shared).close();
+  expect((statSync(join(shared, "modelgate.db")).mode & 0o777).toString(8)).toBe("640");
+});
