@@ -1,8 +1,9 @@
 /**
  * Prometheus text exposition (format 0.0.4), hand-written: labelled counters and histograms that
  * cost a few Map lookups and no allocation per observation, and gauges computed at scrape time.
- * Series are created on first use and never removed, so label values must come from a bounded set
- * (configured models and upstreams, identity kinds, HTTP statuses), never from client input.
+ * Series are created on first use and removed only by retain(), so label values must come from a
+ * bounded set (configured and discovered models, upstreams, identity kinds, HTTP statuses), never
+ * from client input.
  */
 
 export interface Sample {
@@ -16,9 +17,19 @@ export interface Sample {
  * every time, so their hashes are already computed. Series are kept in creation order for render.
  */
 class SeriesIndex<T extends { labels: string[] }> {
-  readonly all: T[] = [];
-  private readonly root = new Map<string, unknown>();
+  all: T[] = [];
+  private root = new Map<string, unknown>();
   private only: T | null = null;
+
+  /** Drops every series whose labels `keep` refuses; a series made again later starts from zero. */
+  retain(keep: (labels: string[]) => boolean): void {
+    const kept = this.all.filter((series) => keep(series.labels));
+    if (kept.length === this.all.length) return;
+    this.all = [];
+    this.root = new Map();
+    this.only = null;
+    for (const series of kept) this.find(series.labels, () => series);
+  }
 
   find(labels: string[], create: (labels: string[]) => T): T {
     if (labels.length === 0) return (this.only ??= this.add(create(labels)));
@@ -57,6 +68,10 @@ export class Counter {
     this.series.find(labels, newCount).value += by;
   }
 
+  retain(keep: (labels: string[]) => boolean): void {
+    this.series.retain(keep);
+  }
+
   /** Current value of one series (0 when never incremented). */
   get(labels: string[]): number {
     return this.series.peek(labels)?.value ?? 0;
@@ -92,6 +107,10 @@ export class Histogram {
     if (i < this.buckets.length) entry.counts[i] += 1;
     entry.sum += value;
     entry.count += 1;
+  }
+
+  retain(keep: (labels: string[]) => boolean): void {
+    this.series.retain(keep);
   }
 
   render(): string {

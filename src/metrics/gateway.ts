@@ -61,8 +61,21 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     overhead.observe([], Math.max(0, r.latencyMs - r.upstreamMs) / 1000);
   }
 
+  /**
+   * Drops the series of models that are no longer routes (an upstream that changed its model
+   * list), so that the series stay as many as the routes there are, not every id ever served.
+   * A model that comes back starts from zero, which Prometheus reads as a counter reset.
+   */
+  function forgetGoneModels(): void {
+    const routed = new Set(options.registry.list().map((route) => route.id));
+    routed.add(""); // requests refused before a route was found
+    const current = (labels: string[]) => routed.has(labels[0]);
+    for (const metric of [requests, tokens, credits, total]) metric.retain(current);
+  }
+
   function render(): string {
     options.beforeRender?.();
+    forgetGoneModels();
     const now = options.now();
     const ups = [...options.registry.upstreams.values()];
     const each = <T>(f: (u: (typeof ups)[number]) => T): Array<{ labels: Record<string, string>; value: T }> =>

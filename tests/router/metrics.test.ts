@@ -8,6 +8,7 @@ import type { Gate } from "../../src/auth/types";
 import { createLogger } from "../../src/log";
 import type { RequestRecord } from "../../src/deps";
 import { Counter } from "../../src/metrics/exposition";
+import { discoverOnce } from "../../src/router/discover";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { HELLO, parseMetrics, routerApp, sample } from "./helpers";
 
@@ -80,6 +81,34 @@ describe("/metrics", () => {
     expect(sample(m, "modelgate_upstream_circuit_state", { upstream: "a", state: "closed" })).toBe(1);
     expect(sample(m, "modelgate_models")).toBe(1);
     expect(sample(m, "modelgate_build_info", { version: "test" })).toBe(1);
+  });
+
+  test("the series of a model no longer routed are dropped at the next scrape (regression: every discovered id ever served kept its ~20 series)", async () => {
+    const up = startMockUpstream({ models: ["d1"] });
+    mocks.push(up);
+    const gw = routerApp({ upstreams: [{ name: "up", base_url: up.url, discover: true, discover_free: true }] });
+    await discoverOnce(gw.deps.registry, gw.deps.config.upstreams[0]);
+    expect((await gw.chat({ model: "d1", messages: HELLO })).status).toBe(200);
+    expect((await gw.chat({ model: "nowhere", messages: HELLO })).status).toBe(404);
+    expect(sample(await scrape(gw), "modelgate_requests_total", { model: "d1" })).toBe(1);
+    up.behaviour.models = ["d2"];
+    await discoverOnce(gw.deps.registry, gw.deps.config.upstreams[0]);
+    expect((await gw.chat({ model: "d2", messages: HELLO })).status).toBe(200);
+    const text = await (await gw.request("/metrics")).text();
+    expect(text).not.toContain('model="d1"');
+    expect(sample(parseMetrics(text), "modelgate_requests_total", { model: "d2" })).toBe(1);
+    expect(sample(parseMetrics(text), "modelgate_requests_total", { model: "" })).toBe(1); // refused before a route: kept
+  });
+
+  test("retain drops series and keeps the rest; a dropped series made again starts from zero", () => {
+    const counter = new Counter("c_total", "c", ["model", "kind"]);
+    counter.inc(["a", "x"], 2);
+    counter.inc(["b", "x"], 3);
+    counter.retain((labels) => labels[0] !== "a");
+    expect(counter.render()).toBe('# HELP c_total c\n# TYPE c_total counter\nc_total{model="b",kind="x"} 3\n');
+    counter.inc(["a", "x"]);
+    counter.inc(["b", "x"]);
+    expect([counter.get(["a", "x"]), counter.get(["b", "x"])]).toEqual([1, 4]);
   });
 
   test("upstream failures and rate-limit rejections are counted by status", async () => {
