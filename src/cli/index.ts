@@ -37,9 +37,9 @@ export interface CommandShape {
 }
 /** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
 export type CommandShapes = Record<string, CommandShape>;
-const GLOBAL_FLAGS = new Set(["config", "help"]);
+const GLOBAL_FLAGS = new Set(["config", "help", "version"]);
 
-const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json"]);
+const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json", "version"]);
 
 const shapes: Record<string, CommandShapes> = {
   serve: { "": { flags: ["service-id"], words: 1 } },
@@ -110,7 +110,7 @@ function checkShape(args: Args, name: string): void {
   if (extra !== undefined) throw new UsageError(`modelgate ${label}: unexpected argument ${JSON.stringify(extra)}`);
 }
 
-const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text)
+const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text; --version: version)
   serve [--service-id N]                       run the gateway (default command)
   migrate                                      apply embedded database migrations
   config check                                 validate and print the resolved config (secrets redacted)
@@ -129,7 +129,8 @@ export async function runCli(argv: string[]): Promise<number | null> {
   await import("./commands");
   try {
     const args = parseArgs(argv, BOOLEAN_FLAGS, knownFlags());
-    const name = args.positionals[0] ?? "serve";
+    // `modelgate --version`, as most tools take it, is `modelgate version` (never a start of serve).
+    const name = args.positionals[0] ?? (args.flags.has("version") ? "version" : "serve");
     const command = commands[name];
     const known = Object.hasOwn(commands, name);
     if (!known || args.flags.has("help")) {

@@ -181,6 +181,16 @@ describe("key names and tables", () => {
 });
 
 describe("command shapes", () => {
+  test("--version alone prints the version, as `version` does (regression: it was read as serve's unknown flag)", async () => {
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["--version"])).toBe(0);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^modelgate \S+ \(interface 2026-06-16, bun /);
+    } finally {
+      printed.mockRestore();
+    }
+  });
+
   test("a flag the command does not take, or one operand too many, is refused before anything runs", async () => {
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
