@@ -37,7 +37,7 @@ export interface CommandShape {
 }
 /** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
 export type CommandShapes = Record<string, CommandShape>;
-const GLOBAL_FLAGS = new Set(["config", "help", "version"]);
+const GLOBAL_FLAGS = new Set(["config", "help"]);
 
 const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json", "version"]);
 
@@ -45,7 +45,7 @@ const shapes: Record<string, CommandShapes> = {
   serve: { "": { flags: ["service-id"], words: 1 } },
   migrate: { "": { flags: [], words: 1 } },
   config: { check: { flags: [], words: 2 } },
-  version: { "": { flags: [], words: 1 } },
+  version: { "": { flags: ["version"], words: 1 } },
   help: { "": { flags: [], words: 1 } },
 };
 
