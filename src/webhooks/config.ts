@@ -148,6 +148,8 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
     if (auth !== undefined && !(AUTH_MODES as readonly unknown[]).includes(auth)) {
       throw new ConfigError(`${at}.auth: unknown auth mode ${JSON.stringify(auth)} (expected one of ${AUTH_MODES.join(", ")})`);
     }
+    // Not echoed: it is a secret. (Unquoted digits are a TOML integer, which is no secret at all.)
+    if (secret !== undefined && typeof secret !== "string") throw new ConfigError(`${at}.secret: expected a string; write the secret in quotes`);
     if (typeof auth === "string" && SECRET_MODES.has(auth) && (typeof secret !== "string" || secret === "")) {
       throw new ConfigError(`${at}.secret: required for auth "${auth}"`);
     }

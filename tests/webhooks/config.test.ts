@@ -145,6 +145,8 @@ describe("validation errors name the path", () => {
     ["bearer without secret", on([{ path: "/x", job_id: 1, auth: "bearer" }]), 'webhooks.endpoints[0].secret: required for auth "bearer"'],
     ["hmac without secret", on([{ path: "/x", job_id: 1, auth: "hmac-sha256" }]), 'webhooks.endpoints[0].secret: required for auth "hmac-sha256"'],
     ["api-key without secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "" }]), 'webhooks.endpoints[0].secret: required for auth "api-key"'],
+    // Regression: unquoted digits were told the secret was missing.
+    ["secret not a string", on([{ path: "/x", job_id: 1, auth: "bearer", secret: 12345678 }]), "webhooks.endpoints[0].secret: expected a string; write the secret in quotes"],
     ["a path no request can carry as written", on([{ path: "/x y", job_id: 1 }]), 'webhooks.endpoints[0].path: "/x y" cannot arrive as written'],
     ["a path with a query", on([{ path: "/q?y=1", job_id: 1 }]), 'webhooks.endpoints[0].path: "/q?y=1" cannot arrive as written'],
     ["a non-ASCII path", on([{ path: "/café", job_id: 1 }]), 'webhooks.endpoints[0].path: "/café" cannot arrive as written'],
