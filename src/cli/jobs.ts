@@ -40,8 +40,8 @@ function list(ctx: CliContext): number {
     throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
   }
   const limitFlag = stringFlag(ctx.args, "limit");
-  const limit = limitFlag === undefined ? 100 : Number(limitFlag);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000_000) throw new UsageError("--limit must be a whole number from 1 to 1000000");
+  const limit = limitFlag === undefined ? 100 : /^\d{1,7}$/.test(limitFlag) ? Number(limitFlag) : NaN;
+  if (!(limit >= 1 && limit <= 1_000_000)) throw new UsageError("--limit must be a whole number from 1 to 1000000");
   const opened = ctx.openDb();
   try {
     const rows = listJobs(opened.db, { state: state as JobState | undefined, limit });

@@ -210,7 +210,7 @@ const ADMIN_NOTICES: Record<string, string> = {
   enable: "The user was enabled.",
   verify: "The address was marked proven.",
   already_proven: "The address was already proven; nothing changed.",
-  credits: "Credits granted to the user still picked below.",
+  credits: "Credits granted.",
   revoked: "The key was revoked.",
 };
 

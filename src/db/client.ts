@@ -62,6 +62,15 @@ function switchToWal(sqlite: Database): void {
   }
 }
 
+/** Creates `file` empty with mode 0600 unless it exists (then untouched: it may be readable only). */
+function createPrivately(file: string): void {
+  try {
+    closeSync(openSync(file, "wx", 0o600));
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "EEXIST") throw err;
+  }
+}
+
 /** `dataDir` of ":memory:" gives a private in-memory database (tests). */
 export function openDatabase(dataDir: string): OpenedDb {
   let sqlite: Database;
@@ -74,7 +83,7 @@ export function openDatabase(dataDir: string): OpenedDb {
       // made 0600 first, as the directory may exist already (a systemd StateDirectory, a volume);
       // SQLite gives the -wal and -shm files the database file's mode. An existing file is left as is.
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-      closeSync(openSync(file, "a", 0o600));
+      createPrivately(file);
       sqlite = new Database(file, { create: true });
       sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       switchToWal(sqlite);

@@ -63,14 +63,17 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
 
   /**
    * Drops the series of models that are no longer routes (an upstream that changed its model
-   * list), so that the series stay as many as the routes there are, not every id ever served.
-   * A model that comes back starts from zero, which Prometheus reads as a counter reset.
+   * list), so that the series stay as many as the routes there are, not every id ever served. A
+   * model still routed at the previous scrape is kept for this one, so what it counted since is
+   * seen once. A model that comes back starts from zero, which Prometheus reads as a reset.
    */
+  let routedAtLastScrape = new Set<string>();
   function forgetGoneModels(): void {
     const routed = new Set(options.registry.list().map((route) => route.id));
     routed.add(""); // requests refused before a route was found
-    const current = (labels: string[]) => routed.has(labels[0]);
-    for (const metric of [requests, tokens, credits, total]) metric.retain(current);
+    const keep = (labels: string[]) => routed.has(labels[0]) || routedAtLastScrape.has(labels[0]);
+    for (const metric of [requests, tokens, credits, total]) metric.retain(keep);
+    routedAtLastScrape = routed;
   }
 
   function render(): string {

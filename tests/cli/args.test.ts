@@ -29,7 +29,7 @@ describe("jobs list --limit", () => {
     const { config } = freshConfig();
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
-      for (const limit of ["99999999999999999999", "0", "1.5", "abc"]) {
+      for (const limit of ["99999999999999999999", "0", "1.5", "abc", "0x10", "1e3", " 7"]) {
         expect(await runCli(["jobs", "list", "--limit", limit, "--config", config])).toBe(2);
         expect(String(error.mock.calls.at(-1)?.[0])).toContain("--limit must be a whole number from 1 to 1000000");
       }
