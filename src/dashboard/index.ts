@@ -67,10 +67,10 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
   }
 
-  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number } = {}): Response {
+  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number; sent?: { name: string; expires: string } } = {}): Response {
     const now = deps.now();
     const keys = accounts.listKeys({ userId: g.user.id });
-    return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created }));
+    return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created, sent: extra.sent }));
   }
 
   function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, grant: AdminView["grant"] = null): Response {
@@ -114,7 +114,9 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const name = (g.form.name ?? "").trim();
       const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
       if (name.length === 0 || keyNameTooLong(name) || !choice) {
-        return renderKeys(g, { notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` }, status: 400 });
+        // The form comes back as it was sent, to be shortened rather than typed again.
+        const sent = { name: g.form.name ?? "", expires: g.form.expires ?? "" };
+        return renderKeys(g, { notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` }, status: 400, sent });
       }
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
       const created = accounts.createKey({ userId: g.user.id, name, expiresAt });

@@ -179,6 +179,12 @@ describe("dashboard pages", () => {
     expect(crossSite.status).toBe(403);
     const badExpiry = await t.post("/dashboard/keys", { name: "ci", expires: "forever", csrf: alice.csrf }, { cookie: alice.cookie });
     expect(badExpiry.status).toBe(400);
+    // A refused form comes back as it was sent, escaped (regression: the name typed was gone).
+    const tooLong = await t.post("/dashboard/keys", { name: `"${"x".repeat(100)}`, expires: "90d", csrf: alice.csrf }, { cookie: alice.cookie });
+    expect(tooLong.status).toBe(400);
+    const refusedPage = await tooLong.text();
+    expect(refusedPage).toContain(`value="&quot;${"x".repeat(100)}"`);
+    expect(refusedPage).toContain('<option value="90d" selected>');
     expect(count()).toBe(0);
 
     const posted = await t.post("/dashboard/keys", { name: "ci <script>", expires: "30d", csrf: alice.csrf }, { cookie: alice.cookie });

@@ -32,15 +32,22 @@ export function keyStatus(key: KeyView, now: number): { label: string; kind: str
   return { label: "active", kind: "ok" };
 }
 
-export function keysPage(view: { keys: KeyView[]; csrf: string; now: number; created?: { key: string; name: string } | null }): Html {
+export function keysPage(view: {
+  keys: KeyView[];
+  csrf: string;
+  now: number;
+  created?: { key: string; name: string } | null;
+  /** A refused create form as it was sent, shown again. */
+  sent?: { name: string; expires: string } | null;
+}): Html {
   // maxlength counts UTF-16 units (an emoji is two); the server's limit counts characters.
   return html`${view.created ? createdKey(view.created) : ""}
 <section class="card" aria-labelledby="create-h">
   <h2 id="create-h">Create a key</h2>
   <form method="post" action="/dashboard/keys" class="row">
     <input type="hidden" name="csrf" value="${view.csrf}">
-    <div><label for="key-name">Name</label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS * 2}" placeholder="laptop, CI, my-app" autocomplete="off"></div>
-    <div><label for="key-expires">Expires</label><select id="key-expires" name="expires">${EXPIRY_CHOICES.map((c) => html`<option value="${c.value}">${c.label}</option>`)}</select></div>
+    <div><label for="key-name">Name</label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS * 2}" placeholder="laptop, CI, my-app" autocomplete="off" value="${view.sent?.name ?? ""}"></div>
+    <div><label for="key-expires">Expires</label><select id="key-expires" name="expires">${EXPIRY_CHOICES.map((c) => html`<option value="${c.value}"${c.value === view.sent?.expires ? html` selected` : ""}>${c.label}</option>`)}</select></div>
     <div class="shrink"><button type="submit">Create key</button></div>
   </form>
 </section>
