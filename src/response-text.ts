@@ -1,7 +1,7 @@
 /**
- * The body of an answer from a server the gateway calls for facts it needs (an upstream's model
- * list, an OAuth provider's profile), read only up to a limit: a server that answers without end
- * must not fill the gateway's memory. Chat answers have their own readers (src/router/).
+ * The body of an answer from a server the gateway calls (an upstream's model list or a non-streamed
+ * chat answer over fetch, an OAuth provider's profile), read only up to a limit: a server that
+ * answers without end must not fill the gateway's memory.
  */
 
 /** The body as UTF-8 text, or null once it passes `limit` bytes (declared or read; the rest is not read). */

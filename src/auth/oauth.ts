@@ -137,12 +137,11 @@ function linkKey(provider: Provider, server: string): string {
  * server configured now, the one most likely to have made them; run at start. Returns how many.
  */
 export function stampLegacyLinks(db: Db, config: Config): number {
+  const update = db.$client.query<unknown, [string, string]>("UPDATE OR IGNORE oauth_accounts SET provider = ? WHERE provider = ?");
   let stamped = 0;
   for (const provider of ["github", "google"] as const) {
     const p = setup(config, provider);
-    if (!p) continue;
-    const update = db.$client.query<unknown, [string, string]>("UPDATE OR IGNORE oauth_accounts SET provider = ? WHERE provider = ?");
-    stamped += update.run(linkKey(provider, new URL(p.api).origin), provider).changes;
+    if (p) stamped += update.run(linkKey(provider, new URL(p.api).origin), provider).changes;
   }
   return stamped;
 }

@@ -121,8 +121,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
   }
 
   /**
-   * Starts a session for `user` (or takes `options.session`, made already) and answers the way the form or the script expects. A password
-   * sign-in or sign-up (`device`: the account as it signed in) also gives the browser its device token.
+   * Starts a session for `user` (or takes `options.session`, made already) and answers the way the
+   * form or the script expects. A password sign-in or sign-up (`device`: the account as it signed
+   * in) also gives the browser its device token.
    */
   function signedIn(
     request: Request,

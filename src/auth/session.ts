@@ -188,10 +188,5 @@ export function serializeCookie(name: string, value: string, options: CookieOpti
 export function originAllowed(request: Request, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
-  if (origin === requestOrigin(request.url)) return true;
-  try {
-    return origin === new URL(publicUrl).origin;
-  } catch {
-    return false;
-  }
+  return origin === requestOrigin(request.url) || origin === URL.parse(publicUrl)?.origin;
 }

@@ -55,7 +55,7 @@ export function normalizeEmail(input: unknown): string | null {
   if (typeof input !== "string") return null;
   const folded = foldCase(input).trim();
   const at = folded.lastIndexOf("@");
-  const email = at === -1 ? folded : folded.slice(0, at + 1) + normalizeDomain(folded.slice(at + 1));
+  const email = at === -1 ? folded : folded.slice(0, at + 1) + unicodeLabels(folded.slice(at + 1));
   return email.length <= 320 && EMAIL.test(email) ? email : null;
 }
 
@@ -76,9 +76,12 @@ function foldCase(text: string): string {
  * that the address check must see); one that does not decode cleanly stays as it is.
  */
 function normalizeDomain(domain: string): string {
-  const folded = foldCase(domain);
-  if (!folded.includes("xn--")) return folded;
-  return folded.split(".").map(decodedLabel).join(".");
+  return unicodeLabels(foldCase(domain));
+}
+
+/** A case-folded domain with each `xn--` label decoded (see normalizeDomain). */
+function unicodeLabels(folded: string): string {
+  return folded.includes("xn--") ? folded.split(".").map(decodedLabel).join(".") : folded;
 }
 
 function decodedLabel(label: string): string {

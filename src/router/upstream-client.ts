@@ -5,6 +5,7 @@
  * set in the environment, go through fetch, for its TLS and proxy support. Both give the same
  * UpstreamExchange, so forwarding and relaying do not know which one carried a request.
  */
+import { responseText } from "../response-text";
 
 export interface UpstreamExchange {
   /** Settles once the status line and headers have arrived; rejects with an UpstreamFailure. */
@@ -89,25 +90,17 @@ class FetchReply implements UpstreamReply {
 
   /** The body, read to its end or to MAX_ANSWER_BYTES, whichever comes first. */
   async text(): Promise<string> {
-    const reader = this.response.body?.getReader();
-    if (!reader) return "";
-    const chunks: Uint8Array[] = [];
-    let bytes = 0;
+    let text: string | null;
     try {
-      for (let read = await reader.read(); !read.done; read = await reader.read()) {
-        bytes += read.value.length;
-        if (bytes > MAX_ANSWER_BYTES) {
-          const failure = answerTooLarge(this.name);
-          this.controller.abort(failure);
-          throw failure;
-        }
-        chunks.push(read.value);
-      }
+      text = await responseText(this.response, MAX_ANSWER_BYTES);
     } catch (err) {
       if (err instanceof UpstreamFailure) throw err;
       throw new UpstreamFailure(this.controller.signal.aborted ? "aborted" : "broken", String((err as Error)?.message ?? err));
     }
-    return Buffer.concat(chunks).toString("utf8");
+    if (text !== null) return text;
+    const failure = answerTooLarge(this.name);
+    this.controller.abort(failure);
+    throw failure;
   }
 
   body(): ReadableStream<Uint8Array> {
