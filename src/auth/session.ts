@@ -12,6 +12,7 @@
  *   createPasswordSession(db, { userId, passwordHash, now, durationMs }) -> { token, expiresAt } | null
  *   createSessionValidator(db, { now, durationMs }) -> (token) -> SessionUser | denial
  *   deleteSession(db, token), deleteUserSessions(db, userId)
+ *   pruneEndedSessions(db, { now, durationMs }) -> rows deleted (the server runs it hourly)
  */
 import { eq } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
@@ -189,4 +190,14 @@ export function originAllowed(request: Request, publicUrl: string): boolean {
   const origin = request.headers.get("origin");
   if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
   return origin === requestOrigin(request.url) || origin === URL.parse(publicUrl)?.origin;
+}
+
+/**
+ * Deletes the rows of sessions that can no longer sign in (expired, or slid under a longer
+ * session_days than today's: the validator's own test), so the rows of browsers that never come
+ * back do not pile up. The server runs it hourly (see wire.ts); a locked database skips a round.
+ */
+export function pruneEndedSessions(db: Db, options: { now: number; durationMs: number }): number {
+  const statement = db.$client.query<unknown, [number, number]>("DELETE FROM sessions WHERE expires_at <= ?1 OR expires_at > ?2");
+  return statement.run(options.now, options.now + options.durationMs + SLIDE_EVERY_MS).changes;
 }

@@ -8,7 +8,10 @@ import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { createUser, hashPassword, normalizeEmail, setPassword } from "../../src/auth/users";
 import { deleteUserSessions } from "../../src/auth/session";
-import { createSession, createSessionValidator } from "../../src/auth/session";
+import { createSession, createSessionValidator, pruneEndedSessions } from "../../src/auth/session";
+import { buildIdentities } from "../../src/auth/wire";
+import { buildConfig } from "../../src/config/load";
+import { eventually } from "../support/eventually";
 
 let t: AuthTestApp;
 afterEach(() => t?.close());
@@ -274,6 +277,33 @@ describe("session lifetime", () => {
     // A clock set back by less than an hour ends nothing.
     expect(createSessionValidator(db, { now: () => now - 50 * 60_000, durationMs: day })(after.token).ok).toBe(true);
     close();
+  });
+
+  test("ended sessions are pruned: expired rows, and rows slid under a longer session_days, go; live ones stay (regression: the rows of browsers that never came back were kept for ever)", async () => {
+    const { db, sqlite, close } = openDatabase(":memory:");
+    const user = await createUser(db, { email: "ann@example.com" });
+    if (!("id" in user)) throw new Error(user.error);
+    const day = 86_400_000;
+    const now = 1_800_000_000_000;
+    const expired = createSession(db, { userId: user.id, now: now - 2 * day, durationMs: day });
+    const slidLonger = createSession(db, { userId: user.id, now, durationMs: 30 * day });
+    const live = createSession(db, { userId: user.id, now: now - 3_600_000, durationMs: day });
+    expect(pruneEndedSessions(db, { now, durationMs: day })).toBe(2);
+    const validate = createSessionValidator(db, { now: () => now, durationMs: day });
+    expect(validate(live.token).ok).toBe(true);
+    expect([validate(expired.token).ok, validate(slidLonger.token).ok]).toEqual([false, false]);
+    expect(sqlite.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 1 });
+    close();
+    // The server prunes on its own, soon after start and then hourly.
+    const { db: served, sqlite: servedSql, close: closeServed } = openDatabase(":memory:");
+    const owner = await createUser(served, { email: "bob@example.com" });
+    if (!("id" in owner)) throw new Error(owner.error);
+    createSession(served, { userId: owner.id, now: now - 2 * day, durationMs: day });
+    const { config } = buildConfig({ auth: { session_days: 1 } }, { env: {} });
+    const identities = buildIdentities({ db: served, config, now: () => now, firstSessionPruneMs: 0 });
+    expect(await eventually(() => (servedSql.query("SELECT count(*) AS n FROM sessions").get() as { n: number }).n === 0)).toBe(true);
+    await identities.close();
+    closeServed();
   });
 
   test("with the database locked elsewhere, a session due to slide is still served at once; it slides on a later request (regression: a 5 s stall, then a 500)", async () => {
