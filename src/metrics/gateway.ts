@@ -7,6 +7,7 @@
 import type { RequestRecord } from "../deps";
 import type { ModelRegistry } from "../router/registry";
 import { circuitState, type CircuitState } from "../router/upstream-state";
+import { targetState } from "../router/target-state";
 import { Counter, Histogram, renderSamples, type Sample } from "./exposition";
 
 export interface GaugeSource {
@@ -112,6 +113,16 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
       ]),
     );
     out += renderSamples("modelgate_upstream_circuit_opened_total", "Times each upstream's circuit opened.", "counter", each((u) => u.opened));
+    // A model answered 503 by every target is down though its upstreams are up: its own circuit
+    // opened (429s or 5xx for this model alone, as Ollama out of memory for one large model).
+    out += renderSamples(
+      "modelgate_target_up",
+      "1 when a model's target takes requests (its upstream's circuit and its own are closed), 0 when either is open or probing.",
+      "gauge",
+      options.registry.list().flatMap((route) =>
+        route.targets.map((t) => ({ labels: { model: route.id, upstream: t.upstream.name }, value: targetState(t, now) === "closed" ? 1 : 0 })),
+      ),
+    );
     out += renderSamples(
       "modelgate_upstream_ttfb_seconds",
       "Moving average of time to first byte per upstream (least-latency strategy).",

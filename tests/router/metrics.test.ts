@@ -83,6 +83,27 @@ describe("/metrics", () => {
     expect(sample(m, "modelgate_build_info", { version: "test" })).toBe(1);
   });
 
+  test("a model whose target's own circuit opened shows modelgate_target_up 0 while its upstream stays up (regression: every metric said up while the model could not be served)", async () => {
+    const sick = startMockUpstream({ failWith: 503 });
+    const well = startMockUpstream();
+    mocks.push(sick, well);
+    const gw = routerApp({
+      upstreams: [{ name: "box", base_url: sick.url }, { name: "other", base_url: well.url }],
+      models: [
+        { id: "large", targets: [{ upstream: "box" }] },
+        { id: "small", targets: [{ upstream: "other" }] },
+      ],
+      routing: { retry_backoff_ms: 0, cooldown_failures: 2 },
+    });
+    const up = { model: "large", upstream: "box" };
+    expect(sample(await scrape(gw), "modelgate_target_up", up)).toBe(1);
+    for (let i = 0; i < 2; i++) expect((await gw.chat({ model: "large", messages: HELLO })).status).toBeGreaterThanOrEqual(502);
+    const m = await scrape(gw);
+    expect(sample(m, "modelgate_target_up", up)).toBe(0);
+    expect(sample(m, "modelgate_upstream_up", { upstream: "box" })).toBe(1);
+    expect(sample(m, "modelgate_target_up", { model: "small", upstream: "other" })).toBe(1);
+  });
+
   test("the series of a model no longer routed are shown once more, then dropped (regression: every discovered id ever served kept its ~20 series)", async () => {
     const up = startMockUpstream({ models: ["d1"] });
     mocks.push(up);
