@@ -142,6 +142,19 @@ describe("dashboard in chromium", () => {
     await keep(CAROL.email);
   });
 
+  test("an address with a non-ASCII local part signs up and in through the forms (regression: the browser's email field refused josé@example.com, which the server takes)", async () => {
+    const jose = { email: "jos\u00e9@example.com", password: "jose-password-1" };
+    await browser.signOut();
+    await page.goto(`${gw.url}/dashboard/signup`);
+    await page.getByLabel("Email").fill(jose.email);
+    await page.getByLabel(/^Password/).fill(jose.password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(/\/dashboard\/keys/, { timeout: 5_000 });
+    await expectText(page.locator(".who"), jose.email);
+    await signInThroughForm(jose);
+    await expectText(page.locator(".who"), jose.email);
+  });
+
   test("without JavaScript, a refused sign-in shows its message on the page and success goes to next", async () => {
     await browser.signOut();
     await page.route("**/dashboard/assets/app.js*", (route) => route.abort());

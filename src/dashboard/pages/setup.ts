@@ -15,7 +15,7 @@ export function setupPage(view: { token: string; error: string | null }): Html {
     ${formError(view.error)}
     <input type="hidden" name="token" value="${view.token}">
     <label for="email">Administrator email</label>
-    <input id="email" name="email" type="email" required autocomplete="username" autofocus>
+    <input id="email" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="username" autofocus>
     <label for="password">Password <span class="hint">8 to 256 characters</span></label>
     <input id="password" name="password" type="password" required minlength="8" maxlength="512" autocomplete="new-password">
     <button type="submit">Create administrator</button>
