@@ -61,16 +61,27 @@ export function fetchPost(name: string, url: string, headers: Readonly<Record<st
     (err: unknown) => {
       throw controller.signal.aborted
         ? new UpstreamFailure("aborted", String(controller.signal.reason?.message ?? "aborted"))
-        : new UpstreamFailure("refused", String((err as Error)?.message ?? err));
+        : new UpstreamFailure("refused", fetchFailure(name, err, "before its answer arrived"));
     },
   );
   return { reply, abort: (reason) => controller.abort(new Error(reason)) };
 }
 
+/**
+ * A failed fetch in the gateway's words, with fetch's error code (`ECONNRESET`,
+ * `InvalidContentLength`) but never its message: that quotes the URL, base_url's query and any
+ * key in it included, and would reach the client's 502, /api/status and the log.
+ */
+function fetchFailure(name: string, err: unknown, when: string): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return `upstream "${name}" is unreachable (connection refused)`;
+  const shown = typeof code === "string" && /^[A-Za-z0-9_]{1,64}$/.test(code) ? ` (${code})` : "";
+  return `upstream "${name}" failed ${when}${shown}`;
+}
+
 class FetchReply implements UpstreamReply {
   readonly status: number;
-  /** fetch does not say how a body was framed. */
-  readonly closeDelimited = false;
+  readonly closeDelimited: boolean;
 
   constructor(
     private readonly name: string,
@@ -78,6 +89,9 @@ class FetchReply implements UpstreamReply {
     private readonly controller: AbortController,
   ) {
     this.status = response.status;
+    // fetch keeps the framing headers it read: with neither, the body ended with the connection.
+    const headers = response.headers;
+    this.closeDelimited = !headers.has("content-length") && !headers.has("transfer-encoding");
   }
 
   header(name: string): string | null {
@@ -95,7 +109,7 @@ class FetchReply implements UpstreamReply {
       text = await responseText(this.response, MAX_ANSWER_BYTES);
     } catch (err) {
       if (err instanceof UpstreamFailure) throw err;
-      throw new UpstreamFailure(this.controller.signal.aborted ? "aborted" : "broken", String((err as Error)?.message ?? err));
+      throw new UpstreamFailure(this.controller.signal.aborted ? "aborted" : "broken", fetchFailure(this.name, err, "in the middle of its answer"));
     }
     if (text !== null) return text;
     const failure = answerTooLarge(this.name);
