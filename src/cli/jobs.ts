@@ -57,14 +57,14 @@ function retry(ctx: CliContext): number {
   const callId = idOperand(ctx.args.positionals[2], "usage: modelgate jobs retry CALL_ID");
   const opened = ctx.openDb();
   try {
-    const result = retryJob(opened.db, callId);
+    const result = retryJob(opened.db, callId, Date.now());
     if (!result.ok) {
       console.error(
         result.reason === "not_found"
           ? `modelgate: no webhook call ${callId}`
           : result.reason === "pending"
             ? `modelgate: call ${callId} is pending: it waits for its consumer (a [[jobs]] handler, the pull API), which gets it by itself; retry a call once it is done or dead`
-            : `modelgate: call ${callId} is leased to a consumer (if its lease runs out, it is delivered again by itself); retry it once it is done or dead`,
+            : `modelgate: call ${callId} is leased to a consumer, which may still be running it; retry it once it is done or dead, or its lease has run out`,
       );
       return 1;
     }

@@ -151,8 +151,10 @@ export const settlements = sqliteTable(
 /**
  * The webhook outbox: one row per accepted JobCall; call_id is the row id (AUTOINCREMENT, so it
  * is never reused, even after done rows are pruned). The body is the request's raw bytes.
- * A row is `leased` to one consumer until lease_until; `attempts` counts deliveries and fences
- * late acks from a consumer whose lease was taken over. Written by src/webhooks/.
+ * A row is `leased` to one consumer until lease_until; `attempts` counts deliveries, across
+ * retries too, and fences late acks from a consumer whose lease was taken over; `attempt_base` is
+ * what it was at the last `jobs retry` (max_attempts bounds the deliveries since). Written by
+ * src/webhooks/.
  */
 export const webhookJobs = sqliteTable(
   "webhook_jobs",
@@ -168,6 +170,7 @@ export const webhookJobs = sqliteTable(
     dedupeKey: text("dedupe_key").unique(),
     state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
+    attemptBase: integer("attempt_base").notNull().default(0),
     leaseUntil: integer("lease_until"),
     nextAttemptAt: integer("next_attempt_at").notNull().default(0),
     lastError: text("last_error"),

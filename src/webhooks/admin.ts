@@ -1,7 +1,8 @@
 /**
  * Inspecting and replaying the outbox: `modelgate jobs list|retry` and the /api/status section.
- * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call back
- * to pending with a fresh attempt budget; a leased call is refused (its consumer may still run).
+ * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call, or
+ * one whose lease ran out, back to pending with a fresh attempt budget; a call leased now is
+ * refused (its consumer may still run).
  */
 import { and, count, desc, eq, inArray, lte, min, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -14,6 +15,7 @@ export interface JobSummary {
   callId: number;
   jobId: number;
   state: JobState;
+  /** Deliveries so far, retries included: the attempt number of the last. */
   attempts: number;
   path: string;
   name: string | null;
@@ -25,7 +27,7 @@ export interface JobSummary {
 
 export function listJobs(db: Db, options: { state?: JobState; limit?: number } = {}): JobSummary[] {
   const where: SQL | undefined = options.state ? eq(webhookJobs.state, options.state) : undefined;
-  const rows = db
+  return db
     .select({
       callId: webhookJobs.callId,
       jobId: webhookJobs.jobId,
@@ -33,7 +35,8 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
       attempts: webhookJobs.attempts,
       path: webhookJobs.path,
       name: webhookJobs.name,
-      body: webhookJobs.body,
+      // The size, not the body: a list of large calls would otherwise hold every one in memory.
+      bytes: sql<number>`length(${webhookJobs.body})`,
       createdAt: webhookJobs.createdAt,
       leaseUntil: webhookJobs.leaseUntil,
       lastError: webhookJobs.lastError,
@@ -43,7 +46,6 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
     .orderBy(desc(webhookJobs.callId))
     .limit(options.limit ?? 100)
     .all();
-  return rows.map(({ body, ...row }) => ({ ...row, bytes: body.length }));
 }
 
 export type RetryResult =
@@ -51,20 +53,21 @@ export type RetryResult =
   | { ok: false; reason: "not_found" | "leased" | "pending" };
 
 /**
- * Makes a call pending again with a fresh attempt budget. A leased call is refused, even once its
- * lease has run out: until another consumer claims it, the holder's attempt number still acks it,
- * and a retry that restarted the count would let that holder ack the next delivery too.
+ * Makes a done or dead call, or one whose lease ran out at `now`, pending again with a fresh
+ * attempt budget: its deliveries so far become the base max_attempts counts from. The attempt
+ * numbers go on rising, so a consumer that held an earlier one (its lease taken over long ago)
+ * cannot ack, fail or extend a later delivery (regression: a retry restarted them at 1). A call
+ * leased now is refused (its consumer may still run), and so is a pending one (it needs none).
  */
-export function retryJob(db: Db, callId: number): RetryResult {
+export function retryJob(db: Db, callId: number, now: number): RetryResult {
   const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
   if (!row) return { ok: false, reason: "not_found" };
-  // A pending call may still hold the attempt numbers of earlier leases: restarting its count would
-  // let a consumer whose lease was taken over ack it again. Only finished calls start afresh.
-  if (row.state === "leased" || row.state === "pending") return { ok: false, reason: row.state };
+  if (row.state === "pending") return { ok: false, reason: "pending" };
+  const retriable = or(inArray(webhookJobs.state, ["done", "dead"]), and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now)));
   const updated = db
     .update(webhookJobs)
-    .set({ state: "pending", attempts: 0, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
-    .where(and(eq(webhookJobs.callId, callId), inArray(webhookJobs.state, ["done", "dead"])))
+    .set({ state: "pending", attemptBase: sql`${webhookJobs.attempts}`, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
+    .where(and(eq(webhookJobs.callId, callId), retriable))
     .returning({ callId: webhookJobs.callId })
     .all();
   if (updated.length !== 1) return { ok: false, reason: "leased" };

@@ -18,6 +18,9 @@ export { WebhookGateway } from "./gateway";
 export { WebhookProducer, type JobCall, type ProducerOptions } from "./producer";
 export { Outbox } from "./outbox";
 
+/** How often calls whose last lease ran out are marked dead. */
+const EXPIRED_LEASE_SWEEP_MS = 10_000;
+
 /** Status must render even when the database is failing (that is when it matters most). */
 function safeStats(outbox: Outbox): OutboxStats | { error: string } {
   try {
@@ -97,6 +100,14 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   prune();
   const pruneTimer = setInterval(prune, 3_600_000);
   pruneTimer.unref?.();
+  // A call whose last lease ran out is dead, whether or not a consumer comes to claim again.
+  const sweepTimer = setInterval(() => {
+    outbox.killExpiredLeases().then(
+      (n) => n > 0 && log("error", `webhooks: ${n} call(s) dead: the lease of their last attempt ran out (modelgate jobs retry CALL_ID delivers one again)`),
+      (error) => log("warn", "webhooks: sweep of expired leases failed", { error: String(error?.message ?? error) }),
+    );
+  }, EXPIRED_LEASE_SWEEP_MS);
+  sweepTimer.unref?.();
   if (serviceId === 0) {
     log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");
   }
@@ -134,6 +145,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
     },
     async stop() {
       clearInterval(pruneTimer);
+      clearInterval(sweepTimer);
       // Side by side: a stop takes one grace, not one for the requests and another for the jobs.
       await Promise.all([gateway.stop(config.server.shutdown_grace_ms), runner.stop(config.server.shutdown_grace_ms)]);
       outbox.close();

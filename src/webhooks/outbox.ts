@@ -18,7 +18,7 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Db } from "../db/client";
 import * as schema from "../db/schema";
 import {
-  ackCall, appendCall, claimCalls, extendLease, failCall, isDuplicate, pruneDone, releaseCall,
+  ackCall, appendCall, claimCalls, extendLease, failCall, isDuplicate, killExpiredLeases, pruneDone, releaseCall,
   type AppendInput, type AppendResult, type ClaimedRow, type JobState,
 } from "./store";
 import { outboxStats, type OutboxStats } from "./admin";
@@ -161,6 +161,11 @@ export class Outbox {
 
   release(callId: number, attempt: number): Promise<boolean> {
     return this.write(() => releaseCall(this.sqlite, callId, attempt));
+  }
+
+  /** Marks dead the calls whose last lease has run out (see killExpiredLeases in ./store.ts). */
+  killExpiredLeases(): Promise<number> {
+    return this.write(() => killExpiredLeases(this.sqlite, this.now(), this.options.maxAttempts));
   }
 
   prune(retainMs: number): Promise<number> {

@@ -9,9 +9,11 @@
  * - A row is claimable when pending and due, or leased with an expired lease_until (the lease
  *   runs from the claim, never from created_at, so a long-queued job is not requeued while it
  *   runs). A claim increments `attempts`; ack/fail/extend must present the attempt they hold,
- *   which fences a consumer whose lease was taken over.
- * - After max_attempts deliveries a failed or abandoned row becomes `dead` and stays until
- *   `jobs retry`.
+ *   which fences a consumer whose lease was taken over. `attempts` only ever rises (a retry
+ *   keeps it), so no attempt number is handed out twice.
+ * - After max_attempts deliveries since the last retry (attempts - attempt_base) a failed or
+ *   abandoned row becomes `dead` and stays until `jobs retry`; so does one whose last lease ran
+ *   out (killExpiredLeases, and any claim).
  */
 import type { Database, Statement } from "bun:sqlite";
 
@@ -68,13 +70,15 @@ interface Statements {
   insert: Statement;
   findDedupe: Statement<{ call_id: number; created_at: number }>;
   clearDedupe: Statement;
-  candidates: Statement<{ call_id: number; state: JobState; attempts: number }>;
+  candidates: Statement<{ call_id: number; state: JobState; spent: number }>;
   lease: Statement<RawRow>;
   kill: Statement;
   ack: Statement;
+  base: Statement<{ attempt_base: number }>;
   fail: Statement<{ state: JobState }>;
   extend: Statement;
   release: Statement;
+  killExpired: Statement;
   prune: Statement;
 }
 
@@ -104,7 +108,7 @@ function statements(sqlite: Database): Statements {
     findDedupe: sqlite.prepare("SELECT call_id, created_at FROM webhook_jobs WHERE dedupe_key = ?"),
     clearDedupe: sqlite.prepare("UPDATE webhook_jobs SET dedupe_key = NULL WHERE call_id = ?"),
     candidates: sqlite.prepare(
-      `SELECT call_id, state, attempts FROM webhook_jobs
+      `SELECT call_id, state, attempts - attempt_base AS spent FROM webhook_jobs
        WHERE ((state = 'pending' AND next_attempt_at <= ?1) OR (state = 'leased' AND lease_until <= ?1))
          AND (?2 IS NULL OR job_id IN (SELECT value FROM json_each(?2)))
        ORDER BY call_id LIMIT ?3`,
@@ -121,9 +125,10 @@ function statements(sqlite: Database): Statements {
       `UPDATE webhook_jobs SET state = 'done', done_at = ?3, lease_until = NULL, last_error = NULL
        WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2`,
     ),
+    base: sqlite.prepare("SELECT attempt_base FROM webhook_jobs WHERE call_id = ?"),
     fail: sqlite.prepare(
       `UPDATE webhook_jobs
-       SET state = CASE WHEN attempts >= ?3 THEN 'dead' ELSE 'pending' END,
+       SET state = CASE WHEN attempts - attempt_base >= ?3 THEN 'dead' ELSE 'pending' END,
            next_attempt_at = ?4, lease_until = NULL, last_error = ?5
        WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2
        RETURNING state`,
@@ -134,6 +139,11 @@ function statements(sqlite: Database): Statements {
     release: sqlite.prepare(
       `UPDATE webhook_jobs SET state = 'pending', attempts = attempts - 1, lease_until = NULL
        WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2`,
+    ),
+    killExpired: sqlite.prepare(
+      `UPDATE webhook_jobs SET state = 'dead', lease_until = NULL,
+           last_error = 'lease expired on attempt ' || (attempts - attempt_base) || ' of ' || ?2
+       WHERE state = 'leased' AND lease_until <= ?1 AND attempts - attempt_base >= ?2`,
     ),
     prune: sqlite.prepare("DELETE FROM webhook_jobs WHERE state = 'done' AND done_at < ?"),
   };
@@ -178,8 +188,8 @@ export function claimCalls(sqlite: Database, options: ClaimOptions): ClaimedRow[
     const rows = s.candidates.all(options.now, filter, options.limit - claimed.length);
     if (rows.length === 0) return claimed;
     for (const row of rows) {
-      if (row.state === "leased" && row.attempts >= options.maxAttempts) {
-        s.kill.run(row.call_id, `lease expired on attempt ${row.attempts} of ${options.maxAttempts}`);
+      if (row.state === "leased" && row.spent >= options.maxAttempts) {
+        s.kill.run(row.call_id, `lease expired on attempt ${row.spent} of ${options.maxAttempts}`);
         continue;
       }
       const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
@@ -211,8 +221,11 @@ export function ackCall(sqlite: Database, callId: number, attempt: number, now: 
 
 /** Returns the call to pending after a backoff, or dead when out of attempts; null if lease lost. */
 export function failCall(sqlite: Database, callId: number, attempt: number, options: FailOptions): JobState | null {
-  const delay = backoffDelay(attempt, options.backoffMs, options.backoffMaxMs);
-  const row = statements(sqlite).fail.get(callId, attempt, options.maxAttempts, options.now + delay, options.error.slice(0, 2000));
+  const s = statements(sqlite);
+  // The backoff grows with the deliveries since the last retry, as the budget does.
+  const since = attempt - (s.base.get(callId)?.attempt_base ?? 0);
+  const delay = backoffDelay(since, options.backoffMs, options.backoffMaxMs);
+  const row = s.fail.get(callId, attempt, options.maxAttempts, options.now + delay, options.error.slice(0, 2000));
   return row ? row.state : null;
 }
 
@@ -224,6 +237,15 @@ export function extendLease(sqlite: Database, callId: number, attempt: number, u
 /** Gives an unstarted lease back without spending the attempt. */
 export function releaseCall(sqlite: Database, callId: number, attempt: number): boolean {
   return statements(sqlite).release.run(callId, attempt).changes === 1;
+}
+
+/**
+ * Marks dead the calls whose last lease ran out at `now` (no claim would deliver them again), so
+ * that status, metrics and `jobs list` say so, and `jobs retry` takes them, without waiting for a
+ * claim that may never come (a pull consumer gone); returns how many.
+ */
+export function killExpiredLeases(sqlite: Database, now: number, maxAttempts: number): number {
+  return statements(sqlite).killExpired.run(now, maxAttempts).changes;
 }
 
 /** Deletes done calls finished before `before`; returns how many. */

@@ -64,7 +64,7 @@ describe("leases", () => {
     expect(await call.ack()).toBe(true);
   });
 
-  test("the attempt limit leads to dead; jobs retry revives it", async () => {
+  test("the attempt limit leads to dead; jobs retry revives it, with attempt numbers that go on rising", async () => {
     const callId = await enqueue("/c", "flaky");
     const states: Array<string | null> = [];
     for (let attempt = 1; attempt <= 3; attempt++) {
@@ -78,29 +78,74 @@ describe("leases", () => {
     expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
     const dead = listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)!;
     expect(dead.lastError).toBe("boom 3");
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: true, previous: "dead" });
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
     expect(revived.callId).toBe(callId);
-    expect(revived.attempt).toBe(1);
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
-    expect(retryJob(t.main.db, 999_999)).toEqual({ ok: false, reason: "not_found" });
+    expect(revived.attempt).toBe(4);
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
+    expect(retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
     expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 1 });
-    t.clock.advance(LEASE); // the lease has run out: it counts as pending, is delivered again by itself,
+    t.clock.advance(LEASE); // the lease has run out: it counts as pending and is delivered again by itself
     expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 1, leased: 0, outbox_depth: 1 });
-    // but is not retried: that would restart the attempt count, and attempt 1 would ack the next delivery.
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "leased" });
     const [again] = await t.outbox.claim({ jobIds: [3] });
-    expect(again.attempt).toBe(2);
-    // Failed back to pending it keeps its count too (regression: retry of a pending call let the
-    // consumer of attempt 1 ack the next delivery).
+    expect(again.attempt).toBe(5);
     expect(await t.outbox.fail(callId, again.attempt, "once more")).toBe("pending");
-    expect(retryJob(t.main.db, callId)).toEqual({ ok: false, reason: "pending" });
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "pending" });
     t.clock.advance(60_000);
     const [third] = await t.outbox.claim({ jobIds: [3] });
-    expect(third.attempt).toBe(3);
-    expect(await t.outbox.ack(callId, 1)).toBe(false);
-    expect(await t.outbox.ack(callId, 2)).toBe(false);
+    // The budget counts from the retry: this is the third delivery since, so a failure is the last.
+    expect(third.attempt).toBe(6);
+    for (const stale of [1, 3, 4, 5]) expect(await t.outbox.ack(callId, stale)).toBe(false);
     expect(await t.outbox.ack(callId, third.attempt)).toBe(true);
+  });
+
+  test("a consumer whose lease was taken over before the call died cannot ack its delivery after jobs retry (regression: the retry restarted the attempt numbers at 1)", async () => {
+    const callId = await enqueue("/c", "fenced");
+    const [first] = await t.outbox.claim({ jobIds: [3] }); // A: attempt 1
+    t.clock.advance(LEASE);
+    const [second] = await t.outbox.claim({ jobIds: [3] }); // B takes it over: attempt 2
+    expect(await t.outbox.fail(callId, second.attempt, "b failed")).toBe("pending");
+    t.clock.advance(60_000);
+    const [third] = await t.outbox.claim({ jobIds: [3] });
+    expect(await t.outbox.fail(callId, third.attempt, "c failed")).toBe("dead");
+    expect(retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true });
+    const [current] = await t.outbox.claim({ jobIds: [3] });
+    for (const stale of [first, second, third]) {
+      expect(await t.outbox.ack(callId, stale.attempt)).toBe(false);
+      expect(await t.outbox.extend(callId, stale.attempt)).toBeNull();
+      expect(await t.outbox.fail(callId, stale.attempt, "stale")).toBeNull();
+    }
+    expect(await t.outbox.ack(callId, current.attempt)).toBe(true);
+  });
+
+  test("a call whose last lease ran out is dead without waiting for another claim, and jobs retry takes it (regression: it showed as pending, retry refused it as leased, and it died only when something claimed again)", async () => {
+    const callId = await enqueue("/c", "abandoned");
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      t.clock.advance(60_000);
+      const [call] = await t.outbox.claim({ jobIds: [3] });
+      expect(call.attempt).toBe(attempt);
+    }
+    expect(await t.outbox.killExpiredLeases()).toBe(0); // the last lease still runs
+    t.clock.advance(LEASE);
+    expect(await t.outbox.killExpiredLeases()).toBe(1);
+    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 0, dead: 1 });
+    expect(listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)?.lastError).toBe("lease expired on attempt 3 of 3");
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
+    const [revived] = await t.outbox.claim({ jobIds: [3] });
+    expect(revived.attempt).toBe(4);
+    expect(await t.outbox.ack(callId, revived.attempt)).toBe(true);
+  });
+
+  test("an expired lease with attempts left is retried too, and jobs list gives each call's size without reading its body", async () => {
+    const callId = await enqueue("/c", "x".repeat(5000));
+    await t.outbox.claim({ jobIds: [3] });
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
+    t.clock.advance(LEASE);
+    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
+    expect(listJobs(t.main.db, {}).find((j) => j.callId === callId)).toMatchObject({ state: "pending", attempts: 1, bytes: 5000 });
+    const [again] = await t.outbox.claim({ jobIds: [3] });
+    expect([again.callId, again.attempt]).toEqual([callId, 2]);
+    expect(await t.outbox.ack(callId, again.attempt)).toBe(true);
   });
 
   test("failures back off exponentially", async () => {

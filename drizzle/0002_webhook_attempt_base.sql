@@ -1,0 +1,1 @@
+ALTER TABLE `webhook_jobs` ADD `attempt_base` integer DEFAULT 0 NOT NULL;
