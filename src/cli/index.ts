@@ -51,8 +51,7 @@ const shapes: Record<string, CommandShapes> = {
 
 const commands: Record<string, Command> = {
   serve: async (ctx) => {
-    const serviceId = Number(stringFlag(ctx.args, "service-id") ?? process.env.MODELGATE_SERVICE_ID ?? 0);
-    if (!Number.isSafeInteger(serviceId) || serviceId < 0) throw new UsageError("--service-id must be a non-negative integer below 2^53");
+    const serviceId = parseServiceId(ctx.args);
     const loaded = ctx.config();
     await serve({ loaded, serviceId });
     return null;
@@ -84,6 +83,19 @@ const commands: Record<string, Command> = {
 };
 
 /** Feature modules add their commands here (user, key, credits, jobs, ...). */
+/**
+ * `--service-id`, else $MODELGATE_SERVICE_ID, else 0: decimal digits only (Number() would take
+ * `0x10`, `1e3` and an empty string), below 2^53; an error names where the bad value came from.
+ */
+function parseServiceId(args: Args): number {
+  const flag = stringFlag(args, "service-id");
+  const [text, source] = flag !== undefined ? [flag, "--service-id"] : [process.env.MODELGATE_SERVICE_ID, "MODELGATE_SERVICE_ID"];
+  if (text === undefined) return 0;
+  const id = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(id)) throw new UsageError(`${source} must be a whole number from 0 to 2^53 - 1, in decimal digits`);
+  return id;
+}
+
 export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
   commands[name] = command;
   shapes[name] = commandShapes;

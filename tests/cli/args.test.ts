@@ -203,7 +203,8 @@ describe("command shapes", () => {
         [["serve", "--port", "1"], "modelgate serve has no flag --port"],
         [["key", "list", "--bogus"], "modelgate key list has no flag --bogus"],
         [["version", "now"], 'modelgate version: unexpected argument "now"'],
-        [["serve", "--service-id", "9007199254740993"], "--service-id must be a non-negative integer below 2^53"],
+        // Decimal digits below 2^53 (regression: 0x10 was 16, 1e3 1000, and an empty value 0).
+        ...["9007199254740993", "0x10", "1e3", "0b11", "", " 7", "-1"].map((n): [string[], string] => [["serve", "--service-id", n], "--service-id must be a whole number from 0 to 2^53 - 1, in decimal digits"]),
         // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
         ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000"]),
         // One rule for row ids, checked before the database is opened (regression: jobs took 1e2 and " 7", settlements refused 07 with the bare usage).
@@ -220,6 +221,18 @@ describe("command shapes", () => {
         expect(error).toHaveBeenCalledWith(`modelgate: ${message}`);
       }
     } finally {
+      error.mockRestore();
+    }
+  });
+
+  test("a bad MODELGATE_SERVICE_ID is named as the variable it came from (regression: the error named --service-id)", async () => {
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    process.env.MODELGATE_SERVICE_ID = "0x1F";
+    try {
+      expect(await runCli(["serve", "--config", "/nonexistent/modelgate.toml"])).toBe(2);
+      expect(error).toHaveBeenCalledWith("modelgate: MODELGATE_SERVICE_ID must be a whole number from 0 to 2^53 - 1, in decimal digits");
+    } finally {
+      delete process.env.MODELGATE_SERVICE_ID;
       error.mockRestore();
     }
   });
