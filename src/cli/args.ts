@@ -1,7 +1,8 @@
 /**
  * A tiny argv parser: positionals plus `--flag value`, `--flag=value` and bare boolean flags.
- * Which flags are boolean is declared by the command, never guessed. A value that starts with
- * `--` must be written `--flag=--value`. A flag given twice is an error.
+ * Which flags are boolean is declared by the command, never guessed, and a boolean flag takes no
+ * value. A value that starts with `--` must be written `--flag=--value`. A flag given twice is an
+ * error.
  */
 export interface Args {
   positionals: string[];
@@ -30,6 +31,8 @@ export function parseArgs(argv: string[], booleans: ReadonlySet<string> = new Se
     const name = arg.slice(2, eq === -1 ? undefined : eq);
     // Which of two values was meant is a guess (`--amount 5 --amount 6`); with money, never guess.
     if (flags.has(name)) throw new UsageError(`--${name} is given twice`);
+    // `--admin=false` would read as `--admin`: a script passing `--admin=$IS_ADMIN` made admins.
+    if (eq !== -1 && booleans.has(name)) throw new UsageError(`--${name} takes no value: give --${name} alone, or leave it out`);
     if (eq !== -1) flags.set(name, arg.slice(eq + 1));
     else if (booleans.has(name)) flags.set(name, true);
     // A flag is never a value: `--name --config x` must not name a key "--config".

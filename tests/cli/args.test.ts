@@ -62,6 +62,24 @@ describe("parseArgs", () => {
   });
 });
 
+describe("yes/no flags", () => {
+  test("take no value: --admin=false is refused and makes no administrator (regression: it was read as --admin)", async () => {
+    expect(() => parseArgs(["--admin=false"], new Set(["admin"]))).toThrow(new UsageError("--admin takes no value: give --admin alone, or leave it out"));
+    const { config, dataDir } = freshConfig();
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      for (const flag of ["--admin=false", "--admin=0", "--admin="]) {
+        expect(await runCli(["user", "add", "r@example.com", flag, "--config", config])).toBe(2);
+      }
+      expect(await runCli(["key", "list", "--json=false", "--config", config])).toBe(2);
+      expect(String(error.mock.calls.at(-1)?.[0])).toBe("modelgate: --json takes no value: give --json alone, or leave it out");
+    } finally {
+      error.mockRestore();
+    }
+    expect(existsSync(dataDir)).toBe(false);
+  });
+});
+
 describe("an account whose stored email is stuck", () => {
   test("is reached by its address as stored, as the start-up warning shows it (regression: `user disable` on it disabled the other account)", async () => {
     const { config, dataDir } = freshConfig();
