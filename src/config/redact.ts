@@ -3,6 +3,7 @@
  * secret keys, and the parts of URLs that carry keys). What runs is the config as written.
  */
 import type { LoadedConfig } from "./load";
+import { SECRET_URL_PATH } from "./secrets";
 
 /**
  * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
@@ -23,9 +24,6 @@ export function redactedConfig(loaded: LoadedConfig): unknown {
   };
   return walk(loaded.config, "");
 }
-
-/** Config keys whose URL's path is usually a credential. */
-const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
 
 /** A URL with its user, password, query and fragment (and, with `path`, its path) shown as <redacted>; one that does not parse, whole. */
 export function redactedUrl(text: string, options: { path: boolean }): string {

@@ -46,7 +46,10 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
       secrets.paths.add(path);
       if (!value.startsWith("env:") && value.length >= MIN_REDACTED) secrets.values.add(value);
     }
-    if (!value.startsWith("env:")) return value;
+    if (!value.startsWith("env:")) {
+      addUrlSecrets(value, path, secrets);
+      return value;
+    }
     const name = value.slice(4);
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${path}: "env:" must be followed by an environment variable's name (letters, digits, _)`);
     const found = env[name];
@@ -57,6 +60,7 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
     secrets.paths.add(path);
     if (found.length >= MIN_REDACTED) secrets.values.add(found);
     secrets.env.add(name);
+    addUrlSecrets(found, path, secrets);
     return found;
   }
   if (Array.isArray(value)) {
@@ -72,4 +76,39 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
     return out;
   }
   return value;
+}
+
+/** A query parameter whose name says it carries a credential (`key`, `api-key`, `access_token`, Azure's `sig` and `code`). */
+export const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
+
+/** Config keys whose URL's path is usually a credential (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`). */
+export const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
+
+/**
+ * The parts of an http(s) URL that `config check` shows as <redacted> (user, password, the query
+ * whole and the values of its SECRET_PARAM parameters, the fragment, and the path of a
+ * SECRET_URL_PATH key), as written and decoded, kept as secret values: a job's failure that quotes
+ * them is redacted like a key. Other query values (`api-version=2024-06-01`) would garble its text.
+ */
+function addUrlSecrets(text: string, path: string, secrets: Secrets): void {
+  if (!/^https?:\/\//i.test(text)) return;
+  const url = URL.parse(text);
+  if (url === null) return;
+  const parts = [url.username, url.password, url.search.slice(1), url.hash.slice(1)];
+  for (const pair of url.search.slice(1).split("&")) {
+    const at = pair.indexOf("=");
+    if (at > 0 && SECRET_PARAM.test(percentDecoded(pair.slice(0, at)))) parts.push(pair.slice(at + 1));
+  }
+  if (SECRET_URL_PATH.test(path) && url.pathname !== "/") parts.push(url.pathname.slice(1), url.pathname.slice(url.pathname.lastIndexOf("/") + 1));
+  for (const part of parts) {
+    for (const form of [part, percentDecoded(part)]) if (form.length >= MIN_REDACTED) secrets.values.add(form);
+  }
+}
+
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

@@ -7,7 +7,7 @@
  * (no allocation per request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
-import { MIN_REDACTED } from "../config/secrets";
+import { MIN_REDACTED, SECRET_PARAM } from "../config/secrets";
 import { VERSION } from "../version";
 import { http1Post } from "./http1";
 import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
@@ -117,9 +117,6 @@ function endpointUrl(base: URL, endpoint: string): URL {
   url.password = "";
   return url;
 }
-
-/** A query parameter whose name says it carries a credential (`key`, `api-key`, `access_token`, Azure's `sig` and `code`). */
-const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
 
 /**
  * Every form in which an upstream could echo what the gateway sends it that is secret: api_key,

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { buildConfig, ConfigError, findConfigFile, parseTomlText } from "../../src/config/load";
+import { secretRedactor } from "../../src/webhooks/redact";
 import { redactedConfig } from "../../src/config/redact";
 
 function build(toml: string, env: Record<string, string> = {}) {
@@ -236,7 +237,17 @@ api_key = "env:OPENAI_KEY"
       `[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"\n\n[[upstreams]]\nname = "y"\nbase_url = "http://y/v1"\napi_key = "abc"\n\n[[jobs]]\njob_id = 1\nforward = "env:HOOK_URL"`,
       { HOOK_URL: "https://hooks.example/T0/secret" },
     );
-    expect([...loaded.secretValues].sort()).toEqual(["https://hooks.example/T0/secret", "literal-key"]);
+    // A forward URL's path is its key (a Slack webhook's): whole, and its last segment.
+    expect([...loaded.secretValues].sort()).toEqual(["T0/secret", "https://hooks.example/T0/secret", "literal-key", "secret"]);
     expect([...loaded.secretEnv]).toEqual(["HOOK_URL"]);
+  });
+
+  test("what config check hides of a URL is a secret value too, as written and decoded (regression: a job's stderr quoting base_url's password or query key was stored and logged in clear)", () => {
+    const loaded = build(
+      `[[upstreams]]\nname = "x"\nbase_url = "http://bu:p%40ssword1@127.0.0.1:1/v1?api-key=QUERYSECRETVALUE&api-version=2024-06-01#FRAGMENTKEY"`,
+    );
+    const redact = secretRedactor(loaded.secretValues);
+    expect(redact("pw=p%40ssword1 pw=p@ssword1 q=QUERYSECRETVALUE f=FRAGMENTKEY at 2024-06-01")).toBe("pw=[redacted] pw=[redacted] q=[redacted] f=[redacted] at 2024-06-01");
+    expect(JSON.stringify(redactedConfig(loaded))).not.toContain("QUERYSECRETVALUE");
   });
 });
