@@ -13,6 +13,7 @@ import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
+import { shapeMistake } from "./shape";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile, namingWebhooksFile } from "../webhooks/config";
@@ -138,6 +139,8 @@ function checkedConfig(merged: Record<string, unknown>, env: Record<string, stri
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
   refuseNonArrayLists(resolved);
   checkWebhooks(resolved);
+  const mistake = shapeMistake(ConfigSchema, resolved);
+  if (mistake !== null) throw new ConfigError(mistake);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
   const firstError = Value.Errors(ConfigSchema, withDefaults).First();
   if (firstError) {

@@ -227,6 +227,16 @@ api_key = "env:OPENAI_KEY"
     }
   });
 
+  test("a table written as a list, and a whole number too large to be exact, are named (regression: `server = []` passed as all defaults; `retry_after_s = 1e300` went out as `retry-after: 1e+300`)", () => {
+    expect(errorOf("server = []")).toBe("server: expected a table, not a list");
+    expect(errorOf("[[limits]]\nanonymous = { per_minute = 1 }")).toBe("limits: expected a table, not a list");
+    expect(errorOf("[limits]\nanonymous = []")).toBe("limits.anonymous: expected a table, not a list");
+    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = [1, 2]`)).toBe("models[0].price: expected a table, not a list");
+    expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe("server.request_log_days: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
+    expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe("webhooks.retry_after_s: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
+    expect(build("[server]\nrequest_log_days = 1e3").config.server.request_log_days).toBe(1000);
+  });
+
   test("a literal secret under a secret key name is redacted too", () => {
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
