@@ -73,7 +73,14 @@ function date(ms: number | null): string {
 }
 
 async function readPassword(): Promise<string> {
-  const text = await new Response(Bun.stdin.stream()).text();
+  const bytes = await new Response(Bun.stdin.stream()).bytes();
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    // Decoded loosely, each bad byte would be U+FFFD: a password no browser could type.
+    throw new UsageError("the password on stdin is not UTF-8 text");
+  }
   return text.replace(/\r?\n$/, "");
 }
 

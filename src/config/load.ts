@@ -6,7 +6,7 @@
  */
 import { parseProxyEntry } from "../client-address";
 import { redactedUrl } from "./redact";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
@@ -14,6 +14,7 @@ import { Value } from "@sinclair/typebox/value";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
 import { shapeMistake } from "./shape";
+import { readConfigText } from "./text-file";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError } from "./errors";
 import { checkWebhooks, mergeWebhooksFile, namingWebhooksFile } from "../webhooks/config";
@@ -88,13 +89,7 @@ function baseDirOf(file: string | null): string {
 function readConfigFile(file: string | null): Record<string, unknown> {
   let raw: Record<string, unknown> = {};
   if (file !== null) {
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (err) {
-      throw new ConfigError(`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? err})`);
-    }
-    raw = parseTomlText(text, file);
+    raw = parseTomlText(readConfigText(file, file), file);
   }
   return raw;
 }

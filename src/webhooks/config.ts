@@ -10,7 +10,7 @@
  *   mode, a secret where the mode needs one; `[[jobs]]` handlers have exactly one action.
  * Both work on the raw TOML document (untrusted shapes), so they narrow every value they read.
  */
-import { readFileSync } from "node:fs";
+import { readConfigText } from "../config/text-file";
 import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
@@ -53,12 +53,7 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }
   const file = isAbsolute(config) ? config : resolve(baseDir, config);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new ConfigError(`webhooks.config: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? err})`);
-  }
+  const text = readConfigText(file, `webhooks.config: ${file}`);
   let doc: Raw;
   try {
     doc = parseToml(text) as Raw;

@@ -176,6 +176,10 @@ describe("CLI errors", () => {
     const duplicate = await gw.cli(["user", "add", "sdk@example.com"]);
     expect(duplicate.code).toBe(2);
     expect(duplicate.stderr).toContain("already exists");
+    // Bytes that are not UTF-8 are refused, not stored as U+FFFD (a password no browser could type).
+    const latin1 = await gw.cli(["user", "add", "latin@example.com", "--password-stdin"], new Uint8Array([...Buffer.from("pass"), 0xe9, ...Buffer.from("word1\n")]));
+    expect([latin1.code, latin1.stderr.trim()]).toEqual([2, "modelgate: the password on stdin is not UTF-8 text"]);
+    expect((await gw.cli(["user", "add", "latin@example.com"])).code).toBe(0);
     const withPassword = await gw.cli(["user", "add", "pw@example.com", "--password-stdin"], "a fine password\n");
     expect(withPassword.code).toBe(0);
     const login = await fetch(`${gw.url}/auth/login`, {

@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { buildConfig, ConfigError, findConfigFile, parseTomlText } from "../../src/config/load";
+import { buildConfig, ConfigError, findConfigFile, loadConfig, parseTomlText } from "../../src/config/load";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { secretRedactor } from "../../src/webhooks/redact";
 import { redactedConfig } from "../../src/config/redact";
 
@@ -235,6 +238,25 @@ api_key = "env:OPENAI_KEY"
     expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe("server.request_log_days: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
     expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe("webhooks.retry_after_s: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
     expect(build("[server]\nrequest_log_days = 1e3").config.server.request_log_days).toBe(1000);
+  });
+
+  test("a config file that is not UTF-8, or far too large to be one, is refused naming the file (regression: Latin-1 `café` became a model id no client can send; /dev/zero was read without end)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-config-"));
+    const latin1 = join(dir, "latin1.toml");
+    writeFileSync(latin1, Buffer.concat([Buffer.from('[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "caf'), Buffer.from([0xe9]), Buffer.from('"\ntargets = [{ upstream = "u" }]\n')]));
+    const refusal = (file: string): string => {
+      try {
+        loadConfig(file, {});
+        return "no error";
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    expect(refusal(latin1)).toBe(`${latin1}: not UTF-8 text (TOML files are UTF-8; convert it, e.g. with iconv -f latin1 -t utf-8)`);
+    expect(refusal("/dev/zero")).toBe("/dev/zero: larger than 16 MiB; is it the config file?");
+    const utf8 = join(dir, "utf8.toml");
+    writeFileSync(utf8, '[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "caf\u00e9"\ntargets = [{ upstream = "u" }]\n');
+    expect(loadConfig(utf8, {}).config.models[0].id).toBe("caf\u00e9");
   });
 
   test("a literal secret under a secret key name is redacted too", () => {

@@ -17,7 +17,7 @@ export interface RunningGateway {
   /** Everything the process printed so far (stdout and stderr). */
   output(): string;
   /** Runs a CLI command of the same binary against the same config and data directory. */
-  cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }>;
+  cli(args: string[], stdin?: string | Uint8Array): Promise<{ code: number; stdout: string; stderr: string }>;
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
