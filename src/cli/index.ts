@@ -146,9 +146,14 @@ export async function runCli(argv: string[]): Promise<number | null> {
     const command = commands[name];
     const known = Object.hasOwn(commands, name);
     if (!known || args.flags.has("help")) {
-      if (!known) console.error(maskApiKeys(`modelgate: unknown command ${JSON.stringify(name)}`));
-      console.log(USAGE);
-      return known ? 0 : 2;
+      if (known) {
+        console.log(USAGE);
+        return 0;
+      }
+      // On stderr, with the error: `KEY=$(modelgate kye create …)` must not take the usage for a key.
+      console.error(maskApiKeys(`modelgate: unknown command ${JSON.stringify(name)}`));
+      console.error(USAGE);
+      return 2;
     }
     checkShape(args, name);
     let loaded: LoadedConfig | undefined;

@@ -15,11 +15,11 @@ registerCommand("settlements", (ctx) => {
   // Usage errors come before the database is opened (or created).
   if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE);
   const retryId = sub === "retry" ? idOperand(ctx.args.positionals[2], "usage: modelgate settlements retry ID") : 0;
+  const state = stringFlag(ctx.args, "state");
+  if (state !== undefined && !SETTLEMENT_STATES.includes(state as SettlementState)) throw new UsageError(`--state must be one of ${SETTLEMENT_STATES.join(", ")}`);
   const opened = ctx.openDb();
   try {
     if (sub === "list") {
-      const state = stringFlag(ctx.args, "state");
-      if (state !== undefined && !SETTLEMENT_STATES.includes(state as SettlementState)) throw new UsageError(`--state must be one of ${SETTLEMENT_STATES.join(", ")}`);
       const rows = listSettlements(opened.db, { state: state as SettlementState | undefined, limit: 1000 });
       if (ctx.args.flags.has("json")) {
         ctx.print(JSON.stringify(rows, null, 2));

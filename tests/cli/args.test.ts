@@ -283,7 +283,7 @@ describe("command shapes", () => {
       } finally {
         printed.mockRestore();
       }
-      expect(error).toHaveBeenLastCalledWith('modelgate: unknown command "sk-mg-7t47cb…"');
+      expect(error.mock.calls.at(-2)?.[0]).toBe('modelgate: unknown command "sk-mg-7t47cb…"');
       for (const call of error.mock.calls) expect(String(call[0])).not.toContain(key.slice(0, 14));
     } finally {
       error.mockRestore();
@@ -295,6 +295,8 @@ describe("command shapes", () => {
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
       for (const command of ["settlements", "jobs", "key", "credits", "user"]) expect(await runCli([command, "bogus", "--config", config])).toBe(2);
+      // Nor a bad flag value (regression: settlements list --state bogus created the database first).
+      for (const command of ["settlements", "jobs"]) expect(await runCli([command, "list", "--state", "bogus", "--config", config])).toBe(2);
     } finally {
       error.mockRestore();
     }
@@ -310,12 +312,14 @@ describe("command shapes", () => {
       // Names an object has by inheritance are not commands (regression: "toString" crashed with a stack trace).
       for (const name of ["toString", "hasOwnProperty", "__proto__", "constructor"]) {
         expect(await runCli([name])).toBe(2);
-        expect(error).toHaveBeenLastCalledWith(`modelgate: unknown command ${JSON.stringify(name)}`);
+        expect(error.mock.calls.at(-2)?.[0]).toBe(`modelgate: unknown command ${JSON.stringify(name)}`);
         // As a subcommand: the command's usage, not an internal error.
         expect(await runCli(["user", name, "a@b.io", "--config", "/nonexistent/modelgate.toml"])).toBe(2);
         expect(String(error.mock.calls.at(-1)?.[0])).toStartWith("modelgate: usage: modelgate user");
       }
-      expect(String(printed.mock.calls[0]?.[0])).toStartWith("usage: modelgate");
+      // The usage goes to stderr with the error (regression: on stdout, `KEY=$(modelgate kye …)` took it for the key).
+      expect(printed).not.toHaveBeenCalled();
+      expect(String(error.mock.calls[1]?.[0])).toStartWith("usage: modelgate");
     } finally {
       error.mockRestore();
       printed.mockRestore();
