@@ -12,6 +12,7 @@ import { serve } from "../serve";
 import { VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
+import { printable } from "./table";
 
 export interface CliContext {
   args: Args;
@@ -172,16 +173,24 @@ export async function runCli(argv: string[]): Promise<number | null> {
     };
     return await command(context);
   } catch (err) {
-    // A key typed where something else belongs (`key revoke sk-mg-…`) is not printed back whole.
     if (err instanceof ConfigError) {
-      console.error(`modelgate: config error: ${maskApiKeys(err.message)}`);
+      console.error(`modelgate: config error: ${shownError(err.message)}`);
       return 1;
     }
     if (err instanceof UsageError) {
-      console.error(`modelgate: ${maskApiKeys(err.message)}`);
+      console.error(`modelgate: ${shownError(err.message)}`);
       return 2;
     }
-    console.error(`modelgate: ${maskApiKeys(String((err as Error)?.message ?? err))}`);
+    console.error(`modelgate: ${shownError(String((err as Error)?.message ?? err))}`);
     return 1;
   }
+}
+
+/**
+ * An error as the terminal shows it: a key typed where something else belongs (`key revoke
+ * sk-mg-…`) not printed back whole, and what the user typed (an email with an escape sequence)
+ * unable to retitle or recolour the terminal: control characters escaped, line by line.
+ */
+function shownError(message: string): string {
+  return maskApiKeys(message).split("\n").map(printable).join("\n");
 }

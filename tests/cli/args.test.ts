@@ -267,6 +267,17 @@ describe("command shapes", () => {
     }
   });
 
+  test("what the user typed cannot retitle or recolour the terminal through an error (regression: an email's escape sequence was printed raw)", async () => {
+    const { config } = freshConfig();
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "ctl\u001b]0;pwned\u0007@x", "--config", config])).toBe(2);
+      expect(String(error.mock.calls.at(-1)?.[0])).toBe('modelgate: "ctl\\u001b]0;pwned\\u0007@x" is not an email address');
+    } finally {
+      error.mockRestore();
+    }
+  });
+
   test("an API key typed where something else belongs is never printed back whole", async () => {
     const { config } = freshConfig();
     const key = "sk-mg-7t47cbyr2eonqy7linz3pn6cag6mmb6powg6hiajsigalq";
