@@ -3,6 +3,7 @@
  * a `host:port` address from config, an error that names the config key when listening fails, and
  * a stop that lets requests in flight finish for a grace period, then cuts them.
  */
+import { isIP } from "node:net";
 
 /** `host:port`, `[v6]:port` or `:port` (all interfaces); the config schema checked its form. */
 export function parseAddress(address: string): { hostname: string; port: number } {
@@ -36,7 +37,12 @@ export function listenNaming<T>(key: string, address: string, listen: () => T): 
   try {
     return listen();
   } catch (err) {
-    throw new Error(`${key} = "${address}": ${(err as Error)?.message ?? err}`);
+    const { hostname } = parseAddress(address);
+    // A name that does not resolve fails as EINVAL or ENOENT, which says nothing of the name.
+    const hint = isIP(hostname) === 0 && ["EINVAL", "ENOENT", "EADDRNOTAVAIL"].includes((err as { code?: string })?.code ?? "")
+      ? ` (the host name "${hostname}" must resolve to an address of this machine)`
+      : "";
+    throw new Error(`${key} = "${address}": ${(err as Error)?.message ?? err}${hint}`);
   }
 }
 

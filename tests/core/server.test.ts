@@ -39,6 +39,15 @@ describe("the server", () => {
     for (let i = 0; i < 20; i++) expect((await fetch(`${first.url}/api/health`)).status).toBe(200);
   });
 
+  test("a listen host name that does not resolve is named as such (regression: a bare EINVAL or ENOENT)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"));
+    writeFileSync(join(dir, "modelgate.toml"), `[server]\nlisten = "nohost.invalid:${freePort()}"\ndata_dir = "${join(dir, "data")}"\n`);
+    const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env: { ...process.env, MODELGATE_CONFIG: join(dir, "modelgate.toml") }, stdout: "pipe", stderr: "pipe" });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('(the host name "nohost.invalid" must resolve to an address of this machine)');
+  });
+
   test("bodies far past max_body_bytes get the JSON 413; a chunked body to a form route gets 411", async () => {
     const gateway = await startGateway("[server]\nmax_body_bytes = 2000\n");
     started.push(gateway);
