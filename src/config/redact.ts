@@ -4,6 +4,7 @@
  */
 import type { LoadedConfig } from "./load";
 import { SECRET_URL_PATH } from "./secrets";
+import { parseAddress } from "../listen";
 
 /**
  * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
@@ -22,7 +23,12 @@ export function redactedConfig(loaded: LoadedConfig): unknown {
     }
     return value;
   };
-  return walk(loaded.config, "");
+  const shown = walk(loaded.config, "") as { server: { public_url: string } };
+  // Unwritten, public_url follows listen; a port of 0 is chosen by the system only at start.
+  if (loaded.linksFollowListen && parseAddress(loaded.config.server.listen).port === 0) {
+    shown.server.public_url = "(the address listened on, once the system has picked the port)";
+  }
+  return shown;
 }
 
 /** A URL with its user, password, query and fragment (and, with `path`, its path) shown as <redacted>; one that does not parse, whole. */
