@@ -46,6 +46,8 @@ interface HandlerContext {
   longestSecret: number;
   /** Set when the runner stops: a command it kills then gives its attempt back. */
   stopping: boolean;
+  /** Aborted when the grace of a stop has run out: forwards still waiting give their attempts back too. */
+  stopped: AbortController;
 }
 
 export interface JobRunner {
@@ -130,7 +132,7 @@ function readTail(stream: ReadableStream<Uint8Array>, margin: number): { text: (
   return { text: () => kept, cut: () => cut, ended };
 }
 
-async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promise<Outcome> {
+async function forwardCall(url: string, call: JobCall, timeoutMs: number, stopped: AbortSignal): Promise<Outcome> {
   // A forward URL's user, password, path and query are usually its key: failure reasons are logged
   // and stored, so they name the URL as `config check` shows it.
   const shown = redactedUrl(url, { path: true });
@@ -139,7 +141,7 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promi
       method: "POST",
       body: call.body,
       redirect: "manual",
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopped]),
       headers: {
         "content-type": call.contentType ?? "application/octet-stream",
         ...call.metadata,
@@ -159,7 +161,7 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number): Promi
 
 function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerContext): Promise<Outcome> {
   if (handler.command) return runCommand(handler.command, call, handler.timeout_ms, context);
-  return forwardCall(handler.forward!, call, handler.timeout_ms);
+  return forwardCall(handler.forward!, call, handler.timeout_ms, context.stopped.signal);
 }
 
 export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): JobRunner {
@@ -171,7 +173,7 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   for (const name of options.secretEnv ?? []) delete env[name];
   // The metadata variables come from the call alone: X_WEBHOOK_NAME is absent for an unnamed endpoint, not inherited.
   for (const name of Object.keys(env)) if (name.startsWith("X_WEBHOOK_") || name.startsWith("X_GATEWAY_")) delete env[name];
-  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false };
+  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false, stopped: new AbortController() };
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
@@ -184,9 +186,11 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
       for (const producer of producers) producer.close();
       await Promise.race([Promise.all(workers), Bun.sleep(graceMs)]);
       // Commands still running past the grace are killed (one left running would overlap its own
-      // redelivery, and outlive timeout_ms); their calls are handed back with their attempt, since
-      // the stop, not the command, ended them, and are delivered again after the restart.
+      // redelivery, and outlive timeout_ms), and forwards still waiting are given up; their calls
+      // are handed back with their attempt, since the stop, not the handler, ended them, and are
+      // delivered again after the restart.
       context.stopping = true;
+      context.stopped.abort();
       for (const group of running) killGroup(group);
       await Promise.race([Promise.all(workers), Bun.sleep(RELEASE_WAIT_MS)]);
     },

@@ -38,6 +38,7 @@ const t = buildTestGateway(
       { path: "/keyed-url", job_id: 13 },
       { path: "/keyed-url-refused", job_id: 14 },
       { path: "/keyed-url-garbage", job_id: 15 },
+      { path: "/stopping-forward", job_id: 16 },
     ],
     lease_ms: 300,
     max_attempts: 3,
@@ -229,6 +230,20 @@ describe("stopping the runner", () => {
     // The stop ended it, not the command: the call is handed back with its attempt (regression: two
     // stops during a long command spent both attempts, and the call died without ever failing).
     expect(row(callId)).toMatchObject({ state: "pending", attempts: 0 });
+  });
+
+  test("a forward still waiting after the grace is given up and its call handed back with its attempt (regression: left leased, its attempt spent, and the stop waited on)", async () => {
+    let arrived = false;
+    const silent = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => ((arrived = true), new Promise<Response>(() => {})) });
+    const own = startJobRunner(t.outbox, [{ job_id: 16, forward: `http://127.0.0.1:${silent.port}/hook`, timeout_ms: 60_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    try {
+      const callId = await enqueue("/stopping-forward", "x");
+      await until(() => arrived, "the forward to reach its receiver");
+      await own.stop(100);
+      expect(row(callId)).toMatchObject({ state: "pending", attempts: 0 });
+    } finally {
+      silent.stop(true);
+    }
   });
 
   test("a metadata variable the call does not carry is not inherited from the gateway's environment", async () => {
