@@ -280,6 +280,8 @@ function checkSpendAuth({ spend_auth: s }: Config): void {
     if (!s.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
     if (!/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
   }
+  // 0 units a credit would make every priced model free to any authorization, however small.
+  if (/^0+$/.test(s.units_per_credit)) throw new ConfigError("spend_auth.units_per_credit: must be at least 1 (0 would make every priced model free)");
   if (!s.rpc_url && s.allowed_signers.length === 0) return;
   if (!s.operator) throw new ConfigError("spend_auth.operator: required when rpc_url or allowed_signers is set");
   if (!s.verifying_contract) throw new ConfigError("spend_auth.verifying_contract: required when rpc_url or allowed_signers is set");

@@ -266,6 +266,11 @@ api_key = "env:OPENAI_KEY"
     expect(shown('[server]\nlisten = "127.0.0.1:9000"')).toBe("http://127.0.0.1:9000");
   });
 
+  test("spend_auth.units_per_credit of 0 is refused (regression: it made every priced model free to SpendAuth callers)", () => {
+    for (const zero of ["0", "000"]) expect(errorOf(`[spend_auth]\nunits_per_credit = "${zero}"`)).toBe("spend_auth.units_per_credit: must be at least 1 (0 would make every priced model free)");
+    expect(build('[spend_auth]\nunits_per_credit = "1"').config.spend_auth.units_per_credit).toBe("1");
+  });
+
   test("a literal secret under a secret key name is redacted too", () => {
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
