@@ -271,6 +271,11 @@ api_key = "env:OPENAI_KEY"
     expect(build('[spend_auth]\nunits_per_credit = "1"').config.spend_auth.units_per_credit).toBe("1");
   });
 
+  test("an IPv6 zone in listen asks for public_url by name (regression: the error blamed a public_url never written)", () => {
+    expect(errorOf('[server]\nlisten = "[fe80::1%lo]:9000"')).toBe('server.public_url: required when server.listen names an IPv6 zone ("[fe80::1%lo]:9000"): a URL cannot carry one');
+    expect(build('[server]\nlisten = "[fe80::1%lo]:9000"\npublic_url = "http://gw.lan:9000"').config.server.public_url).toBe("http://gw.lan:9000");
+  });
+
   test("a literal secret under a secret key name is redacted too", () => {
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
