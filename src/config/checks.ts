@@ -27,15 +27,18 @@ export function checkDataDir(dataDir: string): void {
  */
 export function checkAddress(path: string, address: string): void {
   const { hostname, port } = parseAddress(address);
+  if (!/:[0-9]{1,5}$/.test(address)) throw notAnAddress(path, address);
   if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   const host = address.slice(0, address.lastIndexOf(":"));
   const valid = host === ""
     || (host.startsWith("[") ? host.endsWith("]") && isIP(hostname) === 6
       : /^[\d.]+$/.test(host) ? isIP(host) === 4
       : isIP(host) === 6 || /^[a-z\d_]([a-z\d_.-]{0,251}[a-z\d_.])?$/i.test(host));
-  if (!valid) {
-    throw new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
-  }
+  if (!valid) throw notAnAddress(path, address);
+}
+
+function notAnAddress(path: string, address: string): ConfigError {
+  return new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
 }
 
 export function checkReferences(config: Config): void {

@@ -23,7 +23,7 @@ function limitEntry(defaults: { per_minute: number; per_day?: number }) {
 
 const Server = T.Object(
   {
-    listen: T.String({ default: "0.0.0.0:8080", pattern: "^.*:[0-9]{1,5}$" }),
+    listen: T.String({ default: "0.0.0.0:8080" }),
     public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
     data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),

@@ -32,7 +32,7 @@ export const WebhooksSection = T.Object(
     enabled: T.Boolean({ default: false }),
     /** A webhooks.toml in the Blueprint SDK webhook format; resolved beside the main config. */
     config: T.Optional(T.String()),
-    bind_address: T.String({ default: "0.0.0.0:9090", pattern: "^.+:[0-9]{1,5}$" }),
+    bind_address: T.String({ default: "0.0.0.0:9090" }),
     endpoints: T.Array(WebhookEndpoint, { default: [] }),
     max_body_bytes: T.Integer({ default: 1_048_576, minimum: 1 }),
     /** Bytes of bodies over 64 KiB being read at once, counted as they arrive; past it 503 with Retry-After. */

@@ -276,6 +276,13 @@ api_key = "env:OPENAI_KEY"
     expect(build('[server]\nlisten = "[fe80::1%lo]:9000"\npublic_url = "http://gw.lan:9000"').config.server.public_url).toBe("http://gw.lan:9000");
   });
 
+  test("listen and bind_address are refused in one plain message, and both may be :port (regression: a raw regex for some, and bind_address refused :9091)", () => {
+    const plain = (path: string, value: string) => `${path}: "${value}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`;
+    for (const bad of ["8080", "localhost", ""]) expect(errorOf(`[server]\nlisten = "${bad}"`)).toBe(plain("server.listen", bad));
+    expect(errorOf('[webhooks]\nbind_address = "9091"')).toBe(plain("webhooks.bind_address", "9091"));
+    expect(build('[webhooks]\nbind_address = ":9091"').config.webhooks.bind_address).toBe(":9091");
+  });
+
   test("a literal secret under a secret key name is redacted too", () => {
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
