@@ -43,6 +43,15 @@ function notAnAddress(path: string, address: string): ConfigError {
 
 export function checkReferences(config: Config): void {
   checkDataDir(config.server.data_dir);
+  if (config.webhooks.enabled) {
+    // Two servers on one port: `config check` would pass what `serve` then fails to start.
+    const api = parseAddress(config.server.listen);
+    const hooks = parseAddress(config.webhooks.bind_address);
+    const everywhere = (host: string): boolean => host === "0.0.0.0" || host === "::";
+    if (api.port !== 0 && api.port === hooks.port && (api.hostname === hooks.hostname || everywhere(api.hostname) || everywhere(hooks.hostname))) {
+      throw new ConfigError(`webhooks.bind_address: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`);
+    }
+  }
   for (const section of config.webhooks.enabled ? (["server", "webhooks"] as const) : (["server"] as const)) {
     if (config[section].max_body_bytes_in_flight < config[section].max_body_bytes) {
       throw new ConfigError(`${section}.max_body_bytes_in_flight: must be at least ${section}.max_body_bytes, or one large body could never be read`);

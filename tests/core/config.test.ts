@@ -281,6 +281,12 @@ api_key = "env:OPENAI_KEY"
     for (const bad of ["8080", "localhost", ""]) expect(errorOf(`[server]\nlisten = "${bad}"`)).toBe(plain("server.listen", bad));
     expect(errorOf('[webhooks]\nbind_address = "9091"')).toBe(plain("webhooks.bind_address", "9091"));
     expect(build('[webhooks]\nbind_address = ":9091"').config.webhooks.bind_address).toBe(":9091");
+    // The webhook gateway on the API's port: config check refuses what serve would fail to start.
+    const both = (listen: string, bind: string) => `[server]\nlisten = "${listen}"\n\n[webhooks]\nenabled = true\nbind_address = "${bind}"\n\n[[webhooks.endpoints]]\npath = "/a"\njob_id = 1`;
+    for (const [listen, bind] of [["127.0.0.1:9000", "127.0.0.1:9000"], [":9000", "127.0.0.1:9000"], ["127.0.0.1:9000", "0.0.0.0:9000"]]) {
+      expect(errorOf(both(listen, bind))).toBe(`webhooks.bind_address: "${bind}" is where server.listen ("${listen}") is: give the webhook gateway a port of its own`);
+    }
+    expect(build(both("127.0.0.1:9000", "127.0.0.2:9000")).config.webhooks.enabled).toBe(true);
   });
 
   test("a literal secret under a secret key name is redacted too", () => {
