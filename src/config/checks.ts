@@ -88,6 +88,16 @@ export function checkReferences(config: Config): void {
       throw new ConfigError(`${path}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
     }
   }
+  // A domain sign-up nobody could pass is a mistake, not a policy: `closed` says that.
+  if (config.auth.signup === "domain" && config.auth.allowed_domains.length === 0) {
+    throw new ConfigError('auth.allowed_domains: signup = "domain" needs at least one domain (or signup = "closed" to let no one sign up)');
+  }
+  config.auth.allowed_domains.forEach((entry, i) => {
+    // Compared with the domain of an address, so a pattern or URL (`*.example.com`, `https://…`) matches nothing.
+    if (!/^[\p{L}\p{N}\p{M}_-]+(\.[\p{L}\p{N}\p{M}_-]+)+$/u.test(entry.normalize("NFKC").trim().replace(/^@/, ""))) {
+      throw new ConfigError(`auth.allowed_domains[${i}]: "${entry.slice(0, 80)}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`);
+    }
+  });
   const upstreams = new Set<string>();
   config.upstreams.forEach((u, i) => {
     if (upstreams.has(u.name)) throw new ConfigError(`upstreams[${i}].name: duplicate upstream "${u.name}"`);

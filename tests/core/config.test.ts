@@ -289,6 +289,15 @@ api_key = "env:OPENAI_KEY"
     expect(build(both("127.0.0.1:9000", "127.0.0.2:9000")).config.webhooks.enabled).toBe(true);
   });
 
+  test("a domain sign-up that nobody could pass is refused (regression: no domains, or entries such as *.example.net, were accepted and matched nothing)", () => {
+    expect(errorOf('[auth]\nsignup = "domain"')).toBe('auth.allowed_domains: signup = "domain" needs at least one domain (or signup = "closed" to let no one sign up)');
+    for (const entry of ["*.example.net", "https://x.com", "example", "x.com/path"]) {
+      expect(errorOf(`[auth]\nsignup = "domain"\nallowed_domains = ["example.com", "${entry}"]`)).toBe(`auth.allowed_domains[1]: "${entry}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`);
+    }
+    const fine = ["example.com", "@example.org", "\uff45xample.net", "b\u00fccher.de", "xn--bcher-kva.de", "sub.example.co.uk"];
+    expect(build(`[auth]\nsignup = "domain"\nallowed_domains = ${JSON.stringify(fine)}`).config.auth.allowed_domains).toEqual(fine);
+  });
+
   test("a literal secret under a secret key name is redacted too", () => {
     const loaded = build(`[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"`);
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("literal-key");
