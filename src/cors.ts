@@ -13,7 +13,7 @@ import { requestOrigin } from "./request-url";
 /** Headers a page may read from an answer, beyond the CORS-safelisted ones. */
 const EXPOSED =
   "x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, retry-after, x-gateway-overhead-ms, " +
-  "x-payment-required-operator, x-payment-required-service-id, x-payment-required-chain-id, x-payment-required-contract";
+  "x-payment-required, x-payment-required-operator, x-payment-required-service-id, x-payment-required-chain-id, x-payment-required-contract";
 /** Request headers allowed when a preflight does not name its own (or names them malformed). */
 const DEFAULT_ALLOWED = "authorization, content-type, x-payment-signature";
 /** A preflight's Access-Control-Request-Headers: field names separated by commas. */

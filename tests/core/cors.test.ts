@@ -41,7 +41,9 @@ describe("CORS", () => {
     for (const res of asked) {
       expect(res.headers.get("access-control-allow-origin")).toBe(PAGE);
       expect(res.headers.get("access-control-expose-headers")).toContain("x-ratelimit-remaining-requests");
-      expect(res.headers.get("access-control-expose-headers")).toContain("x-payment-required-contract");
+      // Every header a SpendAuth 402 carries, the amount to sign first (regression: only the -* ones were listed).
+      const exposed = res.headers.get("access-control-expose-headers")!.split(", ");
+      for (const name of ["x-payment-required", "x-payment-required-operator", "x-payment-required-service-id", "x-payment-required-chain-id", "x-payment-required-contract"]) expect(exposed).toContain(name);
       expect(res.headers.get("access-control-allow-credentials")).toBeNull();
       expect(res.headers.get("vary")).toContain("origin");
     }
