@@ -119,8 +119,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
       "modelgate_target_up",
       "1 when a model's target takes requests (its upstream's circuit and its own are closed), 0 when either is open or probing.",
       "gauge",
+      // `target` is the upstream's name for the model: one route may have two targets on one upstream.
       options.registry.list().flatMap((route) =>
-        route.targets.map((t) => ({ labels: { model: route.id, upstream: t.upstream.name }, value: targetState(t, now) === "closed" ? 1 : 0 })),
+        route.targets.map((t) => ({ labels: { model: route.id, upstream: t.upstream.name, target: t.model }, value: targetState(t, now) === "closed" ? 1 : 0 })),
       ),
     );
     out += renderSamples(

@@ -91,17 +91,19 @@ describe("/metrics", () => {
       upstreams: [{ name: "box", base_url: sick.url }, { name: "other", base_url: well.url }],
       models: [
         { id: "large", targets: [{ upstream: "box" }] },
-        { id: "small", targets: [{ upstream: "other" }] },
+        // Two targets on one upstream: a series each (review finding: one series twice).
+        { id: "small", targets: [{ upstream: "other", model: "small-q4" }, { upstream: "other", model: "small-q8" }] },
       ],
       routing: { retry_backoff_ms: 0, cooldown_failures: 2 },
     });
-    const up = { model: "large", upstream: "box" };
+    const up = { model: "large", upstream: "box", target: "large" };
     expect(sample(await scrape(gw), "modelgate_target_up", up)).toBe(1);
     for (let i = 0; i < 2; i++) expect((await gw.chat({ model: "large", messages: HELLO })).status).toBeGreaterThanOrEqual(502);
     const m = await scrape(gw);
     expect(sample(m, "modelgate_target_up", up)).toBe(0);
     expect(sample(m, "modelgate_upstream_up", { upstream: "box" })).toBe(1);
-    expect(sample(m, "modelgate_target_up", { model: "small", upstream: "other" })).toBe(1);
+    for (const target of ["small-q4", "small-q8"]) expect(sample(m, "modelgate_target_up", { model: "small", upstream: "other", target })).toBe(1);
+    expect((await (await gw.request("/metrics")).text()).match(/^modelgate_target_up\{/gm)).toHaveLength(3);
   });
 
   test("the series of a model no longer routed are shown once more, then dropped (regression: every discovered id ever served kept its ~20 series)", async () => {
