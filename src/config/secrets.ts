@@ -85,27 +85,34 @@ export const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
 export const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
 
 /**
- * The parts of an http(s) URL that `config check` shows as <redacted> (user, password, the query
- * whole and the values of its SECRET_PARAM parameters, the fragment, and the path of a
- * SECRET_URL_PATH key), as written and decoded, kept as secret values: a job's failure that quotes
- * them is redacted like a key. Other query values (`api-version=2024-06-01`) would garble its text.
+ * Of an http(s) config value, the parts `config check` hides that carry credentials, kept as
+ * secret values: a job's failure that quotes them is redacted like a key (see urlSecretParts).
  */
 function addUrlSecrets(text: string, path: string, secrets: Secrets): void {
   if (!/^https?:\/\//i.test(text)) return;
   const url = URL.parse(text);
-  if (url === null) return;
-  const parts = [url.username, url.password, url.search.slice(1), url.hash.slice(1)];
+  if (url !== null) for (const part of urlSecretParts(url, { path: SECRET_URL_PATH.test(path) })) secrets.values.add(part);
+}
+
+/**
+ * The parts of `url` that carry credentials, as written and percent-decoded, each of at least
+ * MIN_REDACTED characters: its password, its query whole and the values of its SECRET_PARAM
+ * parameters, its fragment, and with `path` its path (an RPC provider's `/v3/<key>`). Not its user
+ * name, nor other query values (`api-version=2024-06-01`) or path segments (`webhook`): taken out of
+ * texts, common words would garble them.
+ */
+export function urlSecretParts(url: URL, options: { path: boolean }): string[] {
+  const parts = [url.password, url.search.slice(1), url.hash.slice(1)];
   for (const pair of url.search.slice(1).split("&")) {
     const at = pair.indexOf("=");
     if (at > 0 && SECRET_PARAM.test(percentDecoded(pair.slice(0, at)))) parts.push(pair.slice(at + 1));
   }
-  if (SECRET_URL_PATH.test(path) && url.pathname !== "/") parts.push(url.pathname.slice(1), url.pathname.slice(url.pathname.lastIndexOf("/") + 1));
-  for (const part of parts) {
-    for (const form of [part, percentDecoded(part)]) if (form.length >= MIN_REDACTED) secrets.values.add(form);
-  }
+  if (options.path && url.pathname !== "/") parts.push(url.pathname.slice(1));
+  return [...new Set(parts.flatMap((part) => [part, percentDecoded(part)]).filter((part) => part.length >= MIN_REDACTED))];
 }
 
-function percentDecoded(text: string): string {
+/** A URL's part as typed (`p%40ss` is `p@ss`); a stray `%` is taken literally. */
+export function percentDecoded(text: string): string {
   try {
     return decodeURIComponent(text);
   } catch {

@@ -7,7 +7,7 @@
  * (no allocation per request); /metrics and /api/status read them when asked.
  */
 import type { UpstreamConfig } from "../config/schema";
-import { MIN_REDACTED, SECRET_PARAM } from "../config/secrets";
+import { MIN_REDACTED, percentDecoded, urlSecretParts } from "../config/secrets";
 import { VERSION } from "../version";
 import { http1Post } from "./http1";
 import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
@@ -120,18 +120,14 @@ function endpointUrl(base: URL, endpoint: string): URL {
 
 /**
  * Every form in which an upstream could echo what the gateway sends it that is secret: api_key,
- * base_url's password as typed and decoded, the Basic header's base64 of user and password, and
- * base_url's query whole (as `config check` redacts it) and the values of the parameters named as
- * credentials, as typed and decoded. Other values (`api-version=2024-06-01`) are left in what the
- * upstream says: taken out, they would garble its messages.
+ * the Basic header's base64 of user and password, and what urlSecretParts finds in base_url (its
+ * password, its query whole and the values of parameters named as credentials, as typed and
+ * decoded). Other values (`api-version=2024-06-01`) are left in what the upstream says: taken out,
+ * they would garble its messages.
  */
 function upstreamSecrets(apiKey: string | undefined, base: URL, authorization: string | null): string[] {
-  const secrets = [apiKey, base.password, percentDecoded(base.password), base.search.slice(1)];
+  const secrets = [apiKey, ...urlSecretParts(base, { path: false })];
   if (authorization?.startsWith("Basic ")) secrets.push(authorization.slice(6));
-  for (const pair of base.search.slice(1).split("&")) {
-    const at = pair.indexOf("=");
-    if (at > 0 && SECRET_PARAM.test(percentDecoded(pair.slice(0, at)))) secrets.push(pair.slice(at + 1), percentDecoded(pair.slice(at + 1)));
-  }
   return [...new Set(secrets.filter((s): s is string => s !== undefined && s.length >= MIN_REDACTED))].sort((a, b) => b.length - a.length);
 }
 
@@ -140,15 +136,6 @@ function basicAuthorization(base: URL): string | null {
   if (base.username === "" && base.password === "") return null;
   const pair = `${percentDecoded(base.username)}:${percentDecoded(base.password)}`;
   return `Basic ${Buffer.from(pair, "utf8").toString("base64")}`;
-}
-
-/** A URL's user or password as typed (`p%40ss` is `p@ss`); a stray `%` is taken literally. */
-function percentDecoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 export function circuitState(c: Circuit, now: number): CircuitState {

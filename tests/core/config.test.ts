@@ -308,8 +308,8 @@ api_key = "env:OPENAI_KEY"
       `[[upstreams]]\nname = "x"\nbase_url = "http://x/v1"\napi_key = "literal-key"\n\n[[upstreams]]\nname = "y"\nbase_url = "http://y/v1"\napi_key = "abc"\n\n[[jobs]]\njob_id = 1\nforward = "env:HOOK_URL"`,
       { HOOK_URL: "https://hooks.example/T0/secret" },
     );
-    // A forward URL's path is its key (a Slack webhook's): whole, and its last segment.
-    expect([...loaded.secretValues].sort()).toEqual(["T0/secret", "https://hooks.example/T0/secret", "literal-key", "secret"]);
+    // A forward URL's path is its key (a Slack webhook's): whole, not segment by segment (common words).
+    expect([...loaded.secretValues].sort()).toEqual(["T0/secret", "https://hooks.example/T0/secret", "literal-key"]);
     expect([...loaded.secretEnv]).toEqual(["HOOK_URL"]);
   });
 
@@ -319,6 +319,9 @@ api_key = "env:OPENAI_KEY"
     );
     const redact = secretRedactor(loaded.secretValues);
     expect(redact("pw=p%40ssword1 pw=p@ssword1 q=QUERYSECRETVALUE f=FRAGMENTKEY at 2024-06-01")).toBe("pw=[redacted] pw=[redacted] q=[redacted] f=[redacted] at 2024-06-01");
+    // Not the user name, nor a forward URL's path segment by segment: common words would go (review finding).
+    const words = build(`[[upstreams]]\nname = "x"\nbase_url = "http://ubuntu:pw-123456@127.0.0.1:1/v1"\n\n[[jobs]]\njob_id = 1\nforward = "http://127.0.0.1:9000/alerts/webhook"`);
+    expect(secretRedactor(words.secretValues)("ssh ubuntu@host: cannot post alerts to webhook pw-123456")).toBe("ssh ubuntu@host: cannot post alerts to webhook [redacted]");
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("QUERYSECRETVALUE");
   });
 });

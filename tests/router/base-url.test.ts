@@ -113,6 +113,7 @@ describe("base_url", () => {
     const { config } = buildConfig({ upstreams: [{ name: "up", base_url }] }, { env: {} });
     expect(createUpstreamState(config.upstreams[0]).secrets).toEqual([
       "api-version=2024-06-01-preview&sig=abc%2Fdef123&code=functionkey1&model=default-model",
+      "api-version=2024-06-01-preview&sig=abc/def123&code=functionkey1&model=default-model",
       Buffer.from("bob:p@ss-word").toString("base64"),
       "abc%2Fdef123",
       "functionkey1",
