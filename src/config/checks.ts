@@ -37,6 +37,12 @@ export function checkAddress(path: string, address: string): void {
   if (!valid) throw notAnAddress(path, address);
 }
 
+/** Whether two listen hosts take some address in common: `::` takes every one (dual stack), `0.0.0.0` every IPv4 one. */
+function sameAddresses(a: string, b: string): boolean {
+  if (a === b || a === "::" || b === "::") return true;
+  return (a === "0.0.0.0" && isIP(b) === 4) || (b === "0.0.0.0" && isIP(a) === 4);
+}
+
 function notAnAddress(path: string, address: string): ConfigError {
   return new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
 }
@@ -47,8 +53,7 @@ export function checkReferences(config: Config): void {
     // Two servers on one port: `config check` would pass what `serve` then fails to start.
     const api = parseAddress(config.server.listen);
     const hooks = parseAddress(config.webhooks.bind_address);
-    const everywhere = (host: string): boolean => host === "0.0.0.0" || host === "::";
-    if (api.port !== 0 && api.port === hooks.port && (api.hostname === hooks.hostname || everywhere(api.hostname) || everywhere(hooks.hostname))) {
+    if (api.port !== 0 && api.port === hooks.port && sameAddresses(api.hostname, hooks.hostname)) {
       throw new ConfigError(`webhooks.bind_address: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`);
     }
   }

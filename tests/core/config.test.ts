@@ -235,9 +235,13 @@ api_key = "env:OPENAI_KEY"
     expect(errorOf("[[limits]]\nanonymous = { per_minute = 1 }")).toBe("limits: expected a table, not a list");
     expect(errorOf("[limits]\nanonymous = []")).toBe("limits.anonymous: expected a table, not a list");
     expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = [1, 2]`)).toBe("models[0].price: expected a table, not a list");
-    expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe("server.request_log_days: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
-    expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe("webhooks.retry_after_s: 1e+300 is too large to be a whole number exactly (at most 9007199254740991)");
+    expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe("server.request_log_days: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
+    expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe("webhooks.retry_after_s: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
     expect(build("[server]\nrequest_log_days = 1e3").config.server.request_log_days).toBe(1000);
+    // A TOML date is an object, not a table (review finding: a price of a date was a price of nothing).
+    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = 1979-05-27T07:32:00Z`)).toBe("models[0].price: expected a table, not a date or time");
+    expect(errorOf("[limits]\napi_key = 07:32:00")).toBe("limits.api_key: expected a table, not a date or time");
+    expect(errorOf("[server]\nrequest_log_days = -1e300")).toBe("server.request_log_days: -1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
   });
 
   test("a config file that is not UTF-8, or far too large to be one, is refused naming the file (regression: Latin-1 `café` became a model id no client can send; /dev/zero was read without end)", () => {
@@ -286,7 +290,11 @@ api_key = "env:OPENAI_KEY"
     for (const [listen, bind] of [["127.0.0.1:9000", "127.0.0.1:9000"], [":9000", "127.0.0.1:9000"], ["127.0.0.1:9000", "0.0.0.0:9000"]]) {
       expect(errorOf(both(listen, bind))).toBe(`webhooks.bind_address: "${bind}" is where server.listen ("${listen}") is: give the webhook gateway a port of its own`);
     }
-    expect(build(both("127.0.0.1:9000", "127.0.0.2:9000")).config.webhooks.enabled).toBe(true);
+    // Other addresses, or the other family: both bind (review finding: 0.0.0.0 beside [::1] was refused).
+    for (const [listen, bind] of [["127.0.0.1:9000", "127.0.0.2:9000"], ["0.0.0.0:9000", "[::1]:9000"], ["[::1]:9000", ":9000"]]) {
+      expect(build(both(listen, bind)).config.webhooks.enabled).toBe(true);
+    }
+    expect(errorOf(both("[::]:9000", "127.0.0.1:9000"))).toContain("is where server.listen");
   });
 
   test("a domain sign-up that nobody could pass is refused (regression: no domains, or entries such as *.example.net, were accepted and matched nothing)", () => {
