@@ -11,9 +11,9 @@
  *   runs). A claim increments `attempts`; ack/fail/extend must present the attempt they hold,
  *   which fences a consumer whose lease was taken over. `attempts` only ever rises (a retry
  *   keeps it), so no attempt number is handed out twice.
- * - After max_attempts deliveries since the last retry (attempts - attempt_base) a failed or
- *   abandoned row becomes `dead` and stays until `jobs retry`; so does one whose last lease ran
- *   out (killExpiredLeases, and any claim).
+ * - After max_attempts deliveries since the last retry (attempts - attempt_base; a release gives
+ *   one back) a failed or abandoned row becomes `dead` and stays until `jobs retry`; so does one
+ *   whose last lease ran out (killExpiredLeases, and any claim).
  */
 import type { Database, Statement } from "bun:sqlite";
 
@@ -70,9 +70,8 @@ interface Statements {
   insert: Statement;
   findDedupe: Statement<{ call_id: number; created_at: number }>;
   clearDedupe: Statement;
-  candidates: Statement<{ call_id: number; state: JobState; spent: number }>;
+  candidates: Statement<{ call_id: number }>;
   lease: Statement<RawRow>;
-  kill: Statement;
   ack: Statement;
   base: Statement<{ attempt_base: number }>;
   fail: Statement<{ state: JobState }>;
@@ -108,7 +107,7 @@ function statements(sqlite: Database): Statements {
     findDedupe: sqlite.prepare("SELECT call_id, created_at FROM webhook_jobs WHERE dedupe_key = ?"),
     clearDedupe: sqlite.prepare("UPDATE webhook_jobs SET dedupe_key = NULL WHERE call_id = ?"),
     candidates: sqlite.prepare(
-      `SELECT call_id, state, attempts - attempt_base AS spent FROM webhook_jobs
+      `SELECT call_id FROM webhook_jobs
        WHERE ((state = 'pending' AND next_attempt_at <= ?1) OR (state = 'leased' AND lease_until <= ?1))
          AND (?2 IS NULL OR job_id IN (SELECT value FROM json_each(?2)))
        ORDER BY call_id LIMIT ?3`,
@@ -117,9 +116,6 @@ function statements(sqlite: Database): Statements {
       `UPDATE webhook_jobs SET state = 'leased', attempts = attempts + 1, lease_until = ?2
        WHERE call_id = ?1
        RETURNING call_id, job_id, service_id, path, name, body, content_type, attempts, lease_until, created_at`,
-    ),
-    kill: sqlite.prepare(
-      "UPDATE webhook_jobs SET state = 'dead', lease_until = NULL, last_error = ?2 WHERE call_id = ?1",
     ),
     ack: sqlite.prepare(
       `UPDATE webhook_jobs SET state = 'done', done_at = ?3, lease_until = NULL, last_error = NULL
@@ -136,8 +132,9 @@ function statements(sqlite: Database): Statements {
     extend: sqlite.prepare(
       "UPDATE webhook_jobs SET lease_until = ?3 WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2",
     ),
+    // The attempt is given back to the budget, not its number: the releasing holder cannot ack the next delivery.
     release: sqlite.prepare(
-      `UPDATE webhook_jobs SET state = 'pending', attempts = attempts - 1, lease_until = NULL
+      `UPDATE webhook_jobs SET state = 'pending', attempt_base = attempt_base + 1, lease_until = NULL
        WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2`,
     ),
     killExpired: sqlite.prepare(
@@ -176,27 +173,21 @@ export function appendCall(sqlite: Database, input: AppendInput, now: number, de
   return { callId: Number(result.lastInsertRowid), duplicate: false };
 }
 
-/** Leases up to `limit` due calls, oldest first; abandoned calls out of attempts become dead. */
+/**
+ * Leases up to `limit` due calls, oldest first. Abandoned calls out of attempts become dead first,
+ * so they never take a place in the limit (regression: they used it up, and a claim came back
+ * empty while due calls waited).
+ */
 export function claimCalls(sqlite: Database, options: ClaimOptions): ClaimedRow[] {
   const s = statements(sqlite);
+  s.killExpired.run(options.now, options.maxAttempts);
   const filter = options.jobIds ? JSON.stringify(options.jobIds) : null;
   const claimed: ClaimedRow[] = [];
-  // Candidates that turn out to be out of attempts become dead and do not count: look again until
-  // `limit` calls are leased or none is due (regression: they used up the limit, and a claim came
-  // back empty while due calls waited).
-  for (;;) {
-    const rows = s.candidates.all(options.now, filter, options.limit - claimed.length);
-    if (rows.length === 0) return claimed;
-    for (const row of rows) {
-      if (row.state === "leased" && row.spent >= options.maxAttempts) {
-        s.kill.run(row.call_id, `lease expired on attempt ${row.spent} of ${options.maxAttempts}`);
-        continue;
-      }
-      const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
-      if (leased) claimed.push(toClaimed(leased));
-    }
-    if (claimed.length >= options.limit) return claimed;
+  for (const row of s.candidates.all(options.now, filter, options.limit)) {
+    const leased = s.lease.get(row.call_id, options.now + options.leaseMs);
+    if (leased) claimed.push(toClaimed(leased));
   }
+  return claimed;
 }
 
 function toClaimed(row: RawRow): ClaimedRow {

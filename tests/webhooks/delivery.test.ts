@@ -96,7 +96,32 @@ describe("leases", () => {
     // The budget counts from the retry: this is the third delivery since, so a failure is the last.
     expect(third.attempt).toBe(6);
     for (const stale of [1, 3, 4, 5]) expect(await t.outbox.ack(callId, stale)).toBe(false);
-    expect(await t.outbox.ack(callId, third.attempt)).toBe(true);
+    expect(await t.outbox.fail(callId, third.attempt, "last")).toBe("dead");
+  });
+
+  test("after a retry the backoff starts again from backoff_ms, and a release gives its attempt back to the budget, not its number", async () => {
+    const callId = await enqueue("/c", "again");
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      t.clock.advance(60_000);
+      const [call] = await t.outbox.claim({ jobIds: [3] });
+      await t.outbox.fail(callId, call.attempt, "boom");
+    }
+    expect(retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true, previous: "dead" });
+    const [fourth] = await t.outbox.claim({ jobIds: [3] });
+    expect(await t.outbox.fail(callId, fourth.attempt, "boom")).toBe("pending");
+    t.clock.advance(999); // backoff_ms (1 s), as after a first failure; not 8 s as the fourth
+    expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
+    t.clock.advance(1);
+    const [fifth] = await t.outbox.claim({ jobIds: [3] });
+    expect(await t.outbox.release(callId, fifth.attempt)).toBe(true);
+    const [sixth] = await t.outbox.claim({ jobIds: [3] });
+    expect(sixth.attempt).toBe(6);
+    expect(await t.outbox.ack(callId, fifth.attempt)).toBe(false);
+    // Released, the fifth did not count: the sixth delivery is the second since the retry.
+    expect(await t.outbox.fail(callId, sixth.attempt, "boom")).toBe("pending");
+    t.clock.advance(60_000);
+    const [seventh] = await t.outbox.claim({ jobIds: [3] });
+    expect(await t.outbox.fail(callId, seventh.attempt, "boom")).toBe("dead");
   });
 
   test("a consumer whose lease was taken over before the call died cannot ack its delivery after jobs retry (regression: the retry restarted the attempt numbers at 1)", async () => {
@@ -128,7 +153,7 @@ describe("leases", () => {
     expect(await t.outbox.killExpiredLeases()).toBe(0); // the last lease still runs
     t.clock.advance(LEASE);
     expect(await t.outbox.killExpiredLeases()).toBe(1);
-    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 0, dead: 1 });
+    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 0 });
     expect(listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)?.lastError).toBe("lease expired on attempt 3 of 3");
     expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
@@ -136,7 +161,7 @@ describe("leases", () => {
     expect(await t.outbox.ack(callId, revived.attempt)).toBe(true);
   });
 
-  test("an expired lease with attempts left is retried too, and jobs list gives each call's size without reading its body", async () => {
+  test("an expired lease with attempts left is retried too; jobs list gives each call's size", async () => {
     const callId = await enqueue("/c", "x".repeat(5000));
     await t.outbox.claim({ jobIds: [3] });
     expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });

@@ -71,9 +71,12 @@ async function enqueue(path: string, body: string | Uint8Array): Promise<number>
   return ((await response.json()) as { call_id: number }).call_id;
 }
 
-function row(callId: number): { state: string; attempts: number; last_error: string | null } {
+/** A call's row; `spent`: the attempts its budget has used (attempts - attempt_base). */
+function row(callId: number): { state: string; attempts: number; spent: number; last_error: string | null } {
   return t.outbox.sqlite
-    .query<{ state: string; attempts: number; last_error: string | null }, [number]>("SELECT state, attempts, last_error FROM webhook_jobs WHERE call_id = ?")
+    .query<{ state: string; attempts: number; spent: number; last_error: string | null }, [number]>(
+      "SELECT state, attempts, attempts - attempt_base AS spent, last_error FROM webhook_jobs WHERE call_id = ?",
+    )
     .get(callId)!;
 }
 
@@ -229,7 +232,7 @@ describe("stopping the runner", () => {
     await until(() => !running(pid), "the command's sleep to be killed");
     // The stop ended it, not the command: the call is handed back with its attempt (regression: two
     // stops during a long command spent both attempts, and the call died without ever failing).
-    expect(row(callId)).toMatchObject({ state: "pending", attempts: 0 });
+    expect(row(callId)).toMatchObject({ state: "pending", attempts: 1, spent: 0 });
   });
 
   test("a forward still waiting after the grace is given up and its call handed back with its attempt (regression: left leased, its attempt spent, and the stop waited on)", async () => {
@@ -240,7 +243,7 @@ describe("stopping the runner", () => {
       const callId = await enqueue("/stopping-forward", "x");
       await until(() => arrived, "the forward to reach its receiver");
       await own.stop(100);
-      expect(row(callId)).toMatchObject({ state: "pending", attempts: 0 });
+      expect(row(callId)).toMatchObject({ state: "pending", attempts: 1, spent: 0 });
     } finally {
       silent.stop(true);
     }
