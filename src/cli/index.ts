@@ -83,20 +83,21 @@ const commands: Record<string, Command> = {
   },
 };
 
-/** Feature modules add their commands here (user, key, credits, jobs, ...). */
 /**
  * `--service-id`, else $MODELGATE_SERVICE_ID, else 0: decimal digits only (Number() would take
  * `0x10`, `1e3` and an empty string), below 2^53; an error names where the bad value came from.
  */
 function parseServiceId(args: Args): number {
   const flag = stringFlag(args, "service-id");
-  const [text, source] = flag !== undefined ? [flag, "--service-id"] : [process.env.MODELGATE_SERVICE_ID, "MODELGATE_SERVICE_ID"];
+  // An empty variable is unset (`MODELGATE_SERVICE_ID=${ID}` with ID unset), as for MODELGATE_CONFIG.
+  const [text, source] = flag !== undefined ? [flag, "--service-id"] : [process.env.MODELGATE_SERVICE_ID || undefined, "MODELGATE_SERVICE_ID"];
   if (text === undefined) return 0;
   const id = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(id)) throw new UsageError(`${source} must be a whole number from 0 to 2^53 - 1, in decimal digits`);
   return id;
 }
 
+/** Feature modules add their commands here (user, key, credits, jobs, ...). */
 export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
   commands[name] = command;
   shapes[name] = commandShapes;
@@ -152,7 +153,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
         return 0;
       }
       // On stderr, with the error: `KEY=$(modelgate kye create …)` must not take the usage for a key.
-      console.error(maskApiKeys(`modelgate: unknown command ${JSON.stringify(name)}`));
+      console.error(shownError(`modelgate: unknown command ${JSON.stringify(name)}`));
       console.error(USAGE);
       return 2;
     }

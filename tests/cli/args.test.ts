@@ -249,6 +249,10 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["serve", "--config", "/nonexistent/modelgate.toml"])).toBe(2);
       expect(error).toHaveBeenCalledWith("modelgate: MODELGATE_SERVICE_ID must be a whole number from 0 to 2^53 - 1, in decimal digits");
+      // Empty is unset, as for MODELGATE_CONFIG (review finding: a unit's `=${ID}` with ID unset stopped start-up).
+      process.env.MODELGATE_SERVICE_ID = "";
+      expect(await runCli(["serve", "--config", "/nonexistent/modelgate.toml"])).toBe(1);
+      expect(String(error.mock.calls.at(-1)?.[0])).toStartWith("modelgate: config error: /nonexistent/modelgate.toml: cannot read");
     } finally {
       delete process.env.MODELGATE_SERVICE_ID;
       error.mockRestore();
@@ -328,6 +332,9 @@ describe("command shapes", () => {
         expect(await runCli(["user", name, "a@b.io", "--config", "/nonexistent/modelgate.toml"])).toBe(2);
         expect(String(error.mock.calls.at(-1)?.[0])).toStartWith("modelgate: usage: modelgate user");
       }
+      // C1 controls and bidi overrides, which JSON leaves raw, are escaped too (review finding).
+      expect(await runCli(["bad\u009b\u202ecmd"])).toBe(2);
+      expect(error.mock.calls.at(-2)?.[0]).toBe('modelgate: unknown command "bad\\u009b\\u202ecmd"');
       // The usage goes to stderr with the error (regression: on stdout, `KEY=$(modelgate kye …)` took it for the key).
       expect(printed).not.toHaveBeenCalled();
       expect(String(error.mock.calls[1]?.[0])).toStartWith("usage: modelgate");
