@@ -70,7 +70,9 @@ const commands: Record<string, Command> = {
     // What serve checks with viem, loaded only when there is an operator key to check.
     if (loaded.config.spend_auth.operator_key) (await import("../spendauth/setup")).checkOperatorKey(loaded.config.spend_auth);
     ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
-    ctx.print(JSON.stringify(redactedConfig(loaded), null, 2));
+    const shown = redactedConfig(loaded) as { server: { public_url: string | null } };
+    if (shown.server.public_url === null) ctx.print("# server.public_url: null, as it follows server.listen, whose port the system picks at start");
+    ctx.print(JSON.stringify(shown, null, 2));
     return 0;
   },
   version: (ctx) => {

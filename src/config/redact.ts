@@ -23,11 +23,9 @@ export function redactedConfig(loaded: LoadedConfig): unknown {
     }
     return value;
   };
-  const shown = walk(loaded.config, "") as { server: { public_url: string } };
-  // Unwritten, public_url follows listen; a port of 0 is chosen by the system only at start.
-  if (loaded.linksFollowListen && parseAddress(loaded.config.server.listen).port === 0) {
-    shown.server.public_url = "(the address listened on, once the system has picked the port)";
-  }
+  const shown = walk(loaded.config, "") as { server: { public_url: string | null } };
+  // Unwritten, public_url follows listen; a port of 0 is chosen by the system only at start: null.
+  if (loaded.linksFollowListen && parseAddress(loaded.config.server.listen).port === 0) shown.server.public_url = null;
   return shown;
 }
 

@@ -264,8 +264,8 @@ api_key = "env:OPENAI_KEY"
   });
 
   test("config check does not show a public_url that follows a listen port of 0 as localhost:8080 (regression: neither its host nor its port)", () => {
-    const shown = (toml: string) => (redactedConfig(build(toml)) as { server: { public_url: string } }).server.public_url;
-    expect(shown('[server]\nlisten = "127.0.0.1:0"')).toBe("(the address listened on, once the system has picked the port)");
+    const shown = (toml: string) => (redactedConfig(build(toml)) as { server: { public_url: string | null } }).server.public_url;
+    expect(shown('[server]\nlisten = "127.0.0.1:0"')).toBeNull();
     expect(shown('[server]\nlisten = "127.0.0.1:0"\npublic_url = "https://gw.example.com"')).toBe("https://gw.example.com");
     expect(shown('[server]\nlisten = "127.0.0.1:9000"')).toBe("http://127.0.0.1:9000");
   });
