@@ -32,7 +32,7 @@ export interface IdentitiesInput {
   now: () => number;
   limiter?: RateLimiter;
   spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
-  /** The first prune of ended sessions, this long after start (default 5 s); then hourly. */
+  /** The first prune of ended sessions, this long after start (default 5 s; tests set 0); then hourly. */
   firstSessionPruneMs?: number;
 }
 

@@ -10,6 +10,7 @@
  * `user disable` ends the user's sessions and stops their keys from the server's next request;
  * `user enable` lets the keys work again.
  */
+import { strictUtf8 } from "../config/text-file";
 import { join, resolve } from "node:path";
 import { registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
@@ -73,14 +74,9 @@ function date(ms: number | null): string {
 }
 
 async function readPassword(): Promise<string> {
-  const bytes = await new Response(Bun.stdin.stream()).bytes();
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    // Decoded loosely, each bad byte would be U+FFFD: a password no browser could type.
-    throw new UsageError("the password on stdin is not UTF-8 text");
-  }
+  // Decoded loosely, each bad byte would be U+FFFD: a password no browser could type.
+  const text = strictUtf8(await new Response(Bun.stdin.stream()).bytes());
+  if (text === null) throw new UsageError("the password on stdin is not UTF-8 text");
   return text.replace(/\r?\n$/, "");
 }
 

@@ -9,6 +9,15 @@ import { ConfigError } from "./errors";
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** `bytes` as UTF-8 text, or null when they are not UTF-8 (decoded loosely, each bad byte would be U+FFFD). */
+export function strictUtf8(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
 /** `file`'s text; `label` starts the error messages (the file, or the key that named it). */
 export function readConfigText(file: string, label: string): string {
   const chunks: Buffer[] = [];
@@ -34,9 +43,7 @@ export function readConfigText(file: string, label: string): string {
   } finally {
     closeSync(fd);
   }
-  try {
-    return utf8.decode(Buffer.concat(chunks, size));
-  } catch {
-    throw new ConfigError(`${label}: not UTF-8 text (TOML files are UTF-8; convert it, e.g. with iconv -f latin1 -t utf-8)`);
-  }
+  const text = strictUtf8(Buffer.concat(chunks, size));
+  if (text === null) throw new ConfigError(`${label}: not UTF-8 text (TOML files are UTF-8; convert it, e.g. with iconv -f latin1 -t utf-8)`);
+  return text;
 }

@@ -55,3 +55,11 @@ export function time(ms: number | null | undefined, options: { empty?: string } 
 export function formatNumber(n: number): string {
   return n.toLocaleString("en-US");
 }
+
+/**
+ * An email field: text with an email keyboard, not `type="email"`, which refuses a local part that
+ * is not ASCII (`josé@example.com`) the server takes. The server checks the address.
+ */
+export function emailInput(id: string, options: { autocomplete: "username" | "off"; autofocus?: boolean }): Html {
+  return html`<input id="${id}" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="${options.autocomplete}"${options.autofocus ? raw(" autofocus") : ""}>`;
+}

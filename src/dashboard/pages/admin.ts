@@ -3,7 +3,7 @@
  * unproven address proven), a credit grant form, every key with revoke, and the webhook outbox
  * when the webhooks part exposes it.
  */
-import { formatCredits, formatNumber, html, time, type Html } from "../html";
+import { emailInput, formatCredits, formatNumber, html, time, type Html } from "../html";
 import { keysTable, type KeyView } from "./keys";
 
 export interface UserView {
@@ -57,7 +57,7 @@ export function adminPage(view: AdminView): Html {
 <section class="card" aria-labelledby="create-user-h">
   <h2 id="create-user-h">Create a user</h2>
   <form method="post" action="/dashboard/admin/users">${csrf}
-    <label for="new-email">Email</label><input id="new-email" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="off">
+    <label for="new-email">Email</label>${emailInput("new-email", { autocomplete: "off" })}
     <label for="new-password">Password <span class="hint">at least 8 characters; ${view.oauth ? "leave empty for sign-in with GitHub or Google only" : "leave empty for an account that only holds API keys (made with modelgate key create)"}</span></label>
     <input id="new-password" name="password" type="password" minlength="8" autocomplete="new-password">
     <label><input type="checkbox" name="admin" value="1"> Administrator</label>

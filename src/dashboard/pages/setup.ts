@@ -5,7 +5,7 @@
  * token, Origin and the sign-in throttle and sends a refused post back here as `?error=CODE`.
  * The token only ever sits in the hidden field of a page for a link that still works.
  */
-import { html, type Html } from "../html";
+import { emailInput, html, type Html } from "../html";
 import { formError } from "./signin";
 
 export function setupPage(view: { token: string; error: string | null }): Html {
@@ -15,7 +15,7 @@ export function setupPage(view: { token: string; error: string | null }): Html {
     ${formError(view.error)}
     <input type="hidden" name="token" value="${view.token}">
     <label for="email">Administrator email</label>
-    <input id="email" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="username" autofocus>
+    ${emailInput("email", { autocomplete: "username", autofocus: true })}
     <label for="password">Password <span class="hint">8 to 256 characters</span></label>
     <input id="password" name="password" type="password" required minlength="8" maxlength="512" autocomplete="new-password">
     <button type="submit">Create administrator</button>

@@ -10,7 +10,7 @@
  */
 import type { Config } from "../../config/schema";
 import { allowedDomains } from "../../auth/users";
-import { html, type Html } from "../html";
+import { emailInput, html, type Html } from "../html";
 
 export interface SignedOutView {
   auth: Config["auth"];
@@ -25,7 +25,7 @@ export function signinPage(view: SignedOutView): Html {
   <form method="post" action="/auth/login" id="signin-form" data-json-form data-next="${view.next}">
     ${formError(view.error)}
     ${nextField(view.next)}
-    <label for="email">Email</label><input id="email" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="username" autofocus>
+    <label for="email">Email</label>${emailInput("email", { autocomplete: "username", autofocus: true })}
     <label for="password">Password</label><input id="password" name="password" type="password" required autocomplete="current-password">
     <button type="submit">Sign in</button>
   </form>
@@ -45,7 +45,7 @@ export function signupPage(view: SignedOutView): Html {
     ${formError(view.error)}
     ${nextField(view.next)}
     <label for="email">Email ${view.auth.signup === "domain" ? html`<span class="hint">${domains(view.auth)}</span>` : ""}</label>
-    <input id="email" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="username" autofocus>
+    ${emailInput("email", { autocomplete: "username", autofocus: true })}
     <label for="password">Password <span class="hint">at least 8 characters</span></label>
     <input id="password" name="password" type="password" required minlength="8" autocomplete="new-password">
     <button type="submit">Create account</button>
