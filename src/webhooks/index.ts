@@ -18,8 +18,9 @@ export { WebhookGateway } from "./gateway";
 export { WebhookProducer, type JobCall, type ProducerOptions } from "./producer";
 export { Outbox } from "./outbox";
 
-/** How often calls whose last lease ran out are marked dead. */
-const EXPIRED_LEASE_SWEEP_MS = 10_000;
+/** How often calls whose last lease ran out are marked dead: every lease_ms, within these bounds. */
+const SWEEP_MIN_MS = 1_000;
+const SWEEP_MAX_MS = 10_000;
 
 /** Status must render even when the database is failing (that is when it matters most). */
 function safeStats(outbox: Outbox): OutboxStats | { error: string } {
@@ -106,7 +107,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
       (n) => n > 0 && log("error", `webhooks: ${n} call(s) dead: the lease of their last attempt ran out (modelgate jobs retry CALL_ID delivers one again)`),
       (error) => log("warn", "webhooks: sweep of expired leases failed", { error: String(error?.message ?? error) }),
     );
-  }, EXPIRED_LEASE_SWEEP_MS);
+  }, Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, w.lease_ms)));
   sweepTimer.unref?.();
   if (serviceId === 0) {
     log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");

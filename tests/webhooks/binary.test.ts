@@ -152,6 +152,18 @@ describe("the webhook feature in the binary", () => {
     await gateway.stop();
   }, 30_000);
 
+  test("a call whose last lease ran out is dead in the status without another claim (regression: it showed as pending until something claimed again)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-sweep-"));
+    const { gateway, hooks } = await start(dir, 'max_attempts = 1\npull_token = "pull-token-123"\n');
+    expect((await send(hooks, '{"alert":"once"}')).status).toBe(202);
+    const claim = await fetch(`${hooks}/webhooks/jobs/claim`, { method: "POST", headers: { authorization: "Bearer pull-token-123" }, body: JSON.stringify({ lease_ms: 100 }) });
+    expect(((await claim.json()) as { jobs: unknown[] }).jobs).toHaveLength(1);
+    const webhooks = async () => ((await (await fetch(`${gateway.url}/api/status`)).json()) as { webhooks: { pending: number; dead: number } }).webhooks;
+    await until(async () => (await webhooks()).dead === 1, "the sweep to mark the call dead");
+    expect(await webhooks()).toMatchObject({ pending: 0, dead: 1 });
+    expect(gateway.output()).toContain("call(s) dead: the lease of their last attempt ran out");
+  });
+
   test("a chunked body over the limit is 413 over real HTTP", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-413-"));
     const { gateway, hooks } = await start(dir, "max_body_bytes = 1000");
