@@ -77,7 +77,10 @@ async function readPassword(): Promise<string> {
   // Decoded loosely, each bad byte would be U+FFFD: a password no browser could type.
   const text = strictUtf8(await new Response(Bun.stdin.stream()).bytes());
   if (text === null) throw new UsageError("the password on stdin is not UTF-8 text");
-  return text.replace(/\r?\n$/, "");
+  const password = text.replace(/\r?\n$/, "");
+  // Two lines piped in (a file, a heredoc) are a mistake, and no browser's field could type them.
+  if (/[\r\n]/.test(password)) throw new UsageError("the password on stdin has a line break inside it (one at its end is dropped)");
+  return password;
 }
 
 const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user password EMAIL (the new one on stdin) | user disable EMAIL | user enable EMAIL | user verify EMAIL";

@@ -180,6 +180,8 @@ describe("CLI errors", () => {
     const latin1 = await gw.cli(["user", "add", "latin@example.com", "--password-stdin"], new Uint8Array([...Buffer.from("pass"), 0xe9, ...Buffer.from("word1\n")]));
     expect([latin1.code, latin1.stderr.trim()]).toEqual([2, "modelgate: the password on stdin is not UTF-8 text"]);
     expect((await gw.cli(["user", "add", "latin@example.com"])).code).toBe(0);
+    const twoLines = await gw.cli(["user", "add", "lines@example.com", "--password-stdin"], "first line\nsecond line\n");
+    expect([twoLines.code, twoLines.stderr.trim()]).toEqual([2, "modelgate: the password on stdin has a line break inside it (one at its end is dropped)"]);
     const withPassword = await gw.cli(["user", "add", "pw@example.com", "--password-stdin"], "a fine password\n");
     expect(withPassword.code).toBe(0);
     const login = await fetch(`${gw.url}/auth/login`, {
