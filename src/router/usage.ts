@@ -50,15 +50,17 @@ export function readUsage(raw: unknown): Usage | null {
 }
 
 /**
- * The `usage` object of a non-streamed completion body, if it has one. Upstreams put it last and
- * flat, so the object after the last `"usage"` is parsed alone; anything else parses the body.
+ * The top-level `usage` object of a non-streamed completion body, if it has one. Upstreams put it
+ * last and flat, so the object after the last `"usage"` is parsed alone when the body closes right
+ * after it (it is the body's own, not a `usage` key nested in a message); anything else parses
+ * the body.
  */
 export function usageFromJson(text: string): Usage | null {
   const at = text.lastIndexOf('"usage"');
   if (at === -1) return null;
   const open = text.indexOf("{", at);
   const close = open === -1 ? -1 : text.indexOf("}", open);
-  if (close !== -1 && !text.slice(at + 7, open).trim().replace(":", "")) {
+  if (close !== -1 && !text.slice(at + 7, open).trim().replace(":", "") && closesTopLevel(text, close + 1)) {
     try {
       const usage = readUsage(JSON.parse(text.slice(open, close + 1)));
       if (usage) return usage;
@@ -69,4 +71,25 @@ export function usageFromJson(text: string): Usage | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether `text` from `from` on closes exactly one object and nothing more: what follows a value
+ * of the top-level object (other keys, whose strings may hold brackets, then its `}`).
+ */
+function closesTopLevel(text: string, from: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) depth++;
+    else if (c === 125 || c === 93) {
+      if (--depth < -1) return false;
+    } else if (depth === -1 && c > 32) return false;
+  }
+  return depth === -1;
 }

@@ -122,4 +122,14 @@ describe("an upstream's reported usage", () => {
     expect(usageFromJson('{"choices":[],"usage":null}')).toBeNull();
     expect(usageFromJson('{"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":1}}}')).toEqual({ prompt_tokens: 3, completion_tokens: 0 });
   });
+
+  test("the body's own usage is metered, not a `usage` key nested after it (regression: the last one anywhere was read, so a message's metadata could meter 100 tokens as 1)", () => {
+    const own = '"usage":{"prompt_tokens":100,"completion_tokens":50,"total_tokens":150}';
+    const nested = '"choices":[{"index":0,"message":{"role":"assistant","content":"hi","metadata":{"usage":{"prompt_tokens":1,"completion_tokens":1}}}}]';
+    expect(usageFromJson(`{${own},${nested}}`)).toEqual({ prompt_tokens: 100, completion_tokens: 50 });
+    expect(usageFromJson(`{${nested}}`)).toBeNull();
+    expect(usageFromJson(`{"x":{${own}}}`)).toBeNull();
+    // Last and flat, as upstreams send it, with keys after it whose strings hold brackets and quotes.
+    expect(usageFromJson(`{${nested},${own},"system_fingerprint":"fp_}]\\\"{","service_tier":null}\n`)).toEqual({ prompt_tokens: 100, completion_tokens: 50 });
+  });
 });
