@@ -5,7 +5,7 @@
  * (for example the webhook outbox depth), which are computed only when /metrics is scraped.
  */
 import type { RequestRecord } from "../deps";
-import type { ModelRegistry } from "../router/registry";
+import type { ModelRegistry, ModelRoute } from "../router/registry";
 import { circuitState, type CircuitState } from "../router/upstream-state";
 import { targetState } from "../router/target-state";
 import { Counter, Histogram, renderSamples, type Sample } from "./exposition";
@@ -69,8 +69,8 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
    * seen once. A model that comes back starts from zero, which Prometheus reads as a reset.
    */
   let routedAtLastScrape = new Set<string>();
-  function forgetGoneModels(): void {
-    const routed = new Set(options.registry.list().map((route) => route.id));
+  function forgetGoneModels(routes: readonly ModelRoute[]): void {
+    const routed = new Set(routes.map((route) => route.id));
     routed.add(""); // requests refused before a route was found
     const keep = (labels: string[]) => routed.has(labels[0]) || routedAtLastScrape.has(labels[0]);
     for (const metric of [requests, tokens, credits, total]) metric.retain(keep);
@@ -79,7 +79,9 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
 
   function render(): string {
     options.beforeRender?.();
-    forgetGoneModels();
+    // One list of the routes per scrape: its series, the count and the targets all read the same.
+    const routes = options.registry.list();
+    forgetGoneModels(routes);
     const now = options.now();
     const ups = [...options.registry.upstreams.values()];
     const each = <T>(f: (u: (typeof ups)[number]) => T): Array<{ labels: Record<string, string>; value: T }> =>
@@ -87,7 +89,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     let out = renderSamples("modelgate_build_info", "Version of the running gateway.", "gauge", [{ labels: { version: options.version }, value: 1 }]);
     out += renderSamples("modelgate_uptime_seconds", "Seconds since the gateway started.", "gauge", [{ labels: {}, value: Math.floor((Date.now() - options.startedAt) / 1000) }]);
     out += renderSamples("process_resident_memory_bytes", "Resident memory of the gateway process.", "gauge", [{ labels: {}, value: process.memoryUsage.rss() }]);
-    out += renderSamples("modelgate_models", "Model routes currently served (configured and discovered).", "gauge", [{ labels: {}, value: options.registry.list().length }]);
+    out += renderSamples("modelgate_models", "Model routes currently served (configured and discovered).", "gauge", [{ labels: {}, value: routes.length }]);
     out += requests.render();
     out += rateLimited.render();
     out += tokens.render();
@@ -120,7 +122,7 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
       "1 when a model's target takes requests (its upstream's circuit and its own are closed), 0 when either is open or probing.",
       "gauge",
       // `target` is the upstream's name for the model: one route may have two targets on one upstream.
-      options.registry.list().flatMap((route) =>
+      routes.flatMap((route) =>
         route.targets.map((t) => ({ labels: { model: route.id, upstream: t.upstream.name, target: t.model }, value: targetState(t, now) === "closed" ? 1 : 0 })),
       ),
     );
