@@ -29,6 +29,14 @@ const json = (body: unknown, headers: Record<string, string> = {}): RequestInit 
 const cookieOf = (response: Response): string => response.headers.get("set-cookie")!.split(";")[0];
 const expiresOf = (t: AuthTestApp): number => t.deps.db.$client.query<{ expires_at: number }, []>("SELECT expires_at FROM sessions").get()!.expires_at;
 
+/** A database in memory holding one user, for the session functions called without the app. */
+async function databaseWithUser(email: string) {
+  const opened = openDatabase(":memory:");
+  const user = await createUser(opened.db, { email });
+  if (!("id" in user)) throw new Error(user.error);
+  return { ...opened, user };
+}
+
 describe("password sign-in", () => {
   test("a form post sets an HttpOnly, SameSite=Lax session cookie and redirects to the dashboard", async () => {
     t = buildAuthApp();
@@ -263,9 +271,7 @@ describe("session lifetime", () => {
   });
 
   test("a lower session_days ends the sessions slid under the longer one (regression: they lived out the old 30 days)", async () => {
-    const { db, sqlite, close } = openDatabase(":memory:");
-    const user = await createUser(db, { email: "ann@example.com" });
-    if (!("id" in user)) throw new Error(user.error);
+    const { db, sqlite, close, user } = await databaseWithUser("ann@example.com");
     const day = 86_400_000;
     const now = 1_800_000_000_000;
     const before = createSession(db, { userId: user.id, now, durationMs: 30 * day });
@@ -280,9 +286,7 @@ describe("session lifetime", () => {
   });
 
   test("ended sessions are pruned: expired rows, and rows slid under a longer session_days, go; live ones stay (regression: the rows of browsers that never came back were kept for ever)", async () => {
-    const { db, sqlite, close } = openDatabase(":memory:");
-    const user = await createUser(db, { email: "ann@example.com" });
-    if (!("id" in user)) throw new Error(user.error);
+    const { db, sqlite, close, user } = await databaseWithUser("ann@example.com");
     const day = 86_400_000;
     const now = 1_800_000_000_000;
     const expired = createSession(db, { userId: user.id, now: now - 2 * day, durationMs: day });
@@ -295,9 +299,7 @@ describe("session lifetime", () => {
     expect(sqlite.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 1 });
     close();
     // The server prunes on its own, soon after start and then hourly.
-    const { db: served, sqlite: servedSql, close: closeServed } = openDatabase(":memory:");
-    const owner = await createUser(served, { email: "bob@example.com" });
-    if (!("id" in owner)) throw new Error(owner.error);
+    const { db: served, sqlite: servedSql, close: closeServed, user: owner } = await databaseWithUser("bob@example.com");
     createSession(served, { userId: owner.id, now: now - 2 * day, durationMs: day });
     const { config } = buildConfig({ auth: { session_days: 1 } }, { env: {} });
     const identities = buildIdentities({ db: served, config, now: () => now, firstSessionPruneMs: 0 });
