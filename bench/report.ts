@@ -67,6 +67,9 @@ function roundRatios(a: TargetResult, floor: TargetResult): number[] {
   return a.rpsByRound.map((rps, round) => rps / floorRps[round]).sort((x, y) => x - y);
 }
 
+/** The bare forwarder on modelgate's own HTTP client (bench/forwarder-floor.ts): what modelgate costs without its features. */
+export const FORWARDER = "bare forwarder (modelgate's HTTP client)";
+
 /** modelgate against the bare proxy, Portkey and the absolute targets. */
 export function verdicts(byName: Map<string, TargetResult>, startup: StartupResult | null, concurrency: number): Verdict[] {
   const direct = byName.get("direct (mock)");
@@ -88,6 +91,13 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
       out.push({ measure, value: `${pct(rps)}% (rounds: ${pct(ratios[0])}–${pct(ratios.at(-1)!)}%)`, target: "≥ 85%", met: rps >= 0.85 });
     }
     out.push({ measure: "CPU per request, vs the bare proxy (context)", value: `${f2(gate.cpuUsPerRequest / proxy.cpuUsPerRequest)}×`, target: "–", met: null });
+    const forwarder = byName.get(FORWARDER);
+    if (forwarder) {
+      const ratios = roundRatios(forwarder, proxy);
+      out.push({ measure: "bare forwarder req/s, vs the bare proxy (context: the same client, no features)", value: `${(ratios[Math.floor((ratios.length - 1) / 2)] * 100).toFixed(1)}%`, target: "–", met: null });
+      const features = (paid ?? gate).cpuUsPerRequest - forwarder.cpuUsPerRequest;
+      out.push({ measure: `CPU per request above the bare forwarder's, ${paid ? "paid model" : "anonymous"} (context: what the features cost)`, value: `${f0(features)} µs`, target: "–", met: null });
+    }
     out.push({ measure: "bare proxy req/s vs direct (context)", value: `${f2(proxy.cN.rps / direct.cN.rps)}×`, target: "–", met: null });
     if (gate.stream && proxy.stream && direct.stream) {
       const ttfb = (gate.stream.ttfbP50Ms - direct.stream.ttfbP50Ms) / (proxy.stream.ttfbP50Ms - direct.stream.ttfbP50Ms);

@@ -1,8 +1,9 @@
 /**
  * `make bench`: one bounded run on loopback comparing, for a non-streamed and a streamed chat
  * completion, the mock upstream called directly, modelgate (the compiled binary), a bare Bun
- * pass-through proxy and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios
- * against the targets of issue 2 and writes it to bench/results.md, followed by the sections other
+ * pass-through proxy, a bare forwarder on modelgate's own HTTP client (bench/forwarder-floor.ts)
+ * and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios against the targets
+ * of issue 2 and writes it to bench/results.md, followed by the sections other
  * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, dashboard.ts, when present).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
  * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
@@ -13,9 +14,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../tests/support/binary";
 import { measureAll, scenario, type Target } from "./measure";
-import { BENCH_PAID_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
+import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
 import { installPortkey, portkeyHeaders } from "./peers/portkey";
-import { factsBlock, resultsTable, verdicts, verdictTable } from "./report";
+import { FORWARDER, factsBlock, resultsTable, verdicts, verdictTable } from "./report";
 import { answers, killOnExit, pinTo, spawnServer, startMock } from "./processes";
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 2);
@@ -83,6 +84,9 @@ async function main(): Promise<void> {
   const proxyPort = freePort();
   const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], answers(`http://127.0.0.1:${proxyPort}/v1/models`), SERVER_CPUS);
   targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null, isFloor: true });
+  const forwarderPort = freePort();
+  const forwarder = await spawnServer([process.execPath, "bench/forwarder-floor.ts", String(forwarderPort), `http://127.0.0.1:${mockPort}`, BENCH_MODEL], answers(`http://127.0.0.1:${forwarderPort}/health`), SERVER_CPUS);
+  targets.push({ name: FORWARDER, url: `http://127.0.0.1:${forwarderPort}/v1/chat/completions`, headers: {}, pid: forwarder.pid, streaming: false, note: null, pairedWithFloor: true });
 
   const gateway = await startModelgate(mockUrl);
   killOnExit(gateway.proc);
