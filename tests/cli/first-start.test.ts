@@ -27,3 +27,27 @@ test("processes starting together on a fresh data_dir all succeed, and each migr
     db.close();
   }
 });
+
+test("a database a newer release has migrated is refused by serve and by every command, in one line, and left as it was", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-newer-"));
+  const config = join(dir, "modelgate.toml");
+  writeFileSync(config, `[server]\nlisten = "127.0.0.1:0"\ndata_dir = "${join(dir, "data")}"\n`);
+  expect(await Bun.spawn([BINARY, "user", "add", "ops@example.com", "--config", config], { stdout: "ignore", stderr: "ignore" }).exited).toBe(0);
+  const file = join(dir, "data", "modelgate.db");
+  const future = Date.UTC(2099, 0, 2);
+  const before = new Database(file);
+  before.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-later-release', ?)", [future]);
+  before.close();
+  for (const args of [["serve"], ["migrate"], ["key", "list"], ["user", "add", "b@example.com"]]) {
+    const run = Bun.spawn([BINARY, ...args, "--config", config], { stdout: "pipe", stderr: "pipe" });
+    const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()]);
+    expect({ args, code, stdout }).toEqual({ args, code: 1, stdout: "" });
+    expect(stderr).toBe(
+      `modelgate: ${file}: this database has been migrated by a newer modelgate (its schema is from 2099-01-02; this release's is from ${new Date(migrations.at(-1)!.when).toISOString().slice(0, 10)}, ${migrations.at(-1)!.tag}). Run that release or a later one, or point server.data_dir at another directory\n`,
+    );
+  }
+  const after = new Database(file, { readonly: true });
+  expect(after.query("SELECT count(*) AS n FROM users").get()).toEqual({ n: 1 });
+  expect(after.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: migrations.length + 1 });
+  after.close();
+});
