@@ -39,6 +39,7 @@ test: build
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
 bench: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	bash scripts/ensure-chromium.sh
 	$(BUN) bench/run.ts
 
 # Two builds served at once on one core: `make ab A=path/to/other/modelgate` (B defaults to this build).

@@ -30,8 +30,9 @@ id = "mock-small"
 targets = [{ upstream = "mock" }]
 free = true
 `, { dir: benchDir("modelgate-bench-") });
-  const browser = await launchBrowser();
+  let browser: Awaited<ReturnType<typeof launchBrowser>> | null = null;
   try {
+    browser = await launchBrowser();
     const signup = await fetch(`${gw.url}/auth/signup`, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json", origin: gw.url },
@@ -69,7 +70,7 @@ free = true
     }
     return ["### Dashboard (bench/dashboard.ts)", "", ...rows].join("\n");
   } finally {
-    await browser.close();
+    await browser?.close();
     await gw.stop();
     mock.stop();
   }
