@@ -148,14 +148,18 @@ export function keyNameTooLong(raw: string): boolean {
 }
 
 /**
- * A key's name as stored: control and invisible format characters (a line break, a terminal
- * escape) become spaces, runs of spaces one, an API key pasted into it its display prefix (names
- * are listed everywhere), at most KEY_NAME_MAX_CHARS characters (never half of one), or "default"
- * when nothing is left.
+ * A label as stored (a key's name, a ledger note): control and invisible format characters (a line
+ * break, a terminal escape) become spaces, runs of spaces one, an API key pasted into it its
+ * display prefix (labels are listed), at most `maxChars` characters (never half of one).
  */
-export function keyName(raw: string): string {
+export function storedLabel(raw: string, maxChars: number): string {
   const clean = maskApiKeys(raw.replace(/[\p{Cc}\p{Cf}\p{DI}\s]+/gu, " ").trim());
-  return [...clean].slice(0, KEY_NAME_MAX_CHARS).join("") || "default";
+  return [...clean].slice(0, maxChars).join("");
+}
+
+/** A key's name as stored (storedLabel), or "default" when nothing is left. */
+export function keyName(raw: string): string {
+  return storedLabel(raw, KEY_NAME_MAX_CHARS) || "default";
 }
 
 export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo[] {

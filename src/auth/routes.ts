@@ -259,7 +259,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         const amount = body !== null && typeof body === "object" ? (body as Record<string, unknown>).amount : undefined;
         const micro = parseCredits(amount);
         if (micro === null) throw new GatewayError("invalid_request_error", `amount must be ${AMOUNT_RULE}, e.g. "12.50"`, { param: "amount" });
-        const note = field(body, "note")?.slice(0, 200) ?? `granted by ${user.email}`;
+        const note = field(body, "note") ?? `granted by ${user.email}`;
         const balance = grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
         if (balance === null) throw new GatewayError("invalid_request_error", `amount: ${PAST_MAX_BALANCE}`, { param: "amount" });
         return { email: target.email, granted: formatCredits(micro), balance: formatCredits(balance) };

@@ -2,7 +2,8 @@
  * Balances and the ledger, as plain functions over a database handle (the server, the admin
  * route and the CLI share them). Invariant: a user's `balances.micro` equals the sum of their
  * ledger rows; both change in one transaction. Ledger `micro` is the signed change to the balance:
- * grants and refunds positive, debits negative. Amounts are integer micro-credits.
+ * grants and refunds positive, debits negative. Amounts are integer micro-credits. A note is
+ * stored as one line of at most NOTE_MAX_CHARS characters, any API key in it masked (storedLabel).
  *
  *   grantCredits(db, { userId, micro, note? })  -> new balance, or null past MAX_BALANCE_MICRO
  *   refundCredits(db, { userId, micro, requestId?, note? }) -> the same
@@ -14,6 +15,7 @@ import { eq, sql } from "drizzle-orm";
 import { createBatchInsert } from "../db/batch-insert";
 import { mapPerDatabase, type Db } from "../db/client";
 import { balances, ledger } from "../db/schema";
+import { storedLabel } from "../auth/apikey";
 import { MAX_BALANCE_MICRO } from "./amount";
 
 export interface Debit {
@@ -30,6 +32,9 @@ export interface Debit {
  * write; changes committed by other processes empty the map through the verifier's poll.
  */
 export const storedBalanceCache = mapPerDatabase<number, number>();
+
+/** A grant's or refund's note is stored as a one-line label of at most this many characters. */
+export const NOTE_MAX_CHARS = 200;
 
 export function getBalance(db: Db, userId: number): number {
   const row = db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).get();
@@ -58,7 +63,7 @@ function change(
       kind: input.kind,
       micro: input.micro,
       requestId: input.requestId ?? null,
-      note: input.note ?? null,
+      note: input.note === undefined ? null : storedLabel(input.note, NOTE_MAX_CHARS) || null,
       createdAt: input.now ?? Date.now(),
     }).run();
     return addToBalance(tx as unknown as Db, input.userId, input.micro);

@@ -188,8 +188,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (userId === null || micro === null) {
         return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, sent);
       }
-      const note = (g.form.note ?? "").trim().slice(0, 200);
-      const granted = accounts.grantCredits({ userId, micro, note: note || null });
+      const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
       if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, sent);
       return redirect(`/dashboard/admin?done=credits&user=${userId}`);
     }, hidden)

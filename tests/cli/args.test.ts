@@ -397,3 +397,26 @@ describe("parseExpiry", () => {
     }
   });
 });
+
+describe("credits grant --note", () => {
+  test("is stored as one line of at most 200 characters, a pasted key cut to its prefix (regression: 100,000 characters, line breaks, escapes and a whole key were stored as given)", async () => {
+    const { config, dataDir } = freshConfig();
+    const opened = openDatabase(dataDir);
+    createUser(opened.db, { email: "payee@example.com", now: 1 });
+    opened.close();
+    const key = "sk-mg-" + "a".repeat(46);
+    const log = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      const long = `${key}\nline\u001b[31m ${"n".repeat(500)}`;
+      expect(await runCli(["credits", "grant", "--user", "payee@example.com", "--amount", "1", "--note", long, "--config", config])).toBe(0);
+      expect(await runCli(["credits", "grant", "--user", "payee@example.com", "--amount", "1", "--note", " \t ", "--config", config])).toBe(0);
+    } finally {
+      log.mockRestore();
+    }
+    const reopened = openDatabase(dataDir);
+    const notes = reopened.sqlite.query<{ note: string | null }, []>("SELECT note FROM ledger ORDER BY id").all().map((row) => row.note);
+    reopened.close();
+    const expected = `sk-mg-aaaaaa… line [31m ${"n".repeat(500)}`.slice(0, 200);
+    expect(notes).toEqual([expected, null]);
+  });
+});
