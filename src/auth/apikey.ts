@@ -74,6 +74,8 @@ export interface ApiKeyInfo {
   expiresAt: number | null;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** When the owner's account was disabled (its keys are refused meanwhile), or null. */
+  ownerDisabledAt: number | null;
 }
 
 
@@ -157,6 +159,13 @@ export function storedLabel(raw: string, maxChars: number): string {
   return [...clean].slice(0, maxChars).join("");
 }
 
+/** Whether a listed key works now, and if not, the first reason a request with it is refused for. */
+export function keyState(key: Pick<ApiKeyInfo, "revokedAt" | "expiresAt" | "ownerDisabledAt">, now: number): "revoked" | "expired" | "owner disabled" | "active" {
+  if (key.revokedAt !== null) return "revoked";
+  if (key.expiresAt !== null && key.expiresAt <= now) return "expired";
+  return key.ownerDisabledAt === null ? "active" : "owner disabled";
+}
+
 /** A key's name as stored (storedLabel), or "default" when nothing is left. */
 export function keyName(raw: string): string {
   return storedLabel(raw, KEY_NAME_MAX_CHARS) || "default";
@@ -175,6 +184,7 @@ export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo
       expiresAt: apiKeys.expiresAt,
       revokedAt: apiKeys.revokedAt,
       lastUsedAt: apiKeys.lastUsedAt,
+      ownerDisabledAt: users.disabledAt,
     })
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId));

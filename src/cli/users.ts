@@ -18,7 +18,7 @@ import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, findUserByStoredEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
 import { deleteUserSessions } from "../auth/session";
-import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
@@ -180,8 +180,8 @@ registerCommand("key", (ctx) => {
       return 0;
     }
     const rows = keys.map((k) => [k.id, k.email, k.name, `${k.displayPrefix}...`, date(k.createdAt), date(k.expiresAt), date(k.lastUsedAt),
-      k.revokedAt !== null ? `revoked ${date(k.revokedAt)}` : k.expiresAt !== null && k.expiresAt <= Date.now() ? "expired" : "active"]);
-    for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS"], ...rows])) ctx.print(line);
+      k.perMinute === null ? "-" : String(k.perMinute), k.revokedAt === null ? keyState(k, Date.now()) : `revoked ${date(k.revokedAt)}`]);
+    for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "PER MIN", "STATUS"], ...rows])) ctx.print(line);
     return 0;
   }
   if (sub === "revoke" && keyId) {
@@ -221,3 +221,4 @@ registerCommand("credits", (ctx) => {
   grant: { flags: ["user", "amount", "note"], words: 2 },
   balance: { flags: ["user"], words: 2 },
 });
+

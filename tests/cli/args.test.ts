@@ -151,6 +151,25 @@ describe("key names and tables", () => {
     }
   });
 
+  test("`key list` shows a per-key limit, and a key whose owner is disabled as such (regression: \"active\" while the server refused it)", async () => {
+    const { config } = freshConfig();
+    const quiet = spyOn(console, "error").mockImplementation(() => {});
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      for (const email of ["on@example.com", "off@example.com"]) expect(await runCli(["user", "add", email, "--config", config])).toBe(0);
+      expect(await runCli(["key", "create", "--user", "on@example.com", "--name", "fast", "--per-minute", "600", "--config", config])).toBe(0);
+      expect(await runCli(["key", "create", "--user", "off@example.com", "--name", "idle", "--config", config])).toBe(0);
+      expect(await runCli(["user", "disable", "off@example.com", "--config", config])).toBe(0);
+      printed.mockClear();
+      expect(await runCli(["key", "list", "--config", config])).toBe(0);
+      const rows = printed.mock.calls.map((call) => String(call[0]).trim().split(/ {2,}/));
+      expect(rows.map((row) => [row[2], row.at(-2), row.at(-1)]).sort()).toEqual([["NAME", "PER MIN", "STATUS"], ["fast", "600", "active"], ["idle", "-", "owner disabled"]]);
+    } finally {
+      quiet.mockRestore();
+      printed.mockRestore();
+    }
+  });
+
   test("a key name over 100 characters is refused, as the dashboard refuses it (regression: the CLI cut it to 100)", async () => {
     const { config } = freshConfig();
     const errors = spyOn(console, "error").mockImplementation(() => {});

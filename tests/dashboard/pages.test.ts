@@ -10,6 +10,7 @@ import { dashboardRoutes } from "../../src/dashboard";
 import { csrfToken, verifyCsrf } from "../../src/dashboard/csrf";
 import { createUser, type User } from "../../src/auth/users";
 import { createSession } from "../../src/auth/session";
+import { createApiKey } from "../../src/auth/apikey";
 import { requestLog, apiKeys, webhookJobs } from "../../src/db/schema";
 import { dailyUsage, recentRequests } from "../../src/dashboard/usage-query";
 import { barChart } from "../../src/dashboard/chart";
@@ -269,8 +270,10 @@ describe("dashboard pages", () => {
     for (const done of ["constructor", "toString", "__proto__"]) {
       expect(await (await t.get(`/dashboard/admin?done=${done}`, admin.cookie)).text()).not.toMatch(/native code|object Object/);
     }
-    const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5" }, { cookie: admin.cookie });
+    const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5", note: "  welcome\r\nback  " }, { cookie: admin.cookie });
     expect(grant.status).toBe(303);
+    expect(t.deps.db.$client.query("SELECT note FROM ledger WHERE user_id = ?").all(alice.user.id)).toEqual([{ note: "welcome back" }]);
+    createApiKey(t.deps.db, { userId: alice.user.id, name: "laptop" });
     const usage = await (await t.get("/dashboard/usage", alice.cookie)).text();
     expect(usage).toContain('data-micro="12500000"');
 
@@ -280,6 +283,8 @@ describe("dashboard pages", () => {
     expect(t.deps.db.$client.query("SELECT count(*) AS n FROM sessions WHERE user_id = ?").get(alice.user.id)).toEqual({ n: 0 });
     const adminPage = await (await t.get("/dashboard/admin", admin.cookie)).text();
     expect(adminPage).toContain(`action="/dashboard/admin/users/${alice.user.id}/enable"`);
+    // Her key is listed as refused for its owner, not as active (regression: "active").
+    expect(adminPage).toContain('<span class="badge bad">owner disabled</span>');
 
     const enable = await t.post(`/dashboard/admin/users/${alice.user.id}/enable`, { csrf: admin.csrf }, { cookie: admin.cookie });
     expect(enable.status).toBe(303);

@@ -5,7 +5,7 @@
  * expired keys stay listed with their status. Shared with the admin page's all-keys table.
  */
 import { html, time, type Html } from "../html";
-import { KEY_NAME_MAX_CHARS } from "../../auth/apikey";
+import { KEY_NAME_MAX_CHARS, keyState } from "../../auth/apikey";
 
 export interface KeyView {
   id: string;
@@ -15,6 +15,7 @@ export interface KeyView {
   expiresAt: number | null;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  ownerDisabledAt: number | null;
   ownerEmail?: string;
 }
 
@@ -26,10 +27,11 @@ export const EXPIRY_CHOICES: Array<{ value: string; label: string; days: number 
   { value: "365d", label: "In a year", days: 365 },
 ];
 
+const STATE_BADGE = { revoked: "bad", expired: "warn", "owner disabled": "bad", active: "ok" } as const;
+
 export function keyStatus(key: KeyView, now: number): { label: string; kind: string } {
-  if (key.revokedAt !== null) return { label: "revoked", kind: "bad" };
-  if (key.expiresAt !== null && key.expiresAt <= now) return { label: "expired", kind: "warn" };
-  return { label: "active", kind: "ok" };
+  const state = keyState(key, now);
+  return { label: state, kind: STATE_BADGE[state] };
 }
 
 export function keysPage(view: {
