@@ -33,10 +33,17 @@ function isCalendarDay(year: number, month: number, day: number): boolean {
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
+/** The longest duration `--expires` takes; a key meant to outlive it leaves --expires out. */
+const MAX_DURATION_MS = 100 * 365 * UNIT_MS.d;
+
 export function parseExpiry(text: string, now: number): number {
-  const relative = /^(\d{1,6})([mhdw])$/.exec(text.trim());
-  if (relative && Number(relative[1]) === 0) throw new UsageError(`--expires: "${text}" would expire the key at once`);
-  if (relative) return now + Number(relative[1]) * UNIT_MS[relative[2]];
+  const relative = /^(\d+)([mhdw])$/.exec(text.trim());
+  if (relative) {
+    const ms = Number(relative[1]) * UNIT_MS[relative[2]];
+    if (ms === 0) throw new UsageError(`--expires: "${text}" would expire the key at once`);
+    if (ms > MAX_DURATION_MS) throw new UsageError(`--expires: "${text}" is longer than 100 years; leave --expires out for a key that never expires`);
+    return now + ms;
+  }
   // ISO 8601 only, with a day that exists: Date.parse alone takes "1" for 2001 and rolls 02-30 over.
   const date = ISO_DATE.exec(text.trim());
   // A time without an offset is UTC, as a day alone is (Date.parse would read it in local time).

@@ -405,6 +405,14 @@ describe("parseExpiry", () => {
     }
   });
 
+  test("a duration is at most 100 years, and one longer is told so (regression: 999999w ran to the year 21192 and 1000000w was \"neither a duration nor a date\")", () => {
+    expect(parseExpiry("5214w", now)).toBe(now + 5214 * 7 * 86_400_000);
+    expect(parseExpiry("36500d", now)).toBe(now + 36500 * 86_400_000);
+    for (const text of ["36501d", "999999w", "1000000w", "99999999999999999999m"]) {
+      expect(() => parseExpiry(text, now)).toThrow(new UsageError(`--expires: "${text}" is longer than 100 years; leave --expires out for a key that never expires`));
+    }
+  });
+
   test("a day in the years 0 to 99 is in the past, not nonsense (regression: Date.UTC read 0001 as 1901)", () => {
     expect(() => parseExpiry("0001-01-01", now)).toThrow("is in the past");
   });
