@@ -126,7 +126,8 @@ export function createGate(deps: GateDeps): Gate {
     const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);
     if (available <= 0) {
-      const inFlight = available < storedBalance ? ` (${formatCredits(storedBalance - available)} of it held by requests in flight or spent and not yet recorded)` : "";
+      // What is held can pass the balance (a burst's reservations): said as its own amount, not "of it".
+      const inFlight = available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
       return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
     }
     const hold = meter.reserve(userId, maxCostMicro({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens }));
