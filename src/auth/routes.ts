@@ -24,7 +24,7 @@ import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../c
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
 import { createPasswordSession, createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
-import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, signupRefusal, type User } from "./users";
+import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, passwordProblem, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
 import { refusalMessage, safeNext, type RefusalCode } from "./refusal";
@@ -64,8 +64,13 @@ function incorrect(): Refusal {
   return refusal("credentials", "invalid_credentials", "The email or password is incorrect");
 }
 
+/** A body's member as sent (JSON may send any type), undefined when absent. */
+function member(body: unknown, name: string): unknown {
+  return body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
+}
+
 function field(body: unknown, name: string): string | undefined {
-  const value = body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
+  const value = member(body, name);
   return typeof value === "string" ? value : undefined;
 }
 
@@ -196,7 +201,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const policy = signupRefusal(config.auth, email);
       if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
       // Nothing proves the address typed here: OAuth sign-in and setup will not join this account.
-      const created = await createUser(db, { email, password: field(body, "password") ?? "", emailUnverified: true });
+      const password = member(body, "password");
+      const problem = passwordProblem(password);
+      if (problem) return refuse(request, back, refusal("password", "invalid_request_error", problem, { param: "password" }));
+      const created = await createUser(db, { email, password: password as string, emailUnverified: true });
       if ("error" in created) {
         return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
       }
@@ -239,7 +247,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
       const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: normalizeEmail(field(body, "email")) ?? undefined });
       if (refused) return refuse(request, back(), refused);
-      const result = await completeSetup(db, { token, email: field(body, "email"), password: field(body, "password"), now: deps.now() });
+      const result = await completeSetup(db, { token, email: field(body, "email"), password: member(body, "password"), now: deps.now() });
       if ("error" in result) {
         const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
         return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));

@@ -91,7 +91,8 @@ function decodedLabel(label: string): string {
 }
 
 export function passwordProblem(password: unknown): string | null {
-  if (typeof password !== "string") return "a password is required";
+  if (password === undefined || password === null) return "a password is required";
+  if (typeof password !== "string") return "the password must be a string of characters";
   // A lone UTF-16 surrogate (only JSON's \ud800 escapes make one) is hashed as U+FFFD, so every
   // such password would match every other of the same length.
   if (!password.isWellFormed()) return "the password holds an unpaired surrogate (\\ud800-\\udfff), which is not a character";

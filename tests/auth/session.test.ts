@@ -235,6 +235,12 @@ describe("password sign-in", () => {
     const surrogates = await t.request("/auth/signup", { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: `{"email":"lone@example.com","password":"${"\\ud800".repeat(8)}"}` });
     expect(surrogates.status).toBe(400);
     expect((await jsonOf(surrogates)).error).toMatchObject({ param: "password", message: expect.stringContaining("unpaired surrogate") });
+    // A password that is not a string is told so, not that it is too short (regression: 123456789 "must be at least 8 characters").
+    for (const [password, message] of [[123456789, "the password must be a string of characters"], [["long enough"], "the password must be a string of characters"], [null, "a password is required"], [undefined, "a password is required"]] as const) {
+      const refused = await t.request("/auth/signup", json({ email: "typed@example.com", password }));
+      expect(refused.status).toBe(400);
+      expect((await jsonOf(refused)).error).toMatchObject({ param: "password", message });
+    }
     const long = "😀".repeat(256);
     expect((await t.request("/auth/signup", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
     expect((await t.request("/auth/login", json({ email: "emoji@example.com", password: long }))).status).toBe(200);
