@@ -49,5 +49,6 @@ export function refusalMessage(code: unknown, auth: Pick<Config["auth"], "allowe
  * another site (no scheme, no `//`, no backslash, no query), else /dashboard itself.
  */
 export function safeNext(value: unknown): string {
-  return typeof value === "string" && /^\/dashboard(\/[A-Za-z0-9_-]+)*\/?$/.test(value) ? value : "/dashboard";
+  // Dashboard paths are short; a long one would not fit the sign-in cookie that carries it (4 KB).
+  return typeof value === "string" && value.length <= 200 && /^\/dashboard(\/[A-Za-z0-9_-]+)*\/?$/.test(value) ? value : "/dashboard";
 }

@@ -163,7 +163,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
   async function finishSignIn(request: Request, provider: Provider, query: Record<string, string | undefined>): Promise<Response> {
     const back: Back = { page: SIGNIN, next: safeNext(readCookie(request, NEXT_COOKIE)), cookies: clearOAuth };
     if (typeof query.error === "string") {
-      return refuse(request, back, refusal("oauth_cancelled", "invalid_request_error", `Sign-in was not completed at ${provider} (${query.error.slice(0, 100)})`));
+      // Anyone can send this link: only an OAuth error code (access_denied) is quoted, never free text.
+      const code = /^[A-Za-z0-9_.-]{1,64}$/.test(query.error) ? ` (${query.error})` : "";
+      return refuse(request, back, refusal("oauth_cancelled", "invalid_request_error", `Sign-in was not completed at ${provider}${code}`));
     }
     const profile = await finishOAuth(config, provider, {
       code: query.code ?? null,

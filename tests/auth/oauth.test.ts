@@ -158,6 +158,10 @@ describe("GitHub", () => {
     const browser = await t.request("/auth/github/callback?error=%3Cscript%3Ephish%3C%2Fscript%3E&state=x");
     expect(browser.status).toBe(303);
     expect(browser.headers.get("location")).toBe("/dashboard/signin?error=oauth_cancelled");
+    // Nor does a crafted link's text reach a JSON caller: only a code is quoted (regression: "<img src=x> call 555-1234 to verify").
+    const crafted = await t.request("/auth/github/callback?error=%3Cimg%20src%3Dx%3E%20call%20555-1234%20to%20verify", { headers: JSON_ACCEPT });
+    expect(crafted.status).toBe(400);
+    expect((await jsonOf(crafted)).error.message).toBe("Sign-in was not completed at github");
   });
 
   test("success goes on to a safe next; an off-site next is ignored", async () => {
@@ -167,7 +171,7 @@ describe("GitHub", () => {
     expect(usage.start.headers.getSetCookie()).toContain("mg_oauth_next=/dashboard/usage; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=600");
     expect(usage.callback.headers.get("location")).toBe("/dashboard/usage");
     expect(usage.callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_next=;") && c.includes("Max-Age=0"))).toBe(true);
-    for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../../evil", "/\\evil.example", "javascript:alert(1)"]) {
+    for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../../evil", "/\\evil.example", "javascript:alert(1)", `/dashboard/${"a".repeat(5000)}`]) {
       expect((await signIn("github", { next })).callback.headers.get("location")).toBe("/dashboard");
     }
   });
