@@ -219,6 +219,19 @@ describe("password sign-in", () => {
     expect(setupStatuses).toEqual([400, 400, 400, 400, 400, 429]);
   });
 
+  test("setup answers a JSON caller as sign-up does: the administrator, signed in, and no device token", async () => {
+    t = buildAuthApp();
+    const token = new URL(issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" })!).searchParams.get("token")!;
+    const created = await t.request("/setup", json({ token, email: "Root@Example.com", password: "long enough" }));
+    expect(created.status).toBe(200);
+    const body = await jsonOf(created);
+    expect(body).toEqual({ user: { id: expect.any(Number), email: "root@example.com", is_admin: true }, expires_at: expect.any(Number) });
+    const cookies = created.headers.getSetCookie();
+    expect(cookies.map((c) => c.split("=")[0])).toEqual(["mg_session"]);
+    const me = await t.request("/auth/me", { headers: { cookie: cookies[0].split(";")[0] } });
+    expect((await jsonOf(me)).user).toEqual(body.user);
+  });
+
   test("emails with control characters are refused; password length counts characters, not UTF-16 units", async () => {
     t = buildAuthApp({ auth: { signup: "open" } });
     // And invisible format characters (regression: "admin\u200b@example.com" was a second account that looks like the first).
