@@ -1,7 +1,7 @@
 /**
  * The OpenAPI description of the sign-in routes (./routes.ts), apart from the handlers: what each
- * takes and answers. Forms and JSON are both accepted; a JSON client (Accept: application/json)
- * gets JSON, a form post a 303 back to a page.
+ * takes and answers. Forms and JSON are both accepted; a caller whose Accept does not name
+ * text/html (or names application/json) gets JSON, a browser a 303 back to a page.
  */
 import type { OpenAPIV3 } from "openapi-types";
 import { errorDoc, formBodyDoc, jsonDoc, redirectDoc } from "../swagger";
@@ -9,8 +9,8 @@ import { errorDoc, formBodyDoc, jsonDoc, redirectDoc } from "../swagger";
 type Detail = Partial<OpenAPIV3.OperationObject>;
 
 const SIGNED_IN = {
-  200: jsonDoc("Signed in (JSON clients); the session cookie is set"),
-  303: redirectDoc("Signed in (forms): to `next` or the dashboard; or back to the form with the refusal"),
+  200: jsonDoc("Signed in (a caller whose Accept does not ask for HTML: curl, SDKs, this page); the session cookie is set"),
+  303: redirectDoc("Signed in (a browser's form post, Accept names text/html): to `next` or the dashboard; or back to the form with the refusal"),
   400: errorDoc("A field is missing or invalid"),
   403: errorDoc("Refused by policy (sign-up closed or restricted, account disabled) or by the Origin check"),
   429: errorDoc("Too many attempts from this address or for this account; Retry-After says when"),
@@ -63,5 +63,14 @@ export const AUTH_DOCS = {
     },
   },
   oauthStart: { tags, summary: "Sign in with the provider: redirects to it", responses: { 302: redirectDoc("To the provider's consent page"), 404: errorDoc("The provider is not configured") } },
-  oauthCallback: { tags, summary: "Where the provider sends the browser back", responses: { 303: redirectDoc("Signed in, to the dashboard; or to the sign-in page with the refusal") } },
+  oauthCallback: {
+    tags,
+    summary: "Where the provider sends the browser back",
+    responses: {
+      303: redirectDoc("A browser: signed in, to the dashboard; or to the sign-in page with the refusal"),
+      400: errorDoc("Not a browser: the state does not match, or the provider reported an error"),
+      403: errorDoc("Not a browser: refused by policy (sign-up closed or restricted, account disabled, unverified email)"),
+      502: errorDoc("Not a browser: the provider could not complete the sign-in"),
+    },
+  },
 } satisfies Record<string, Detail>;

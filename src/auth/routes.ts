@@ -1,8 +1,8 @@
 /**
  * The browser-facing auth controller; its paths and answers are a contract the dashboard builds on:
  *   POST /auth/signup, /auth/login   form-encoded or JSON {email, password, next?}: sets mg_session (and mg_device).
- *                                    With Accept: application/json: 200 {user} or the gateway's error
- *                                    body. Otherwise (a plain form post): 303 -> `next` when it is a
+ *                                    For JSON callers (wantsJson): 200 {user} or the gateway's error
+ *                                    body. For a browser (Accept names text/html): 303 -> `next` when it is a
  *                                    safe /dashboard path (refusal.ts), else /dashboard; a refusal is
  *                                    303 -> the form's page with ?error=CODE (and next), never JSON.
  *   POST /auth/logout                deletes the session, clears the cookie (303 or 200 the same way)
@@ -74,8 +74,15 @@ function field(body: unknown, name: string): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
+/**
+ * Whether to answer with JSON rather than a redirect to a page: unless the caller accepts HTML and
+ * not JSON. A browser's form post or navigation names text/html; curl, SDKs, Swagger UI and a
+ * page's fetch send `*\/*` or nothing, and a 303 to an HTML page would answer them with a page
+ * (a wrong password shown as a 200 sign-in page in Swagger UI).
+ */
 function wantsJson(request: Request): boolean {
-  return (request.headers.get("accept") ?? "").includes("application/json");
+  const accept = request.headers.get("accept") ?? "";
+  return accept.includes("application/json") || !accept.includes("text/html");
 }
 
 function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; email: string; is_admin: boolean } {

@@ -39,10 +39,11 @@ const MODEL_LIST_SCHEMA: OpenAPIV3.SchemaObject = {
 
 /** The interface's responses for createChatCompletion (its Errors table), and the others the gateway sends. */
 const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
-  200: withLimits({
+  200: {
     description: "The completion: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true",
     content: { "application/json": { schema: { type: "object", additionalProperties: true } }, "text/event-stream": { schema: { type: "string" } } },
-  }),
+    headers: { ...RATE_LIMIT_HEADERS, "x-gateway-overhead-ms": { description: "The gateway's own time for this request until the answer's headers, in ms (upstream waits excluded)", schema: { type: "string", example: "0.12" } } },
+  },
   400: errorDoc("The body is not JSON or does not match the schema"),
   401: errorDoc("Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials"),
   402: withLimits(
@@ -50,6 +51,7 @@ const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
       "Payment required: the balance is zero on a non-free model (insufficient_credits), the SpendAuth account's on-chain balance does not cover the amount (insufficient_balance), or the SpendAuth amount is too low (payment_required, answered before the limiter: without the x-ratelimit-* headers)",
     ),
   ),
+  403: errorDoc("Sent from a page of another origin that server.cors_origins does not list, or with a session cookie from another origin"),
   404: errorDoc("No model of that name"),
   413: errorDoc("The body is larger than server.max_body_bytes"),
   429: {
@@ -57,7 +59,7 @@ const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
     headers: { ...RATE_LIMIT_HEADERS, "retry-after": { description: "Seconds until a request would be allowed", schema: { type: "integer" } } },
   },
   502: errorDoc("Every upstream failed"),
-  503: errorDoc("Every upstream of the model is cooling down"),
+  503: errorDoc("Every upstream of the model is cooling down, paid models are paused while the database refuses to record credits, or the bodies being read at once reached server.max_body_bytes_in_flight; Retry-After says when to try again"),
   504: errorDoc("The upstream sent no headers within first_byte_timeout_ms"),
 };
 

@@ -9,7 +9,7 @@ import OpenAI from "openai";
 import { eventually } from "../support/eventually";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
-import { PAID_PRICE, jsonOf, modelsToml } from "./support";
+import { BROWSER_ACCEPT, PAID_PRICE, jsonOf, modelsToml } from "./support";
 import { formatCredits } from "../../src/credits/amount";
 
 let upstream: MockUpstream;
@@ -51,7 +51,7 @@ describe("first start", () => {
     const post = (fields: Record<string, string>, headers: Record<string, string> = {}) => fetch(`${gw.url}/setup`, {
       method: "POST",
       redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: gw.url, ...headers },
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: BROWSER_ACCEPT, origin: gw.url, ...headers },
       body: new URLSearchParams(fields),
     });
     const admin = { token, email: "admin@example.com", password: "a long admin password" };

@@ -177,6 +177,8 @@ describe("the sign-in routes in the OpenAPI document", () => {
     }
     const login = doc.paths["/auth/login"].post.requestBody.content["application/x-www-form-urlencoded"].schema;
     expect(login.required).toEqual(["email", "password"]);
+    // A JSON caller of an OAuth callback gets errors, not only the browser's 303.
+    expect(Object.keys(doc.paths["/auth/github/callback"].get.responses!).sort()).toEqual(["303", "400", "403", "502"]);
     // The dashboard's pages stay out of it.
     expect(Object.keys(doc.paths).some((path) => path.startsWith("/dashboard"))).toBe(false);
   });

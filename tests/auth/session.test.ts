@@ -56,6 +56,24 @@ describe("password sign-in", () => {
     expect([me.headers.get("cache-control"), me.headers.get("x-frame-options"), me.headers.get("x-content-type-options")]).toEqual(["no-store", "DENY", "nosniff"]);
   });
 
+  test("a caller that does not name text/html gets JSON, a browser a page (regression: Swagger UI's and curl's */* got a 303 to the sign-in page, shown as a 200 for a wrong password)", async () => {
+    t = buildAuthApp();
+    await t.user("ann@example.com", { password: "correct horse" });
+    const wrong = { email: "ann@example.com", password: "wrong horse" };
+    for (const accept of ["*/*", "", "text/html, application/json"]) {
+      const refused = await t.request("/auth/login", json(wrong, { accept }));
+      expect({ accept, status: refused.status, code: (await jsonOf(refused)).error.code }).toEqual({ accept, status: 401, code: "invalid_credentials" });
+    }
+    const page = await t.request("/auth/login", json(wrong, { accept: "text/html,application/xhtml+xml,*/*;q=0.8" }));
+    expect(page.status).toBe(303);
+    expect(page.headers.get("location")).toBe("/dashboard/signin?error=credentials");
+    const signedIn = await t.request("/auth/login", json({ ...wrong, password: "correct horse" }, { accept: "*/*" }));
+    expect(signedIn.status).toBe(200);
+    expect((await jsonOf(signedIn)).user.email).toBe("ann@example.com");
+    const out = await t.request("/auth/logout", { method: "POST", headers: { accept: "*/*", cookie: cookieOf(signedIn) } });
+    expect(await jsonOf(out)).toEqual({ signed_out: true });
+  });
+
   test("JSON in, JSON out; Secure cookie behind an https public_url", async () => {
     t = buildAuthApp({ server: { public_url: "https://gw.example.com" } });
     await t.user("ann@example.com", { password: "correct horse" });

@@ -74,7 +74,13 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
     version: "test", startedAt: clock.now, onRequestDone: (r) => records.push(r), statusSections: [],
   };
   const app = createApp(deps, [identities.routes]);
-  const request = (path: string, init?: RequestInit) => app.handle(new Request(`http://localhost${path}`, init));
+  // Called as a browser is unless the test says otherwise: the auth routes answer pages (303) to a
+  // caller whose Accept names text/html, JSON to the rest.
+  const request = (path: string, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    if (!headers.has("accept")) headers.set("accept", BROWSER_ACCEPT);
+    return app.handle(new Request(`http://localhost${path}`, { ...init, headers }));
+  };
   return {
     app, deps, identities, upstream, records, clock, request,
     chat: (body, headers = {}) => request("/v1/chat/completions", {
@@ -111,6 +117,9 @@ export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userI
 }
 
 /** A response body parsed as JSON, typed loosely for assertions. */
+/** What a browser sends with a navigation or a form post. */
+export const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
 export async function jsonOf(response: Response): Promise<any> {
   return response.json();
 }

@@ -246,6 +246,9 @@ describe("service endpoints", () => {
     const chat = doc.paths["/v1/chat/completions"].post;
     expect(Object.keys(chat.responses["200"].headers)).toContain("x-ratelimit-remaining-requests");
     expect(chat.responses["429"].headers["retry-after"]).toBeDefined();
+    // What the gateway really sends is declared too (regression: no 403 for a foreign page, no overhead header).
+    expect(Object.keys(chat.responses["200"].headers)).toContain("x-gateway-overhead-ms");
+    expect(chat.responses["403"].description).toContain("another origin");
     const example = chat.requestBody.content["application/json"].example;
     const res = await t.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(example) });
     expect(res.status).toBe(200);
