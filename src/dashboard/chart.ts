@@ -25,7 +25,7 @@ export interface BarChartOptions {
 
 const WIDTH = 360;
 const HEIGHT = 170;
-const PAD = { top: 10, right: 6, bottom: 22, left: 44 };
+const PAD = { top: 10, right: 6, bottom: 22, left: 50 };
 /** Colours, by class (the stylesheet's; no inline styles): series past the eighth repeat them. */
 const COLOURS = 8;
 const AXIS = new Intl.NumberFormat("en", { notation: "compact", maximumSignificantDigits: 3 });
@@ -34,7 +34,7 @@ export function barChart(options: BarChartOptions): Html {
   const { days, series, format } = options;
   const totals = days.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
   const total = totals.reduce((a, b) => a + b, 0);
-  const max = Math.max(1, ...totals);
+  const max = axisMax(Math.max(...totals));
   const plotW = WIDTH - PAD.left - PAD.right;
   const plotH = HEIGHT - PAD.top - PAD.bottom;
   const step = plotW / Math.max(1, days.length);
@@ -70,10 +70,10 @@ export function barChart(options: BarChartOptions): Html {
     `<line class="axis" x1="${PAD.left}" y1="${PAD.top + plotH}" x2="${WIDTH - PAD.right}" y2="${PAD.top + plotH}"/>` +
       `<line class="axis" x1="${PAD.left}" y1="${PAD.top + plotH / 2}" x2="${WIDTH - PAD.right}" y2="${PAD.top + plotH / 2}" stroke-dasharray="3 3"/>`,
   );
-  // The axis has room for about 6 characters: its labels are compact (46K, 2B, 0.046); the table has the exact numbers.
+  // The axis has room for about 6 characters: its labels are compact (46K, 2B, 0.046, 400µ); the table has the exact numbers.
   const scale = options.axisScale ?? 1;
-  const yLabels = html`<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${AXIS.format(max / scale)}</text>
-    <text x="${PAD.left - 6}" y="${PAD.top + plotH / 2 + 4}" text-anchor="end">${AXIS.format(max / 2 / scale)}</text>
+  const yLabels = html`<text x="${PAD.left - 6}" y="${PAD.top + 4}" text-anchor="end">${axisLabel(max / scale)}</text>
+    <text x="${PAD.left - 6}" y="${PAD.top + plotH / 2 + 4}" text-anchor="end">${axisLabel(max / 2 / scale)}</text>
     <text x="${PAD.left - 6}" y="${PAD.top + plotH + 4}" text-anchor="end">0</text>`;
 
   const legend = series.length
@@ -96,6 +96,26 @@ export function barChart(options: BarChartOptions): Html {
     <tbody>${rows}</tbody>
   </table></div></details>
 </figure>`;
+}
+
+/**
+ * The top of the axis for a tallest bar of `value` (a whole count: requests, tokens, micro-credits):
+ * the next of 2, 3, 4, 5, 6, 8, 10 times a power of ten, and even, so that the middle line's label
+ * is a whole count too (not 16.5 requests, nor 0.0000005 credits).
+ */
+function axisMax(value: number): number {
+  if (!(value > 2)) return 2;
+  const magnitude = 10 ** Math.floor(Math.log10(value));
+  for (const factor of [1, 2, 3, 4, 5, 6, 8, 10]) {
+    const top = factor * magnitude;
+    if (top >= value && top % 2 === 0) return top;
+  }
+  return 10 * magnitude;
+}
+
+/** A compact axis label; below 0.001 in millionths (400µ), which fit where 0.0004 would not. */
+function axisLabel(value: number): string {
+  return value > 0 && value < 0.001 ? `${AXIS.format(value * 1_000_000)}µ` : AXIS.format(value);
 }
 
 /** The last `count` UTC dates ending today, oldest first. */

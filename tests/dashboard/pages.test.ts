@@ -446,14 +446,22 @@ describe("usage queries and chart", () => {
       series: [{ name: "huge", values: values(2_000_161_413) }, ...Array.from({ length: 40 }, (_, i) => ({ name: `m${i}`, values: values(3) }))],
       format: (v) => v.toLocaleString("en"),
     }).value;
-    const labels = [...svg.matchAll(/<text x="38" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
-    expect(labels).toEqual(["2B", "1B", "0"]);
+    const labels = [...svg.matchAll(/<text x="44" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    expect(labels).toEqual(["3B", "1.5B", "0"]);
     for (const m of svg.matchAll(/<rect [^>]*y="([\d.-]+)" [^>]*height="([\d.-]+)"/g)) {
       expect(Number(m[1])).toBeGreaterThanOrEqual(10 - 0.05); // PAD.top
       expect(Number(m[2])).toBeGreaterThanOrEqual(0);
     }
     const small = barChart({ id: "d", title: "Credits", days: ["2026-06-16"], series: [{ name: "a", values: [46_043] }], format: String, axisScale: 1_000_000 }).value;
-    expect([...small.matchAll(/<text x="38" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1])).toEqual(["0.046", "0.023", "0"]);
+    const axis = (svg: string) => [...svg.matchAll(/<text x="44" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    expect(axis(small)).toEqual(["0.05", "0.025", "0"]);
+    // Under 0.001 credits in millionths, and the middle line a whole count (regression: "0.000204" was cut to "00204" on the page, and "0.0000005" or "16.5" requests read at the middle).
+    const chart = (values: number[], axisScale?: number) => barChart({ id: "e", title: "t", days: values.map((_, i) => `2026-06-${10 + i}`), series: [{ name: "a", values }], format: String, axisScale }).value;
+    expect(axis(chart([68, 204], 1_000_000))).toEqual(["300µ", "150µ", "0"]);
+    expect(axis(chart([0, 0], 1_000_000))).toEqual(["2µ", "1µ", "0"]);
+    expect(axis(chart([33, 7]))).toEqual(["40", "20", "0"]);
+    expect(axis(chart([3]))).toEqual(["4", "2", "0"]);
+    expect(axis(chart([10]))).toEqual(["10", "5", "0"]);
   });
 
   test("the SVG chart totals per day and escapes model names", () => {
