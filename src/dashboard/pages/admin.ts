@@ -42,7 +42,7 @@ export function adminPage(view: AdminView): Html {
 <div class="table-wrap"><table id="users" class="actions">
   <thead><tr><th>Email</th><th>Role</th><th>Status</th><th class="num">Balance</th><th>Created</th><th><span class="hint">Action</span></th></tr></thead>
   <tbody>${view.users.map((u) => html`<tr data-user="${u.email}">
-    <td>${u.email}</td>
+    <td class="whole">${u.email}</td>
     <td>${u.isAdmin ? html`<span class="badge">admin</span>` : "user"}</td>
     <td>${u.disabledAt === null ? html`<span class="badge ok">active</span>` : html`<span class="badge bad">disabled</span>`}${u.emailUnverified ? html` <span class="badge" title="Signed up with a password: nothing proves the address">unproven</span>` : ""}</td>
     <td class="num" data-balance="${u.balanceMicro}">${formatCredits(u.balanceMicro)}</td>

@@ -48,7 +48,7 @@ export function keysPage(view: {
   <h2 id="create-h">Create a key</h2>
   <form method="post" action="/dashboard/keys" class="row">
     <input type="hidden" name="csrf" value="${view.csrf}">
-    <div><label for="key-name">Name</label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS * 2}" placeholder="laptop, CI, my-app" autocomplete="off" value="${view.sent?.name ?? ""}"></div>
+    <div><label for="key-name">Name <span class="hint">up to ${KEY_NAME_MAX_CHARS} characters</span></label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS * 2}" placeholder="laptop, CI, my-app" autocomplete="off" value="${view.sent?.name ?? ""}"></div>
     <div><label for="key-expires">Expires</label><select id="key-expires" name="expires">${EXPIRY_CHOICES.map((c) => html`<option value="${c.value}"${c.value === view.sent?.expires ? html` selected` : ""}>${c.label}</option>`)}</select></div>
     <div class="shrink"><button type="submit">Create key</button></div>
   </form>
@@ -74,8 +74,8 @@ export function keysTable(keys: KeyView[], options: { csrf: string; now: number;
   <tbody>${keys.map((k) => {
     const status = keyStatus(k, options.now);
     return html`<tr data-key-id="${k.id}" data-status="${status.label}" data-last-used="${k.lastUsedAt ?? ""}">
-      ${options.showOwner ? html`<td>${k.ownerEmail ?? ""}</td>` : ""}
-      <td>${k.name}</td>
+      ${options.showOwner ? html`<td class="whole">${k.ownerEmail ?? ""}</td>` : ""}
+      <td class="whole">${k.name}</td>
       <td><code>${k.displayPrefix}…</code></td>
       <td>${time(k.createdAt)}</td>
       <td>${time(k.expiresAt, { empty: "never" })}</td>

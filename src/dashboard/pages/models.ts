@@ -29,7 +29,7 @@ export function modelsPage(registry: ModelRegistry, now: number): Html {
 <div class="table-wrap"><table id="upstreams">
   <thead><tr><th>Upstream</th><th>State</th><th class="num">Failures in a row</th><th class="num">Time to first byte</th><th>Last error</th></tr></thead>
   <tbody>${upstreams.map((u) => html`<tr>
-    <td>${u.name}</td>
+    <td class="whole">${u.name}</td>
     <td><span class="badge ${STATE[u.state].kind}">${STATE[u.state].label}</span></td>
     <td class="num">${u.consecutive_failures}</td>
     <td class="num">${u.ttfb_ms === null ? "–" : `${u.ttfb_ms} ms`}</td>
@@ -44,7 +44,7 @@ function modelRow(route: ModelRoute, now: number): Html {
     return html`<span class="badge ${STATE[state].kind}" title="${t.upstream.name} → ${t.model}: ${STATE[state].label}">${t.upstream.name}</span> `;
   });
   return html`<tr data-model="${route.id}">
-    <td><strong>${route.id}</strong>${route.aliases.length ? html`<br><span class="muted">also ${route.aliases.join(", ")}</span>` : ""}${route.source === "discovered" ? html` <span class="badge">discovered</span>` : ""}</td>
+    <td><strong class="whole">${route.id}</strong>${route.aliases.length ? html`<br><span class="muted">also ${route.aliases.join(", ")}</span>` : ""}${route.source === "discovered" ? html` <span class="badge">discovered</span>` : ""}</td>
     <td>${route.free ? html`<span class="badge ok">free</span>` : html`<span class="badge">paid</span>`}</td>
     <td class="num">${route.price.prompt}</td>
     <td class="num">${route.price.completion}</td>

@@ -47,8 +47,8 @@ ${view.recent.length === 0
   <thead><tr><th>Time</th><th>Model</th><th>Via</th><th class="num">Tokens (in + out)</th><th class="num">Cost</th><th class="num">Status</th><th class="num">Latency</th></tr></thead>
   <tbody>${view.recent.map((r) => html`<tr>
     <td>${time(r.createdAt)}</td>
-    <td>${r.model}</td>
-    <td>${r.identity === "api_key" ? html`key <em>${r.keyName ?? r.keyId ?? ""}</em>` : r.identity}</td>
+    <td class="whole">${r.model}</td>
+    <td>${r.identity === "api_key" ? html`key <em class="whole">${r.keyName ?? r.keyId ?? ""}</em>` : r.identity}</td>
     <td class="num">${formatNumber(r.promptTokens)} + ${formatNumber(r.completionTokens)}</td>
     <td class="num">${formatCredits(r.costMicro)}</td>
     <td class="num"><span class="badge ${r.status < 400 ? "ok" : "bad"}">${r.status}</span></td>
