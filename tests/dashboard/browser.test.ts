@@ -337,6 +337,12 @@ describe("dashboard in chromium", () => {
       await prompt.fill("first");
       await page.getByRole("button", { name: "Send" }).click();
       await page.locator(".msg.assistant[data-chunks]").waitFor();
+      await expectText(page.locator("#pg-status"), "Answering with mock-small"); // not "Waiting for" once text arrives
+      // An empty prompt is not checked either: the browser's bubble would cover Stop.
+      await page.evaluate(`window.invalids = 0; document.querySelector("#playground textarea").addEventListener("invalid", () => window.invalids++)`);
+      await prompt.fill("");
+      await prompt.press("Control+Enter");
+      expect(await page.evaluate("window.invalids")).toBe(0);
       await prompt.fill("second");
       await prompt.press("Control+Enter");
       await page.getByRole("button", { name: "Stop" }).click();
@@ -370,6 +376,44 @@ describe("dashboard in chromium", () => {
     } finally {
       mock.behaviour.chunkDelayMs = 60;
     }
+  });
+
+  test("a failed turn leaves the page as it leaves the conversation: its prompt goes back to the box; a broken stream keeps what came (regressions: a failed prompt stayed on the page but was never sent again; a broken answer was replaced by the error)", async () => {
+    // The administrator has no credits: the priced model answers 402, no upstream involved.
+    await actAs(ADMIN.email);
+    await page.goto(`${gw.url}/dashboard/playground`);
+    const prompt = page.getByLabel(/^Prompt/);
+    const status = page.locator("#pg-status");
+    await page.getByLabel("Model").selectOption("mock-large");
+    await prompt.fill("lost turn");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expectText(status, "Failed: the prompt is back in the box.");
+    await expectText(page.locator("#transcript .msg.error"), "credit balance");
+    expect(await prompt.inputValue()).toBe("lost turn");
+    await expectCount(page.locator("#transcript .msg.user"), 0);
+    await expectCount(page.locator("#transcript .msg.error"), 1);
+
+    await page.getByLabel("Model").selectOption("mock-small");
+    mock.behaviour.breakAfterChunks = 3;
+    try {
+      await page.getByRole("button", { name: "Send" }).click();
+      await expectText(status, "Broken off after 3 chunks.");
+    } finally {
+      mock.behaviour.breakAfterChunks = undefined;
+    }
+    const partial = WORDS.slice(0, 3).join("");
+    await expectText(page.locator(".msg.assistant").last(), partial, { exact: true });
+    await expectCount(page.locator("#transcript .msg.error"), 2);
+    await prompt.fill("go on");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expectAttribute(page.locator(".msg.assistant").last(), "data-done", "true");
+    expect(mock.requests.at(-1)!.body.messages).toEqual([
+      { role: "user", content: "lost turn" },
+      { role: "assistant", content: partial },
+      { role: "user", content: "go on" },
+    ]);
+    // What the page shows is what was sent: the user's turns, in order.
+    expect(await page.locator("#transcript .msg.user").allTextContents()).toEqual(["lost turn", "go on"]);
   });
 
   test("a 100-character key name does not widen the page on a phone: its table scrolls in its card (regression: the page scrolled sideways)", async () => {

@@ -102,7 +102,11 @@ function setUpPlayground(form) {
   });
 
   prompt.addEventListener("keydown", function (event) {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+    if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
+    event.preventDefault();
+    // While an answer streams the key does nothing: not even the browser's "fill out this field"
+    // bubble for an empty prompt, which would cover the Stop button.
+    if (!running) form.requestSubmit();
   });
 
   form.addEventListener("submit", async function (event) {
@@ -115,7 +119,7 @@ function setUpPlayground(form) {
     const controller = new AbortController();
     running = controller;
     messages.push({ role: "user", content: text });
-    add("user", text);
+    const asked = add("user", text);
     prompt.value = "";
     send.disabled = true;
     stop.hidden = false;
@@ -165,6 +169,7 @@ function setUpPlayground(form) {
             if (parsed.usage) usage = parsed.usage;
             const delta = parsed.choices && parsed.choices[0] && parsed.choices[0].delta;
             if (delta && delta.content) {
+              if (chunks === 0) status.textContent = "Answering with " + model + "…";
               answer.textContent += delta.content;
               chunks += 1;
               answer.setAttribute("data-chunks", String(chunks));
@@ -180,15 +185,23 @@ function setUpPlayground(form) {
         (skipped ? ", " + skipped + " event(s) that were not JSON skipped" : "") + ".";
     } catch (error) {
       if (mine !== conversation) return; // cleared: this answer's conversation is gone
-      if (controller.signal.aborted && answer.textContent) {
-        // Stopped: what came so far stays, in the page and in the conversation.
+      if (answer.textContent) {
+        // Stopped, or broken off: what came so far stays, in the page and in the conversation.
         messages.push({ role: "assistant", content: answer.textContent });
-        status.textContent = "Stopped after " + chunks + " chunks.";
+        if (controller.signal.aborted) status.textContent = "Stopped after " + chunks + " chunks.";
+        else {
+          add("error", error.message);
+          status.textContent = "Broken off after " + chunks + " chunks.";
+        }
       } else {
+        // Nothing came: the turn is not part of the conversation, so it leaves the page too, and
+        // its prompt goes back to the box to send again (unless something new was typed there).
         messages.pop();
+        asked.remove();
+        if (!prompt.value) prompt.value = text;
         answer.className = "msg error";
         answer.textContent = controller.signal.aborted ? "Stopped before an answer arrived." : error.message;
-        status.textContent = controller.signal.aborted ? "Stopped." : "Failed.";
+        status.textContent = controller.signal.aborted ? "Stopped: the prompt is back in the box." : "Failed: the prompt is back in the box.";
       }
     } finally {
       running = null;
