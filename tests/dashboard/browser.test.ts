@@ -342,7 +342,7 @@ describe("dashboard in chromium", () => {
       await page.evaluate(`window.invalids = 0; document.querySelector("#playground textarea").addEventListener("invalid", () => window.invalids++)`);
       await prompt.fill("");
       await prompt.press("Control+Enter");
-      expect(await page.evaluate("window.invalids")).toBe(0);
+      expect((await page.evaluate("window.invalids")) as number).toBe(0);
       await prompt.fill("second");
       await prompt.press("Control+Enter");
       await page.getByRole("button", { name: "Stop" }).click();
@@ -431,12 +431,12 @@ describe("dashboard in chromium", () => {
       const overflow = (await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")) as number;
       expect(overflow).toBeLessThanOrEqual(0);
       // Kept whole: one line, not broken at its hyphens (regression: "ci-deploy-ci-" on one line, the rest below).
-      const lines = await page.evaluate((text) => {
-        const cell = [...document.querySelectorAll("td")].find((td) => td.textContent === text)!;
+      const lines = await page.evaluate(`(() => {
+        const cell = [...document.querySelectorAll("td")].find((td) => td.textContent === ${JSON.stringify(name)});
         const range = document.createRange();
         range.selectNodeContents(cell);
         return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
-      }, name);
+      })()`);
       expect(lines).toBe(1);
       await browser.screenshot("key-long-name-phone");
     } finally {
