@@ -60,6 +60,6 @@ export function formatNumber(n: number): string {
  * An email field: text with an email keyboard, not `type="email"`, which refuses a local part that
  * is not ASCII (`josé@example.com`) the server takes. The server checks the address.
  */
-export function emailInput(id: string, options: { autocomplete: "username" | "off"; autofocus?: boolean }): Html {
-  return html`<input id="${id}" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="${options.autocomplete}"${options.autofocus ? raw(" autofocus") : ""}>`;
+export function emailInput(id: string, options: { autocomplete: "username" | "off"; autofocus?: boolean; value?: string }): Html {
+  return html`<input id="${id}" name="email" type="text" inputmode="email" spellcheck="false" autocapitalize="none" required autocomplete="${options.autocomplete}"${options.autofocus ? raw(" autofocus") : ""} value="${options.value ?? ""}">`;
 }

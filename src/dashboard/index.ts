@@ -73,9 +73,10 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created, sent: extra.sent }));
   }
 
-  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, grant: AdminView["grant"] = null): Response {
+  /** `sent`: a refused form as it was sent, shown again (or the user just granted to). */
+  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, sent: Partial<Pick<AdminView, "grant" | "newUser">> = {}): Response {
     const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
-    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id, oauth, grant };
+    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id, oauth, grant: sent.grant ?? null, newUser: sent.newUser ?? null };
     return page(g, { title: "Admin", active: "admin", notice, status }, adminPage(view));
   }
 
@@ -152,15 +153,17 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       const notice = typeof query.done === "string" ? { kind: "ok" as const, text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null;
       // After a grant, the user granted to stays picked: grants to several users in a row must not fall back to the first (an admin).
       const grantedTo = query.done === "credits" && typeof query.user === "string" ? query.user : null;
-      return renderAdmin(g, notice, 200, grantedTo === null ? null : { userId: grantedTo, amount: "", note: "" });
+      return renderAdmin(g, notice, 200, grantedTo === null ? {} : { grant: { userId: grantedTo, amount: "", note: "" } });
     }, hidden)
     .post("/dashboard/admin/users", async ({ request, body }) => {
       const g = guardForm(request, body, { admin: true });
       if (g instanceof Response) return g;
       const email = (g.form.email ?? "").trim();
       const password = g.form.password ?? "";
-      const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin: g.form.admin === "1" });
-      if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400);
+      const isAdmin = g.form.admin === "1";
+      const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin });
+      // The form comes back as sent, but for the password.
+      if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400, { newUser: { email: g.form.email ?? "", admin: isAdmin } });
       return redirect("/dashboard/admin?done=user");
     }, hidden)
     .post("/dashboard/admin/users/:id/:action", ({ request, body, params }) => {
@@ -186,10 +189,10 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       // A refused grant shows its form as it was sent: a user picked again by default is the wrong one.
       const sent = { userId: g.form.user_id ?? "", amount: g.form.amount ?? "", note: g.form.note ?? "" };
       if (userId === null || micro === null) {
-        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, sent);
+        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, { grant: sent });
       }
       const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
-      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, sent);
+      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, { grant: sent });
       return redirect(`/dashboard/admin?done=credits&user=${userId}`);
     }, hidden)
     .post("/dashboard/admin/keys/:id/revoke", ({ request, body, params }) => {

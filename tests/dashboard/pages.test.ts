@@ -256,6 +256,21 @@ describe("dashboard pages", () => {
     expect(list).toContain('data-status="revoked"');
   });
 
+  test("a refused \"Create a user\" comes back as sent, but for the password (regression: the email typed was gone)", async () => {
+    const t = await setup();
+    const admin = await t.signIn("root@example.com", { admin: true });
+    await t.signIn("taken@example.com");
+    const refused = await t.post("/dashboard/admin/users", { csrf: admin.csrf, email: "Taken@Example.com", password: "secret-password-1", admin: "1" }, { cookie: admin.cookie });
+    expect(refused.status).toBe(400);
+    const page = await refused.text();
+    expect(page).toMatch(/<input id="new-email" [^>]*value="Taken@Example\.com">/);
+    expect(page).toContain('<input type="checkbox" name="admin" value="1" checked>');
+    expect(page).not.toContain("secret-password-1");
+    const fresh = await (await t.get("/dashboard/admin", admin.cookie)).text();
+    expect(fresh).toMatch(/<input id="new-email" [^>]*value="">/);
+    expect(fresh).toContain('<input type="checkbox" name="admin" value="1">');
+  });
+
   test("an admin grants credits, disables a user (their sessions end) and enables them again", async () => {
     const t = await setup();
     const admin = await t.signIn("root@example.com", { admin: true });

@@ -3,7 +3,7 @@
  * unproven address proven), a credit grant form, every key with revoke, and the webhook outbox
  * when the webhooks part exposes it.
  */
-import { emailInput, formatCredits, formatNumber, html, time, type Html } from "../html";
+import { emailInput, formatCredits, formatNumber, html, raw, time, type Html } from "../html";
 import { keysTable, type KeyView } from "./keys";
 
 export interface UserView {
@@ -33,6 +33,8 @@ export interface AdminView {
   oauth: boolean;
   /** A refused grant's form as it was sent, shown again, or the user just granted to; null for a fresh one. */
   grant: { userId: string; amount: string; note: string } | null;
+  /** A refused "Create a user" form as it was sent (never its password), or null. */
+  newUser: { email: string; admin: boolean } | null;
 }
 
 export function adminPage(view: AdminView): Html {
@@ -57,10 +59,10 @@ export function adminPage(view: AdminView): Html {
 <section class="card" aria-labelledby="create-user-h">
   <h2 id="create-user-h">Create a user</h2>
   <form method="post" action="/dashboard/admin/users">${csrf}
-    <label for="new-email">Email</label>${emailInput("new-email", { autocomplete: "off" })}
+    <label for="new-email">Email</label>${emailInput("new-email", { autocomplete: "off", value: view.newUser?.email })}
     <label for="new-password">Password <span class="hint">at least 8 characters; ${view.oauth ? "leave empty for sign-in with GitHub or Google only" : "leave empty for an account that only holds API keys (made with modelgate key create)"}</span></label>
     <input id="new-password" name="password" type="password" minlength="8" autocomplete="new-password">
-    <label><input type="checkbox" name="admin" value="1"> Administrator</label>
+    <label><input type="checkbox" name="admin" value="1"${view.newUser?.admin ? raw(" checked") : ""}> Administrator</label>
     <button type="submit">Create user</button>
   </form>
 </section>
