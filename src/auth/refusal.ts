@@ -31,6 +31,7 @@ const MESSAGES = {
   oauth_unavailable: "That sign-in method is not configured on this gateway.",
   setup_invalid: "This setup link is invalid, expired or already used.",
   setup_email_taken: "That address already has an account, made by a sign-up that did not prove the address. Choose another address for the administrator.",
+  signed_out: "Your session had ended, so the form you sent was not acted on. Sign in, then send it again.",
 } as const;
 
 export type RefusalCode = keyof typeof MESSAGES;

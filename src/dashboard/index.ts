@@ -40,9 +40,14 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
     const signed = accounts.sessionUser(request);
     if (!signed) {
-      // A form posted after the session ended goes back to its page, not to the POST-only action.
-      const path = request.method === "GET" ? requestPath(request.url) : formPage(requestPath(request.url));
-      return redirect(`/dashboard/signin${path === "/dashboard" ? "" : `?next=${encodeURIComponent(path)}`}`);
+      // A form posted after the session ended goes back to its page, not to the POST-only action,
+      // and the sign-in page says it was not acted on.
+      const form = request.method !== "GET";
+      const path = form ? formPage(requestPath(request.url)) : requestPath(request.url);
+      const query = new URLSearchParams();
+      if (path !== "/dashboard") query.set("next", path);
+      if (form) query.set("error", "signed_out");
+      return redirect(`/dashboard/signin${query.size > 0 ? `?${query}` : ""}`);
     }
     const guarded = { ...signed, csrf: csrfToken(signed.token) };
     if (need.admin && !signed.user.isAdmin) {

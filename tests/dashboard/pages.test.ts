@@ -86,8 +86,11 @@ describe("dashboard pages", () => {
     ];
     for (const [action, page] of cases) {
       const res = await t.post(action, { csrf: "x" }, { cookie: dead });
-      expect({ action, location: res.headers.get("location") }).toEqual({ action, location: `/dashboard/signin?next=${encodeURIComponent(page)}` });
+      // And the sign-in page says nothing was done (regression: it said nothing, so a Revoke looked done).
+      expect({ action, location: res.headers.get("location") }).toEqual({ action, location: `/dashboard/signin?next=${encodeURIComponent(page)}&error=signed_out` });
     }
+    const signin = await (await t.get("/dashboard/signin?next=%2Fdashboard%2Fkeys&error=signed_out")).text();
+    expect(signin).toContain("Your session had ended, so the form you sent was not acted on. Sign in, then send it again.");
   });
 
   test("the sign-in page clears a session cookie that no longer signs in (regression: keyless API calls from that browser got 401 until sign-out)", async () => {
