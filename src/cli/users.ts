@@ -228,4 +228,3 @@ registerCommand("credits", (ctx) => {
   grant: { flags: ["user", "amount", "note"], words: 2 },
   balance: { flags: ["user"], words: 2 },
 });
-

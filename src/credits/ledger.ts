@@ -34,7 +34,7 @@ export interface Debit {
 export const storedBalanceCache = mapPerDatabase<number, number>();
 
 /** A grant's or refund's note is stored as a one-line label of at most this many characters. */
-export const NOTE_MAX_CHARS = 200;
+const NOTE_MAX_CHARS = 200;
 
 export function getBalance(db: Db, userId: number): number {
   const row = db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).get();
