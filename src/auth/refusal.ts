@@ -6,10 +6,12 @@
  * on a page, and no email, password or token ever lands in a URL, a log or a page this way. An
  * unknown code shows nothing. JSON callers get the gateway's error body instead.
  *
+ *   refusal(code, errorCode, message) -> Refusal (what the routes decide)
  *   refusalMessage(code, auth) -> string | null
  *   safeNext(value) -> a /dashboard path (the only places a sign-in may lead to)
  */
 import type { Config } from "../config/schema";
+import { GatewayError, type ErrorCode } from "../errors";
 import { allowedDomains, PASSWORD_MAX, PASSWORD_MIN } from "./users";
 
 const MESSAGES = {
@@ -52,4 +54,26 @@ export function refusalMessage(code: unknown, auth: Pick<Config["auth"], "allowe
 export function safeNext(value: unknown): string {
   // Dashboard paths are short; a long one would not fit the sign-in cookie that carries it (4 KB).
   return typeof value === "string" && value.length <= 200 && /^\/dashboard(\/[A-Za-z0-9_-]+)*\/?$/.test(value) ? value : "/dashboard";
+}
+
+/** A refusal: the code a page explains, and the error a JSON caller gets. */
+export interface Refusal {
+  reason: RefusalCode;
+  error: GatewayError;
+}
+
+/** Where a refused form post goes back to, and what it keeps. */
+export interface Back {
+  page: string;
+  next?: string;
+  token?: string;
+  cookies?: string[];
+}
+
+export function refusal(reason: RefusalCode, code: ErrorCode, message: string, options: { param?: string; headers?: Record<string, string> } = {}): Refusal {
+  return { reason, error: new GatewayError(code, message, options) };
+}
+
+export function incorrect(): Refusal {
+  return refusal("credentials", "invalid_credentials", "The email or password is incorrect");
 }

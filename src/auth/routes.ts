@@ -18,7 +18,7 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { errorResponse, GatewayError, type ErrorCode } from "../errors";
+import { errorResponse, GatewayError } from "../errors";
 import { requestMeta } from "../request-meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
@@ -27,7 +27,8 @@ import { createPasswordSession, createSession, deleteSession, originAllowed, rea
 import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, passwordProblem, signupRefusal, type User } from "./users";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
-import { refusalMessage, safeNext, type RefusalCode } from "./refusal";
+import { incorrect, refusal, refusalMessage, safeNext, type Back, type Refusal } from "./refusal";
+import { field, member, wantsJson } from "./form-body";
 import type { SignInThrottle } from "./throttle";
 import { DEVICE_COOKIE, DEVICE_COOKIE_MAX_AGE_S, DEVICE_COOKIE_PATH, deviceOf, issueDeviceCookie, type DeviceAccount } from "./device-cookie";
 import { AUTH_DOCS } from "./route-docs";
@@ -41,49 +42,6 @@ type Server = { requestIP(r: Request): { address: string } | null } | null;
 const SIGNIN = "/dashboard/signin";
 const SIGNUP = "/dashboard/signup";
 const NEXT_COOKIE = "mg_oauth_next";
-
-/** A refusal: the code a page explains, and the error a JSON caller gets. */
-interface Refusal {
-  reason: RefusalCode;
-  error: GatewayError;
-}
-
-/** Where a refused form post goes back to, and what it keeps. */
-interface Back {
-  page: string;
-  next?: string;
-  token?: string;
-  cookies?: string[];
-}
-
-function refusal(reason: RefusalCode, code: ErrorCode, message: string, options: { param?: string; headers?: Record<string, string> } = {}): Refusal {
-  return { reason, error: new GatewayError(code, message, options) };
-}
-
-function incorrect(): Refusal {
-  return refusal("credentials", "invalid_credentials", "The email or password is incorrect");
-}
-
-/** A body's member as sent (JSON may send any type), undefined when absent. */
-function member(body: unknown, name: string): unknown {
-  return body !== null && typeof body === "object" ? (body as Record<string, unknown>)[name] : undefined;
-}
-
-function field(body: unknown, name: string): string | undefined {
-  const value = member(body, name);
-  return typeof value === "string" ? value : undefined;
-}
-
-/**
- * Whether to answer with JSON rather than a redirect to a page: unless the caller accepts HTML and
- * not JSON. A browser's form post or navigation names text/html; curl, SDKs, Swagger UI and a
- * page's fetch send `*\/*` or nothing, and a 303 to an HTML page would answer them with a page
- * (a wrong password shown as a 200 sign-in page in Swagger UI).
- */
-function wantsJson(request: Request): boolean {
-  const accept = request.headers.get("accept") ?? "";
-  return accept.includes("application/json") || !accept.includes("text/html");
-}
 
 function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; email: string; is_admin: boolean } {
   return { id: user.id, email: user.email, is_admin: user.isAdmin };
