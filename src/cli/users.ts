@@ -143,8 +143,12 @@ registerCommand("user", async (ctx) => {
       if (existing.emailUnverified) {
         throw new UsageError(`${existing.email} was made by a password sign-up, which does not prove the address; it is not made an administrator (choose another address for the administrator)`);
       }
-      setAdmin(opened.db, existing.id);
-      ctx.print(`${existing.email} already existed; it is now an administrator${password === undefined ? "" : " (its password is unchanged)"}`);
+      const unchanged = password === undefined ? "" : " (its password is unchanged)";
+      if (existing.isAdmin) ctx.print(`${existing.email} was already an administrator${unchanged}`);
+      else {
+        setAdmin(opened.db, existing.id);
+        ctx.print(`${existing.email} already existed; it is now an administrator${unchanged}`);
+      }
       return 0;
     }
     ctx.print(`created user ${created.id} ${created.email}${created.isAdmin ? " (administrator)" : ""}${password === undefined ? "; no password: sign in with GitHub or Google, or use API keys" : ""}`);

@@ -115,6 +115,10 @@ describe("user add --admin", () => {
       expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(false);
       expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
       expect(findUserByEmail(opened.db, "made@example.com")?.isAdmin).toBe(true);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toBe("made@example.com already existed; it is now an administrator");
+      // Again: nothing to promote, and said so (regression: "it is now an administrator" a second time).
+      expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toBe("made@example.com was already an administrator");
       // An operator who knows the owner vouches for the address; then it may become the administrator.
       expect(await runCli(["user", "verify", "boss@example.com", "--config", config])).toBe(0);
       expect(String(printed.mock.calls.at(-1)?.[0])).toContain("is now a proven address");
