@@ -416,6 +416,19 @@ describe("dashboard in chromium", () => {
     expect(await page.locator("#transcript .msg.user").allTextContents()).toEqual(["lost turn", "go on"]);
   });
 
+  test("a playground whose session ended in another tab says so instead of going on as an anonymous caller (regression: free models answered, on anonymous limits)", async () => {
+    await actAs(CAROL.email);
+    await page.goto(`${gw.url}/dashboard/playground`);
+    await page.getByLabel("Model").selectOption("mock-small");
+    const before = mock.requests.length;
+    await browser.context.clearCookies(); // what signing out elsewhere leaves this tab with
+    await page.getByLabel(/^Prompt/).fill("still there?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expectText(page.locator("#transcript .msg.error").last(), "Your session has ended");
+    expect(await page.getByLabel(/^Prompt/).inputValue()).toBe("still there?");
+    expect(mock.requests.length).toBe(before);
+  });
+
   test("a 100-character key name does not widen the page on a phone: its table scrolls in its card (regression: the page scrolled sideways)", async () => {
     await actAs(CAROL.email);
     await page.setViewportSize({ width: 375, height: 800 });

@@ -131,6 +131,10 @@ function setUpPlayground(form) {
     let skipped = 0;
     let usage = null;
     try {
+      // Signed out meanwhile (another tab): without its cookie the call would go on as an
+      // anonymous caller's, on anonymous limits, where a signed-in page means the account.
+      const me = await fetch("/auth/me", { credentials: "same-origin", headers: { accept: "application/json" }, signal: controller.signal });
+      if (me.status === 401) throw new Error("Your session has ended (signed out in another tab?): sign in again to use the playground.");
       const response = await fetch("/v1/chat/completions", {
         method: "POST",
         credentials: "same-origin",
