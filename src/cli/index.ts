@@ -6,6 +6,8 @@
  */
 import { ConfigError, findConfigFile, loadConfig, loadDataDir, type LoadedConfig } from "../config/load";
 import { redactedConfig } from "../config/redact";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";
@@ -20,8 +22,12 @@ export interface CliContext {
   config(): LoadedConfig;
   /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
   dataDir(): string;
-  /** The database in dataDir(), migrated. */
-  openDb(): OpenedDb;
+  /**
+   * The database in dataDir(), migrated. One that does not exist yet is a usage error unless
+   * `create` (migrate, user add): a command run from the wrong directory must not start an empty
+   * database there and answer from it.
+   */
+  openDb(options?: { create?: boolean }): OpenedDb;
   print(line: string): void;
 }
 
@@ -58,7 +64,7 @@ const commands: Record<string, Command> = {
     return null;
   },
   migrate: (ctx) => {
-    const db = ctx.openDb(); // opening applies the embedded migrations
+    const db = ctx.openDb({ create: true }); // opening applies the embedded migrations
     const applied = db.applied;
     db.close();
     ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
@@ -167,7 +173,11 @@ export async function runCli(argv: string[]): Promise<number | null> {
       args,
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
-      openDb: () => {
+      openDb: (options = {}) => {
+        const database = join(resolve(context.dataDir()), "modelgate.db");
+        if (!options.create && !existsSync(database)) {
+          throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (a server's database is under the data_dir of its config: run from its directory, or pass --config; serve, migrate and user add create it)`);
+        }
         const opened = openDatabase(context.dataDir());
         normalizeStoredEmails(opened.db);
         return opened;

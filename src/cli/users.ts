@@ -133,7 +133,7 @@ registerCommand("user", async (ctx) => {
   if (sub !== "add") throw new UsageError(USER_USAGE);
   const password = ctx.args.flags.has("password-stdin") ? await readPassword() : undefined;
   const isAdmin = ctx.args.flags.has("admin");
-  const opened = ctx.openDb();
+  const opened = ctx.openDb({ create: true });
   try {
     const created = await createUser(opened.db, { email, password, isAdmin });
     if ("error" in created) {
@@ -196,8 +196,9 @@ registerCommand("key", (ctx) => {
     return 0;
   }
   if (sub === "revoke" && keyId) {
+    // Ids are key_…: a key itself is never one, and is told so before the database is opened.
+    if (keyId.startsWith(KEY_PREFIX)) throw new UsageError(`${keyId} is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows`);
     const result = withDb(ctx, (db) => revokeApiKey(db, keyId));
-    if (result === "not_found" && keyId.startsWith(KEY_PREFIX)) throw new UsageError(`${keyId} is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows`);
     if (result === "not_found") throw new UsageError(`no API key with the id ${keyId} (see: modelgate key list)`);
     ctx.print(result === "revoked" ? `revoked ${keyId}` : `${keyId} was already revoked`);
     return 0;

@@ -283,7 +283,8 @@ describe("command shapes", () => {
   });
 
   test("a row id with leading zeros is the number it spells (regression: settlements retry 07 got the usage)", async () => {
-    const { config } = freshConfig();
+    const { config, dataDir } = freshConfig();
+    openDatabase(dataDir).close(); // a server has run here
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["settlements", "retry", "07", "--config", config])).toBe(1);

@@ -2,10 +2,11 @@
  * Several processes opening a data_dir that does not exist yet, at the same moment (a server and
  * a CLI command started together by a provisioning script), against the compiled binary: each
  * waits for the other's migration instead of failing (regression: "database is locked" while
- * switching to WAL, or "table already exists" from applying the same migration twice).
+ * switching to WAL, or "table already exists" from applying the same migration twice). Only
+ * serve, migrate and user add make a database; the other commands refuse a data_dir without one.
  */
 import { expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
@@ -20,7 +21,11 @@ test("processes starting together on a fresh data_dir all succeed, and each migr
     const commands = [["migrate"], ["user", "add", "a@example.com"], ["key", "list"], ["migrate"], ["user", "add", "b@example.com"], ["jobs", "list"], ["migrate"], ["key", "list"]];
     const runs = commands.map((args) => Bun.spawn([BINARY, ...args, "--config", config], { stdout: "pipe", stderr: "pipe" }));
     const results = await Promise.all(runs.map(async (run) => ({ code: await run.exited, stderr: await new Response(run.stderr).text() })));
-    for (const result of results) expect(result).toEqual({ code: 0, stderr: "" });
+    for (const [i, result] of results.entries()) {
+      // A reader that started before any process had made the file says so; nothing else may fail.
+      const tooEarly = commands[i][1] === "list" && result.code === 2 && result.stderr.startsWith(`modelgate: no database at ${join(dir, "data", "modelgate.db")}: `);
+      if (!tooEarly) expect({ command: commands[i], ...result }).toEqual({ command: commands[i], code: 0, stderr: "" });
+    }
     const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });
     expect((db.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n).toBe(migrations.length);
     expect((db.query("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check).toBe("ok");
@@ -50,4 +55,22 @@ test("a database a newer release has migrated is refused by serve and by every c
   expect(after.query("SELECT count(*) AS n FROM users").get()).toEqual({ n: 1 });
   expect(after.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: migrations.length + 1 });
   after.close();
+});
+
+test("a command that only reads or changes what is stored refuses a data_dir without a database, and makes none there (regression: key list from the wrong directory made an empty one and listed nothing)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-nodb-"));
+  const config = join(dir, "modelgate.toml");
+  writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
+  const file = join(dir, "data", "modelgate.db");
+  for (const args of [["key", "list"], ["jobs", "list"], ["settlements", "list"], ["credits", "balance", "--user", "a@example.com"], ["user", "disable", "a@example.com"], ["key", "revoke", "key_abc"]]) {
+    const run = Bun.spawn([BINARY, ...args, "--config", config], { stdout: "pipe", stderr: "pipe" });
+    const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()]);
+    expect({ args, code, stdout, stderr }).toEqual({
+      args, code: 2, stdout: "",
+      stderr: `modelgate: no database at ${file}: nothing is stored under this data_dir yet (a server's database is under the data_dir of its config: run from its directory, or pass --config; serve, migrate and user add create it)\n`,
+    });
+  }
+  expect(existsSync(file)).toBe(false);
+  expect(await Bun.spawn([BINARY, "user", "add", "a@example.com", "--config", config], { stdout: "ignore", stderr: "ignore" }).exited).toBe(0);
+  expect(await Bun.spawn([BINARY, "key", "list", "--config", config], { stdout: "ignore", stderr: "ignore" }).exited).toBe(0);
 });

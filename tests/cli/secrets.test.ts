@@ -114,7 +114,7 @@ job_id = 1
 forward = "env:MG_UNSET_FORWARD_URL"
 `;
     const config = writeConfig(`${SECRETS}${urls}`);
-    for (const args of [["jobs", "list"], ["user", "add", "b@example.com"], ["key", "list"]]) {
+    for (const args of [["user", "add", "b@example.com"], ["jobs", "list"], ["key", "list"]]) {
       const result = await run(config, args);
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: "" });
     }
@@ -130,7 +130,7 @@ forward = "env:MG_UNSET_FORWARD_URL"
 
   test("with every variable set, the database commands check the whole file as serve does", async () => {
     const set = { MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret", MG_UNSET_OPENAI_KEY: "sk-upstream", MG_UNSET_OPERATOR_KEY: `0x${"ab".repeat(32)}`, MG_UNSET_METRICS_TOKEN: "metrics-token", MG_UNSET_PULL_TOKEN: "pull-token", MG_UNSET_WEBHOOK_SECRET: "hook-secret-0123456789" };
-    expect((await run(writeConfig(SECRETS), ["key", "list"], set)).code).toBe(0);
+    expect((await run(writeConfig(SECRETS), ["migrate"], set)).code).toBe(0);
     const badKey = await run(writeConfig(SECRETS), ["key", "list"], { ...set, MG_UNSET_OPERATOR_KEY: "not-a-key" });
     expect({ code: badKey.code, stderr: badKey.stderr }).toEqual({ code: 1, stderr: "modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n" });
     const typo = await run(writeConfig(`${SECRETS}\n[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n`), ["key", "list"], set);
