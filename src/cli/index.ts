@@ -22,6 +22,8 @@ export interface CliContext {
   config(): LoadedConfig;
   /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
   dataDir(): string;
+  /** The absolute path of the database file in dataDir(), for messages. */
+  databaseFile(): string;
   /**
    * The database in dataDir(), migrated. One that does not exist yet is a usage error unless
    * `create` (migrate, user add): a command run from the wrong directory must not start an empty
@@ -45,6 +47,9 @@ export interface CommandShape {
 /** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
 export type CommandShapes = Record<string, CommandShape>;
 const GLOBAL_FLAGS = new Set(["config", "help"]);
+
+/** For a message about a database that lacks what was asked for: it may be another directory's. */
+export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
 const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json", "version"]);
 
@@ -173,10 +178,11 @@ export async function runCli(argv: string[]): Promise<number | null> {
       args,
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
+      databaseFile: () => join(resolve(context.dataDir()), "modelgate.db"),
       openDb: (options = {}) => {
-        const database = join(resolve(context.dataDir()), "modelgate.db");
+        const database = context.databaseFile();
         if (!options.create && !existsSync(database)) {
-          throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (a server's database is under the data_dir of its config: run from its directory, or pass --config; serve, migrate and user add create it)`);
+          throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`);
         }
         const opened = openDatabase(context.dataDir());
         normalizeStoredEmails(opened.db);

@@ -11,8 +11,7 @@
  * `user enable` lets the keys work again.
  */
 import { strictUtf8 } from "../config/text-file";
-import { join, resolve } from "node:path";
-import { registerCommand, type CliContext } from "./index";
+import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
@@ -68,10 +67,10 @@ function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
  * another one. An email typed exactly as stored comes first, so that an account whose stored form
  * is stuck (reported at start) can still be disabled or fixed by the address the warning shows.
  */
-function requireUser(db: Db, email: string, ctx: Pick<CliContext, "dataDir">): User {
+function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile">): User {
   const user = findUserByStoredEmail(db, email) ?? findUserByEmail(db, email);
   if (!user) {
-    throw new UsageError(`no user with the email ${email} in ${join(resolve(ctx.dataDir()), "modelgate.db")} (create one with: modelgate user add ${email}; a server's database is under the data_dir of its config: run from its directory, or pass --config)`);
+    throw new UsageError(`no user with the email ${email} in ${ctx.databaseFile()} (create one with: modelgate user add ${email}; ${OTHER_DATA_DIR})`);
   }
   return user;
 }
