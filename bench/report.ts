@@ -67,6 +67,10 @@ function roundRatios(a: TargetResult, floor: TargetResult): number[] {
   return a.rpsByRound.map((rps, round) => rps / floorRps[round]).sort((x, y) => x - y);
 }
 
+/** The median of sorted ratios (the lower middle one), and a ratio as a percentage. */
+const middle = (ratios: number[]): number => ratios[Math.floor((ratios.length - 1) / 2)];
+const pct = (ratio: number): string => (ratio * 100).toFixed(1);
+
 /** The bare forwarder on modelgate's own HTTP client (bench/forwarder-floor.ts): what modelgate costs without its features. */
 export const FORWARDER = "bare forwarder (modelgate's HTTP client)";
 
@@ -85,16 +89,14 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
     for (const [who, result] of [["", gate], [" (API key)", keyed], [" (API key, paid model: metered)", paid]] as const) {
       if (!result) continue;
       const ratios = roundRatios(result, proxy);
-      const rps = ratios[Math.floor((ratios.length - 1) / 2)];
-      const pct = (ratio: number): string => (ratio * 100).toFixed(1);
+      const rps = middle(ratios);
       const measure = `req/s at c=${concurrency}${who}, vs the bare proxy (median of the rounds' ratios)`;
       out.push({ measure, value: `${pct(rps)}% (rounds: ${pct(ratios[0])}–${pct(ratios.at(-1)!)}%)`, target: "≥ 85%", met: rps >= 0.85 });
     }
     out.push({ measure: "CPU per request, vs the bare proxy (context)", value: `${f2(gate.cpuUsPerRequest / proxy.cpuUsPerRequest)}×`, target: "–", met: null });
     const forwarder = byName.get(FORWARDER);
     if (forwarder) {
-      const ratios = roundRatios(forwarder, proxy);
-      out.push({ measure: "bare forwarder req/s, vs the bare proxy (context: the same client, no features)", value: `${(ratios[Math.floor((ratios.length - 1) / 2)] * 100).toFixed(1)}%`, target: "–", met: null });
+      out.push({ measure: "bare forwarder req/s, vs the bare proxy (context: the same client, no features)", value: `${pct(middle(roundRatios(forwarder, proxy)))}%`, target: "–", met: null });
       const features = (paid ?? gate).cpuUsPerRequest - forwarder.cpuUsPerRequest;
       out.push({ measure: `CPU per request above the bare forwarder's, ${paid ? "paid model" : "anonymous"} (context: what the features cost)`, value: `${f0(features)} µs`, target: "–", met: null });
     }

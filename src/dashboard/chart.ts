@@ -106,11 +106,8 @@ export function barChart(options: BarChartOptions): Html {
 function axisMax(value: number): number {
   if (!(value > 2)) return 2;
   const magnitude = 10 ** Math.floor(Math.log10(value));
-  for (const factor of [1, 2, 3, 4, 5, 6, 8, 10]) {
-    const top = factor * magnitude;
-    if (top >= value && top % 2 === 0) return top;
-  }
-  return 10 * magnitude;
+  // 10 × magnitude always qualifies: it is even and above any value of this magnitude.
+  return [1, 2, 3, 4, 5, 6, 8, 10].map((factor) => factor * magnitude).find((top) => top >= value && top % 2 === 0)!;
 }
 
 /** A compact axis label; below 0.001 in millionths (400µ), which fit where 0.0004 would not. */
