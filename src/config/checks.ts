@@ -113,10 +113,10 @@ export function checkReferences(config: Config): void {
   });
   const names = new Set<string>();
   config.models.forEach((m, i) => {
-    for (const part of ["prompt", "completion"] as const) {
+    for (const part of ["prompt", "completion", "request"] as const) {
       // The number the TOML wrote, kept to 6 decimals, must be that same number.
       if (Number(m.price[part].toFixed(6)) !== m.price[part]) {
-        throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit per 1M tokens), so costs stay exact`);
+        throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit), so costs stay exact`);
       }
       // Else the price would be listed, logged and counted as spent, but never charged.
       if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged: remove the price, or remove free = true`);

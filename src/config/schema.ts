@@ -63,6 +63,8 @@ const Upstream = T.Object(
     idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1, maximum: MAX_TIMER_MS }),
     /** The one field a priced request's completion limit goes in to this upstream; "none" adds nothing. */
     token_limit_field: T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens"), T.Literal("none")], { default: "max_tokens" }),
+    /** How a chat message of role `developer` is sent: as `system` (servers that know only that), or as it came. */
+    developer_role: T.Union([T.Literal("system"), T.Literal("developer")], { default: "system" }),
   },
   { additionalProperties: false },
 );
@@ -84,9 +86,15 @@ const Price = T.Object(
   {
     prompt: T.Number({ default: 0, minimum: 0, maximum: 1_000_000 }),
     completion: T.Number({ default: 0, minimum: 0, maximum: 1_000_000 }),
+    /** Credits per call, for endpoints that report no tokens (audio). */
+    request: T.Number({ default: 0, minimum: 0, maximum: 1_000_000 }),
   },
   { additionalProperties: false, default: {} },
 );
+
+/** The endpoints a model route may serve (`endpoints = [...]` narrows them; all by default). */
+export const ENDPOINT_NAMES = ["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech"] as const;
+export type EndpointName = (typeof ENDPOINT_NAMES)[number];
 
 const Model = T.Object(
   {
@@ -98,6 +106,7 @@ const Model = T.Object(
     free: T.Boolean({ default: false }),
     price: Price,
     aliases: T.Array(T.String({ minLength: 1 }), { default: [] }),
+    endpoints: T.Array(T.Union(ENDPOINT_NAMES.map((name) => T.Literal(name))), { default: [...ENDPOINT_NAMES], minItems: 1 }),
   },
   { additionalProperties: false },
 );

@@ -3,7 +3,7 @@
  * `discover` from upstreams' own /v1/models. Configured routes always win over discovered ones
  * with the same id. Lookups are one Map read on the hot path.
  */
-import type { Config, ModelConfig, UpstreamConfig } from "../config/schema";
+import { ENDPOINT_NAMES, type Config, type EndpointName, type ModelConfig, type UpstreamConfig } from "../config/schema";
 import { closedCircuit, createUpstreamState, type Circuit, type UpstreamState } from "./upstream-state";
 
 export type Strategy = ModelConfig["strategy"];
@@ -22,13 +22,21 @@ export interface Target {
 export interface ModelRoute {
   id: string;
   free: boolean;
-  /** Credits per 1M tokens. */
-  price: { prompt: number; completion: number };
+  /** Credits per 1M tokens (prompt, completion), and per call (request). */
+  price: Price;
+  /** The endpoints it serves (`endpoints` in config; every one for a discovered route). */
+  endpoints: readonly EndpointName[];
   targets: Target[];
   strategy: Strategy;
   aliases: string[];
   source: "config" | "discovered";
   ownedBy: string;
+}
+
+export interface Price {
+  prompt: number;
+  completion: number;
+  request: number;
 }
 
 export class ModelRegistry {
@@ -49,7 +57,8 @@ export class ModelRegistry {
       const route: ModelRoute = {
         id: m.id,
         free: m.free,
-        price: { prompt: m.price.prompt, completion: m.price.completion },
+        price: { prompt: m.price.prompt, completion: m.price.completion, request: m.price.request },
+        endpoints: m.endpoints,
         targets: m.targets.map((t) => ({
           upstream: this.upstreams.get(t.upstream)!,
           model: t.model ?? m.id,
@@ -95,7 +104,8 @@ export class ModelRegistry {
       routes.set(id, {
         id,
         free: upstream.discover_free,
-        price: { prompt: 0, completion: 0 },
+        price: { prompt: 0, completion: 0, request: 0 },
+        endpoints: ENDPOINT_NAMES,
         targets: [{ upstream: state, model: id, weight: 1, circuit: closedCircuit(), ttfbEwmaMs: null }],
         strategy: "failover",
         aliases: [],

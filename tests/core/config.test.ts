@@ -69,7 +69,7 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
 
   test("a price above a credit a token, or not a finite number, is refused (costs must stay exact integers)", () => {
     const model = (price: string) => `[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = ${price}\n`;
-    expect(build(model("{ prompt = 1000000, completion = 0.15 }")).config.models[0].price).toEqual({ prompt: 1_000_000, completion: 0.15 });
+    expect(build(model("{ prompt = 1000000, completion = 0.15 }")).config.models[0].price).toEqual({ prompt: 1_000_000, completion: 0.15, request: 0 });
     expect(errorOf(model("{ completion = 1e300 }"))).toBe("models[0].price.completion: expected number to be less or equal to 1000000");
     expect(errorOf(model("{ prompt = inf }"))).toStartWith("models[0].price.prompt: expected number");
     expect(errorOf(model("{ prompt = nan }"))).toStartWith("models[0].price.prompt: expected number");

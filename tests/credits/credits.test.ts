@@ -53,7 +53,7 @@ describe("prices", () => {
     for (const completion of [1.0000000009, 0.0000010004, 0.0000000001]) {
       expect(() => buildConfig(models({ completion }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
     }
-    expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({ prompt: 0.07, completion: 999_999.999999 });
+    expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({ prompt: 0.07, completion: 999_999.999999, request: 0 });
   });
 
   test("the reservation covers n choices of the larger of max_tokens and max_completion_tokens", () => {
