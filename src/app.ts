@@ -13,48 +13,43 @@ import { trustedProxies } from "./client-address";
 import { violationError } from "./validation";
 import { tooLarge, UNCOUNTED_BODY_BYTES } from "./body";
 import { apiRoutes } from "./api";
-import { createChatEndpoint } from "./router/endpoint";
+import { createFrontDoor } from "./router/front-door";
 import { modelRoutes } from "./router/routes";
 import { swaggerRoutes } from "./swagger";
-import { createCors, isCorsPath, type Cors } from "./cors";
-import type { ChatEndpoint } from "./router/endpoint";
+import { createCors, isCorsPath } from "./cors";
 
 export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
-  // Every route but chat (sign-in, sign-up, setup, dashboard forms, admin JSON) is read whole by the
-  // framework, uncounted: held to the size of a body read uncounted.
+  // Every route but the model endpoints (sign-in, sign-up, setup, dashboard forms, admin JSON) is
+  // read whole by the framework, uncounted: held to the size of a body read uncounted.
   const formMax = Math.min(maxBody, UNCOUNTED_BODY_BYTES);
-  const chat = createChatEndpoint(deps);
+  const door = createFrontDoor(deps);
   const cors = createCors(deps.config.server.cors_origins);
-  // When the server listens, the chat endpoint is also a plain Bun route: the hot path skips the
-  // framework entirely. app.handle (tests) reaches the same function through the Elysia route.
-  const chatRoute = cors
-    ? { POST: withCors(chat, cors), OPTIONS: (request: Request) => cors.preflight(request, requestMeta(request).id) }
-    : { POST: chat };
-  let app = new Elysia({ name: "modelgate", serve: { routes: { "/v1/chat/completions": chatRoute } } })
+  // When the server listens, the model endpoints are plain Bun routes: the hot path skips the
+  // framework entirely. Requests that reach the app anyway (app.handle in tests, a path with a
+  // trailing slash) are handed to the same functions before any of the framework's work.
+  let app = new Elysia({ name: "modelgate", serve: { routes: door.routes } })
     .error({ GatewayError })
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request, set, server }) => {
+      const endpoint = door.match(request);
+      if (endpoint) return endpoint(request, server);
       const meta = startRequest(request, trusted);
       const path = requestPath(request.url);
-      const isChat = path === "/v1/chat/completions" || path === "/v1/chat/completions/";
       if (cors && isCorsPath(path)) {
         if (request.method === "OPTIONS") return cors.preflight(request, meta.id);
         cors.decorate(request, set.headers as Record<string, string>);
       }
       set.headers["x-request-id"] = meta.id;
-      if (!isChat) {
-        // No page of the gateway's (Swagger UI, the dashboard) is for framing by other sites, and no
-        // answer is for sniffing as another type. Not chat answers: served, they skip this layer.
-        set.headers["x-frame-options"] = "DENY";
-        set.headers["x-content-type-options"] = "nosniff";
-      }
+      // No page of the gateway's (Swagger UI, the dashboard) is for framing by other sites, and no
+      // answer is for sniffing as another type.
+      set.headers["x-frame-options"] = "DENY";
+      set.headers["x-content-type-options"] = "nosniff";
       const length = request.headers.get("content-length");
-      const limit = isChat ? maxBody : formMax;
-      if (length !== null && Number(length) > limit) return render(tooLarge(limit), meta.id);
-      // Only the chat endpoint reads a body of unknown length with a limit; Elysia would buffer all
+      if (length !== null && Number(length) > formMax) return render(tooLarge(formMax), meta.id);
+      // Only the model endpoints read a body of unknown length with a limit; Elysia would buffer all
       // of it. Browsers and HTTP clients send forms and JSON with a Content-Length.
-      if (length === null && request.headers.has("transfer-encoding") && !isChat) {
+      if (length === null && request.headers.has("transfer-encoding")) {
         return render(new GatewayError("length_required", "Send this request's body with a Content-Length header", { headers: { connection: "close" } }), meta.id);
       }
     })
@@ -73,21 +68,12 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     })
     .use(swaggerRoutes())
     .use(apiRoutes(deps))
-    .use(modelRoutes(deps, chat));
+    .use(modelRoutes(deps, door.byName));
   for (const feature of features) app = app.use(feature);
   return app;
 }
 
 export type App = ReturnType<typeof createApp>;
-
-/** The chat endpoint as a Bun route with CORS: its answers, errors included, get the headers too. */
-function withCors(chat: ChatEndpoint, cors: Cors): ChatEndpoint {
-  return async (request, server) => {
-    const response = await chat(request, server);
-    cors.decorate(request, response.headers);
-    return response;
-  };
-}
 
 function render(error: GatewayError, requestId: string): Response {
   return errorResponse(error, { "x-request-id": requestId });

@@ -2,7 +2,7 @@
  * What the app is built from. `createApp(deps)` never opens files or sockets itself, so tests
  * build deps in memory (see tests/support/app.ts) and the server builds them from the config.
  */
-import type { Config } from "./config/schema";
+import type { Config, EndpointName } from "./config/schema";
 import type { Db } from "./db/client";
 import type { Gate, IdentityKind } from "./auth/types";
 import type { ModelRegistry } from "./router/registry";
@@ -14,6 +14,8 @@ export interface RequestRecord {
   userId: number | null;
   keyId: string | null;
   model: string;
+  /** The endpoint called ("" for a request refused before its endpoint was known). */
+  endpoint: EndpointName | "";
   upstream: string | null;
   status: number;
   promptTokens: number;

@@ -130,7 +130,7 @@ export function createGate(deps: GateDeps): Gate {
       const inFlight = available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
       return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
     }
-    const hold = meter.reserve(userId, maxCostMicro({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens }));
+    const hold = meter.reserve(userId, (input.maxCostMicro ?? maxCostMicro)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens }));
     return {
       identity,
       headers,

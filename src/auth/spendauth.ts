@@ -81,7 +81,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (timely) return invalidSpendAuth(timely.field, timely.message);
     const maxCost = input.route.free
       ? 0
-      : maxCostMicro({ price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
+      : (input.maxCostMicro ?? maxCostMicro)({ price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
     const required = requiredAmount(maxCost, unitsPerCredit);
     if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
     const signer = await recoverSpendSigner(auth, domain);

@@ -6,6 +6,7 @@
 import { GatewayError, type ErrorCode } from "../errors";
 import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../router/usage";
+import type { CostInput } from "../credits/price";
 
 export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous";
 
@@ -39,6 +40,8 @@ export interface AdmitInput {
   body: { model: string; max_tokens?: number | null; messages: unknown[] } & Record<string, unknown>;
   /** The body's size in bytes as received (the prompt estimate of ../credits/price.ts). */
   bodyBytes: number;
+  /** The most the call may cost, by its endpoint (../router/adapters/types.ts); chat's maxCostMicro when absent. */
+  maxCostMicro?: (input: CostInput) => number;
 }
 
 export interface SettleInput {

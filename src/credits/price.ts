@@ -14,7 +14,7 @@ import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../router/usage";
 const MAX_CHOICES = 128;
 
 export interface CostInput {
-  price: { prompt: number; completion: number };
+  price: { prompt: number; completion: number; request?: number };
   body: Record<string, unknown>;
   /** The body's size in bytes as received. */
   bodyBytes: number;

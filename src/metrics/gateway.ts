@@ -1,5 +1,5 @@
 /**
- * The gateway's metrics: fed one RequestRecord per finished chat request (observe() is a handful
+ * The gateway's metrics: fed one RequestRecord per finished model request (observe() is a handful
  * of Map updates, no I/O; the server calls it in batches, see src/request-sink.ts), and read at
  * scrape time from the live upstream states. Other parts add their own gauges with registerGauge
  * (for example the webhook outbox depth), which are computed only when /metrics is scraped.
@@ -41,23 +41,23 @@ const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 const CIRCUIT_STATES: CircuitState[] = ["closed", "half-open", "open"];
 
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
-  const requests = new Counter("modelgate_requests_total", "Finished chat completion requests.", ["model", "upstream", "identity", "status"]);
+  const requests = new Counter("modelgate_requests_total", "Finished requests to the model endpoints (endpoint: chat, completions, embeddings, rerank, transcriptions, translations, speech).", ["model", "endpoint", "upstream", "identity", "status"]);
   const rateLimited = new Counter("modelgate_rate_limited_total", "Chat requests refused with 429 by the gateway's rate limits.", ["identity"]);
   const tokens = new Counter("modelgate_tokens_total", "Tokens metered, as reported by upstreams (estimated for broken streams).", ["model", "type"]);
   const credits = new Counter("modelgate_credits_total", "Credits charged (1 credit = 1,000,000 micro-credits).", ["model"]);
-  const total = new Histogram("modelgate_request_duration_seconds", "Total time of a chat request, streams until their last byte.", ["model"], LATENCY_BUCKETS);
+  const total = new Histogram("modelgate_request_duration_seconds", "Total time of a model request, streams until their last byte.", ["model", "endpoint"], LATENCY_BUCKETS);
   const upstream = new Histogram("modelgate_upstream_duration_seconds", "Time spent waiting on upstreams per request, failed attempts included.", ["upstream"], LATENCY_BUCKETS);
   const overhead = new Histogram("modelgate_gateway_overhead_seconds", "The gateway's own time per request: total minus upstream time.", [], OVERHEAD_BUCKETS);
   const gauges: GaugeSource[] = [];
 
   function observe(r: RequestRecord): void {
     const status = String(r.status);
-    requests.inc([r.model, r.upstream ?? "", r.identity, status]);
+    requests.inc([r.model, r.endpoint, r.upstream ?? "", r.identity, status]);
     if (r.status === 429 && r.upstream === null) rateLimited.inc([r.identity]);
     if (r.promptTokens > 0) tokens.inc([r.model, "prompt"], r.promptTokens);
     if (r.completionTokens > 0) tokens.inc([r.model, "completion"], r.completionTokens);
     if (r.costMicro > 0) credits.inc([r.model], r.costMicro);
-    total.observe([r.model], r.latencyMs / 1000);
+    total.observe([r.model, r.endpoint], r.latencyMs / 1000);
     if (r.upstream !== null || r.upstreamMs > 0) upstream.observe([r.upstream ?? ""], r.upstreamMs / 1000);
     overhead.observe([], Math.max(0, r.latencyMs - r.upstreamMs) / 1000);
   }

@@ -1,31 +1,41 @@
 /**
- * POST /v1/chat/completions: validate, resolve the route, admit through the Gate, forward, and
- * relay the answer (JSON or SSE) while capturing usage. Every admitted request is settled exactly
- * once and produces exactly one RequestRecord, however it ends: an error nobody expected is
- * settled as a 500 on its way out, so it never leaves credits held.
+ * The pipeline of every /v1 model call, after ./endpoint.ts has read and checked it: admit through
+ * the Gate, forward to the route's targets, and relay the answer (whole, an event stream, or bytes
+ * as they come) while capturing usage. What differs per endpoint comes from its adapter
+ * (./adapters/types.ts). Every admitted request is settled exactly once and produces exactly one
+ * RequestRecord, however it ends: an error nobody expected is settled as a 500 on its way out, so
+ * it never leaves credits held.
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
 import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
-import { forwardChat } from "./forward";
+import { forward, type Forwarded } from "./forward";
 import type { ModelRoute } from "./registry";
 import { recordTargetComplete, recordTargetFailure, recordTargetRefusal } from "./target-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
-import { completionBound, completionLimit, promptTokenEstimate } from "../credits/price";
-import { costMicro, usageFromJson, type Usage } from "./usage";
+import { completionLimit } from "../credits/price";
+import { costMicro, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
-import { tokenLimitToSend } from "./upstream-body";
+import { serialize, tokenLimitToSend } from "./upstream-body";
+import { completionsPriced } from "./adapters/chat";
+import type { CallBody, EndpointAdapter } from "./adapters/types";
+import type { EndpointName } from "../config/schema";
+import type { Upload } from "./upload";
+import { relayBytes } from "./bytes";
 
-export interface ChatContext {
+export interface CallContext {
   request: Request;
+  adapter: EndpointAdapter;
+  /** A multipart call's upload, streamed to the target (its body is then just the model). */
+  upload: Upload | null;
   /** The route the body's model names (the endpoint refuses an unknown one). */
   route: ModelRoute;
-  body: AdmitInput["body"];
+  body: CallBody;
   /** The body's size in bytes as received. */
   bodyBytes: number;
   requestId: string;
@@ -33,13 +43,13 @@ export interface ChatContext {
   startedAt: number;
 }
 
-export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Response> {
-  const route = ctx.route;
-  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body, bodyBytes: ctx.bodyBytes, route });
+export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
+  const { route, adapter } = ctx;
+  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body as AdmitInput["body"], bodyBytes: ctx.bodyBytes, route, maxCostMicro: adapter.maxCostMicro });
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
-    const denied = record(ctx.requestId, refusedIdentity(admission, ctx.request), unanswered(route, admission.status), performance.now() - ctx.startedAt);
+    const denied = record(ctx.requestId, refusedIdentity(admission, ctx.request), unanswered(ctx, admission.status), performance.now() - ctx.startedAt);
     deps.onRequestDone(denied);
     admission.options.headers = { ...admission.options.headers, "x-gateway-overhead-ms": hundredths(denied.latencyMs) };
     throw admission;
@@ -49,22 +59,33 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
   // One function, so the hot path pays for no extra async frame: anything unexpected below is
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
+    const completion = adapter.answer === "completion";
     const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     // The parsed body is ours: amend it in place rather than copying it per request.
-    if (ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-    const forwarded = await forwardChat({
+    if (completion && ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    const tokenLimit = completion && completionsPriced(route) ? tokenLimitToSend(ctx.body, completionLimit(ctx.body, deps.config.routing.default_max_tokens)) : null;
+    const upload = ctx.upload;
+    const forwarded = await forward({
       route,
-      body: ctx.body,
+      upstreamPath: adapter.upstreamPath,
+      payload: upload
+        ? () => upload.take()
+        : (target) => {
+            // The body is the gateway's own parse of the request: set the target's model name in place.
+            ctx.body.model = target.model;
+            return serialize(adapter.payload ? adapter.payload(ctx.body, target, tokenLimit) : ctx.body);
+          },
+      contentType: upload?.contentType,
+      bodyFailure: upload ? upload.failure : undefined,
       client,
       routing: deps.config.routing,
       now: deps.now,
       random: deps.registry.random,
       answerBy: admission.answerBy,
-      tokenLimit: completionsPriced(route) ? tokenLimitToSend(ctx.body, completionLimit(ctx.body, deps.config.routing.default_max_tokens)) : null,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;
-      const latencyMs = served.finish(unanswered(route, error.status, upstreamMs));
+      const latencyMs = served.finish(unanswered(ctx, error.status, upstreamMs));
       error.options.headers = { ...admission.headers, ...error.options.headers, "x-gateway-overhead-ms": hundredths(latencyMs - upstreamMs) };
       throw error;
     }
@@ -77,7 +98,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     headers["x-request-id"] = ctx.requestId;
     const contentType = reply.header("content-type");
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
-    const done = { upstream: upstream.name, price: route.price, model: route.id };
+    const done = { upstream: upstream.name, price: route.price, model: route.id, endpoint: adapter.name };
     /** An answer that cannot be relayed: recorded with `status` (502, or 499 for a client gone), and the error to throw. */
     const unrelayable = (status: number, why: string, upstreamMs: number): GatewayError => {
       served.finish(outcome(done, status, null, upstreamMs));
@@ -87,7 +108,8 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     // (text/plain: some servers leave the header out or label it wrongly), is the event stream
     // asked for, unless it came whole as a JSON object; one typed JSON (streaming unsupported) is
     // buffered.
-    const declared = reply.status < 300 && ctx.body.stream === true ? declaredKind(contentType) : null;
+    if (adapter.answer === "bytes" && reply.status < 300) return relayedBytes(deps, served, forwarded, headers, done);
+    const declared = reply.status < 300 && completion && ctx.body.stream === true ? declaredKind(contentType) : null;
     const early = declared === "other" ? reply.textNow() : null;
     const isStream = declared === "stream" || (declared === "other" && early?.trimStart().startsWith("{") !== true);
     if (isStream) headers["content-type"] = "text/event-stream";
@@ -125,8 +147,9 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
+      const usage = adapter.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text);
       return new Response(text, { status: reply.status, headers });
     }
     headers["cache-control"] = "no-cache";
@@ -151,16 +174,32 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         served.finish(outcome(done, status, usage, upstreamMs));
       },
     });
-    return new Response(stream, { status: 200, headers });
+    return new Response(adapter.transformStream ? adapter.transformStream(stream) : stream, { status: 200, headers });
+
   } catch (err) {
-    served.finish(unanswered(route, err instanceof GatewayError ? err.status : 500));
+    served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
 }
 
-/** A route whose completions are charged: its requests' reservations (credits, or a SpendAuth amount) assume a completion limit. */
-export function completionsPriced(route: ModelRoute): boolean {
-  return !route.free && route.price.completion > 0;
+/** Audio relayed as it arrives, with the upstream's type; settled when it ends. */
+function relayedBytes(deps: AppDeps, served: Served, forwarded: Forwarded, headers: Record<string, string>, done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">): Response {
+  const { reply, target } = forwarded;
+  const { ctx } = served;
+  headers["content-type"] = reply.header("content-type") ?? "application/octet-stream";
+  headers["x-content-type-options"] = "nosniff";
+  const bodyStartedAt = performance.now();
+  const stream = relayBytes(reply.body(), {
+    idleTimeoutMs: target.upstream.config.idle_timeout_ms,
+    abortUpstream: forwarded.abort,
+    onEnd: (ended) => {
+      if (ended === "upstream_error") recordTargetFailure(target, deps.now(), `upstream "${target.upstream.name}" broke off its answer`, deps.config.routing);
+      else if (ended === "complete") recordTargetComplete(target, deps.now());
+      const usage = ended === "complete" ? ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens, completionTokens: 0 }) : null;
+      served.finish(outcome(done, STREAM_END_STATUS[ended], usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+    },
+  });
+  return new Response(stream, { status: reply.status, headers });
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
@@ -170,18 +209,20 @@ interface Outcome {
   status: number;
   upstream: string | null;
   usage: Usage | null;
-  price: { prompt: number; completion: number };
+  price: ModelRoute["price"];
   model: string;
+  /** "" for a request refused before its endpoint was known. */
+  endpoint: EndpointName | "";
   upstreamMs: number;
 }
 
-function outcome(done: Pick<Outcome, "upstream" | "price" | "model">, status: number, usage: Usage | null, upstreamMs: number): Outcome {
-  return { upstream: done.upstream, price: done.price, model: done.model, status, usage, upstreamMs };
+function outcome(done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">, status: number, usage: Usage | null, upstreamMs: number): Outcome {
+  return { upstream: done.upstream, price: done.price, model: done.model, endpoint: done.endpoint, status, usage, upstreamMs };
 }
 
 /** How a request ends that no upstream answered (refused, every attempt failed, an error of ours); `upstreamMs` spent trying. */
-function unanswered(route: ModelRoute, status: number, upstreamMs = 0): Outcome {
-  return { status, upstream: null, usage: null, price: route.price, model: route.id, upstreamMs };
+function unanswered(ctx: CallContext, status: number, upstreamMs = 0): Outcome {
+  return { status, upstream: null, usage: null, price: ctx.route.price, model: ctx.route.id, endpoint: ctx.adapter.name, upstreamMs };
 }
 
 /** An admitted request: settled and recorded once, by whichever way it ends first. */
@@ -190,7 +231,7 @@ class Served {
 
   constructor(
     readonly deps: AppDeps,
-    readonly ctx: ChatContext,
+    readonly ctx: CallContext,
     readonly admission: Admission,
     readonly client: ClientWatch,
   ) {}
@@ -201,6 +242,7 @@ class Served {
     if (this.finished) return latencyMs;
     this.finished = true;
     this.client.done();
+    this.ctx.upload?.dispose();
     this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
     this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs));
     return latencyMs;
@@ -217,12 +259,12 @@ function refusedIdentity(error: GatewayError, request: Request): Identity {
  * The record of a request refused before it reached a route (a bad body, an unknown model, a busy
  * server): no model (an unknown name would be an unbounded metrics label) and no upstream.
  */
-export function refusalRecord(request: Request, requestId: string, startedAt: number, error: GatewayError): RequestRecord {
-  const outcome: Outcome = { status: error.status, upstream: null, usage: null, price: NO_PRICE, model: "", upstreamMs: 0 };
+export function refusalRecord(request: Request, requestId: string, startedAt: number, error: GatewayError, endpoint: EndpointName | ""): RequestRecord {
+  const outcome: Outcome = { status: error.status, upstream: null, usage: null, price: NO_PRICE, model: "", endpoint, upstreamMs: 0 };
   return record(requestId, refusedIdentity(error, request), outcome, performance.now() - startedAt);
 }
 
-const NO_PRICE = { prompt: 0, completion: 0 };
+const NO_PRICE = { prompt: 0, completion: 0, request: 0 };
 
 /** A request's row in the request log. */
 function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number): RequestRecord {
@@ -233,6 +275,7 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
     userId: identity.userId,
     keyId: identity.keyId,
     model: outcome.model,
+    endpoint: outcome.endpoint,
     upstream: outcome.upstream,
     status: outcome.status,
     promptTokens: outcome.usage?.prompt_tokens ?? 0,
@@ -243,12 +286,7 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
   };
 }
 
-/**
- * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
- * reservation estimates it, and the completion as counted by the caller (a stream's events
- * relayed, a JSON answer's characters / 4), at most what the reservation allowed for: a guess
- * never charges past the overdraw bound.
- */
-function estimatedUsage(ctx: ChatContext, completionTokens: number, defaultMaxTokens: number): Usage {
-  return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: Math.min(completionTokens, completionBound(ctx.body, defaultMaxTokens)) };
+/** What an answer the upstream reported no usage for consumed, as the adapter estimates it from `completionTokens` (a stream's events relayed, a whole answer's characters / 4). */
+function estimatedUsage(ctx: CallContext, completionTokens: number, defaultMaxTokens: number): Usage {
+  return ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens, completionTokens });
 }

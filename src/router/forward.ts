@@ -1,5 +1,5 @@
 /**
- * Sends one chat request to a route's targets until one answers. Connection errors, timeouts, 429,
+ * Sends one request to a route's targets until one answers. Connection errors, timeouts, 429,
  * 5xx, and an upstream refusing the gateway's own credentials (401, 403, 407: a config error the
  * client can do nothing about, and must not mistake for a refusal of its key) move on to the next
  * target at once; when every target has been tried and attempts
@@ -15,13 +15,21 @@ import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { errorExcerpt } from "./upstream-text";
-import { serialize, setTokenLimit } from "./upstream-body";
 import type { UpstreamState } from "./upstream-state";
 import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, recordTargetSlow, targetAvailable, targetCoolsUntil } from "./target-state";
 
 export interface ForwardInput {
   route: ModelRoute;
-  body: Record<string, unknown>;
+  /** Under each upstream's base_url (`chat/completions`). */
+  upstreamPath: string;
+  /**
+   * What one target is sent: JSON text, or an upload's stream with `contentType`; null when it
+   * cannot be sent (JSON nested too deeply, or an upload already sent to an earlier target).
+   */
+  payload: (target: Target) => string | ReadableStream<Uint8Array> | null;
+  contentType?: string;
+  /** Why the request's own body failed to go out (an upload over the limit, or cut off by its client): no target's fault. */
+  bodyFailure?: () => GatewayError | null;
   /** Reports a client that went away; each attempt points its onGone at its own exchange. */
   client: ClientWatch;
   routing: Config["routing"];
@@ -29,12 +37,6 @@ export interface ForwardInput {
   random?: () => number;
   /** Epoch ms by which an upstream must have answered (the identity's Admission.answerBy). */
   answerBy?: number;
-  /**
-   * The completion limit of a priced request (tokenLimitToSend), sent in each target's upstream's
-   * `token_limit_field`: an upstream reading a field the client left out would otherwise generate
-   * up to its own default, past the reservation; null to leave the body's limits as they are.
-   */
-  tokenLimit?: number | null;
 }
 
 export interface Forwarded {
@@ -63,7 +65,7 @@ const CREDENTIAL_REFUSALS = new Set([401, 402, 403, 407]);
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
 
-export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unforwarded> {
+export async function forward(input: ForwardInput): Promise<Forwarded | Unforwarded> {
   const { route, routing, now } = input;
   const order = orderTargets(route, now(), input.random);
   if (order.length === 0) return { error: allCoolingDown(route, now()), upstreamMs: 0 };
@@ -86,11 +88,11 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     // or that another request is probing, is skipped like one that was unavailable at the start.
     if (i > 0 && !targetAvailable(target, now())) continue;
     if (input.client.gone) break;
-    // The body is the gateway's own parse of the request: set the target's model name in place.
-    input.body.model = target.model;
-    if (input.tokenLimit != null) setTokenLimit(input.body, target.upstream.config.token_limit_field, input.tokenLimit);
-    const payload = serialize(input.body);
-    if (payload === null) return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
+    const payload = input.payload(target);
+    if (payload === null) {
+      if (lastFailure !== null) break;
+      return { error: new GatewayError("invalid_request_error", "The request body is nested too deeply to be forwarded"), upstreamMs };
+    }
     beginTargetAttempt(target, now());
     const started = performance.now();
     const outcome = await attempt(target, payload, input, now());
@@ -99,6 +101,11 @@ export async function forwardChat(input: ForwardInput): Promise<Forwarded | Unfo
     if (!("failure" in outcome)) {
       recordTargetAnswered(target, elapsed);
       return { reply: outcome.reply, abort: outcome.abort, target, upstreamMs, attempts: i + 1 };
+    }
+    const bodyFailure = input.bodyFailure?.() ?? null;
+    if (bodyFailure !== null) {
+      abandonTargetAttempt(target);
+      return { error: bodyFailure, upstreamMs };
     }
     if (input.client.gone || outcome.failure === "deadline") {
       // Neither is the upstream's fault: a client that left, or an answer due sooner than the
@@ -142,7 +149,7 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
   );
 }
 
-async function attempt(target: Target, payload: string, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
+async function attempt(target: Target, payload: string | ReadableStream<Uint8Array>, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
   const upstream = target.upstream;
   const cold = upstream.lastContactAt === null || now - upstream.lastContactAt > COLD_AFTER_MS;
   if (upstream.viaFetch && cold && !USES_PROXY) {
@@ -152,7 +159,7 @@ async function attempt(target: Target, payload: string, input: ForwardInput, now
     }
     if (reach === "refused") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (connection refused)` };
   }
-  const exchange = upstream.postChat(payload);
+  const exchange = upstream.post(input.upstreamPath, payload, input.contentType);
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;

@@ -1,26 +1,18 @@
 /**
- * The model-facing controller: GET /v1/models and POST /v1/chat/completions. Handlers are thin;
- * the work happens in handleChat and the registry.
+ * The model-facing controller: GET /v1/models, and the OpenAPI operations of the model endpoints
+ * (./endpoint-docs.ts). Handlers are thin: the endpoints' own functions (./front-door.ts), which
+ * the server and the app's first hook reach before these routes; the routes exist for the docs.
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import type { ChatEndpoint } from "./endpoint";
+import type { ModelEndpoint } from "./endpoint";
 import type { ModelRoute } from "./registry";
 import { GatewayError } from "../errors";
 import { requestPath } from "../request-url";
-import { ChatCompletionRequest } from "./schema";
 import { targetState } from "./target-state";
 import { errorDoc, jsonDoc } from "../swagger";
+import { endpointDocs } from "./endpoint-docs";
 import type { OpenAPIV3 } from "openapi-types";
-
-const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
-  "x-ratelimit-limit-requests": { description: "The caller's limit (per minute, or per day when that binds)", schema: { type: "integer" } },
-  "x-ratelimit-remaining-requests": { description: "Requests left under it", schema: { type: "integer" } },
-  "x-ratelimit-reset-requests": { description: "Time until it is full again (`1s`, `6m0s`)", schema: { type: "string" } },
-  "x-request-id": { description: "This request's id, as in the request log", schema: { type: "string" } },
-};
-
-const withLimits = (doc: OpenAPIV3.ResponseObject): OpenAPIV3.ResponseObject => ({ ...doc, headers: RATE_LIMIT_HEADERS });
 
 /** A model entry as the interface has it: `id` and `object`, and whatever else the gateway adds (modelEntry). */
 const MODEL_SCHEMA: OpenAPIV3.SchemaObject = {
@@ -37,39 +29,6 @@ const MODEL_LIST_SCHEMA: OpenAPIV3.SchemaObject = {
   properties: { object: { type: "string", example: "list" }, data: { type: "array", items: MODEL_SCHEMA } },
 };
 
-/** The interface's responses for createChatCompletion (its Errors table), and the others the gateway sends. */
-const CHAT_RESPONSES: OpenAPIV3.ResponsesObject = {
-  200: {
-    description: "The completion: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true",
-    content: { "application/json": { schema: { type: "object", additionalProperties: true } }, "text/event-stream": { schema: { type: "string" } } },
-    headers: { ...RATE_LIMIT_HEADERS, "x-gateway-overhead-ms": { description: "The gateway's own time for this request until the answer's headers, in ms (upstream waits excluded)", schema: { type: "string", example: "0.12" } } },
-  },
-  400: errorDoc("The body is not JSON or does not match the schema"),
-  401: errorDoc("Missing or invalid API key, session or SpendAuth payment, or a non-free model without credentials"),
-  402: withLimits(
-    errorDoc(
-      "Payment required: the balance is zero on a non-free model (insufficient_credits), the SpendAuth account's on-chain balance does not cover the amount (insufficient_balance), or the SpendAuth amount is too low (payment_required, answered before the limiter: without the x-ratelimit-* headers)",
-    ),
-  ),
-  403: errorDoc("Sent from a page of another origin that server.cors_origins does not list, or with a session cookie from another origin"),
-  404: errorDoc("No model of that name"),
-  413: errorDoc("The body is larger than server.max_body_bytes"),
-  429: {
-    ...errorDoc("Rate limit exceeded; Retry-After says when to try again"),
-    headers: { ...RATE_LIMIT_HEADERS, "retry-after": { description: "Seconds until a request would be allowed", schema: { type: "integer" } } },
-  },
-  502: errorDoc("Every upstream failed"),
-  503: errorDoc("Every upstream of the model is cooling down, paid models are paused while the database refuses to record credits, or the bodies being read at once reached server.max_body_bytes_in_flight; Retry-After says when to try again"),
-  504: errorDoc("The upstream sent no headers within first_byte_timeout_ms"),
-};
-
-/** A body that works as it is in Swagger UI's "Try it out": a configured model (a free one first, which needs no key). */
-function exampleChat(deps: AppDeps): Record<string, unknown> {
-  const models = deps.config.models;
-  const model = (models.find((m) => m.free) ?? models[0])?.id ?? "a model id from GET /v1/models";
-  return { model, messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 };
-}
-
 /** A route as GET /v1/models lists it: OpenAI's model object, plus price, free tier and upstream state. */
 function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<string, unknown> {
   return {
@@ -78,7 +37,8 @@ function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<s
     created: Math.floor(startedAt / 1000),
     owned_by: route.ownedBy,
     free: route.free,
-    price: { prompt: route.price.prompt, completion: route.price.completion, unit: "credits per 1M tokens" },
+    price: { prompt: route.price.prompt, completion: route.price.completion, request: route.price.request, unit: "credits per 1M tokens; request: credits per call" },
+    endpoints: route.endpoints,
     aliases: route.aliases,
     source: route.source,
     strategy: route.strategy,
@@ -109,8 +69,8 @@ function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown>
   return modelEntry(route, deps.startedAt, deps.now());
 }
 
-export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
-  return new Elysia({ name: "modelgate.v1" })
+export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelEndpoint>) {
+  let app = new Elysia({ name: "modelgate.v1" })
     .get(
       "/v1/models",
       () => {
@@ -129,17 +89,11 @@ export function modelRoutes(deps: AppDeps, chat: ChatEndpoint) {
         responses: { 200: jsonDoc("The model route", MODEL_SCHEMA), 404: errorDoc("No model of that name") },
       },
     })
-    .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } })
-    .post("/v1/chat/completions", ({ request, server }) => chat(request, server), {
-      // The endpoint reads and checks the body itself (see endpoint.ts); the schema is for the docs.
-      parse: "none",
-      detail: {
-        operationId: "createChatCompletion",
-        summary: "Create a chat completion (JSON, or an event stream with stream: true)",
-        tags: ["chat"],
-        security: [{ bearer: [] }, { session: [] }, { spendAuth: [] }, {}],
-        requestBody: { required: true, content: { "application/json": { schema: ChatCompletionRequest as any, example: exampleChat(deps) } } },
-        responses: CHAT_RESPONSES,
-      },
-    });
+    .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } });
+  for (const doc of endpointDocs(deps)) {
+    const endpoint = endpoints.get(doc.name)!;
+    // The endpoint reads and checks the body itself (./endpoint.ts); the schema is for the docs.
+    app = app.post(doc.path, ({ request, server }) => endpoint(request, server), { parse: "none", detail: doc.detail as any }) as unknown as typeof app;
+  }
+  return app;
 }

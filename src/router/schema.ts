@@ -1,5 +1,5 @@
 /**
- * The ChatCompletionRequest schema of the interface: model, messages (role in system, user,
+ * The ChatCompletionRequest schema of the interface: model, messages (role in system, developer, user,
  * assistant, tool; content a string or an array), optional stream, temperature, max_tokens,
  * max_completion_tokens, n and n_predict (each also null, meaning not given), and stream_options
  * (an object or null).
@@ -16,7 +16,7 @@ import { Type as t } from "@sinclair/typebox";
 
 const Message = t.Object(
   {
-    role: t.Union([t.Literal("system"), t.Literal("user"), t.Literal("assistant"), t.Literal("tool")]),
+    role: t.Union([t.Literal("system"), t.Literal("developer"), t.Literal("user"), t.Literal("assistant"), t.Literal("tool")]),
     content: t.Optional(
       t.Union([t.String(), t.Array(t.Unknown()), t.Null()], {
         description: "A string or an array; null or absent only on an assistant message with tool_calls",

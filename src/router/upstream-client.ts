@@ -52,8 +52,8 @@ export class UpstreamFailure extends Error {
 
 export const USES_PROXY = Boolean(process.env.HTTP_PROXY || process.env.HTTPS_PROXY || process.env.http_proxy || process.env.https_proxy);
 
-/** POSTs `body` through fetch; `name` is the upstream's, for messages. */
-export function fetchPost(name: string, url: string, headers: Readonly<Record<string, string>>, body: string): UpstreamExchange {
+/** POSTs `body` through fetch (a stream is sent as it is read); `name` is the upstream's, for messages. */
+export function fetchPost(name: string, url: string, headers: Readonly<Record<string, string>>, body: string | ReadableStream<Uint8Array>): UpstreamExchange {
   const controller = new AbortController();
   // A redirect is answered, not followed, as by the http1 client: forward.ts fails it over.
   const reply = fetch(url, { method: "POST", headers, body, signal: controller.signal, redirect: "manual" }).then(

@@ -9,7 +9,7 @@
 import type { UpstreamConfig } from "../config/schema";
 import { MIN_REDACTED, percentDecoded, urlSecretParts } from "../config/secrets";
 import { VERSION } from "../version";
-import { http1Post } from "./http1";
+import { http1Post, type Http1Origin } from "./http1";
 import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
 
 export type CircuitState = "closed" | "open" | "half-open";
@@ -48,6 +48,11 @@ export interface UpstreamState extends Circuit {
   secrets: readonly string[];
   /** Sends one chat request body (JSON text) to this upstream; see ./upstream-client.ts. */
   postChat: (body: string) => UpstreamExchange;
+  /**
+   * Sends one request to `path` under base_url: JSON text by the same client as chat, or a
+   * stream (an upload, with the client's Content-Type) through fetch, which streams a request body.
+   */
+  post: (path: string, body: string | ReadableStream<Uint8Array>, contentType?: string) => UpstreamExchange;
   /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
   viaFetch: boolean;
   lastError: string | null;
@@ -83,6 +88,26 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     // The gateway's own client does not decode gzip: it asks for none (fetch decodes by itself).
     requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\naccept-encoding: identity\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
   };
+  const postChat = viaFetch ? (body: string) => fetchPost(config.name, chatUrl.href, headers, body) : (body: string) => http1Post(origin, body);
+  /** Per path: its URL, and the http1 client's origin for it (its own idle connections). */
+  const paths = new Map<string, { url: URL; origin: Http1Origin }>();
+  const pathFor = (path: string) => {
+    let known = paths.get(path);
+    if (!known) {
+      const url = endpointUrl(base, path);
+      const jsonHeaders = { ...headers, accept: "*/*" };
+      const lines = Object.entries(jsonHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      known = { url, origin: { ...origin, requestHead: `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\naccept-encoding: identity\r\n${lines}` } };
+      paths.set(path, known);
+    }
+    return known;
+  };
+  const post = (path: string, body: string | ReadableStream<Uint8Array>, contentType = "application/json"): UpstreamExchange => {
+    if (path === "chat/completions" && typeof body === "string") return postChat(body);
+    const { url, origin } = pathFor(path);
+    if (typeof body === "string" && !viaFetch) return http1Post(origin, body);
+    return fetchPost(config.name, url.href, { ...headers, accept: "*/*", "content-type": contentType }, body);
+  };
   return {
     name: config.name,
     config,
@@ -92,7 +117,8 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     port,
     authorization: headers.authorization ?? null,
     secrets: upstreamSecrets(config.api_key, base, authorization),
-    postChat: viaFetch ? (body) => fetchPost(config.name, chatUrl.href, headers, body) : (body) => http1Post(origin, body),
+    postChat,
+    post,
     viaFetch,
     ...closedCircuit(),
     lastError: null,

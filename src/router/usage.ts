@@ -8,6 +8,8 @@
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Calls charged at `price.request` (endpoints that report no tokens: audio); absent is none. */
+  calls?: number;
 }
 
 /**
@@ -18,9 +20,15 @@ export interface Usage {
  */
 export const MAX_COUNTED_TOKENS = 1_000_000_000;
 
-export function costMicro(usage: Usage | null, price: { prompt: number; completion: number }): number {
+export function costMicro(usage: Usage | null, price: { prompt: number; completion: number; request?: number }): number {
   if (!usage) return 0;
-  return tokensCostMicro(usage.prompt_tokens, usage.completion_tokens, price);
+  const calls = usage.calls ? usage.calls * callCostMicro(price) : 0;
+  return tokensCostMicro(usage.prompt_tokens, usage.completion_tokens, price) + calls;
+}
+
+/** price.request in micro-credits: exact, as the config allows at most 6 decimals. */
+export function callCostMicro(price: { request?: number }): number {
+  return Math.round((price.request ?? 0) * 1e6);
 }
 
 /**

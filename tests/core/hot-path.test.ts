@@ -13,7 +13,7 @@ describe("request log line", () => {
     const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text) });
     const record: RequestRecord = {
       requestId: "req_1", createdAt: Date.UTC(2026, 0, 2), identity: "anonymous", userId: null, keyId: null,
-      model: 'we"ird\\model\n名前', upstream: null, status: 200, promptTokens: 1, completionTokens: 2, costMicro: 0,
+      endpoint: "chat", model: 'we"ird\\model\n名前', upstream: null, status: 200, promptTokens: 1, completionTokens: 2, costMicro: 0,
       latencyMs: 1.234, upstreamMs: 1,
     };
     logger.requests([record, { ...record, requestId: "req_2", userId: 7, keyId: "key_abc", upstream: 'up"stream' }]);
@@ -30,7 +30,7 @@ describe("request log line", () => {
     const writes: string[] = [];
     const logger = createLogger({ level: "info", requests: true, write: (text) => void writes.push(text) });
     const at = (createdAt: number, requestId: string): RequestRecord => ({
-      requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+      requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", endpoint: "chat", upstream: "u",
       status: 200, promptTokens: 0, completionTokens: 0, costMicro: 0, latencyMs: 1, upstreamMs: 1,
     });
     const t = Date.UTC(2026, 10, 22, 9, 30);

@@ -7,7 +7,7 @@ const DAY = 86_400_000;
 
 function record(createdAt: number, requestId: string): RequestRecord {
   return {
-    requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+    requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", endpoint: "chat", upstream: "u",
     status: 200, promptTokens: 3, completionTokens: 4, costMicro: 7, latencyMs: 1.6, upstreamMs: 1,
   };
 }

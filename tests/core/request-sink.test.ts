@@ -11,7 +11,7 @@ import { buildConfig } from "../../src/config/load";
 import type { RequestRecord } from "../../src/deps";
 
 const record = (i: number): RequestRecord => ({
-  requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", upstream: "u",
+  requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", endpoint: "chat", upstream: "u",
   status: 200, promptTokens: 1, completionTokens: 1, costMicro: 0, latencyMs: 1, upstreamMs: 1,
 });
 

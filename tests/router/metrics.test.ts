@@ -61,7 +61,7 @@ describe("/metrics", () => {
     }
     const m = await scrape(gw);
 
-    const ok = { model: "m", upstream: "b", identity: "anonymous", status: "200" };
+    const ok = { model: "m", endpoint: "chat", upstream: "b", identity: "anonymous", status: "200" };
     expect(sample(m, "modelgate_requests_total", ok)).toBe(3);
     const prompt = gw.records.reduce((n, r) => n + r.promptTokens, 0);
     expect(prompt).toBeGreaterThan(0);
@@ -192,6 +192,7 @@ describe("request log lines", () => {
     userId: 3,
     keyId: "key_abc",
     model: "m",
+    endpoint: "chat",
     upstream: "b",
     status: 200,
     promptTokens: 10,

@@ -1,0 +1,65 @@
+/**
+ * What one /v1 model endpoint is to the request pipeline (../endpoint.ts, ../chat.ts): a plain
+ * data object. The pipeline owns everything the endpoints share (identity, limits, credits,
+ * failover, relaying, settlement, the request record); an adapter says only what differs: how the
+ * request is read and checked, what each target is sent and where, where the answer's usage is,
+ * what a call may cost before it runs, how its errors look, and what kind of answer it relays.
+ * A translating endpoint (one API's shape in, chat completions upstream) is an adapter whose
+ * payload translates, whose upstreamPath is chat's, and whose transforms translate the answer back.
+ */
+import type { EndpointName } from "../../config/schema";
+import type { CostInput } from "../../credits/price";
+import type { GatewayError } from "../../errors";
+import type { ModelRoute, Target } from "../registry";
+import type { Usage } from "../usage";
+
+/** A request body the adapter has checked: an object naming a model. */
+export type CallBody = { model: string } & Record<string, unknown>;
+
+/**
+ * completion: JSON, or an event stream when the body says `stream: true` (usage in the JSON or
+ * in the stream's usage chunk, which the gateway asks for and strips when the client did not);
+ * whole: one answer read whole and relayed with its own type (JSON, or text for some transcription
+ * formats); bytes: relayed as it arrives (audio), never held whole.
+ */
+export type AnswerKind = "completion" | "whole" | "bytes";
+
+export interface EstimateInput {
+  body: CallBody;
+  bodyBytes: number;
+  defaultMaxTokens: number;
+  /** The completion as the pipeline counted it: a stream's events, or a whole answer's characters / 4. */
+  completionTokens: number;
+}
+
+export interface EndpointAdapter {
+  readonly name: EndpointName;
+  /** The paths clients call (the first is the documented one). */
+  readonly paths: readonly string[];
+  /** Under each upstream's base_url. */
+  readonly upstreamPath: string;
+  /** json: a JSON object checked by `check`; multipart: an upload streamed through, its `model` field read on the way (../upload.ts). */
+  readonly input: "json" | "multipart";
+  readonly answer: AnswerKind;
+  /** Throws the GatewayError (400) for a JSON body this endpoint refuses. */
+  check(body: unknown): asserts body is CallBody;
+  /** Refusals that depend on the route the model names (a limit no reservation covers). */
+  checkRoute?(body: CallBody, route: ModelRoute): void;
+  /**
+   * The JSON one target is sent: the body amended in place (the pipeline sets `model` first) or a
+   * translation of it. `tokenLimit`: a priced completion's limit, for the target's token_limit_field.
+   */
+  payload?(body: CallBody, target: Target, tokenLimit: number | null): Record<string, unknown>;
+  /** The usage an answer reports (a whole answer's text); null when it reports none. */
+  usage(text: string): Usage | null;
+  /** What a successful answer that reported no usage is charged. */
+  estimate(input: EstimateInput): Usage;
+  /** The most a call may cost before it runs: the credit reservation, and what a SpendAuth amount must cover. */
+  maxCostMicro(input: CostInput): number;
+  /** The error answer in this API's shape; OpenAI's when absent. */
+  renderError?(error: GatewayError, headers: Record<string, string>): Response;
+  /** A whole (JSON) answer of success, rewritten for the client (a translation back). */
+  transformWhole?(text: string): string;
+  /** An event stream of success, rewritten for the client (after the usage is read). */
+  transformStream?(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+}

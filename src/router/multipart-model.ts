@@ -1,0 +1,83 @@
+/**
+ * Finds the `model` field of a multipart/form-data body (RFC 7578) as its bytes go by, holding at
+ * most one part's headers or the model's value, never a file: between them it keeps only the last
+ * few bytes, where a delimiter could be split across two reads.
+ */
+import { GatewayError } from "../errors";
+
+/** A part's headers, and a model name, may be no longer than these. */
+const MAX_PART_HEADER_BYTES = 16 * 1024;
+const MAX_MODEL_BYTES = 1024;
+const CRLF = Buffer.from("\r\n");
+const HEADERS_END = Buffer.from("\r\n\r\n");
+
+/** The boundary of a multipart/form-data Content-Type, or null when it is not one. */
+export function multipartBoundary(contentType: string): string | null {
+  if (!/^\s*multipart\/form-data\s*(;|$)/i.test(contentType)) return null;
+  const match = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType);
+  return match ? (match[1] ?? match[2]) : null;
+}
+
+function malformed(why: string): GatewayError {
+  return new GatewayError("invalid_request_error", `The multipart upload is malformed: ${why}`);
+}
+
+export class ModelFieldScanner {
+  private readonly delimiter: Buffer;
+  /** The body is read as if it began with CRLF, so its first delimiter looks like every other. */
+  private pending: Buffer = CRLF;
+  private state: "delimiter" | "after-delimiter" | "headers" | "value" = "delimiter";
+
+  constructor(boundary: string) {
+    this.delimiter = Buffer.from(`\r\n--${boundary}`);
+  }
+
+  /** Feeds the next bytes; the model once its value is whole, else null. GatewayError (400) for a body with none or malformed. */
+  push(chunk: Uint8Array): string | null {
+    let pending = this.pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk]);
+    for (;;) {
+      if (this.state === "delimiter") {
+        const at = pending.indexOf(this.delimiter);
+        if (at === -1) {
+          // Only a delimiter's beginning can matter; a copy, so the chunk itself is not retained.
+          this.pending = Buffer.from(pending.subarray(Math.max(0, pending.length - this.delimiter.length + 1)));
+          return null;
+        }
+        pending = pending.subarray(at + this.delimiter.length);
+        this.state = "after-delimiter";
+      }
+      if (this.state === "after-delimiter") {
+        if (pending.length < 2) break;
+        if (pending[0] === 45 && pending[1] === 45) throw new GatewayError("invalid_request_error", "The upload has no model field; send one beside the file", { param: "model" });
+        const eol = pending.indexOf(CRLF);
+        if (eol === -1) {
+          if (pending.length > MAX_PART_HEADER_BYTES) throw malformed("a delimiter line does not end");
+          break;
+        }
+        pending = pending.subarray(eol + 2);
+        this.state = "headers";
+      }
+      if (this.state === "headers") {
+        // A part with no headers at all ends them at once.
+        const end = pending.subarray(0, 2).equals(CRLF) ? -2 : pending.indexOf(HEADERS_END);
+        if (end === -1) {
+          if (pending.length > MAX_PART_HEADER_BYTES) throw malformed("a part's headers are too long");
+          break;
+        }
+        const name = /(?:^|\r\n)content-disposition:[^\r\n]*;\s*name=(?:"([^"]*)"|([^\s;]*))/i.exec(pending.subarray(0, Math.max(0, end)).toString("latin1"));
+        pending = pending.subarray(end + 4);
+        this.state = (name?.[1] ?? name?.[2]) === "model" ? "value" : "delimiter";
+      }
+      if (this.state === "value") {
+        const at = pending.indexOf(this.delimiter);
+        if (at === -1) {
+          if (pending.length > MAX_MODEL_BYTES + this.delimiter.length) throw new GatewayError("invalid_request_error", `The upload's model field is longer than ${MAX_MODEL_BYTES} bytes`, { param: "model" });
+          break;
+        }
+        return pending.subarray(0, at).toString("utf8").trim();
+      }
+    }
+    this.pending = Buffer.from(pending);
+    return null;
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * A multipart upload (an audio file) passed through to the upstream as a stream, never held whole.
+ * The route comes from the upload's `model` field, read from the stream as it arrives (./multipart-model.ts).
+ * What arrives before that field is kept to be sent first: in memory up to SPOOL_MEMORY_BYTES,
+ * then in a temporary file, since clients often send the file before the model (the openai SDK
+ * sends fields in the order the caller wrote them, `{ file, model }` in its own examples). Once
+ * the model is known, the upstream reads the kept bytes and then the rest of the client's body,
+ * at the pace the upstream takes them.
+ *
+ * Invariants: no upload passes `limit` bytes (refused on its declared length before any read, or
+ * cut off when it gets there: overLimit); the temporary file is removed however the upload ends.
+ */
+import { open, unlink, type FileHandle } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GatewayError } from "../errors";
+import { tooLarge } from "../body";
+import { ModelFieldScanner, multipartBoundary } from "./multipart-model";
+
+/** Bytes before the model field kept in memory; past this they go to a temporary file. */
+export const SPOOL_MEMORY_BYTES = 1024 * 1024;
+
+export interface Upload {
+  model: string;
+  /** The client's Content-Type, boundary included: the upstream is sent the body as it came. */
+  contentType: string;
+  /** The body for the upstream, once (null after): an upload cannot be sent to a second target. */
+  take(): ReadableStream<Uint8Array> | null;
+  /** Why the body could not be sent whole (over the limit, the client stopped sending), or null. */
+  failure(): GatewayError | null;
+  /** Removes the temporary file and stops reading the client's body (idempotent). */
+  dispose(): void;
+}
+
+export function expectsMultipart(): GatewayError {
+  return new GatewayError("invalid_request_error", "This endpoint takes a multipart/form-data upload (a file and a model field), with its boundary in the Content-Type", { param: "content-type" });
+}
+
+/** Reads `request` until its model field has arrived; GatewayError (400, 413) when it cannot. */
+export async function readUpload(request: Request, limit: number): Promise<Upload> {
+  const contentType = request.headers.get("content-type") ?? "";
+  const boundary = multipartBoundary(contentType);
+  if (boundary === null || !request.body) throw expectsMultipart();
+  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge(limit);
+  const reader = request.body.getReader();
+  const scanner = new ModelFieldScanner(boundary);
+  const kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  let spool: { path: string; file: FileHandle } | null = null;
+  let seen = 0;
+  let failure: GatewayError | null = null;
+  let readerDone = false;
+  const dispose = (): void => {
+    if (!readerDone) reader.cancel().catch(() => {});
+    readerDone = true;
+    if (spool !== null) {
+      const { path, file } = spool;
+      spool = null;
+      file.close().finally(() => unlink(path).catch(() => {}));
+    }
+  };
+  let model: string | null = null;
+  try {
+    while (model === null) {
+      const { done, value } = await reader.read();
+      if (done) {
+        readerDone = true;
+        throw new GatewayError("invalid_request_error", "The upload has no model field; send one beside the file", { param: "model" });
+      }
+      seen += value.byteLength;
+      if (seen > limit) throw tooLarge(limit);
+      model = scanner.push(value);
+      if (spool === null && keptBytes + value.byteLength <= SPOOL_MEMORY_BYTES) {
+        kept.push(value);
+        keptBytes += value.byteLength;
+        continue;
+      }
+      if (spool === null) {
+        const path = join(tmpdir(), `modelgate-upload-${crypto.randomUUID()}`);
+        spool = { path, file: await open(path, "wx+", 0o600) };
+      }
+      await spool.file.write(value);
+    }
+  } catch (err) {
+    dispose();
+    throw err;
+  }
+  if (model.length === 0) {
+    dispose();
+    throw new GatewayError("invalid_request_error", "The upload's model field is empty", { param: "model" });
+  }
+  let spooled: ReadableStreamDefaultReader<Uint8Array> | null = null as ReadableStreamDefaultReader<Uint8Array> | null;
+  let taken = false;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const next = kept.shift();
+          if (next !== undefined) return controller.enqueue(next);
+          if (spool !== null) {
+            const spoolReader = (spooled ??= Bun.file(spool.path).stream().getReader() as ReadableStreamDefaultReader<Uint8Array>);
+            const part = await spoolReader.read();
+            if (!part.done) return controller.enqueue(part.value);
+            spooled = null;
+            const { path, file } = spool;
+            spool = null;
+            await file.close();
+            await unlink(path).catch(() => {});
+          }
+          const { done, value } = await reader.read();
+          if (done) {
+            readerDone = true;
+            return controller.close();
+          }
+          seen += value.byteLength;
+          if (seen > limit) {
+            failure = tooLarge(limit);
+            dispose();
+            return controller.error(failure);
+          }
+          controller.enqueue(value);
+        } catch (err) {
+          failure ??= new GatewayError("client_closed_request", "the client stopped sending its upload");
+          dispose();
+          controller.error(err);
+        }
+      },
+      cancel: dispose,
+    },
+    { highWaterMark: 0 },
+  );
+  return {
+    model,
+    contentType,
+    take: () => (taken ? null : ((taken = true), body)),
+    failure: () => failure,
+    dispose,
+  };
+}
