@@ -45,7 +45,15 @@ export interface CallContext {
 
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
   const { route, adapter } = ctx;
-  const admitted = deps.gate.admit({ request: ctx.request, clientIp: ctx.clientIp, requestId: ctx.requestId, body: ctx.body as AdmitInput["body"], bodyBytes: ctx.bodyBytes, route, maxCostMicro: adapter.maxCostMicro });
+  const admitted = deps.gate.admit({
+    request: ctx.request,
+    clientIp: ctx.clientIp,
+    requestId: ctx.requestId,
+    body: ctx.body as AdmitInput["body"],
+    bodyBytes: ctx.bodyBytes,
+    route,
+    maxCostMicro: adapter.maxCostMicro,
+  });
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
@@ -69,7 +77,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       route,
       upstreamPath: adapter.upstreamPath,
       payload: upload
-        ? () => upload.take()
+        ? (target) => upload.take(target.model)
         : (target) => {
             // The body is the gateway's own parse of the request: set the target's model name in place.
             ctx.body.model = target.model;
@@ -175,7 +183,6 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       },
     });
     return new Response(adapter.transformStream ? adapter.transformStream(stream) : stream, { status: 200, headers });
-
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;

@@ -50,7 +50,9 @@ const CALL_ERRORS: OpenAPIV3.ResponsesObject = {
     headers: { ...RATE_LIMIT_HEADERS, "retry-after": { description: "Seconds until a request would be allowed", schema: { type: "integer" } } },
   },
   502: errorDoc("Every upstream failed"),
-  503: errorDoc("Every upstream of the model is cooling down, paid models are paused while the database refuses to record credits, or the bodies being read at once reached server.max_body_bytes_in_flight; Retry-After says when to try again"),
+  503: errorDoc(
+    "Every upstream of the model is cooling down, paid models are paused while the database refuses to record credits, or the bodies being read at once reached server.max_body_bytes_in_flight; Retry-After says when to try again",
+  ),
   504: errorDoc("The upstream sent no headers within first_byte_timeout_ms"),
 };
 
@@ -60,7 +62,6 @@ function exampleChat(deps: AppDeps): Record<string, unknown> {
   const model = (models.find((m) => m.free) ?? models[0])?.id ?? "a model id from GET /v1/models";
   return { model, messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 };
 }
-
 
 export interface EndpointDoc {
   name: EndpointName;
@@ -99,43 +100,92 @@ function operation(name: EndpointName, operationId: string, summary: string, req
 
 export function endpointDocs(deps: AppDeps): EndpointDoc[] {
   const model = (name: EndpointName): string => exampleModel(deps, name);
-  const jsonOrStream = (what: string) => success(`${what}: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true`, { "application/json": ANY_JSON, "text/event-stream": { schema: { type: "string" } } });
+  const jsonOrStream = (what: string) =>
+    success(`${what}: a JSON object, or an event stream (data: lines, ending in data: [DONE]) with stream: true`, {
+      "application/json": ANY_JSON,
+      "text/event-stream": { schema: { type: "string" } },
+    });
   const docs: EndpointDoc[] = [
     {
       name: "chat",
       path: "/v1/chat/completions",
-      detail: operation("chat", "createChatCompletion", "Create a chat completion (JSON, or an event stream with stream: true)", jsonBody(ChatCompletionRequest, { model: model("chat"), messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 }), jsonOrStream("The completion")),
+      detail: operation(
+        "chat",
+        "createChatCompletion",
+        "Create a chat completion (JSON, or an event stream with stream: true)",
+        jsonBody(ChatCompletionRequest, { model: model("chat"), messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 }),
+        jsonOrStream("The completion"),
+      ),
     },
     {
       name: "completions",
       path: "/v1/completions",
-      detail: operation("completions", "createCompletion", "Create a text completion (legacy; `suffix` for fill-in-the-middle is passed through)", jsonBody(CompletionRequest, { model: model("completions"), prompt: "Once upon a time", max_tokens: 16 }), jsonOrStream("The completion")),
+      detail: operation(
+        "completions",
+        "createCompletion",
+        "Create a text completion (legacy; `suffix` for fill-in-the-middle is passed through)",
+        jsonBody(CompletionRequest, { model: model("completions"), prompt: "Once upon a time", max_tokens: 16 }),
+        jsonOrStream("The completion"),
+      ),
     },
     {
       name: "embeddings",
       path: "/v1/embeddings",
-      detail: operation("embeddings", "createEmbedding", "Create embeddings (the body is passed through untouched; usage.prompt_tokens is metered)", jsonBody(EmbeddingRequest, { model: model("embeddings"), input: ["The quick brown fox", "jumps over the lazy dog"] }), success("The embeddings, as the upstream sent them", { "application/json": ANY_JSON })),
+      detail: operation(
+        "embeddings",
+        "createEmbedding",
+        "Create embeddings (the body is passed through untouched; usage.prompt_tokens is metered)",
+        jsonBody(EmbeddingRequest, { model: model("embeddings"), input: ["The quick brown fox", "jumps over the lazy dog"] }),
+        success("The embeddings, as the upstream sent them", { "application/json": ANY_JSON }),
+      ),
     },
     {
       name: "rerank",
       path: "/v1/rerank",
-      detail: operation("rerank", "createRerank", "Rank documents by relevance to a query (Jina/Cohere shape, as llama.cpp and vLLM serve it; also at /rerank)", jsonBody(RerankRequest, { model: model("rerank"), query: "What is a panda?", documents: ["hi", "The giant panda is a bear native to China."], top_n: 2 }), success("The results, as the upstream sent them", { "application/json": ANY_JSON })),
+      detail: operation(
+        "rerank",
+        "createRerank",
+        "Rank documents by relevance to a query (Jina/Cohere shape, as llama.cpp and vLLM serve it; also at /rerank)",
+        jsonBody(RerankRequest, { model: model("rerank"), query: "What is a panda?", documents: ["hi", "The giant panda is a bear native to China."], top_n: 2 }),
+        success("The results, as the upstream sent them", { "application/json": ANY_JSON }),
+      ),
     },
     { name: "rerank", path: "/rerank", detail: { hide: true } },
     {
       name: "transcriptions",
       path: "/v1/audio/transcriptions",
-      detail: operation("transcriptions", "createTranscription", "Transcribe audio (a multipart upload, streamed through; charged price.request per call)", uploadBody(model("transcriptions"), "transcribe"), success("The transcription: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } })),
+      detail: operation(
+        "transcriptions",
+        "createTranscription",
+        "Transcribe audio (a multipart upload, streamed through; charged price.request per call)",
+        uploadBody(model("transcriptions"), "transcribe"),
+        success("The transcription: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } }),
+      ),
     },
     {
       name: "translations",
       path: "/v1/audio/translations",
-      detail: operation("translations", "createTranslation", "Translate audio into English text (a multipart upload, streamed through; charged price.request per call)", uploadBody(model("translations"), "translate"), success("The translation: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } })),
+      detail: operation(
+        "translations",
+        "createTranslation",
+        "Translate audio into English text (a multipart upload, streamed through; charged price.request per call)",
+        uploadBody(model("translations"), "translate"),
+        success("The translation: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } }),
+      ),
     },
     {
       name: "speech",
       path: "/v1/audio/speech",
-      detail: operation("speech", "createSpeech", "Generate speech from text (the audio is streamed back as it comes; charged price.request per call)", jsonBody(SpeechRequest, { model: model("speech"), input: "Hello from modelgate.", voice: "alloy" }), success("The audio, in the upstream's type (audio/mpeg for the default mp3)", { "audio/mpeg": { schema: { type: "string", format: "binary" } }, "application/octet-stream": { schema: { type: "string", format: "binary" } } })),
+      detail: operation(
+        "speech",
+        "createSpeech",
+        "Generate speech from text (the audio is streamed back as it comes; charged price.request per call)",
+        jsonBody(SpeechRequest, { model: model("speech"), input: "Hello from modelgate.", voice: "alloy" }),
+        success("The audio, in the upstream's type (audio/mpeg for the default mp3)", {
+          "audio/mpeg": { schema: { type: "string", format: "binary" } },
+          "application/octet-stream": { schema: { type: "string", format: "binary" } },
+        }),
+      ),
     },
   ];
   return docs;

@@ -59,7 +59,9 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
         throw new GatewayError("model_not_found", `The model "${body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
       }
       if (!route.endpoints.includes(adapter.name)) {
-        throw new GatewayError("invalid_request_error", `The model "${route.id}" does not serve ${adapter.paths[0]} (the ${adapter.name} endpoint); it serves: ${route.endpoints.join(", ")}`, { param: "model" });
+        throw new GatewayError("invalid_request_error", `The model "${route.id}" does not serve ${adapter.paths[0]} (the ${adapter.name} endpoint); it serves: ${route.endpoints.join(", ")}`, {
+          param: "model",
+        });
       }
       adapter.checkRoute?.(body, route);
       handled = true;

@@ -1,7 +1,8 @@
 /**
  * Finds the `model` field of a multipart/form-data body (RFC 7578) as its bytes go by, holding at
  * most one part's headers or the model's value, never a file: between them it keeps only the last
- * few bytes, where a delimiter could be split across two reads.
+ * few bytes, where a delimiter could be split across two reads. It also says where in the body the
+ * model's value lies, so that each target can be sent its own name for the model.
  */
 import { GatewayError } from "../errors";
 
@@ -22,10 +23,19 @@ function malformed(why: string): GatewayError {
   return new GatewayError("invalid_request_error", `The multipart upload is malformed: ${why}`);
 }
 
+/** The model's value: its text, and its bytes' offsets in the body [start, end). */
+export interface ModelField {
+  model: string;
+  start: number;
+  end: number;
+}
+
 export class ModelFieldScanner {
   private readonly delimiter: Buffer;
   /** The body is read as if it began with CRLF, so its first delimiter looks like every other. */
   private pending: Buffer = CRLF;
+  /** The offset in the body of pending's first byte. */
+  private base = -CRLF.length;
   private state: "delimiter" | "after-delimiter" | "headers" | "value" = "delimiter";
 
   constructor(boundary: string) {
@@ -33,17 +43,22 @@ export class ModelFieldScanner {
   }
 
   /** Feeds the next bytes; the model once its value is whole, else null. GatewayError (400) for a body with none or malformed. */
-  push(chunk: Uint8Array): string | null {
+  push(chunk: Uint8Array): ModelField | null {
     let pending = this.pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk]);
+    const skip = (bytes: number): void => {
+      pending = pending.subarray(bytes);
+      this.base += bytes;
+    };
     for (;;) {
       if (this.state === "delimiter") {
         const at = pending.indexOf(this.delimiter);
         if (at === -1) {
           // Only a delimiter's beginning can matter; a copy, so the chunk itself is not retained.
-          this.pending = Buffer.from(pending.subarray(Math.max(0, pending.length - this.delimiter.length + 1)));
+          skip(Math.max(0, pending.length - this.delimiter.length + 1));
+          this.pending = Buffer.from(pending);
           return null;
         }
-        pending = pending.subarray(at + this.delimiter.length);
+        skip(at + this.delimiter.length);
         this.state = "after-delimiter";
       }
       if (this.state === "after-delimiter") {
@@ -54,7 +69,7 @@ export class ModelFieldScanner {
           if (pending.length > MAX_PART_HEADER_BYTES) throw malformed("a delimiter line does not end");
           break;
         }
-        pending = pending.subarray(eol + 2);
+        skip(eol + 2);
         this.state = "headers";
       }
       if (this.state === "headers") {
@@ -65,16 +80,17 @@ export class ModelFieldScanner {
           break;
         }
         const name = /(?:^|\r\n)content-disposition:[^\r\n]*;\s*name=(?:"([^"]*)"|([^\s;]*))/i.exec(pending.subarray(0, Math.max(0, end)).toString("latin1"));
-        pending = pending.subarray(end + 4);
+        skip(end + 4);
         this.state = (name?.[1] ?? name?.[2]) === "model" ? "value" : "delimiter";
       }
       if (this.state === "value") {
         const at = pending.indexOf(this.delimiter);
         if (at === -1) {
-          if (pending.length > MAX_MODEL_BYTES + this.delimiter.length) throw new GatewayError("invalid_request_error", `The upload's model field is longer than ${MAX_MODEL_BYTES} bytes`, { param: "model" });
+          if (pending.length > MAX_MODEL_BYTES + this.delimiter.length)
+            throw new GatewayError("invalid_request_error", `The upload's model field is longer than ${MAX_MODEL_BYTES} bytes`, { param: "model" });
           break;
         }
-        return pending.subarray(0, at).toString("utf8").trim();
+        return { model: pending.subarray(0, at).toString("utf8").trim(), start: this.base, end: this.base + at };
       }
     }
     this.pending = Buffer.from(pending);

@@ -5,7 +5,7 @@
  * then in a temporary file, since clients often send the file before the model (the openai SDK
  * sends fields in the order the caller wrote them, `{ file, model }` in its own examples). Once
  * the model is known, the upstream reads the kept bytes and then the rest of the client's body,
- * at the pace the upstream takes them.
+ * at the pace the upstream takes them, with the model's value replaced by the target's name for it.
  *
  * Invariants: no upload passes `limit` bytes (refused on its declared length before any read, or
  * cut off when it gets there: overLimit); the temporary file is removed however the upload ends.
@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GatewayError } from "../errors";
 import { tooLarge } from "../body";
-import { ModelFieldScanner, multipartBoundary } from "./multipart-model";
+import { ModelFieldScanner, multipartBoundary, type ModelField } from "./multipart-model";
 
 /** Bytes before the model field kept in memory; past this they go to a temporary file. */
 export const SPOOL_MEMORY_BYTES = 1024 * 1024;
@@ -24,8 +24,8 @@ export interface Upload {
   model: string;
   /** The client's Content-Type, boundary included: the upstream is sent the body as it came. */
   contentType: string;
-  /** The body for the upstream, once (null after): an upload cannot be sent to a second target. */
-  take(): ReadableStream<Uint8Array> | null;
+  /** The body for a target that calls the model `model`, once (null after): an upload cannot be sent to a second target. */
+  take(model: string): ReadableStream<Uint8Array> | null;
   /** Why the body could not be sent whole (over the limit, the client stopped sending), or null. */
   failure(): GatewayError | null;
   /** Removes the temporary file and stops reading the client's body (idempotent). */
@@ -59,9 +59,9 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
       file.close().finally(() => unlink(path).catch(() => {}));
     }
   };
-  let model: string | null = null;
+  let field: ModelField | null = null;
   try {
-    while (model === null) {
+    while (field === null) {
       const { done, value } = await reader.read();
       if (done) {
         readerDone = true;
@@ -69,7 +69,7 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
       }
       seen += value.byteLength;
       if (seen > limit) throw tooLarge(limit);
-      model = scanner.push(value);
+      field = scanner.push(value);
       if (spool === null && keptBytes + value.byteLength <= SPOOL_MEMORY_BYTES) {
         kept.push(value);
         keptBytes += value.byteLength;
@@ -85,55 +85,72 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
     dispose();
     throw err;
   }
+  const { model } = field;
   if (model.length === 0) {
     dispose();
     throw new GatewayError("invalid_request_error", "The upload's model field is empty", { param: "model" });
   }
   let spooled: ReadableStreamDefaultReader<Uint8Array> | null = null as ReadableStreamDefaultReader<Uint8Array> | null;
   let taken = false;
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          const next = kept.shift();
-          if (next !== undefined) return controller.enqueue(next);
-          if (spool !== null) {
-            const spoolReader = (spooled ??= Bun.file(spool.path).stream().getReader() as ReadableStreamDefaultReader<Uint8Array>);
-            const part = await spoolReader.read();
-            if (!part.done) return controller.enqueue(part.value);
-            spooled = null;
-            const { path, file } = spool;
-            spool = null;
-            await file.close();
-            await unlink(path).catch(() => {});
-          }
-          const { done, value } = await reader.read();
-          if (done) {
-            readerDone = true;
-            return controller.close();
-          }
-          seen += value.byteLength;
-          if (seen > limit) {
-            failure = tooLarge(limit);
+  const body = (targetModel: string): ReadableStream<Uint8Array> => {
+    const emit = splicer(field, Buffer.from(targetModel));
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          try {
+            const next = kept.shift();
+            if (next !== undefined) return emit(controller, next);
+            if (spool !== null) {
+              const spoolReader = (spooled ??= Bun.file(spool.path).stream().getReader() as ReadableStreamDefaultReader<Uint8Array>);
+              const part = await spoolReader.read();
+              if (!part.done) return emit(controller, part.value);
+              spooled = null;
+              const { path, file } = spool;
+              spool = null;
+              await file.close();
+              await unlink(path).catch(() => {});
+            }
+            const { done, value } = await reader.read();
+            if (done) {
+              readerDone = true;
+              return controller.close();
+            }
+            seen += value.byteLength;
+            if (seen > limit) {
+              failure = tooLarge(limit);
+              dispose();
+              return controller.error(failure);
+            }
+            emit(controller, value);
+          } catch (err) {
+            failure ??= new GatewayError("client_closed_request", "the client stopped sending its upload");
             dispose();
-            return controller.error(failure);
+            controller.error(err);
           }
-          controller.enqueue(value);
-        } catch (err) {
-          failure ??= new GatewayError("client_closed_request", "the client stopped sending its upload");
-          dispose();
-          controller.error(err);
-        }
+        },
+        cancel: dispose,
       },
-      cancel: dispose,
-    },
-    { highWaterMark: 0 },
-  );
+      { highWaterMark: 0 },
+    );
+  };
   return {
     model,
     contentType,
-    take: () => (taken ? null : ((taken = true), body)),
+    take: (targetModel) => (taken ? null : ((taken = true), body(targetModel))),
     failure: () => failure,
     dispose,
+  };
+}
+
+/** Enqueues a body's chunks in order, with the bytes of `range` replaced by `replacement`. */
+function splicer(range: ModelField, replacement: Uint8Array): (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => void {
+  let offset = 0;
+  return (controller, chunk) => {
+    const from = offset;
+    const to = (offset += chunk.byteLength);
+    if (to <= range.start || from >= range.end) return controller.enqueue(chunk);
+    if (range.start > from) controller.enqueue(chunk.subarray(0, range.start - from));
+    if (range.start >= from) controller.enqueue(replacement);
+    if (range.end < to) controller.enqueue(chunk.subarray(range.end - from));
   };
 }

@@ -32,7 +32,7 @@ describe("POST /v1/chat/completions validation", () => {
     ["empty model", { model: "", messages: user }, /model/],
     ["missing messages", { model: "m1" }, /messages/],
     ["empty messages", { model: "m1", messages: [] }, /messages/],
-    ["bad role", { model: "m1", messages: [{ role: "robot", content: "x" }] }, /messages\[0\]\.role: must be one of system, user, assistant, tool/],
+    ["bad role", { model: "m1", messages: [{ role: "robot", content: "x" }] }, /messages\[0\]\.role: must be one of system, developer, user, assistant, tool/],
     ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content: expected string or array or null$/],
     ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content: required/],
     ["null content on a user message", { model: "m1", messages: [{ role: "user", content: null }] }, /messages\[0\]\.content: required/],

@@ -1,9 +1,12 @@
 /**
  * The only stand-in in the test suite: a small OpenAI-compatible model server speaking the real
- * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk).
+ * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk,
+ * and the other model endpoints of ./mock-endpoints.ts).
  * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
+import { completionAnswer, embeddingAnswer, MOCK_PATHS, readUploadSeen, rerankAnswer, speechAnswer, transcriptionAnswer } from "./mock-endpoints";
+
 export interface MockBehaviour {
   /** Answer every chat request with this status and an OpenAI error body. */
   failWith?: number;
@@ -29,13 +32,15 @@ export interface MockBehaviour {
    * neither (a server's own default, as vLLM's is the context length): reported as the usage.
    */
   ownDefaultMaxTokens?: number;
+  /** Bytes of audio /v1/audio/speech streams back. */
+  speechBytes?: number;
 }
 
 export interface MockUpstream {
   url: string;
   port: number;
   behaviour: MockBehaviour;
-  /** The first RECORDED_LIMIT chat requests (a long benchmark run must not grow without bound). */
+  /** The first RECORDED_LIMIT requests (a long benchmark run must not grow without bound); an upload's body is what the mock read of it. */
   requests: Array<{ path: string; body: any; text: string; headers: Record<string, string> }>;
   /** Streams the client (the gateway) cancelled before they ended. */
   cancelledStreams: number;
@@ -59,6 +64,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         const ids = behaviour.models ?? ["mock-small", "mock-large"];
         return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
       }
+      if (MOCK_PATHS.includes(url.pathname) && request.method === "POST") return otherEndpoint(url.pathname, request);
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
@@ -94,6 +100,24 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       });
     },
   });
+  async function otherEndpoint(path: string, request: Request): Promise<Response> {
+    const headers = Object.fromEntries(request.headers);
+    const upload = path.startsWith("/v1/audio/") && path !== "/v1/audio/speech";
+    const seen = upload ? await readUploadSeen(request) : null;
+    const text = seen ? "" : await request.text();
+    const body = seen ?? (JSON.parse(text) as Record<string, any>);
+    if (requests.length < RECORDED_LIMIT) requests.push({ path, body, text, headers });
+    if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
+    if (behaviour.failWith) {
+      return Response.json({ error: { message: `mock failure ${behaviour.failWith}`, type: "server_error", param: null, code: null } }, { status: behaviour.failWith });
+    }
+    const options = { words: behaviour.words ?? DEFAULT_WORDS, usage: behaviour.usage, noUsage: behaviour.noUsage, speechBytes: behaviour.speechBytes };
+    if (seen) return transcriptionAnswer(seen, path.endsWith("translations"));
+    if (path === "/v1/completions") return completionAnswer(body, options);
+    if (path === "/v1/embeddings") return embeddingAnswer(body, options);
+    if (path === "/v1/audio/speech") return speechAnswer(body, options);
+    return rerankAnswer(body, options);
+  }
   const mock: MockUpstream = {
     url: `http://127.0.0.1:${server.port}/v1`,
     port: server.port!,
