@@ -42,9 +42,22 @@ export class ModelFieldScanner {
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
   }
 
+  /**
+   * What is pending with `bytes` after it. Between parts (a file's bytes, mostly) without copying
+   * the chunk: unless a delimiter spans the join, what is pending starts in the chunk itself.
+   */
+  private joined(bytes: Buffer): Buffer {
+    const short = bytes.length < this.delimiter.length - 1; // the seam would not hold every delimiter begun in pending
+    if (this.state !== "delimiter" || this.pending.length >= this.delimiter.length || short) return Buffer.concat([this.pending, bytes]);
+    const seam = Buffer.concat([this.pending, bytes.subarray(0, this.delimiter.length - 1)]);
+    if (seam.indexOf(this.delimiter) !== -1) return Buffer.concat([this.pending, bytes]);
+    this.base += this.pending.length;
+    return bytes;
+  }
+
   /** Feeds the next bytes; the model once its value is whole, else null. GatewayError (400) for a body with none or malformed. */
   push(chunk: Uint8Array): ModelField | null {
-    let pending = this.pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk]);
+    let pending = this.joined(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     const skip = (bytes: number): void => {
       pending = pending.subarray(bytes);
       this.base += bytes;

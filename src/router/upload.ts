@@ -8,7 +8,10 @@
  * at the pace the upstream takes them, with the model's value replaced by the target's name for it.
  *
  * Invariants: no upload passes `limit` bytes (refused on its declared length before any read, or
- * cut off when it gets there: overLimit); the temporary file is removed however the upload ends.
+ * cut off when it gets there); the temporary file is removed however the upload ends; memory stays
+ * flat however large the upload: every chunk read in JavaScript is garbage a moment later, and the
+ * collector, which does not count the buffers' bytes as pressure, would let megabytes of them pile
+ * up (a 20 MB upload grew the process by 10 to 25 MB), so a collection runs every COLLECT_EVERY_BYTES.
  */
 import { open, unlink, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,7 +21,11 @@ import { tooLarge } from "../body";
 import { ModelFieldScanner, multipartBoundary, type ModelField } from "./multipart-model";
 
 /** Bytes before the model field kept in memory; past this they go to a temporary file. */
-export const SPOOL_MEMORY_BYTES = 1024 * 1024;
+export const SPOOL_MEMORY_BYTES = 256 * 1024;
+/** The piece of the temporary file read per pull. */
+const SPOOL_READ_BYTES = 128 * 1024;
+/** An upload's bytes handled between two garbage collections (see the header). */
+const COLLECT_EVERY_BYTES = 1024 * 1024;
 
 export interface Upload {
   model: string;
@@ -48,6 +55,14 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
   let keptBytes = 0;
   let spool: { path: string; file: FileHandle } | null = null;
   let seen = 0;
+  let sinceCollected = 0;
+  /** Counts bytes handled, collecting garbage every COLLECT_EVERY_BYTES. */
+  const handled = (bytes: number): void => {
+    sinceCollected += bytes;
+    if (sinceCollected < COLLECT_EVERY_BYTES) return;
+    sinceCollected = 0;
+    Bun.gc(true);
+  };
   let failure: GatewayError | null = null;
   let readerDone = false;
   const dispose = (): void => {
@@ -69,6 +84,7 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
       }
       seen += value.byteLength;
       if (seen > limit) throw tooLarge(limit);
+      handled(value.byteLength);
       field = scanner.push(value);
       if (spool === null && keptBytes + value.byteLength <= SPOOL_MEMORY_BYTES) {
         kept.push(value);
@@ -90,10 +106,15 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
     dispose();
     throw new GatewayError("invalid_request_error", "The upload's model field is empty", { param: "model" });
   }
-  let spooled: ReadableStreamDefaultReader<Uint8Array> | null = null as ReadableStreamDefaultReader<Uint8Array> | null;
+  /** How far the spool file has been sent on. */
+  let spooledOut = 0;
   let taken = false;
   const body = (targetModel: string): ReadableStream<Uint8Array> => {
-    const emit = splicer(field, Buffer.from(targetModel));
+    const splice = splicer(field, Buffer.from(targetModel));
+    const emit = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): void => {
+      handled(chunk.byteLength);
+      splice(controller, chunk);
+    };
     return new ReadableStream<Uint8Array>(
       {
         async pull(controller) {
@@ -101,10 +122,10 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
             const next = kept.shift();
             if (next !== undefined) return emit(controller, next);
             if (spool !== null) {
-              const spoolReader = (spooled ??= Bun.file(spool.path).stream().getReader() as ReadableStreamDefaultReader<Uint8Array>);
-              const part = await spoolReader.read();
-              if (!part.done) return emit(controller, part.value);
-              spooled = null;
+              // Read a piece per pull, as the upstream takes them: a file stream would read ahead.
+              const { bytesRead, buffer } = await spool.file.read(Buffer.allocUnsafe(SPOOL_READ_BYTES), 0, SPOOL_READ_BYTES, spooledOut);
+              spooledOut += bytesRead;
+              if (bytesRead > 0) return emit(controller, buffer.subarray(0, bytesRead));
               const { path, file } = spool;
               spool = null;
               await file.close();

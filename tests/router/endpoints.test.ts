@@ -21,7 +21,7 @@ function gateway(extra: Record<string, unknown> = {}, upstreams = [start()]) {
   });
 }
 
-const post = (path: string, body: BodyInit, headers: Record<string, string> = { "content-type": "application/json" }): RequestInit => ({ method: "POST", headers, body });
+const post = (path: string, body: RequestInit["body"], headers: Record<string, string> = { "content-type": "application/json" }): RequestInit => ({ method: "POST", headers, body });
 
 function upload(fields: Array<[string, string | Blob]>): FormData {
   const form = new FormData();
@@ -29,7 +29,7 @@ function upload(fields: Array<[string, string | Blob]>): FormData {
   return form;
 }
 
-const BAD_INPUT: Array<[string, string, BodyInit, Record<string, string>?]> = [
+const BAD_INPUT: Array<[string, string, RequestInit["body"], Record<string, string>?]> = [
   ["/v1/completions", "not JSON", "{"],
   ["/v1/completions", "no prompt", JSON.stringify({ model: "m" })],
   ["/v1/completions", "max_tokens a string", JSON.stringify({ model: "m", prompt: "x", max_tokens: "5" })],

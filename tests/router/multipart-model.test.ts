@@ -32,8 +32,11 @@ describe("ModelFieldScanner", () => {
       expect(found?.model).toBe("whisper-1");
       expect(Buffer.from(bytes.subarray(found!.start, found!.end)).toString()).toBe("whisper-1");
     }
-    // One byte at a time.
-    expect(scan(bytes, boundary, Array.from({ length: bytes.length - 1 }, (_, i) => i + 1))?.model).toBe("whisper-1");
+    // In reads of every size from one byte to past a delimiter's length.
+    for (let size = 1; size <= 80; size++) {
+      const cuts = Array.from({ length: Math.ceil(bytes.length / size) - 1 }, (_, i) => (i + 1) * size);
+      expect(scan(bytes, boundary, cuts)?.model).toBe("whisper-1");
+    }
   });
 
   test("a file whose content looks like a model field is not taken for one", async () => {
