@@ -43,7 +43,7 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       let bodyBytes: number;
       const declared = declaredLength(request);
       if (adapter.input === "json") {
-        if (request.headers.get("content-type")?.toLowerCase().startsWith("multipart/")) throw expectsJson();
+        if (isMultipart(request.headers.get("content-type"))) throw expectsJson();
         const text = await readBodyText(request, maxBody, declared, budget);
         const parsed = parseJsonBody(text, maxBody);
         bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
@@ -88,6 +88,11 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       return render(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
     }
   };
+}
+
+/** A multipart Content-Type (matched without a copy of the header on the usual JSON request). */
+function isMultipart(contentType: string | null): boolean {
+  return contentType !== null && (contentType.charCodeAt(0) | 32) === 109 && /^multipart\//i.test(contentType);
 }
 
 function expectsJson(): GatewayError {

@@ -58,7 +58,8 @@ export const chatAdapter: EndpointAdapter = {
       const param = `messages[${missing}].content`;
       throw new GatewayError("invalid_request_error", `Invalid request body: ${param}: required (a string or an array; null only on an assistant message with tool_calls)`, { param });
     }
-    for (const message of body.messages) if (message.role === "developer") (body as Record<symbol, unknown>)[DEVELOPER] = (message as Record<symbol, unknown>)[DEVELOPER] = true;
+    const messages = body.messages as Array<Record<string | symbol, unknown>>;
+    for (let i = 0; i < messages.length; i++) if (messages[i].role === "developer") (body as Record<symbol, unknown>)[DEVELOPER] = messages[i][DEVELOPER] = true;
   },
   checkRoute: checkCompletionLimit,
   payload(body, target, tokenLimit) {
