@@ -36,8 +36,8 @@ export interface AdmitInput {
   clientIp: () => string;
   requestId: string;
   route: ModelRoute;
-  /** The validated chat request body. */
-  body: { model: string; max_tokens?: number | null; messages: unknown[] } & Record<string, unknown>;
+  /** The validated request body (an upload's: its model alone). */
+  body: { model: string } & Record<string, unknown>;
   /** The body's size in bytes as received (the prompt estimate of ../credits/price.ts). */
   bodyBytes: number;
   /** The most the call may cost, by its endpoint (../router/adapters/types.ts); chat's maxCostMicro when absent. */

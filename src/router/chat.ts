@@ -7,7 +7,7 @@
  * it never leaves credits held.
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
+import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
 import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forward, type Forwarded } from "./forward";
@@ -49,7 +49,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     request: ctx.request,
     clientIp: ctx.clientIp,
     requestId: ctx.requestId,
-    body: ctx.body as AdmitInput["body"],
+    body: ctx.body,
     bodyBytes: ctx.bodyBytes,
     route,
     maxCostMicro: adapter.maxCostMicro,

@@ -67,7 +67,7 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       handled = true;
       return await handleCall(deps, { request, adapter, upload, route, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
     } catch (err) {
-      if (!handled) upload?.dispose();
+      upload?.dispose();
       if (err instanceof GatewayError) {
         // Refused before admission (a bad body, an unknown model): an invalid credential is answered
         // first, and it is recorded here like any other request (handleCall recorded the rest).

@@ -99,7 +99,8 @@ export async function readUpload(request: Request, limit: number): Promise<Uploa
     }
   } catch (err) {
     dispose();
-    throw err;
+    // A body that breaks off (the client left) is its client's doing, not an error of the gateway's.
+    throw err instanceof GatewayError ? err : new GatewayError("client_closed_request", "the client stopped sending its upload");
   }
   const { model } = field;
   if (model.length === 0) {

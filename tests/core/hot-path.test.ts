@@ -20,7 +20,7 @@ describe("request log line", () => {
     const lines = writes.join("").trim().split("\n").map((l) => JSON.parse(l));
     expect(lines[0]).toEqual({
       time: "2026-01-02T00:00:00.000Z", level: "info", msg: "request", request_id: "req_1", identity: "anonymous", user_id: null,
-      key_id: null, model: 'we"ird\\model\n名前', upstream: null, status: 200, prompt_tokens: 1, completion_tokens: 2,
+      key_id: null, model: 'we"ird\\model\n名前', endpoint: "chat", upstream: null, status: 200, prompt_tokens: 1, completion_tokens: 2,
       cost_micro: 0, duration_ms: 1.23, upstream_ms: 1, overhead_ms: 0.23,
     });
     expect(lines[1]).toMatchObject({ request_id: "req_2", user_id: 7, key_id: "key_abc", upstream: 'up"stream' });

@@ -74,8 +74,8 @@ describe("request sink", () => {
     sink = createRequestSink({ observe: metrics.observe, logLines: () => {}, insert: () => {} });
     sink.push(record(1));
     sink.push({ ...record(2), status: 429, upstream: null });
-    expect(metrics.render()).toContain('modelgate_requests_total{model="m",upstream="u",identity="anonymous",status="200"} 1');
-    expect(metrics.requests.get(["m", "", "anonymous", "429"])).toBe(1);
+    expect(metrics.render()).toContain('modelgate_requests_total{model="m",endpoint="chat",upstream="u",identity="anonymous",status="200"} 1');
+    expect(metrics.requests.get(["m", "chat", "", "anonymous", "429"])).toBe(1);
     sink.close();
   });
 });

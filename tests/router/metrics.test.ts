@@ -215,7 +215,7 @@ describe("request log lines", () => {
     expect(lines()).toEqual([
       {
         time: "2026-01-01T00:00:00.000Z", level: "info", msg: "request", request_id: "req_1", identity: "api_key", user_id: 3,
-        key_id: "key_abc", model: "m", upstream: "b", status: 200, prompt_tokens: 10, completion_tokens: 5, cost_micro: 20_000,
+        key_id: "key_abc", model: "m", endpoint: "chat", upstream: "b", status: 200, prompt_tokens: 10, completion_tokens: 5, cost_micro: 20_000,
         duration_ms: 12.35, upstream_ms: 10.1, overhead_ms: 2.25,
       },
       expect.objectContaining({ request_id: "req_2", level: "warn", status: 502, upstream: null }),
