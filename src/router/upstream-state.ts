@@ -9,7 +9,8 @@
 import type { UpstreamConfig } from "../config/schema";
 import { MIN_REDACTED, percentDecoded, urlSecretParts } from "../config/secrets";
 import { VERSION } from "../version";
-import { http1Post, type Http1Origin } from "./http1";
+import { http1Post } from "./http1";
+import { createPost, endpointUrl, type UpstreamPost } from "./upstream-post";
 import { fetchPost, USES_PROXY, type UpstreamExchange } from "./upstream-client";
 
 export type CircuitState = "closed" | "open" | "half-open";
@@ -52,7 +53,7 @@ export interface UpstreamState extends Circuit {
    * Sends one request to `path` under base_url: JSON text by the same client as chat, or a
    * stream (an upload, with the client's Content-Type) through fetch, which streams a request body.
    */
-  post: (path: string, body: string | ReadableStream<Uint8Array>, contentType?: string) => UpstreamExchange;
+  post: UpstreamPost;
   /** postChat goes through fetch, which has no connect timeout of its own (./connect.ts). */
   viaFetch: boolean;
   lastError: string | null;
@@ -89,25 +90,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\naccept-encoding: identity\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
   };
   const postChat = viaFetch ? (body: string) => fetchPost(config.name, chatUrl.href, headers, body) : (body: string) => http1Post(origin, body);
-  /** Per path: its URL, and the http1 client's origin for it (its own idle connections). */
-  const paths = new Map<string, { url: URL; origin: Http1Origin }>();
-  const pathFor = (path: string) => {
-    let known = paths.get(path);
-    if (!known) {
-      const url = endpointUrl(base, path);
-      const jsonHeaders = { ...headers, accept: "*/*" };
-      const lines = Object.entries(jsonHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-      known = { url, origin: { ...origin, requestHead: `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\naccept-encoding: identity\r\n${lines}` } };
-      paths.set(path, known);
-    }
-    return known;
-  };
-  const post = (path: string, body: string | ReadableStream<Uint8Array>, contentType = "application/json"): UpstreamExchange => {
-    if (path === "chat/completions" && typeof body === "string") return postChat(body);
-    const { url, origin } = pathFor(path);
-    if (typeof body === "string" && !viaFetch) return http1Post(origin, body);
-    return fetchPost(config.name, url.href, { ...headers, accept: "*/*", "content-type": contentType }, body);
-  };
+  const post = createPost({ name: config.name, base, headers, origin, viaFetch, postChat });
   return {
     name: config.name,
     config,
@@ -129,19 +112,6 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     successes: 0,
     failures: 0,
   };
-}
-
-/**
- * `endpoint` under base_url: appended to its path, its query kept (`?api-version=…`), its fragment
- * dropped, and its user and password left out (they travel as a header: basicAuthorization).
- */
-function endpointUrl(base: URL, endpoint: string): URL {
-  const url = new URL(base.href);
-  url.pathname = `${url.pathname.replace(/\/+$/, "")}/${endpoint}`;
-  url.hash = "";
-  url.username = "";
-  url.password = "";
-  return url;
 }
 
 /**
