@@ -33,7 +33,7 @@ export interface AppDeps {
   now: () => number;
   version: string;
   startedAt: number;
-  /** One call per finished /v1/chat/completions request (request log, metrics). Must not block. */
+  /** One call per finished /v1 model request (request log, metrics). Must not block. */
   onRequestDone: (record: RequestRecord) => void;
   /** Extra sections for /api/status contributed by optional parts (webhooks, settlements). */
   statusSections: Array<() => Record<string, unknown>>;

@@ -42,7 +42,7 @@ const CIRCUIT_STATES: CircuitState[] = ["closed", "half-open", "open"];
 
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
   const requests = new Counter("modelgate_requests_total", "Finished requests to the model endpoints (endpoint: chat, completions, embeddings, rerank, transcriptions, translations, speech).", ["model", "endpoint", "upstream", "identity", "status"]);
-  const rateLimited = new Counter("modelgate_rate_limited_total", "Chat requests refused with 429 by the gateway's rate limits.", ["identity"]);
+  const rateLimited = new Counter("modelgate_rate_limited_total", "Model requests refused with 429 by the gateway's rate limits.", ["identity"]);
   const tokens = new Counter("modelgate_tokens_total", "Tokens metered, as reported by upstreams (estimated for broken streams).", ["model", "type"]);
   const credits = new Counter("modelgate_credits_total", "Credits charged (1 credit = 1,000,000 micro-credits).", ["model"]);
   const total = new Histogram("modelgate_request_duration_seconds", "Total time of a model request, streams until their last byte.", ["model", "endpoint"], LATENCY_BUCKETS);

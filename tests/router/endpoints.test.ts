@@ -61,6 +61,27 @@ describe("bad input on every endpoint", () => {
     expect(gw.records.map((r) => [r.status, r.costMicro])).toEqual([[400, 0]]);
   });
 
+  test("odd bodies to every endpoint: a 4xx in the error shape, never a 500", async () => {
+    const gw = gateway();
+    const paths = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", "/v1/audio/speech", "/v1/audio/transcriptions", "/v1/audio/translations"];
+    const bodies: Array<[RequestInit["body"], Record<string, string>]> = [
+      ["", {}],
+      ["null", { "content-type": "application/json" }],
+      ['{"model":1}', { "content-type": "application/json" }],
+      ['{"model":"nope","input":"x","prompt":"x","messages":[{"role":"user","content":"x"}],"query":"q","documents":["d"],"voice":"v"}', { "content-type": "application/json" }],
+      [new Uint8Array([0, 255, 13, 10, 45, 45]), { "content-type": "multipart/form-data; boundary=x" }],
+      ["--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nnope\r\n--x--\r\n", { "content-type": "multipart/form-data; boundary=x" }],
+    ];
+    for (const path of paths) {
+      for (const [body, headers] of bodies) {
+        const res = await gw.request(path, { method: "POST", headers, body });
+        expect([400, 404]).toContain(res.status);
+        expect((await json(res)).error.message.length).toBeGreaterThan(0);
+      }
+    }
+    expect(gw.records.every((r) => r.costMicro === 0 && r.upstream === null)).toBe(true);
+  });
+
   test("the content-type errors say what was expected", async () => {
     const gw = gateway();
     const toUpload = await json(await gw.request("/v1/audio/transcriptions", post("/", JSON.stringify({ model: "m" }))));
