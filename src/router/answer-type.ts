@@ -67,3 +67,12 @@ function mediaType(contentType: string): string | null {
 function isJson(type: string | null): boolean {
   return type === "application/json" || (type !== null && /^application\/[\w.-]+\+json$/.test(type));
 }
+
+/**
+ * The type audio is relayed with: the upstream's when it is audio (or the event stream some
+ * servers speak in), else application/octet-stream: an upstream's text/html relayed as it came
+ * would render as a page of the gateway's origin (see the header).
+ */
+export function audioType(contentType: string | null): string {
+  return contentType !== null && /^(audio\/[\w.+-]+|text\/event-stream)\s*(;[^,]*)?$/i.test(contentType) ? contentType : "application/octet-stream";
+}

@@ -20,7 +20,7 @@ import { completionLimit } from "../credits/price";
 import { costMicro, type Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutSecrets } from "./upstream-text";
-import { declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
+import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
 import type { CallBody, EndpointAdapter } from "./adapters/types";
@@ -193,7 +193,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
 function relayedBytes(deps: AppDeps, served: Served, forwarded: Forwarded, headers: Record<string, string>, done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">): Response {
   const { reply, target } = forwarded;
   const { ctx } = served;
-  headers["content-type"] = reply.header("content-type") ?? "application/octet-stream";
+  headers["content-type"] = audioType(reply.header("content-type"));
   headers["x-content-type-options"] = "nosniff";
   const bodyStartedAt = performance.now();
   const stream = relayBytes(reply.body(), {

@@ -110,6 +110,42 @@ describe("bad input on every endpoint", () => {
   });
 });
 
+describe("uploads and audio", () => {
+  test("an upload that passes max_body_bytes after its model field is cut off with a 413, not charged, the target not blamed", async () => {
+    const upstream = start();
+    const gw = gateway({}, [upstream]);
+    const form = upload([["model", "m"], ["file", new Blob([new Uint8Array(8192)])]]);
+    const request = new Request("http://localhost/", { method: "POST", body: form });
+    const type = request.headers.get("content-type")!;
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    // In reads of 1 KiB: the model field is found, the upload is under way, then it passes the limit.
+    let at = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (at >= bytes.length) return controller.close();
+        controller.enqueue(bytes.slice(at, (at += 1024)));
+      },
+    });
+    const res = await gw.request("/v1/audio/transcriptions", { method: "POST", headers: { "content-type": type }, body, duplex: "half" } as RequestInit);
+    expect(res.status).toBe(413);
+    expect((await json(res)).error.code).toBe("payload_too_large");
+    expect(gw.records.map((r) => [r.status, r.costMicro])).toEqual([[413, 0]]);
+    expect(gw.deps.registry.resolve("m")!.targets[0].circuit.consecutiveFailures).toBe(0);
+  });
+
+  test("speech is relayed as audio, and an upstream's type that is not audio as octet-stream", async () => {
+    const upstream = start({ speechBytes: 1000 });
+    const gw = gateway({}, [upstream]);
+    const res = await gw.request("/v1/audio/speech", post("/", JSON.stringify({ model: "m", input: "hi", voice: "alloy", response_format: "wav" })));
+    expect(res.headers.get("content-type")).toBe("audio/wav");
+    expect((await res.arrayBuffer()).byteLength).toBe(1000);
+    const { audioType } = await import("../../src/router/answer-type");
+    expect(audioType("text/html")).toBe("application/octet-stream");
+    expect(audioType("audio/mpeg, text/html")).toBe("application/octet-stream");
+    expect(audioType("audio/ogg; codecs=opus")).toBe("audio/ogg; codecs=opus");
+  });
+});
+
 describe("one front door", () => {
   test("a chat body over max_body_bytes through app.handle is answered and recorded as the server's route answers it", async () => {
     const gw = gateway();
