@@ -54,7 +54,7 @@ function withoutFences(text: string): string {
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen. */
-export function slug(heading: string): string {
+function slug(heading: string): string {
   return heading
     .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
     .toLowerCase()
@@ -89,7 +89,7 @@ function links(doc: Doc): Array<{ target: string; line: number }> {
 }
 
 /** Why a link is broken, or null when it reaches its file and heading. */
-export function brokenLink(from: string, target: string): string | null {
+function brokenLink(from: string, target: string): string | null {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return null; // http:, https:, mailto:
   const [path, fragment] = target.split("#", 2);
   const file = path === "" ? from : resolve(dirname(from), decodeURIComponent(path));
@@ -99,11 +99,18 @@ export function brokenLink(from: string, target: string): string | null {
   return anchors(file).has(fragment) ? null : `no heading #${fragment} in ${relative(ROOT, file)}`;
 }
 
+/** What the key lookup reads of a TypeBox schema. */
+interface SchemaNode {
+  type?: string;
+  items?: SchemaNode;
+  properties?: Record<string, SchemaNode>;
+}
+
 /** The schema of the key at `path` (arrays of tables step into their items), or null. */
-export function schemaAt(path: string[]): object | null {
-  let schema: any = ConfigSchema;
+function schemaAt(path: string[]): SchemaNode | null {
+  let schema = ConfigSchema as SchemaNode;
   for (const key of path) {
-    if (schema.type === "array") schema = schema.items;
+    if (schema.type === "array" && schema.items) schema = schema.items;
     if (schema.type !== "object" || !schema.properties || !Object.hasOwn(schema.properties, key)) return null;
     schema = schema.properties[key];
   }
@@ -124,7 +131,7 @@ function tomlKeys(value: unknown, path: string[], into: string[][]): void {
 }
 
 /** Every config key a document names (see the header for the convention), with where. */
-export function namedKeys(doc: Pick<Doc, "text" | "prose">): Array<{ key: string[]; where: string }> {
+function namedKeys(doc: Pick<Doc, "text" | "prose">): Array<{ key: string[]; where: string }> {
   const named: Array<{ key: string[]; where: string }> = [];
   for (const block of doc.text.matchAll(/^```toml\n([\s\S]*?)^```/gm)) {
     const root = /^#\s*webhooks\.toml\b/.test(block[1]) ? ["webhooks"] : [];
