@@ -84,7 +84,10 @@ export function createVerifier(endpoint: WebhookEndpointConfig, options: Verifie
     case "hmac-sha256":
       return { needsBody: true, refusal: (headers, body) => hmacRefusal(secret, headers, body) };
     case "standard-webhooks": {
-      const check = { key: standardWebhooksKey(secret)!, toleranceS: endpoint.tolerance_s ?? DEFAULT_TOLERANCE_S, now: options.now };
+      const key = standardWebhooksKey(secret);
+      // The config refuses such a secret; a library caller's own config is told here, at start-up.
+      if (key === null) throw new Error(`webhook endpoint ${endpoint.path}: the secret is not a whsec_ key`);
+      const check = { key, toleranceS: endpoint.tolerance_s ?? DEFAULT_TOLERANCE_S, now: options.now };
       return { needsBody: true, refusal: (headers, body) => standardWebhooksRefusal(check, headers, body ?? new Uint8Array(0)) };
     }
   }
