@@ -22,7 +22,10 @@ const HEX_64 = /^[0-9a-fA-F]{64}$/;
 export interface Verifier {
   /** Whether the mode can decide from the headers alone (before reading the body). */
   readonly needsBody: boolean;
-  /** Why the request is refused, or null when it passes. */
+  /**
+   * Why the request is refused, or null when it passes. With `body` null it decides what the
+   * headers alone can (a missing header, a stale timestamp), so that is refused before any body is read.
+   */
   refusal(headers: Headers, body: Uint8Array | null): string | null;
 }
 
@@ -66,7 +69,8 @@ export interface VerifierOptions {
 function hmacRefusal(secret: string, headers: Headers, body: Uint8Array | null): string | null {
   const header = firstSignatureHeader(headers);
   if (header === null) return `no ${SIGNATURE_HEADERS.join(", ")} header`;
-  return body !== null && verifySignature(secret, header, body) ? null : "the signature does not match the body";
+  if (body === null) return null;
+  return verifySignature(secret, header, body) ? null : "the signature does not match the body";
 }
 
 /** Builds the verifier once per endpoint at start-up (config has validated the secret). */
@@ -88,7 +92,7 @@ export function createVerifier(endpoint: WebhookEndpointConfig, options: Verifie
       // The config refuses such a secret; a library caller's own config is told here, at start-up.
       if (key === null) throw new Error(`webhook endpoint ${endpoint.path}: the secret is not a whsec_ key`);
       const check = { key, toleranceS: endpoint.tolerance_s ?? DEFAULT_TOLERANCE_S, now: options.now };
-      return { needsBody: true, refusal: (headers, body) => standardWebhooksRefusal(check, headers, body ?? new Uint8Array(0)) };
+      return { needsBody: true, refusal: (headers, body) => standardWebhooksRefusal(check, headers, body) };
     }
   }
 }

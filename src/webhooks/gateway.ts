@@ -4,8 +4,9 @@
  * fetch handler with a Map lookup per request).
  *
  * Per request, in this order: 404 unknown path; 405 (with Allow) for anything but POST; 413 when
- * Content-Length is over max_body_bytes; header-only auth (bearer, api-key) -> 401; the body is
- * read up to the limit (413 also for chunked bodies); HMAC or Standard Webhooks -> 401; durable
+ * Content-Length is over max_body_bytes; what the headers alone decide (bearer, api-key; a missing
+ * signature header, a stale timestamp) -> 401; the body is read up to the limit (413 also for
+ * chunked bodies); HMAC or Standard Webhooks signature over it -> 401; durable
  * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
  * written, or its undelivered calls already hold max_pending_bytes, the answer is 503 with
  * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as
@@ -124,10 +125,8 @@ export class WebhookGateway {
     const declared = request.headers.get("content-length");
     if (declared !== null && Number(declared) > this.maxBody) return this.tooLarge();
     const { verifier } = route;
-    if (!verifier.needsBody) {
-      const refusal = verifier.refusal(request.headers, null);
-      if (refusal !== null) return this.unauthorized(path, refusal, id);
-    }
+    const early = verifier.refusal(request.headers, null);
+    if (early !== null) return this.unauthorized(path, early, id);
     let body: Uint8Array | null;
     try {
       body = await readBody(request, this.maxBody, this.budget);

@@ -55,8 +55,8 @@ export interface StandardWebhooksCheck {
   now: () => number;
 }
 
-/** Why the request must be refused, or null when it is signed and on time. */
-export function standardWebhooksRefusal(check: StandardWebhooksCheck, headers: Headers, body: Uint8Array): string | null {
+/** Why the request must be refused, or null when it is signed and on time (with `body` null: its headers are complete and on time). */
+export function standardWebhooksRefusal(check: StandardWebhooksCheck, headers: Headers, body: Uint8Array | null): string | null {
   const values = HEADERS.map((name) => headers.get(name) ?? "");
   const missing = HEADERS.filter((_, i) => values[i] === "");
   if (missing.length > 0) return `no ${missing.join(", ")} header`;
@@ -67,6 +67,7 @@ export function standardWebhooksRefusal(check: StandardWebhooksCheck, headers: H
     const side = skew > 0 ? "old" : "ahead of this clock";
     return `${TIMESTAMP_HEADER} ${timestamp} is ${Math.abs(skew)} s ${side}, outside the ${check.toleranceS} s tolerance`;
   }
+  if (body === null) return null;
   const expected = digest(check.key, id, timestamp, body);
   const found = signatures.split(" ").some((entry) => matches(entry, expected));
   return found ? null : `no v1 signature in ${SIGNATURE_HEADER} matches`;

@@ -34,6 +34,7 @@ const t = buildTestGateway({
     { path: "/sw", job_id: 21, auth: "standard-webhooks", secret: "env:SW_SECRET" },
     { path: "/sw-short", job_id: 22, auth: "standard-webhooks", secret: SECRET, tolerance_s: 10 },
     { path: "/bearer", job_id: 23, auth: "bearer", secret: "tok-123" },
+    { path: "/hmac", job_id: 24, auth: "hmac-sha256", secret: "hmac-key" },
   ],
   // Shorter than a replay can stay on time: ids are still remembered twice the tolerance.
   dedupe_window_s: 1,
@@ -137,6 +138,21 @@ describe("refusals are 401 and store nothing", () => {
     await callId(await post("/sw", body, signed(body, { at: t.clock.now() + 300_000 })));
     await callId(await post("/sw-short", body, signed(body, { at: t.clock.now() - 10_000 })));
     expect(await refused(await post("/sw-short", body, signed(body, { at: t.clock.now() - 11_000 })))).toContain("outside the 10 s tolerance");
+  });
+
+  test("what the headers decide is refused before the body is read (a stale replay of a large body costs nothing)", async () => {
+    let pulled = 0;
+    const body = (): ReadableStream<Uint8Array> =>
+      new ReadableStream({ pull: (c) => (++pulled > 3 ? c.close() : c.enqueue(new Uint8Array(100))) }, { highWaterMark: 0 });
+    const send = (path: string, headers: Record<string, string>) =>
+      logged.fetch(new Request(`http://localhost${path}`, { method: "POST", body: body(), headers, duplex: "half" } as RequestInit));
+    expect(await refused(await send("/sw", signed("", { at: t.clock.now() - 301_000 })))).toContain("outside the 300 s tolerance");
+    expect(await refused(await send("/sw", { "webhook-id": "msg_1" }))).toBe("no webhook-timestamp, webhook-signature header");
+    expect(await refused(await send("/hmac", {}))).toBe("no x-signature-256, x-hub-signature-256, x-webhook-signature header");
+    expect(pulled).toBe(0);
+    // With its headers in order, the body is read and the signature decides.
+    expect(await refused(await send("/sw", signed("")))).toBe("no v1 signature in webhook-signature matches");
+    expect(pulled).toBeGreaterThan(0);
   });
 
   test("the other modes' 401s say why in the log too", async () => {
