@@ -20,7 +20,7 @@ export const SIGNATURE_HEADERS = ["x-signature-256", "x-hub-signature-256", "x-w
 const HEX_64 = /^[0-9a-fA-F]{64}$/;
 
 export interface Verifier {
-  /** Whether the mode can decide from the headers alone (before reading the body). */
+  /** Whether the decision needs the body (a signature over it), not the headers alone. */
   readonly needsBody: boolean;
   /**
    * Why the request is refused, or null when it passes. With `body` null it decides what the
@@ -29,14 +29,15 @@ export interface Verifier {
   refusal(headers: Headers, body: Uint8Array | null): string | null;
 }
 
-function tokenVerifier(secret: string, header: string, read: (headers: Headers) => string | null): Verifier {
+/** `what` names the token in a refusal's reason ("bearer token", "X-API-Key header"). */
+function tokenVerifier(secret: string, what: string, read: (headers: Headers) => string | null): Verifier {
   const expected = sha256Hex(secret);
   return {
     needsBody: false,
     refusal(headers) {
       const presented = read(headers);
-      if (presented === null) return `no ${header}`;
-      return equalSecrets(sha256Hex(presented), expected) ? null : `wrong ${header}`;
+      if (presented === null) return `no ${what}`;
+      return equalSecrets(sha256Hex(presented), expected) ? null : `wrong ${what}`;
     },
   };
 }

@@ -32,7 +32,7 @@ export function standardWebhooksKey(secret: string): Buffer | null {
   return Buffer.from(encoded, "base64");
 }
 
-/** The `v1,<base64>` signature of one message (also what the tests sign with). */
+/** The `v1,<base64>` signature of one message, as a sender makes it (the tests hold it to the reference vector). */
 export function signStandardWebhook(key: Uint8Array, message: { id: string; timestamp: number; body: Uint8Array | string }): string {
   return `v1,${digest(key, message.id, String(message.timestamp), message.body).toString("base64")}`;
 }
