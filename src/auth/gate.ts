@@ -14,8 +14,10 @@
  * A request refused before admission (a bad body, an unknown model) is first asked
  * credentialRefusal(): an invalid credential is a 401 whatever else is wrong, as OpenAI answers.
  * SpendAuth is judged only at admission (its checks need the body and the chain).
- * Per request: no writes; an API key's row comes from memory after its first use (./key-verifier.ts),
- * and so does its owner's balance on a paid model; a session's row with its balance is one read.
+ * Admission makes no writes; an API key's row comes from memory after its first use
+ * (./key-verifier.ts), and so does its owner's balance on a paid model; a session's row with its
+ * balance is one read. A paid request's debit is written once it ends, in the one transaction its
+ * event-loop turn shares (../credits/meter.ts).
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";

@@ -265,8 +265,8 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
 /**
  * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
  * reservation estimates it, and the completion as counted by the caller (a stream's events
- * relayed, a JSON answer's characters / 4), at most what the reservation allowed for: a guess
- * never charges past the overdraw bound.
+ * relayed, a JSON answer's characters / 4), at most the completion limit sent (the charge is also
+ * capped at the reservation, in Served.finish).
  */
 function estimatedUsage(ctx: ChatContext, completionTokens: number, defaultMaxTokens: number): Usage {
   return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: Math.min(completionTokens, completionBound(ctx.body, defaultMaxTokens)) };
