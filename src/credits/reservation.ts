@@ -5,7 +5,7 @@
  * its completion is cut to what the amount pays for after the prompt estimate: the upstream is
  * sent that lower limit (per choice), and the reservation is the cost of that. A request is
  * refused when the amount does not cover its prompt estimate and MIN_COMPLETION_TOKENS per choice
- * (or its own smaller limit). So a reservation never exceeds the amount it was made from, and
+ * (or its own smaller limit), or is not positive. So a reservation never exceeds the amount it was made from, and
  * since a request is never charged more than its reservation (./meter.ts), the client's numbers
  * cannot take a balance below zero.
  *
@@ -31,12 +31,15 @@ export function reserveWithin(input: CostInput & { availableMicro: number }): Re
   const prompt = promptTokenEstimate(input.bodyBytes);
   const choices = choicesAsked(body);
   const asked = completionLimit(body, input.defaultMaxTokens);
+  const least = Math.min(asked, MIN_COMPLETION_TOKENS);
   const cost = (perChoice: number): number => tokensCostMicro(prompt, Math.min(perChoice * choices, MAX_COUNTED_TOKENS), price);
+  // At least one micro-credit: a model that is not free is never served on a balance of zero or less.
+  const needed = Math.max(1, cost(least));
+  if (needed > availableMicro) return { neededMicro: needed };
   const full = cost(asked);
   if (full <= availableMicro) return { micro: full, completionLimit: null };
-  const least = Math.min(asked, MIN_COMPLETION_TOKENS);
-  if (price.completion === 0 || cost(least) > availableMicro) return { neededMicro: cost(least) };
-  // The quotient is what the amount left after the prompt pays for; the loop only mends a float's error.
+  // Past here completions are priced (else `full` would equal `needed`). The quotient is what the
+  // amount left after the prompt pays for; the loop only mends a float's error.
   let perChoice = Math.max(least, Math.min(asked - 1, Math.floor((availableMicro - cost(0)) / price.completion / choices)));
   while (cost(perChoice) > availableMicro) perChoice -= 1;
   return { micro: cost(perChoice), completionLimit: perChoice };
