@@ -5,9 +5,9 @@
  * its completion is cut to what the amount pays for after the prompt estimate: the upstream is
  * sent that lower limit (per choice), and the reservation is the cost of that. A request is
  * refused when the amount does not cover its prompt estimate and MIN_COMPLETION_TOKENS per choice
- * (or its own smaller limit), or is not positive. So a reservation never exceeds the amount it was made from, and
- * since a request is never charged more than its reservation (./meter.ts), the client's numbers
- * cannot take a balance below zero.
+ * (or its own smaller limit), or is not positive. So a reservation never exceeds the amount it was
+ * made from, and since a request is never charged more than its reservation (./meter.ts), the
+ * client's numbers cannot take a balance below zero.
  *
  *   reserveWithin({ price, body, bodyBytes, defaultMaxTokens, availableMicro })
  *     -> { micro, completionLimit }   completionLimit: per choice, null when the request's own is covered

@@ -218,7 +218,8 @@ class Served {
     if (this.finished) return latencyMs;
     this.finished = true;
     this.client.done();
-    // As the meter charges it, never more than was reserved: an upstream that ignored the limit it was sent costs the gateway, not the user.
+    // As the meter charges it: never more than was reserved (an upstream that ignored the limit it
+    // was sent costs the gateway, not the user).
     const charged = Math.min(costMicro(outcome.usage, outcome.price), this.admission.reservedMicro ?? Infinity);
     this.committed = this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
     this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs, charged));

@@ -63,6 +63,9 @@ export const MAX_EVENT_CHARS = 1024 * 1024;
 class EventTooLarge extends Error {}
 class EndedUnfinished extends Error {}
 
+/** How a stream ended, as the relay decides it (the rest of a RelayResult it keeps as it goes). */
+type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
+
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
@@ -85,14 +88,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
 
-  const finish = (result: Omit<RelayResult, "usage" | "events" | "errorEvent">): Promise<void> | void => {
+  const finish = (result: Ending): Promise<void> | void => {
     if (ended) return;
     ended = true;
     clearTimeout(idle);
     return options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
   };
   /** finish(), and the wait for what onEnd returned, before the last bytes go to the client. */
-  const finishFirst = async (result: Omit<RelayResult, "usage" | "events" | "errorEvent">): Promise<void> => {
+  const finishFirst = async (result: Ending): Promise<void> => {
     const committed = finish(result);
     if (committed) await committed;
   };
