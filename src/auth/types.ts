@@ -53,8 +53,15 @@ export interface Admission {
   identity: Identity;
   /** Headers for the client response (x-ratelimit-*): a new object per request, which the caller completes. */
   headers: Record<string, string>;
-  /** Called exactly once per admitted request; must not throw and must not block. */
-  settle(input: SettleInput): void;
+  /**
+   * Called exactly once per admitted request; must not throw and must not block. A promise
+   * returned is the commit of what the request is charged: the answer's last byte waits for it.
+   */
+  settle(input: SettleInput): Promise<void> | void;
+  /** The most this request may be charged (its credit reservation); absent when not reserved here. */
+  reservedMicro?: number;
+  /** The completion limit per choice the upstream must be sent, lower than the request's own (cut to the balance). */
+  completionLimit?: number;
   /**
    * Epoch ms by which an upstream must have answered, when the identity sets one (a SpendAuth
    * authorization that must be settled before it expires); the first-byte timeout shortens to it.

@@ -2,7 +2,8 @@
  * POST /v1/chat/completions: validate, resolve the route, admit through the Gate, forward, and
  * relay the answer (JSON or SSE) while capturing usage. Every admitted request is settled exactly
  * once and produces exactly one RequestRecord, however it ends: an error nobody expected is
- * settled as a 500 on its way out, so it never leaves credits held.
+ * settled as a 500 on its way out, so it never leaves credits held. An answer's last byte (a JSON
+ * body, a stream's end) waits for the commit of what it is charged (Admission.settle).
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Identity } from "../auth/types";
@@ -60,7 +61,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       now: deps.now,
       random: deps.registry.random,
       answerBy: admission.answerBy,
-      tokenLimit: completionsPriced(route) ? tokenLimitToSend(ctx.body, completionLimit(ctx.body, deps.config.routing.default_max_tokens)) : null,
+      tokenLimit: completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null,
     });
     if ("error" in forwarded) {
       const { error, upstreamMs } = forwarded;
@@ -127,6 +128,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
       const usage = usageFromJson(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      if (served.committed) await served.committed;
       return new Response(text, { status: reply.status, headers });
     }
     headers["cache-control"] = "no-cache";
@@ -149,6 +151,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
         const status = result.errorEvent !== null ? 502 : STREAM_END_STATUS[result.outcome];
         served.finish(outcome(done, status, usage, upstreamMs));
+        return served.committed;
       },
     });
     return new Response(stream, { status: 200, headers });
@@ -161,6 +164,18 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
 /** A route whose completions are charged: its requests' reservations (credits, or a SpendAuth amount) assume a completion limit. */
 export function completionsPriced(route: ModelRoute): boolean {
   return !route.free && route.price.completion > 0;
+}
+
+/**
+ * The completion limit a priced request's upstream is sent: the admission's when it cut the
+ * request's to what the balance pays for (llama.cpp's n_predict, read before max_tokens, cut too),
+ * else the request's own (tokenLimitToSend).
+ */
+function limitToSend(body: ChatContext["body"], admission: Admission, defaultMaxTokens: number): number | null {
+  const cut = admission.completionLimit;
+  if (cut === undefined) return tokenLimitToSend(body, completionLimit(body, defaultMaxTokens));
+  if (typeof body.n_predict === "number" && body.n_predict > cut) body.n_predict = cut;
+  return cut;
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
@@ -187,6 +202,8 @@ function unanswered(route: ModelRoute, status: number, upstreamMs = 0): Outcome 
 /** An admitted request: settled and recorded once, by whichever way it ends first. */
 class Served {
   private finished = false;
+  /** The commit of the request's charge, once finished with one. */
+  committed: Promise<void> | void = undefined;
 
   constructor(
     readonly deps: AppDeps,
@@ -201,8 +218,11 @@ class Served {
     if (this.finished) return latencyMs;
     this.finished = true;
     this.client.done();
-    this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs));
+    // As the meter charges it: never more than was reserved (an upstream that ignored the limit it
+    // was sent costs the gateway, not the user).
+    const charged = Math.min(costMicro(outcome.usage, outcome.price), this.admission.reservedMicro ?? Infinity);
+    this.committed = this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
+    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs, charged));
     return latencyMs;
   }
 }
@@ -224,8 +244,8 @@ export function refusalRecord(request: Request, requestId: string, startedAt: nu
 
 const NO_PRICE = { prompt: 0, completion: 0 };
 
-/** A request's row in the request log. */
-function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number): RequestRecord {
+/** A request's row in the request log; `chargedMicro` what it was charged. */
+function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number, chargedMicro = 0): RequestRecord {
   return {
     requestId,
     createdAt: Date.now(),
@@ -237,7 +257,7 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
     status: outcome.status,
     promptTokens: outcome.usage?.prompt_tokens ?? 0,
     completionTokens: outcome.usage?.completion_tokens ?? 0,
-    costMicro: costMicro(outcome.usage, outcome.price),
+    costMicro: chargedMicro,
     latencyMs,
     upstreamMs: outcome.upstreamMs,
   };
@@ -246,8 +266,8 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
 /**
  * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
  * reservation estimates it, and the completion as counted by the caller (a stream's events
- * relayed, a JSON answer's characters / 4), at most what the reservation allowed for: a guess
- * never charges past the overdraw bound.
+ * relayed, a JSON answer's characters / 4), at most the completion limit sent (the charge is also
+ * capped at the reservation, in Served.finish).
  */
 function estimatedUsage(ctx: ChatContext, completionTokens: number, defaultMaxTokens: number): Usage {
   return { prompt_tokens: promptTokenEstimate(ctx.bodyBytes), completion_tokens: Math.min(completionTokens, completionBound(ctx.body, defaultMaxTokens)) };

@@ -18,14 +18,15 @@ function nested(depth: number): string {
 describe("chat outcomes", () => {
   test("a body nested too deeply to forward is a 400 that releases its credit hold", async () => {
     t = buildAuthApp();
-    const { userId, auth } = await payingUser(t, 1_000);
+    // Enough for its prompt estimate (the body's bytes / 4), so that it is admitted and held.
+    const { userId, auth } = await payingUser(t, 1_000_000);
     const deep = await t.chat(nested(100_000), auth);
     expect(deep.status).toBe(400);
     expect((await jsonOf(deep)).error).toMatchObject({ code: "invalid_request_error", message: "The request body is nested too deeply to be forwarded" });
     expect(t.upstream.chatCount()).toBe(0);
     expect(t.records.map((r) => [r.status, r.identity, r.costMicro])).toEqual([[400, "api_key", 0]]);
-    // Its hold (far above the balance) is gone: the next request is admitted and served.
-    expect(t.identities.meter.available(userId, 1_000)).toBe(1_000);
+    // Its hold is gone: the next request is admitted and served.
+    expect(t.identities.meter.available(userId, 1_000_000)).toBe(1_000_000);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
   });
 

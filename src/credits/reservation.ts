@@ -1,0 +1,46 @@
+/**
+ * How much of an available amount a paid request may hold, decided before it runs: the one piece
+ * behind the credit check (balance minus what is held) and any other limit reserved the same way.
+ * A request is reserved its maximum cost (./price.ts) when the amount covers it. When it does not,
+ * its completion is cut to what the amount pays for after the prompt estimate: the upstream is
+ * sent that lower limit (per choice), and the reservation is the cost of that. A request is
+ * refused when the amount does not cover its prompt estimate and MIN_COMPLETION_TOKENS per choice
+ * (or its own smaller limit), or is not positive. So a reservation never exceeds the amount it was
+ * made from, and since a request is never charged more than its reservation (./meter.ts), the
+ * client's numbers cannot take a balance below zero.
+ *
+ *   reserveWithin({ price, body, bodyBytes, defaultMaxTokens, availableMicro })
+ *     -> { micro, completionLimit }   completionLimit: per choice, null when the request's own is covered
+ *     -> { neededMicro }              the least it would need: refuse it
+ */
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../router/usage";
+import { choicesAsked, completionLimit, promptTokenEstimate, type CostInput } from "./price";
+
+/** The fewest completion tokens per choice a request cut to its balance is still sent upstream. */
+export const MIN_COMPLETION_TOKENS = 16;
+
+export interface Reservation {
+  /** Micro-credits to hold: the most the request may be charged. */
+  micro: number;
+  /** The completion limit per choice to send upstream in place of the request's own; null when its own is covered. */
+  completionLimit: number | null;
+}
+
+export function reserveWithin(input: CostInput & { availableMicro: number }): Reservation | { neededMicro: number } {
+  const { price, body, availableMicro } = input;
+  const prompt = promptTokenEstimate(input.bodyBytes);
+  const choices = choicesAsked(body);
+  const asked = completionLimit(body, input.defaultMaxTokens);
+  const least = Math.min(asked, MIN_COMPLETION_TOKENS);
+  const cost = (perChoice: number): number => tokensCostMicro(prompt, Math.min(perChoice * choices, MAX_COUNTED_TOKENS), price);
+  // At least one micro-credit: a model that is not free is never served on a balance of zero or less.
+  const needed = Math.max(1, cost(least));
+  if (needed > availableMicro) return { neededMicro: needed };
+  const full = cost(asked);
+  if (full <= availableMicro) return { micro: full, completionLimit: null };
+  // Past here completions are priced (else `full` would equal `needed`). The quotient is what the
+  // amount left after the prompt pays for; the loop only mends a float's error.
+  let perChoice = Math.max(least, Math.min(asked - 1, Math.floor((availableMicro - cost(0)) / price.completion / choices)));
+  while (cost(perChoice) > availableMicro) perChoice -= 1;
+  return { micro: cost(perChoice), completionLimit: perChoice };
+}
