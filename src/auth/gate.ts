@@ -38,7 +38,7 @@ export interface GateDeps {
   limiter: RateLimiter;
   meter: CreditMeter;
   lastUsed: { touch(keyId: string): void };
-  /** Verifies X-Payment-Signature (src/auth/spendauth.ts); absent when SpendAuth is off. */
+  /** Verifies X-Payment-Signature (src/spendauth/admit.ts); absent when SpendAuth is off. */
   spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
 }
 

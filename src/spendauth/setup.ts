@@ -9,10 +9,10 @@ import type { Db } from "../db/client";
 import { IdentifiedDenial } from "../auth/types";
 import type { RateLimiter } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
-import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
-import { createNonceStore, Reservations } from "../auth/spendauth-replay";
+import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "./admit";
+import { createNonceStore, Reservations } from "./nonces";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
-import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./queue";
+import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./settlements";
 import { startSettlementWorker, type SettlementWorker } from "./worker";
 
 export interface SpendAuthRuntime {

@@ -18,8 +18,8 @@
  * still be served again.
  */
 import { brieflyLocked, type Db } from "../db/client";
-import { EXPIRY_SKEW_S } from "./spendauth-parse";
-import { deadUnauthorized } from "../spendauth/queue";
+import { EXPIRY_SKEW_S } from "./header";
+import { deadUnauthorized } from "./settlements";
 
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";

@@ -8,8 +8,8 @@ import { and, asc, desc, eq, inArray, lte, not, or, sql } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
-import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "../auth/spendauth-parse";
-import type { Reservations } from "../auth/spendauth-replay";
+import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "./header";
+import type { Reservations } from "./nonces";
 
 export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];

@@ -7,7 +7,7 @@
  *   7 with rpc_url, the account: it exists and the signer is its spending key
  *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
  *   9 with rpc_url, the nonce is one the contract can take and the balance covers the amount
- *   (7 and 9: ./spendauth-account.ts)
+ *   (7 and 9: ./account.ts)
  * A free model's request skips 6 and settles nothing: its nonce stays the client's.
  * Recovery runs before the nonce is recorded, unlike the issue's order: recording first would let
  * anyone burn a client's nonces with unsigned garbage, and recovery is cheap. The nonce is
@@ -19,14 +19,14 @@ import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import { enqueueSettlement, type SettlementWriter } from "../spendauth/queue";
-import type { AccountReader } from "../spendauth/chain";
-import type { Admission, AdmitInput, Identity } from "./types";
-import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./spendauth-parse";
-import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./spendauth-replay";
-import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
+import { enqueueSettlement, type SettlementWriter } from "./settlements";
+import type { AccountReader } from "./chain";
+import type { Admission, AdmitInput, Identity } from "../auth/types";
+import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
+import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./nonces";
+import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./verify";
 import { maxCostMicro } from "../credits/price";
-import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
+import { accountOf, invalidSpendAuth, spendRefusal } from "./account";
 
 export const SPEND_AUTH_HEADER = "x-payment-signature";
 
@@ -48,8 +48,8 @@ export interface SpendAuthDeps {
   settlements?: Pick<SettlementWriter, "push">;
 }
 
-export { spendAuthMode, type SpendAuthMode } from "./spendauth-mode";
-import { spendAuthMode } from "./spendauth-mode";
+export { spendAuthMode, type SpendAuthMode } from "./mode";
+import { spendAuthMode } from "./mode";
 
 /** A SpendAuth caller: no account, limited and recorded per commitment. */
 export function spendAuthIdentity(commitment: string): Identity {
