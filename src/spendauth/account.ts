@@ -7,7 +7,7 @@
 import { GatewayError } from "../errors";
 import type { AccountReader, ChainAccount } from "./chain";
 import type { SpendAuthorization } from "./header";
-import type { Reservations } from "./nonces";
+import type { Reservations } from "./reservations";
 
 /** The account behind `commitment`, once its spending key is known to be `signer`. */
 export async function accountOf(accounts: AccountReader, commitment: `0x${string}`, signer: string): Promise<ChainAccount | GatewayError> {

@@ -21,9 +21,10 @@ import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
 import { enqueueSettlement, type SettlementWriter } from "./settlements";
 import type { AccountReader } from "./chain";
-import type { Admission, AdmitInput, Identity } from "../auth/types";
+import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
 import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
-import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./nonces";
+import { createNonceStore, type NonceStore, type Recorded } from "./nonces";
+import { Reservations } from "./reservations";
 import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./verify";
 import { maxCostMicro } from "../credits/price";
 import { accountOf, invalidSpendAuth, spendRefusal } from "./account";
@@ -32,8 +33,6 @@ export const SPEND_AUTH_HEADER = "x-payment-signature";
 
 /** Headers to add to the response, or the 429 to return. */
 export type SpendRateLimit = (commitment: string) => Record<string, string> | GatewayError;
-
-export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayError>;
 
 export interface SpendAuthDeps {
   db: Db;

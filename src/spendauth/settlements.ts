@@ -9,7 +9,7 @@ import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
 import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "./header";
-import type { Reservations } from "./nonces";
+import type { Reservations } from "./reservations";
 
 export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];

@@ -6,11 +6,12 @@
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
-import { IdentifiedDenial } from "../auth/types";
+import { IdentifiedDenial, type SpendAuthHook } from "../auth/types";
 import type { RateLimiter } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
-import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "./admit";
-import { createNonceStore, Reservations } from "./nonces";
+import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendRateLimit } from "./admit";
+import { createNonceStore } from "./nonces";
+import { Reservations } from "./reservations";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
 import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./settlements";
 import { startSettlementWorker, type SettlementWorker } from "./worker";

@@ -9,7 +9,7 @@
  */
 import type { Db } from "../db/client";
 import type { SpendAuthorization } from "./header";
-import type { Reservations } from "./nonces";
+import type { Reservations } from "./reservations";
 import { spendAuthHash } from "./abi";
 import type { AccountReader, Settler } from "./chain";
 import { readySettlements, updateSettlement, type SettlementRow } from "./settlements";

@@ -13,7 +13,8 @@ import { setupSpendAuth } from "../../src/spendauth/setup";
 import { createPublic, createSettler, type Settler } from "../../src/spendauth/chain";
 import { enqueueSettlement, listSettlements, readySettlements, retrySettlement, settlementCounts, updateSettlement } from "../../src/spendauth/settlements";
 import { startSettlementWorker } from "../../src/spendauth/worker";
-import { createNonceStore, Reservations } from "../../src/spendauth/nonces";
+import { createNonceStore } from "../../src/spendauth/nonces";
+import { Reservations } from "../../src/spendauth/reservations";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { CHAIN_ID, CONTRACT, KEYS, OPERATOR, signedHeader } from "./helpers";
 
