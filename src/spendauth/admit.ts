@@ -12,7 +12,8 @@
  * Recovery runs before the nonce is recorded, unlike the issue's order: recording first would let
  * anyone burn a client's nonces with unsigned garbage, and recovery is cheap. The nonce is
  * released again when a later check refuses the request or nothing is served, so the client can
- * retry with the same authorization; a served one is queued for settlement.
+ * retry with the same authorization; a served one's settlement row is written before its answer
+ * goes out, so after a crash its header is still a replay.
  */
 import { log } from "../log";
 import { ConfigError } from "../config/load";

@@ -6,9 +6,11 @@
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
  * retry with the same signed authorization. At start-up, records without a settlement row are
- * forgotten (forgetUnsettled): their requests were in flight, or their rows still queued, when the
- * process died, so nothing will ever claim them, and kept they would lock the commitment out (its
- * next nonce could never be claimed before this one) until they expired.
+ * forgotten (forgetUnsettled): a served authorization's row is written before its answer goes out
+ * (./settlements.ts createSettlementWriter), so theirs are requests no upstream had answered when
+ * the process died (or whose row the database refused then); nothing will ever claim them, and
+ * kept they would lock the commitment out (its next nonce could never be claimed before this one)
+ * until they expired.
  * A nonce whose served authorization went dead before it was authorized on-chain (an RPC outage
  * longer than the retries) is still unused on-chain, and the contract takes no later nonce of the
  * commitment before it (the later rows wait: readySettlements): a new authorization for it,

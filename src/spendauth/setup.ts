@@ -22,9 +22,9 @@ export interface SpendAuthRuntime {
   settling: boolean;
   statusSection: () => Record<string, unknown>;
   worker: SettlementWorker | null;
-  /** Served authorizations, written behind to the settlements table. */
+  /** Served authorizations, written to the settlements table as they are answered. */
   settlements: SettlementWriter;
-  /** Writes the queued settlements (retrying for up to shutdown_grace_ms) and stops the worker; resolves to how many could not be written. */
+  /** Writes the settlements the database refused earlier (retrying for up to shutdown_grace_ms) and stops the worker; resolves to how many could not be written. */
   stop(): Promise<number>;
 }
 

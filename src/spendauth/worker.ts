@@ -16,7 +16,7 @@ import { readySettlements, updateSettlement, type SettlementRow } from "./settle
 
 export interface SettlementWorkerOptions {
   db: Db;
-  /** Runs before each tick: writes the served authorizations still queued (SettlementWriter.flush). */
+  /** Runs before each tick: writes the served authorizations the database refused earlier (SettlementWriter.flush). */
   beforeTick?: () => void;
   settler: Settler;
   reservations: Reservations;
