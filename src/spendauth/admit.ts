@@ -3,7 +3,8 @@
  * createSpendAuth returns the Gate's hook; every denial is a GatewayError value. Checks, in order:
  *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
  *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
- *   6 replay: (commitment, nonce) recorded atomically in SQLite
+ *   6 replay: (commitment, nonce) recorded atomically in SQLite, committed before the upstream is
+ *     called; the records of one event-loop turn share one commit (../db/group-commit.ts)
  *   7 with rpc_url, the account: it exists and the signer is its spending key
  *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
  *   9 with rpc_url, the nonce is one the contract can take and the balance covers the amount
@@ -25,6 +26,7 @@ import type { AccountReader } from "./chain";
 import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
 import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
 import { createNonceStore, type NonceStore, type Recorded } from "./nonces";
+import { groupPerTurn } from "../db/group-commit";
 import { Reservations } from "./reservations";
 import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./verify";
 import { maxCostMicro } from "../credits/price";
@@ -68,6 +70,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const allowed = new Set(cfg.allowed_signers.map((a) => a.toLowerCase()));
   const unitsPerCredit = BigInt(cfg.units_per_credit);
   const nonces = deps.nonces ?? createNonceStore(deps.db);
+  const record = groupPerTurn(nonces.recordAll);
   const reservations = deps.reservations ?? new Reservations();
 
   return async function admitSpendAuth(input: AdmitInput): Promise<Admission | GatewayError> {
@@ -98,7 +101,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
     let recorded: Recorded | null;
     try {
-      recorded = nonces.record(commitment, nonce, keepUntilMs);
+      recorded = await record({ commitment, nonce, keepUntilMs });
     } catch {
       return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
     }

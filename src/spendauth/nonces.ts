@@ -26,6 +26,12 @@ import { deadUnauthorized } from "./settlements";
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";
 
+export interface NonceRecord {
+  commitment: string;
+  nonce: string;
+  keepUntilMs: number;
+}
+
 export interface NonceStore {
   /**
    * Records (commitment, nonce) for an authorization kept until `keepUntilMs`: "new" when it was
@@ -34,6 +40,8 @@ export interface NonceStore {
    * it is taken (a replay).
    */
   record(commitment: string, nonce: string, keepUntilMs: number): Recorded | null;
+  /** Each as record() takes it, in one transaction, in order (of two uses of one nonce, the first wins). */
+  recordAll(records: NonceRecord[]): Array<Recorded | null>;
   /**
    * Gives back a record this admission took, nothing having been served on it: to the
    * authorization its settlement row holds while that one can still pass the time check (a
@@ -93,12 +101,14 @@ export function createNonceStore(db: Db): NonceStore {
   const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
     if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
   }));
+  const recordOne = (commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
+    // Also a replacement when the dead authorization's record has been pruned (it expired).
+    if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
+    return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
+  };
   return {
-    record: brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
-      // Also a replacement when the dead authorization's record has been pruned (it expired).
-      if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
-      return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
-    })),
+    record: brieflyLocked(sqlite, sqlite.transaction(recordOne)),
+    recordAll: brieflyLocked(sqlite, sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs)))),
     release: (commitment, nonce, nowMs) => {
       try {
         releaseBriefly(commitment, nonce, nowMs);

@@ -61,6 +61,12 @@ describe("a nonce whose settlement went dead unauthorized", () => {
     expect(nonces.record(COMMITMENT, "5", keep(100))).toBe("replacing");
   });
 
+  test("of two uses of one nonce recorded together, the first wins", () => {
+    const { db } = openDatabase(":memory:");
+    const record = { commitment: COMMITMENT, nonce: "7", keepUntilMs: keep(300) };
+    expect(createNonceStore(db).recordAll([record, { ...record, nonce: "8" }, record])).toEqual(["new", "new", null]);
+  });
+
   test("a nonce never served is new", () => {
     const { db } = openDatabase(":memory:");
     expect(createNonceStore(db).record(COMMITMENT, "6", keep(300))).toBe("new");
