@@ -28,7 +28,7 @@ import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
@@ -41,8 +41,8 @@ export interface GateDeps {
   limiter: RateLimiter;
   meter: CreditMeter;
   lastUsed: { touch(keyId: string): void };
-  /** Verifies X-Payment-Signature (src/auth/spendauth.ts); absent when SpendAuth is off. */
-  spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
+  /** Verifies X-Payment-Signature (src/spendauth/admit.ts); absent when SpendAuth is off. */
+  spendAuth?: SpendAuthHook;
 }
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */

@@ -71,6 +71,9 @@ export interface Admission {
   answered?(): void;
 }
 
+/** Admits a request that presents `X-Payment-Signature`; SpendAuth (src/spendauth/admit.ts) makes it. */
+export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayError>;
+
 export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
