@@ -124,9 +124,11 @@ function report(phases: Phase[], durationS: number): string {
   const ms = (n: number): string => n.toFixed(2);
   const rate = (r: WrkResult | null): string => (r === null ? "–" : Math.round(r.rps).toLocaleString("en-US"));
   const [quiet, ...attacked] = phases;
+  // A phase in which the normal client got no answer at all has no p99: infinitely worse.
+  const ratio = (p: Phase): number => (p.normal.requests === 0 ? Infinity : p.normal.p99Ms / quiet.normal.p99Ms);
   const row = (p: Phase): string =>
-    `| ${p.name} | ${rate(p.normal)} | ${ms(p.normal.p50Ms)} | ${ms(p.normal.p99Ms)} | ${p === quiet ? "1.00" : (p.normal.p99Ms / quiet.normal.p99Ms).toFixed(2)}x | ${p.normal.errors} | ${ms(p.probe.maxGapMs)} | ${ms(p.probe.p99Ms)} | ${rate(p.bombs)} | ${rate(p.oversized)} |`;
-  const worstRatio = Math.max(...attacked.map((p) => p.normal.p99Ms / quiet.normal.p99Ms));
+    `| ${p.name} | ${rate(p.normal)} | ${ms(p.normal.p50Ms)} | ${ms(p.normal.p99Ms)} | ${ratio(p).toFixed(2)}x | ${p.normal.errors} | ${ms(p.probe.maxGapMs)} | ${ms(p.probe.p99Ms)} | ${rate(p.bombs)} | ${rate(p.oversized)} |`;
+  const worstRatio = Math.max(...attacked.map(ratio));
   const worstStall = Math.max(...phases.map((p) => p.probe.maxGapMs));
   return [
     "### Under attack (bench/under-attack.ts)",
