@@ -70,7 +70,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       throw error;
     }
     const { reply, target } = forwarded;
-    if (reply.status < 300) admission.answered?.();
+    if (reply.status < 300 && !client.goneNow()) admission.answered?.();
     const upstream = target.upstream;
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
@@ -122,6 +122,7 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
         throw unrelayable(502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       }
       recordTargetComplete(target, deps.now());
+      if (client.goneNow()) throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
@@ -130,6 +131,10 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
       return new Response(text, { status: reply.status, headers });
+    }
+    if (client.goneNow()) {
+      forwarded.abort("client closed");
+      throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs);
     }
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
@@ -160,6 +165,14 @@ export async function handleChat(deps: AppDeps, ctx: ChatContext): Promise<Respo
     throw err;
   }
 }
+
+/**
+ * Why an answer the upstream gave is neither sent nor charged: the client's connection closed
+ * first (Bun closes one on which a request arrives pipelined behind a pending one). Checked just
+ * before the answer is handed to Bun, in the same turn of the event loop, so no close can come
+ * between the check and the write.
+ */
+const NOT_DELIVERED = "the client closed the connection before its answer was sent";
 
 /** A route whose completions are charged: its requests' reservations (credits, or a SpendAuth amount) assume a completion limit. */
 export function completionsPriced(route: ModelRoute): boolean {

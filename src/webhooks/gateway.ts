@@ -7,7 +7,10 @@
  * Content-Length is over max_body_bytes; what the headers alone decide (bearer, api-key; a missing
  * signature header, a stale timestamp) -> 401; the body is read up to the limit (413 also for
  * chunked bodies); HMAC or Standard Webhooks signature over it -> 401; durable
- * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
+ * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}, unless the sender's
+ * connection closed before the commit (Bun closes one on which a request is pipelined behind a
+ * pending one, answering neither): then nothing is stored, since the sender, told nothing, sends
+ * it again. The 202 is written in the same turn as the commit. If the outbox cannot be
  * written, or its undelivered calls already hold max_pending_bytes, the answer is 503 with
  * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as
  * received. `GET /webhooks/health` answers `ok`, and the pull API for external runners lives
@@ -17,7 +20,7 @@ import type { Server } from "bun";
 import type { WebhooksConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
 import { createVerifier, dedupeHeaderOf, type Verifier } from "./auth";
 import { HEALTH_PATH, PULL_PREFIX } from "./config";
-import { OutboxFullError, type Outbox } from "./outbox";
+import { AppendWithdrawnError, OutboxFullError, type Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
@@ -151,9 +154,10 @@ export class WebhookGateway {
         body,
         contentType: request.headers.get("content-type"),
         dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
-      });
+      }, { withdrawn: () => request.signal.aborted });
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
+      if (error instanceof AppendWithdrawnError) return json(499, { error: "client_closed" });
       if (!(error instanceof OutboxFullError)) {
         this.options.log?.("error", "webhook outbox unavailable; answering 503", { request_id: id, path: endpoint.path, error: String((error as Error)?.message ?? error) });
       } else if (Date.now() - this.fullLoggedAt >= 60_000) {
