@@ -32,6 +32,8 @@ export interface WrkOptions {
   durationS: number;
   /** CPUs wrk is pinned to (taskset list), or null to let the scheduler place it. */
   cpus: string | null;
+  /** Run at the lowest priority (nice 19): a load that stands for other machines, yielding its CPU to the measured client. */
+  background?: boolean;
 }
 
 const scriptDir = benchDir("modelgate-bench-");
@@ -61,7 +63,8 @@ export async function runWrk(scenario: Scenario, options: WrkOptions): Promise<W
   // One wrk thread per CPU it may use: more threads than cores only add context switches.
   const threads = Math.min(options.cpus === null ? 2 : options.cpus.split(",").length, options.connections);
   const wrk = ["wrk", `-t${threads}`, `-c${options.connections}`, `-d${options.durationS}s`, "--timeout", "5s", "-s", file, scenario.url];
-  const argv = options.cpus === null ? wrk : ["taskset", "-c", options.cpus, ...wrk];
+  const pinned = options.cpus === null ? wrk : ["taskset", "-c", options.cpus, ...wrk];
+  const argv = options.background ? ["nice", "-n", "19", ...pinned] : pinned;
   const proc = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const line = stdout.split("\n").find((l) => l.startsWith("WRKJSON "));

@@ -4,7 +4,8 @@
  * pass-through proxy, a bare forwarder on modelgate's own HTTP client (bench/forwarder-floor.ts)
  * and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios against the targets
  * of issue 2 and writes it to bench/results.md, followed by the sections other
- * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, endpoints.ts, dashboard.ts, when present).
+ * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, endpoints.ts, dashboard.ts, under-attack.ts,
+ * when present; each also runs alone: `bun bench/under-attack.ts`).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
  * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
  * Knobs: BENCH_ROUNDS (5), BENCH_DURATION_S (2, per round), BENCH_WARMUP_S (1), BENCH_CONCURRENCY (32), BENCH_PEERS=0 (skip Portkey).
@@ -44,7 +45,7 @@ async function sanityCheck(target: Target): Promise<string | null> {
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
   const sections: string[] = [];
-  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["dashboard.ts", "runDashboardBench"]];
+  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"]];
   for (const [file, exportName] of modules) {
     const path = join(import.meta.dir, file);
     if (!existsSync(path)) continue;

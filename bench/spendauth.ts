@@ -13,8 +13,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startGateway, type RunningGateway } from "../tests/support/binary";
 import { startMockUpstream } from "../tests/support/mock-upstream";
 import { deployShieldedCredits, startChain, ANVIL_KEYS } from "../tests/support/chain";
-import { SPEND_AUTH_TYPES, recoverSpendSigner, spendDomain } from "../src/auth/spendauth-verify";
-import { parseSpendAuthHeader, type SpendAuthorization } from "../src/auth/spendauth-parse";
+import { SPEND_AUTH_TYPES, recoverSpendSigner, spendDomain } from "../src/spendauth/verify";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../src/spendauth/header";
 import { benchDir } from "./processes";
 
 const N = Number(process.env.BENCH_SPENDAUTH_N ?? 400);

@@ -1,6 +1,7 @@
 /**
  * Reads a JSON request body without ever holding more than `limit` bytes, whether or not the
- * client sent Content-Length (chunked bodies are counted as they arrive).
+ * client sent Content-Length (chunked bodies are counted as they arrive), and parses it only when
+ * it is nested at most MAX_JSON_DEPTH deep.
  */
 import { GatewayError } from "./errors";
 
@@ -70,16 +71,65 @@ async function refuseAfterReading(request: Request, declared: number, limit: num
   throw tooLarge(limit);
 }
 
-/** The body text as JSON; GatewayError (400, 413) when it is too large, empty or not JSON. */
+/**
+ * How deeply a JSON body may nest arrays and objects. A chat request needs about a dozen levels
+ * (tool schemas included). Deeper structure costs without bound once parsed: JSON.parse takes
+ * 100,000 levels, but JSON.stringify of them (the body sent upstream) spends over a second of
+ * the event loop before it fails.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The body text as JSON; GatewayError (400, 413) when it is too large, empty, nested too deeply or not JSON. */
 export function parseJsonBody(text: string, limit: number): unknown {
   if (text.length > limit) throw tooLarge(limit);
   if (text.length === 0) throw new GatewayError("invalid_request_error", "The request body is empty; send a JSON object");
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new GatewayError("invalid_request_error", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
+  }
   try {
     return JSON.parse(text);
   } catch {
     throw new GatewayError("invalid_request_error", "The request body is not valid JSON");
   }
 }
+
+/**
+ * Whether `text` opens more than `max` arrays and objects inside one another, counted in one pass
+ * over the text before it is parsed (brackets inside strings do not count). Text that is not JSON
+ * may be counted wrongly: JSON.parse refuses it either way.
+ */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i === -1) return false;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+  }
+  return false;
+}
+
+/** The index of the quote that closes the string opened at `open`, or -1 (found with indexOf, which is far faster than a loop). */
+function stringEnd(text: string, open: number): number {
+  let close = text.indexOf('"', open + 1);
+  while (close !== -1) {
+    let backslashes = 0;
+    while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return close;
+    close = text.indexOf('"', close + 1);
+  }
+  return -1;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
 
 async function readLimited(request: Request, limit: number, budget: BodyBudget): Promise<string> {
   if (!request.body) return "";

@@ -13,7 +13,7 @@ import { createApp } from "./app";
 import type { AppDeps } from "./deps";
 import { buildIdentities } from "./auth/wire";
 import { createMemoryLimiter } from "./ratelimit/memory";
-import { spendAuthMode } from "./auth/spendauth-mode";
+import { spendAuthMode } from "./spendauth/mode";
 import { issueSetupLink } from "./auth/setup";
 import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";

@@ -7,14 +7,17 @@
  *   4. nothing             -> anonymous: free models only, limited per client address
  * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too),
  * then, for API key and session callers on non-free models, credits (paused with a 503 while the
- * database has refused debits for more than DEBITS_STALLED_MS): 402 unless the balance left
- * after in-flight reservations is positive; otherwise the request's maximum cost is reserved in
- * memory and settle() debits what the upstream reported. Free models are never debited.
+ * database has refused debits for more than DEBITS_STALLED_MS): the balance left after in-flight
+ * reservations must cover the request's reservation (../credits/reservation.ts), its completion
+ * limit cut to what it pays for, else 402; settle() debits the reported usage's cost, at most the
+ * reservation, and returns the promise of its commit. Free models are never debited.
  * A request refused before admission (a bad body, an unknown model) is first asked
  * credentialRefusal(): an invalid credential is a 401 whatever else is wrong, as OpenAI answers.
  * SpendAuth is judged only at admission (its checks need the body and the chain).
- * Per request: no writes; an API key's row comes from memory after its first use (./key-verifier.ts),
- * and so does its owner's balance on a paid model; a session's row with its balance is one read.
+ * Admission makes no writes; an API key's row comes from memory after its first use
+ * (./key-verifier.ts), and so does its owner's balance on a paid model; a session's row with its
+ * balance is one read. A paid request's debit is written once it ends, in the one transaction its
+ * event-loop turn shares (../credits/meter.ts).
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
@@ -22,10 +25,10 @@ import { GatewayError } from "../errors";
 import type { RateLimiter, RatePolicy } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
 import type { CreditMeter } from "../credits/meter";
-import { maxCostMicro } from "../credits/price";
+import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
@@ -38,8 +41,8 @@ export interface GateDeps {
   limiter: RateLimiter;
   meter: CreditMeter;
   lastUsed: { touch(keyId: string): void };
-  /** Verifies X-Payment-Signature (src/auth/spendauth.ts); absent when SpendAuth is off. */
-  spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
+  /** Verifies X-Payment-Signature (src/spendauth/admit.ts); absent when SpendAuth is off. */
+  spendAuth?: SpendAuthHook;
 }
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
@@ -125,18 +128,21 @@ export function createGate(deps: GateDeps): Gate {
     const userId = identity.userId!;
     const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);
-    if (available <= 0) {
+    const reservation = (input.reserve ?? reserveWithin)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens, availableMicro: available });
+    if ("neededMicro" in reservation) {
       // What is held can pass the balance (a burst's reservations): said as its own amount, not "of it".
       const inFlight = available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
-      return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, so it needs a positive balance. Ask an administrator for credits`, { headers });
+      return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, and this request needs at least ${formatCredits(reservation.neededMicro)} (its prompt and a short answer). Ask an administrator for credits`, { headers });
     }
-    const hold = meter.reserve(userId, (input.maxCostMicro ?? maxCostMicro)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens }));
+    const hold = meter.reserve(userId, reservation.micro);
     return {
       identity,
       headers,
+      reservedMicro: reservation.micro,
+      completionLimit: reservation.completionLimit ?? undefined,
       settle: (outcome) => {
-        meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() });
         giveBack(outcome);
+        return meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() });
       },
     };
   }

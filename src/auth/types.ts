@@ -6,7 +6,7 @@
 import { GatewayError, type ErrorCode } from "../errors";
 import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../router/usage";
-import type { CostInput } from "../credits/price";
+import type { Reserve } from "../credits/reservation";
 
 export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous";
 
@@ -40,8 +40,8 @@ export interface AdmitInput {
   body: { model: string } & Record<string, unknown>;
   /** The body's size in bytes as received (the prompt estimate of ../credits/price.ts). */
   bodyBytes: number;
-  /** The most the call may cost, by its endpoint (../router/adapters/types.ts); chat's maxCostMicro when absent. */
-  maxCostMicro?: (input: CostInput) => number;
+  /** How the call's credits are reserved, by its endpoint (../router/adapters/types.ts); chat's reserveWithin when absent. */
+  reserve?: Reserve;
 }
 
 export interface SettleInput {
@@ -56,8 +56,15 @@ export interface Admission {
   identity: Identity;
   /** Headers for the client response (x-ratelimit-*): a new object per request, which the caller completes. */
   headers: Record<string, string>;
-  /** Called exactly once per admitted request; must not throw and must not block. */
-  settle(input: SettleInput): void;
+  /**
+   * Called exactly once per admitted request; must not throw and must not block. A promise
+   * returned is the commit of what the request is charged: the answer's last byte waits for it.
+   */
+  settle(input: SettleInput): Promise<void> | void;
+  /** The most this request may be charged (its credit reservation); absent when not reserved here. */
+  reservedMicro?: number;
+  /** The completion limit per choice the upstream must be sent, lower than the request's own (cut to the balance). */
+  completionLimit?: number;
   /**
    * Epoch ms by which an upstream must have answered, when the identity sets one (a SpendAuth
    * authorization that must be settled before it expires); the first-byte timeout shortens to it.
@@ -66,6 +73,9 @@ export interface Admission {
   /** The upstream answered with success: the request will be served (SpendAuth queues its claim now). */
   answered?(): void;
 }
+
+/** Admits a request that presents `X-Payment-Signature`; SpendAuth (src/spendauth/admit.ts) makes it. */
+export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayError>;
 
 export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;

@@ -9,12 +9,11 @@
  */
 import type { Config } from "../config/schema";
 import { brieflyLocked, type Db } from "../db/client";
-import type { GatewayError } from "../errors";
 import { createMemoryLimiter } from "../ratelimit/memory";
 import type { RateLimiter } from "../ratelimit/types";
 import { createCreditMeter, type CreditMeter } from "../credits/meter";
 import type { Debit } from "../credits/ledger";
-import type { Admission, AdmitInput, Gate } from "./types";
+import type { Gate, SpendAuthHook } from "./types";
 import { createGate } from "./gate";
 import { createLastUsed } from "./apikey";
 import { authRoutes } from "./routes";
@@ -31,7 +30,7 @@ export interface IdentitiesInput {
   config: Config;
   now: () => number;
   limiter?: RateLimiter;
-  spendAuth?: (input: AdmitInput) => Promise<Admission | GatewayError>;
+  spendAuth?: SpendAuthHook;
   /** The first prune of ended sessions, this long after start (default 5 s; tests set 0); then hourly. */
   firstSessionPruneMs?: number;
 }

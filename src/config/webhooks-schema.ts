@@ -8,14 +8,14 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { MAX_TIMER_MS } from "./timer";
 
-export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key"] as const;
+export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;
 
 export const WebhookEndpoint = T.Object(
   {
     path: T.String({ pattern: "^/" }),
     job_id: T.Integer({ minimum: 0 }),
     auth: T.Union(
-      [T.Literal("none"), T.Literal("bearer"), T.Literal("hmac-sha256"), T.Literal("api-key")],
+      [T.Literal("none"), T.Literal("bearer"), T.Literal("hmac-sha256"), T.Literal("api-key"), T.Literal("standard-webhooks")],
       { default: "none" },
     ),
     secret: T.Optional(T.String()),
@@ -23,6 +23,8 @@ export const WebhookEndpoint = T.Object(
     name: T.Optional(T.String()),
     /** Header whose value identifies a delivery (e.g. X-GitHub-Delivery); redeliveries are folded. */
     dedupe_header: T.Optional(T.String({ minLength: 1 })),
+    /** standard-webhooks only: how far webhook-timestamp may be from this clock, either way (default 300). */
+    tolerance_s: T.Optional(T.Integer({ minimum: 1, maximum: 86_400 })),
   },
   { additionalProperties: false },
 );

@@ -1,16 +1,19 @@
 /**
- * Metering for paid requests without a database write on the request path. Before calling
- * upstream the gate reserves the request's maximum cost in memory; when it ends, settle() releases
- * the reservation and queues the actual cost as a debit, which a flush writes to the ledger in one
- * transaction per batch (every `intervalMs`, at once when `maxBatch` wait), through the
- * write-behind queue.
+ * Metering for paid requests. Before calling upstream the gate reserves the request's maximum
+ * cost in memory (./reservation.ts); when it ends, settle() releases the reservation and queues the
+ * actual cost, at most the reservation, as a debit. Debits are group-committed: every request that
+ * settles in one event-loop turn shares one transaction at the end of that turn (flushSoon), and
+ * settle() returns the promise of that commit, which the answer's last byte waits for. So an
+ * answer a client received in full is in the ledger before it left, and a crash of the process
+ * (kill -9) loses no debit while the database accepts writes (WAL, synchronous=NORMAL: a commit
+ * is in the WAL file when it returns).
  *
  * Invariant (this process): available = stored balance - held, where a user's held amount is
  * their open reservations plus their queued debits (one map: settling a request swaps its
- * reservation for its cost in one step), and flush() commits a batch and takes its amounts off
+ * reservation for its cost in one step), and a flush commits a batch and takes its amounts off
  * `held` in the same synchronous step, so no request ever sees a debit twice or not at all.
- * A batch that fails to write stays queued and is retried; nothing is dropped. Overdraw bound:
- * see the README (Credits).
+ * A batch that fails to write stays queued and is retried (the answer goes out meanwhile; the gate
+ * pauses paid requests once that lasts DEBITS_STALLED_MS); nothing is dropped.
  */
 import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
@@ -26,8 +29,11 @@ export interface CreditMeter {
   /** Micro-credits a user may still spend, given their stored balance. */
   available(userId: number, storedBalance: number): number;
   reserve(userId: number, micro: number): Hold;
-  /** Releases the hold and debits `costMicro` (0 for nothing). Idempotent per hold. */
-  settle(hold: Hold, debit: { costMicro: number; requestId: string; model: string; at: number }): void;
+  /**
+   * Releases the hold and debits `costMicro` (0 for nothing), never more than the hold. Idempotent
+   * per hold. Returns, when there is a debit, the promise of its group commit.
+   */
+  settle(hold: Hold, debit: { costMicro: number; requestId: string; model: string; at: number }): Promise<void> | void;
   /** A user's held micro-credits: open reservations plus queued debits (tests, dashboard). */
   outstanding(userId: number): number;
   /** Since when the database has refused the debits (null while they are written). */
@@ -68,9 +74,11 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     settle(hold, debit) {
       if (hold.settled) return;
       hold.settled = true;
-      const cost = Math.max(0, debit.costMicro);
+      const cost = Math.min(Math.max(0, debit.costMicro), hold.micro);
       adjust(hold.userId, cost - hold.micro);
-      if (cost > 0) debits.push({ userId: hold.userId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
+      if (cost === 0) return;
+      debits.push({ userId: hold.userId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
+      return debits.flushSoon();
     },
     outstanding: (userId) => held.get(userId) ?? 0,
     unrecordedSince: debits.failingSince,

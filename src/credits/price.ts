@@ -34,8 +34,12 @@ export function promptTokenEstimate(bodyBytes: number): number {
 
 /** The most completion tokens a request may be answered with, all choices together: what its reservation is for. */
 export function completionBound(body: Record<string, unknown>, fallback: number): number {
-  const choices = Math.min(Math.max(1, positive(body.n)), MAX_CHOICES);
-  return Math.min(completionLimit(body, fallback) * choices, MAX_COUNTED_TOKENS);
+  return Math.min(completionLimit(body, fallback) * choicesAsked(body), MAX_COUNTED_TOKENS);
+}
+
+/** The choices a request asks for (`n`), 1 to MAX_CHOICES. */
+export function choicesAsked(body: Record<string, unknown>): number {
+  return Math.min(Math.max(1, positive(body.n)), MAX_CHOICES);
 }
 
 /**

@@ -91,6 +91,9 @@ export function openDatabase(dataDir: string): OpenedDb {
       throw new Error(`server.data_dir: cannot open ${file} (${(err as Error)?.message ?? err})`);
     }
   }
+  // In WAL mode a commit at NORMAL is in the WAL file once it returns, so it survives a crash of the
+  // process (what the credit meter's group commit relies on); only a power loss or an OS crash can
+  // take the commits since the last checkpoint, which FULL would save at an fsync per commit.
   sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   sqlite.run("PRAGMA foreign_keys = ON");

@@ -1,6 +1,9 @@
 /**
  * A write-behind queue: request paths push rows in memory and return; rows are written in one
  * transaction per batch, every `intervalMs` or as soon as `maxBatch` rows wait. close() flushes.
+ * flushSoon() is the group commit for rows that must be written before an answer leaves: every
+ * caller in one event-loop turn shares one flush at the end of that turn (setImmediate), so a
+ * thousand requests finishing together cost one transaction, not a thousand.
  * `accept` sees every row once, in order, at the first flush after its push (counting, logging),
  * however often its write is tried. A batch that fails to write is dropped, or, with `keepFailed`,
  * kept ahead of newer rows (at most `maxKept`; the oldest beyond that are dropped) and tried again
@@ -13,6 +16,8 @@ import { log } from "../log";
 export interface WriteBehind<T> {
   push(row: T): void;
   flush(): void;
+  /** Flushes once at the end of this event-loop turn, shared by every caller in it; resolves after that attempt, written or not. */
+  flushSoon(): Promise<void>;
   close(): void;
   /** Stops the timer and writes what is queued, trying again every RETRY_MS for up to `ms`; returns the rows still unwritten. */
   closeWithin(ms: number): Promise<T[]>;
@@ -83,6 +88,20 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
     take();
     if (now() >= retryAt) writePending();
   };
+  let soon: Promise<void> | null = null;
+  const flushSoon = (): Promise<void> => {
+    soon ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        soon = null;
+        try {
+          flush();
+        } finally {
+          resolve();
+        }
+      }),
+    );
+    return soon;
+  };
   const timer = setInterval(flush, intervalMs);
   timer.unref?.();
   return {
@@ -91,6 +110,7 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
       if (queue.push(row) === maxBatch) queueMicrotask(flush);
     },
     flush,
+    flushSoon,
     close() {
       clearInterval(timer);
       take();

@@ -4,7 +4,8 @@
  * as they come) while capturing usage. What differs per endpoint comes from its adapter
  * (./adapters/types.ts). Every admitted request is settled exactly once and produces exactly one
  * RequestRecord, however it ends: an error nobody expected is settled as a 500 on its way out, so
- * it never leaves credits held.
+ * it never leaves credits held. An answer's last byte (a whole body, a stream's end) waits for the
+ * commit of what it is charged (Admission.settle).
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
@@ -52,7 +53,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     body: ctx.body,
     bodyBytes: ctx.bodyBytes,
     route,
-    maxCostMicro: adapter.maxCostMicro,
+    reserve: adapter.reserve,
   });
   // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
@@ -71,7 +72,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     // The parsed body is ours: amend it in place rather than copying it per request.
     if (completion && ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-    const tokenLimit = completion && completionsPriced(route) ? tokenLimitToSend(ctx.body, completionLimit(ctx.body, deps.config.routing.default_max_tokens)) : null;
+    const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;
     const forwarded = await forward({
       route,
@@ -98,7 +99,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       throw error;
     }
     const { reply, target } = forwarded;
-    if (reply.status < 300) admission.answered?.();
+    if (reply.status < 300 && !client.goneNow()) admission.answered?.();
     const upstream = target.upstream;
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
@@ -116,19 +117,19 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     // (text/plain: some servers leave the header out or label it wrongly), is the event stream
     // asked for, unless it came whole as a JSON object; one typed JSON (streaming unsupported) is
     // buffered.
-    if (adapter.answer === "bytes" && reply.status < 300) return relayedBytes(deps, served, forwarded, headers, done);
+    const bytes = adapter.answer === "bytes" && reply.status < 300;
     const declared = reply.status < 300 && completion && ctx.body.stream === true ? declaredKind(contentType) : null;
     const early = declared === "other" ? reply.textNow() : null;
     const isStream = declared === "stream" || (declared === "other" && early?.trimStart().startsWith("{") !== true);
     if (isStream) headers["content-type"] = "text/event-stream";
-    else if (setWholeAnswerType(headers, contentType) === "stream" && reply.status < 300) {
+    else if (!bytes && setWholeAnswerType(headers, contentType) === "stream" && reply.status < 300) {
       // A server that ignores stream: false: no client can read an event stream as the JSON it asked for.
       forwarded.abort("an event stream that was not asked for");
       throw unrelayable(502, `upstream "${upstream.name}" answered with an event stream to a request that did not ask to stream`, forwarded.upstreamMs);
     }
     const bodyStartedAt = performance.now();
     const idleTimeoutMs = upstream.config.idle_timeout_ms;
-    if (!isStream) {
+    if (!isStream && !bytes) {
       // Usually the whole answer came with its headers; otherwise a body that does not complete
       // within idle_timeout_ms of its headers is abandoned.
       let text = early ?? reply.textNow();
@@ -151,15 +152,22 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         throw unrelayable(502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       }
       recordTargetComplete(target, deps.now());
+      if (client.goneNow()) throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
       const usage = adapter.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      if (served.committed) await served.committed;
       if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text);
       return new Response(text, { status: reply.status, headers });
     }
+    if (client.goneNow()) {
+      forwarded.abort("client closed");
+      throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs);
+    }
+    if (bytes) return relayedBytes(deps, served, forwarded, headers, done);
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
       clientWantsUsage,
@@ -180,6 +188,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         const upstreamMs = forwarded.upstreamMs + performance.now() - bodyStartedAt;
         const status = result.errorEvent !== null ? 502 : STREAM_END_STATUS[result.outcome];
         served.finish(outcome(done, status, usage, upstreamMs));
+        return served.committed;
       },
     });
     return new Response(adapter.transformStream ? adapter.transformStream(stream) : stream, { status: 200, headers });
@@ -204,9 +213,30 @@ function relayedBytes(deps: AppDeps, served: Served, forwarded: Forwarded, heade
       else if (ended === "complete") recordTargetComplete(target, deps.now());
       const usage = ended === "complete" ? ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens, completionTokens: 0 }) : null;
       served.finish(outcome(done, STREAM_END_STATUS[ended], usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
+      return served.committed;
     },
   });
   return new Response(stream, { status: reply.status, headers });
+}
+
+/**
+ * Why an answer the upstream gave is neither sent nor charged: the client's connection closed
+ * first (Bun closes one on which a request arrives pipelined behind a pending one). Checked just
+ * before the answer is handed to Bun, in the same turn of the event loop, so no close can come
+ * between the check and the write.
+ */
+const NOT_DELIVERED = "the client closed the connection before its answer was sent";
+
+/**
+ * The completion limit a priced request's upstream is sent: the admission's when it cut the
+ * request's to what the balance pays for (llama.cpp's n_predict, read before max_tokens, cut too),
+ * else the request's own (tokenLimitToSend).
+ */
+function limitToSend(body: CallBody, admission: Admission, defaultMaxTokens: number): number | null {
+  const cut = admission.completionLimit;
+  if (cut === undefined) return tokenLimitToSend(body, completionLimit(body, defaultMaxTokens));
+  if (typeof body.n_predict === "number" && body.n_predict > cut) body.n_predict = cut;
+  return cut;
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
@@ -235,6 +265,8 @@ function unanswered(ctx: CallContext, status: number, upstreamMs = 0): Outcome {
 /** An admitted request: settled and recorded once, by whichever way it ends first. */
 class Served {
   private finished = false;
+  /** The commit of the request's charge, once finished with one. */
+  committed: Promise<void> | void = undefined;
 
   constructor(
     readonly deps: AppDeps,
@@ -250,8 +282,11 @@ class Served {
     this.finished = true;
     this.client.done();
     this.ctx.upload?.dispose();
-    this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs));
+    // As the meter charges it: never more than was reserved (an upstream that ignored the limit it
+    // was sent costs the gateway, not the user).
+    const charged = Math.min(costMicro(outcome.usage, outcome.price), this.admission.reservedMicro ?? Infinity);
+    this.committed = this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
+    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs, charged));
     return latencyMs;
   }
 }
@@ -273,8 +308,8 @@ export function refusalRecord(request: Request, requestId: string, startedAt: nu
 
 const NO_PRICE = { prompt: 0, completion: 0, request: 0 };
 
-/** A request's row in the request log. */
-function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number): RequestRecord {
+/** A request's row in the request log; `chargedMicro` what it was charged. */
+function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number, chargedMicro = 0): RequestRecord {
   return {
     requestId,
     createdAt: Date.now(),
@@ -287,13 +322,17 @@ function record(requestId: string, identity: Identity, outcome: Outcome, latency
     status: outcome.status,
     promptTokens: outcome.usage?.prompt_tokens ?? 0,
     completionTokens: outcome.usage?.completion_tokens ?? 0,
-    costMicro: costMicro(outcome.usage, outcome.price),
+    costMicro: chargedMicro,
     latencyMs,
     upstreamMs: outcome.upstreamMs,
   };
 }
 
-/** What an answer the upstream reported no usage for consumed, as the adapter estimates it from `completionTokens` (a stream's events relayed, a whole answer's characters / 4). */
+/**
+ * What an answer the upstream reported no usage for consumed, as its adapter estimates it from
+ * `completionTokens` (a stream's events relayed, a whole answer's characters / 4); the charge is
+ * also capped at the reservation, in Served.finish.
+ */
 function estimatedUsage(ctx: CallContext, completionTokens: number, defaultMaxTokens: number): Usage {
   return ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens, completionTokens });
 }

@@ -31,6 +31,12 @@ export interface ClientWatch {
   answerWithin(ms: number): void;
   /** The upstream answered (or failed): the attempt's deadline no longer applies. */
   answered(): void;
+  /**
+   * Whether the client has gone, asking the request's own abort signal now: for the moments an
+   * answer is about to be charged for or sent, when a departure since the last sweep (Bun closes a
+   * connection on which a request is pipelined behind a pending one) must not be missed.
+   */
+  goneNow(): boolean;
   /** The request is answered: stop watching. */
   done(): void;
 }
@@ -64,6 +70,11 @@ class Watch implements ClientWatch {
     this.gone = true;
     this.unlink();
     this.onGone?.("client closed");
+  }
+
+  goneNow(): boolean {
+    if (!this.gone && this.request!.signal.aborted) this.leave();
+    return this.gone;
   }
 
   answerWithin(ms: number): void {

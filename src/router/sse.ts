@@ -23,8 +23,12 @@ export interface RelayOptions {
   idleTimeoutMs: number;
   /** Aborts the upstream request (idle timeout, client gone). */
   abortUpstream: (reason: string) => void;
-  /** Called exactly once when the stream ends, however it ends. */
-  onEnd: (result: RelayResult) => void;
+  /**
+   * Called exactly once when the stream ends, however it ends. The client's last bytes (the event
+   * with [DONE], an error event) are handed on only once a promise it returns settles: the commit
+   * of what the answer is charged.
+   */
+  onEnd: (result: RelayResult) => Promise<void> | void;
   /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
   upstreamSecrets?: readonly string[];
 }
@@ -59,6 +63,9 @@ export const MAX_EVENT_CHARS = 1024 * 1024;
 class EventTooLarge extends Error {}
 class EndedUnfinished extends Error {}
 
+/** How a stream ended, as the relay decides it (the rest of a RelayResult it keeps as it goes). */
+type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
+
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
@@ -81,11 +88,16 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
 
-  const finish = (result: Omit<RelayResult, "usage" | "events" | "errorEvent">): void => {
+  const finish = (result: Ending): Promise<void> | void => {
     if (ended) return;
     ended = true;
     clearTimeout(idle);
-    options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
+    return options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
+  };
+  /** finish(), and the wait for what onEnd returned, before the last bytes go to the client. */
+  const finishFirst = async (result: Ending): Promise<void> => {
+    const committed = finish(result);
+    if (committed) await committed;
   };
 
   /** Returns the text to forward for the complete events in `text`; keeps usage. */
@@ -151,14 +163,18 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             // An event the upstream did not end before closing counts if it is whole (some end their
             // last one without the blank line); one cut off mid-JSON means the answer broke.
             if (!sawDone && rest.includes("data:") && !DONE.test(rest) && parseData(rest) === null) throw new Error("cut off mid-event");
-            if (rest && !sawDone) controller.enqueue(encoder.encode(filterEvents(`${rest}\n\n`)));
+            const last = rest && !sawDone ? filterEvents(`${rest}\n\n`) : "";
             // Without [DONE] (some servers never send it) the answer is whole once the model said it
             // finished, or failed (its own error event). A server that crashed between events, its
             // stream framed by the connection's close, says neither.
-            if (!sawDone && !finishSeen && !endedOnUsage && upstreamErrorEvent === null) throw new EndedUnfinished();
+            if (!sawDone && !finishSeen && !endedOnUsage && upstreamErrorEvent === null) {
+              if (last) controller.enqueue(encoder.encode(last));
+              throw new EndedUnfinished();
+            }
+            await finishFirst({ outcome: "complete" });
+            if (last) controller.enqueue(encoder.encode(last));
             if (!sawDone) controller.enqueue(DONE_EVENT);
             controller.close();
-            finish({ outcome: "complete" });
             return;
           }
           const hadPending = pending !== "" || carriedCr;
@@ -172,11 +188,11 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             throw new EventTooLarge();
           }
           if (out.length === 0 && !sawDone) continue; // only part of an event so far: read on
+          if (sawDone) await finishFirst({ outcome: "complete" });
           // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
           if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
           if (sawDone) {
             controller.close();
-            finish({ outcome: "complete" });
             drainRest();
           }
           return;
@@ -185,8 +201,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         if (ended) return;
         if (sawDone) {
           // The answer was whole ([DONE] relayed); what broke after it is no failure.
+          await finishFirst({ outcome: "complete" });
           controller.close();
-          finish({ outcome: "complete" });
           return;
         }
         const tooLarge = err instanceof EventTooLarge;
@@ -199,10 +215,10 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
           : unfinished ? "the upstream ended its stream"
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
+        await finishFirst({ outcome: unfinished ? "unfinished" : "upstream_error", error: message });
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);
         controller.close();
-        finish({ outcome: unfinished ? "unfinished" : "upstream_error", error: message });
       }
     },
     cancel(reason) {

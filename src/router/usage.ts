@@ -2,8 +2,11 @@
  * Token usage as upstreams report it, and its cost in integer micro-credits. Prices are credits
  * per 1M tokens, so micro-credits per token equals the price: cost = tokens * price, rounded up,
  * computed exactly (tokensCostMicro).
- * A reported usage is untrusted JSON: readUsage narrows it to whole, non-negative token counts of
- * at most MAX_COUNTED_TOKENS, so no cost, hold or log row is ever NaN, Infinity or a string.
+ * A reported usage is untrusted JSON: readUsage takes it only when both counts are whole numbers
+ * of at least 0 (larger than MAX_COUNTED_TOKENS counts as that many), so no cost, hold or log row is
+ * ever NaN, Infinity or a string; any other report (a count negative, fractional, not a number or
+ * missing) is no report, and the answer is charged an estimate (../router/chat.ts). Either way a
+ * request is charged at most its reservation (../credits/meter.ts).
  */
 export interface Usage {
   prompt_tokens: number;
@@ -44,38 +47,39 @@ export function tokensCostMicro(prompt: number, completion: number, price: { pro
   return prompt * promptWhole + completion * completionWhole + Math.ceil(millionths / 1e6);
 }
 
-/** A whole token count from an untrusted number: 0 unless positive, at most MAX_COUNTED_TOKENS. */
-function tokenCount(value: unknown): number {
-  return typeof value === "number" && value > 0 ? Math.min(Math.floor(value), MAX_COUNTED_TOKENS) : 0;
+/** A token count from an untrusted value: a whole number of at least 0, at most MAX_COUNTED_TOKENS; else null. */
+function tokenCount(value: unknown): number | null {
+  return Number.isInteger(value) && (value as number) >= 0 ? Math.min(value as number, MAX_COUNTED_TOKENS) : null;
 }
 
-/** A reported `usage` object narrowed to token counts; null unless it has at least one number. */
+/** A reported `usage` object as token counts; null unless both counts are whole numbers of at least 0. */
 export function readUsage(raw: unknown): Usage | null {
   if (typeof raw !== "object" || raw === null) return null;
   const { prompt_tokens, completion_tokens } = raw as Record<string, unknown>;
-  if (typeof prompt_tokens !== "number" && typeof completion_tokens !== "number") return null;
-  return { prompt_tokens: tokenCount(prompt_tokens), completion_tokens: tokenCount(completion_tokens) };
+  const prompt = tokenCount(prompt_tokens);
+  const completion = tokenCount(completion_tokens);
+  return prompt === null || completion === null ? null : { prompt_tokens: prompt, completion_tokens: completion };
 }
 
 /**
  * The top-level `usage` object of a non-streamed completion body, if it has one. Upstreams put it
  * last and flat, so the object after the last `"usage"` is parsed alone when the body closes right
  * after it (it is the body's own, not a `usage` key nested in a message); anything else parses
- * the body.
+ * the body. `read` narrows the object found (readUsage: a completion's two counts).
  */
-export function usageFromJson(text: string): Usage | null {
+export function usageFromJson(text: string, read: (raw: unknown) => Usage | null = readUsage): Usage | null {
   const at = text.lastIndexOf('"usage"');
   if (at === -1) return null;
   const open = text.indexOf("{", at);
   const close = open === -1 ? -1 : text.indexOf("}", open);
   if (close !== -1 && !text.slice(at + 7, open).trim().replace(":", "") && closesTopLevel(text, close + 1)) {
     try {
-      const usage = readUsage(JSON.parse(text.slice(open, close + 1)));
+      const usage = read(JSON.parse(text.slice(open, close + 1)));
       if (usage) return usage;
     } catch {}
   }
   try {
-    return readUsage((JSON.parse(text) as { usage?: unknown } | null)?.usage);
+    return read((JSON.parse(text) as { usage?: unknown } | null)?.usage);
   } catch {
     return null;
   }

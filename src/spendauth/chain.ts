@@ -6,7 +6,7 @@
  */
 import { createPublicClient, createWalletClient, defineChain, http, type PublicClient, type WalletClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import type { SpendAuthorization } from "../auth/spendauth-parse";
+import type { SpendAuthorization } from "./header";
 import { SHIELDED_CREDITS_ABI } from "./abi";
 
 export interface ChainAccount {

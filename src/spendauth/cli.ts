@@ -6,7 +6,7 @@
 import { registerCommand } from "../cli/index";
 import { idOperand, stringFlag, UsageError } from "../cli/args";
 import { formatTable } from "../cli/table";
-import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./queue";
+import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./settlements";
 
 const USAGE = "usage: modelgate settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID";
 

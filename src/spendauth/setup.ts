@@ -6,13 +6,14 @@
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
-import { IdentifiedDenial } from "../auth/types";
+import { IdentifiedDenial, type SpendAuthHook } from "../auth/types";
 import type { RateLimiter } from "../ratelimit/types";
 import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
-import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendAuthHook, type SpendRateLimit } from "../auth/spendauth";
-import { createNonceStore, Reservations } from "../auth/spendauth-replay";
+import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendRateLimit } from "./admit";
+import { createNonceStore } from "./nonces";
+import { Reservations } from "./reservations";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
-import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./queue";
+import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./settlements";
 import { startSettlementWorker, type SettlementWorker } from "./worker";
 
 export interface SpendAuthRuntime {
@@ -21,9 +22,9 @@ export interface SpendAuthRuntime {
   settling: boolean;
   statusSection: () => Record<string, unknown>;
   worker: SettlementWorker | null;
-  /** Served authorizations, written behind to the settlements table. */
+  /** Served authorizations, written to the settlements table as they are answered. */
   settlements: SettlementWriter;
-  /** Writes the queued settlements (retrying for up to shutdown_grace_ms) and stops the worker; resolves to how many could not be written. */
+  /** Writes the settlements the database refused earlier (retrying for up to shutdown_grace_ms) and stops the worker; resolves to how many could not be written. */
   stop(): Promise<number>;
 }
 

@@ -8,15 +8,15 @@
  * lost), so a restart or a retry never pays twice: the contract itself refuses a double claim.
  */
 import type { Db } from "../db/client";
-import type { SpendAuthorization } from "../auth/spendauth-parse";
-import type { Reservations } from "../auth/spendauth-replay";
+import type { SpendAuthorization } from "./header";
+import type { Reservations } from "./reservations";
 import { spendAuthHash } from "./abi";
 import type { AccountReader, Settler } from "./chain";
-import { readySettlements, updateSettlement, type SettlementRow } from "./queue";
+import { readySettlements, updateSettlement, type SettlementRow } from "./settlements";
 
 export interface SettlementWorkerOptions {
   db: Db;
-  /** Runs before each tick: writes the served authorizations still queued (SettlementWriter.flush). */
+  /** Runs before each tick: writes the served authorizations the database refused earlier (SettlementWriter.flush). */
   beforeTick?: () => void;
   settler: Settler;
   reservations: Reservations;

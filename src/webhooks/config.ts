@@ -7,7 +7,8 @@
  *   about a key the file set names the file (namingWebhooksFile).
  * - checkWebhooks: the crate's validation with messages naming the key path: at least one
  *   endpoint when enabled, path starts with '/', no duplicate or reserved paths, a known auth
- *   mode, a secret where the mode needs one; `[[jobs]]` handlers have exactly one action.
+ *   mode, a secret where the mode needs one (a `whsec_` key for standard-webhooks); `[[jobs]]`
+ *   handlers have exactly one action.
  * Both work on the raw TOML document (untrusted shapes), so they narrow every value they read.
  */
 import { readConfigText } from "../config/text-file";
@@ -16,6 +17,7 @@ import { parse as parseToml } from "smol-toml";
 import { ConfigError, invalidToml } from "../config/load";
 import { AUTH_MODES } from "../config/webhooks-schema";
 import { resolveEnvIfSet } from "../config/secrets";
+import { ID_HEADER, SECRET_PREFIX, standardWebhooksKey } from "./standard-webhooks";
 
 type Raw = Record<string, unknown>;
 
@@ -28,7 +30,7 @@ const FILE_KEYS = new Set([
   "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
   "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes", "max_body_bytes_in_flight",
 ]);
-const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key"]);
+const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key", "standard-webhooks"]);
 /** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */
 const HEADER_SECRET_MODES = new Set(["bearer", "api-key"]);
 const HEADER_SECRET = /^[\x21-\x7e]+$/;
@@ -151,6 +153,7 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
     if (typeof auth === "string" && HEADER_SECRET_MODES.has(auth) && typeof secret === "string" && !HEADER_SECRET.test(secret)) {
       throw new ConfigError(`${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
     }
+    checkStandardWebhooks(endpoint, at);
     const { name } = endpoint;
     if (typeof name === "string" && !/^[\x20-\x7e]*$/.test(name)) {
       throw new ConfigError(`${at}.name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII (no line breaks, no "–" or other non-ASCII)`);
@@ -160,6 +163,21 @@ function checkEndpoints(endpoints: unknown[], label: string): void {
       if (typeof name === "string" && !HEADER_NAME.test(name)) throw new ConfigError(`${at}.${key}: ${JSON.stringify(name)} is not a header name`);
     }
   });
+}
+
+/** A Standard Webhooks secret is the sender's `whsec_` key; tolerance_s and webhook-id belong to that mode alone. */
+function checkStandardWebhooks(endpoint: Raw, at: string): void {
+  const { auth, secret, tolerance_s, dedupe_header } = endpoint;
+  if (auth !== "standard-webhooks") {
+    if (tolerance_s !== undefined) throw new ConfigError(`${at}.tolerance_s: only for auth "standard-webhooks"`);
+    return;
+  }
+  if (typeof secret === "string" && secret !== "" && standardWebhooksKey(secret) === null) {
+    throw new ConfigError(`${at}.secret: a standard-webhooks secret is "${SECRET_PREFIX}" followed by base64, as the sender shows it (a trailing newline in the environment variable?)`);
+  }
+  if (typeof dedupe_header === "string" && dedupe_header.toLowerCase() !== ID_HEADER) {
+    throw new ConfigError(`${at}.dedupe_header: standard-webhooks endpoints fold redeliveries on ${ID_HEADER}, the id the signature covers; remove dedupe_header`);
+  }
 }
 
 function checkJobs(jobs: unknown[]): void {

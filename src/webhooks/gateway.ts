@@ -4,9 +4,13 @@
  * fetch handler with a Map lookup per request).
  *
  * Per request, in this order: 404 unknown path; 405 (with Allow) for anything but POST; 413 when
- * Content-Length is over max_body_bytes; header-only auth (bearer, api-key) -> 401; the body is
- * read up to the limit (413 also for chunked bodies); HMAC over the raw bytes -> 401; durable
- * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}. If the outbox cannot be
+ * Content-Length is over max_body_bytes; what the headers alone decide (bearer, api-key; a missing
+ * signature header, a stale timestamp) -> 401; the body is read up to the limit (413 also for
+ * chunked bodies); HMAC or Standard Webhooks signature over it -> 401; durable
+ * append to the outbox -> 202 {"status":"accepted","job_id","call_id"}, unless the sender's
+ * connection closed before the commit (Bun closes one on which a request is pipelined behind a
+ * pending one, answering neither): then nothing is stored, since the sender, told nothing, sends
+ * it again. The 202 is written in the same turn as the commit. If the outbox cannot be
  * written, or its undelivered calls already hold max_pending_bytes, the answer is 503 with
  * Retry-After, because senders such as Alertmanager retry only 5xx. The body is stored exactly as
  * received. `GET /webhooks/health` answers `ok`, and the pull API for external runners lives
@@ -14,9 +18,9 @@
  */
 import type { Server } from "bun";
 import type { WebhooksConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
-import { createVerifier, type Verifier } from "./auth";
+import { createVerifier, dedupeHeaderOf, type Verifier } from "./auth";
 import { HEALTH_PATH, PULL_PREFIX } from "./config";
-import { OutboxFullError, type Outbox } from "./outbox";
+import { AppendWithdrawnError, OutboxFullError, type Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
 import { parseAddress, stopWithin } from "../listen";
@@ -65,9 +69,9 @@ export class WebhookGateway {
     for (const endpoint of config.endpoints) {
       this.routes.set(endpoint.path, {
         endpoint,
-        verifier: createVerifier(endpoint),
+        verifier: createVerifier(endpoint, { now: options.outbox.now }),
         name: endpoint.name ?? null,
-        dedupeHeader: endpoint.dedupe_header ?? null,
+        dedupeHeader: dedupeHeaderOf(endpoint),
       });
     }
     this.pull = config.pull_token ? createPullApi(options.outbox, config.pull_token) : null;
@@ -124,7 +128,8 @@ export class WebhookGateway {
     const declared = request.headers.get("content-length");
     if (declared !== null && Number(declared) > this.maxBody) return this.tooLarge();
     const { verifier } = route;
-    if (!verifier.needsBody && !verifier.verify(request.headers, null)) return json(401, { error: "unauthorized" });
+    const early = verifier.refusal(request.headers, null);
+    if (early !== null) return this.unauthorized(path, early, id);
     let body: Uint8Array | null;
     try {
       body = await readBody(request, this.maxBody, this.budget);
@@ -132,7 +137,8 @@ export class WebhookGateway {
       return error === BUSY ? this.unavailable({ connection: "close" }) : json(400, { error: "bad_request" });
     }
     if (body === null) return this.tooLarge();
-    if (verifier.needsBody && !verifier.verify(request.headers, body)) return json(401, { error: "unauthorized" });
+    const refusal = verifier.needsBody ? verifier.refusal(request.headers, body) : null;
+    if (refusal !== null) return this.unauthorized(path, refusal, id);
     return this.accept(route, request, body, id);
   };
 
@@ -148,9 +154,10 @@ export class WebhookGateway {
         body,
         contentType: request.headers.get("content-type"),
         dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
-      });
+      }, { withdrawn: () => request.signal.aborted });
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
+      if (error instanceof AppendWithdrawnError) return json(499, { error: "client_closed" });
       if (!(error instanceof OutboxFullError)) {
         this.options.log?.("error", "webhook outbox unavailable; answering 503", { request_id: id, path: endpoint.path, error: String((error as Error)?.message ?? error) });
       } else if (Date.now() - this.fullLoggedAt >= 60_000) {
@@ -170,6 +177,12 @@ export class WebhookGateway {
     }
     if (this.pull !== null && path.startsWith(PULL_PREFIX)) return this.pull(request, path);
     return json(404, { error: "not_found" });
+  }
+
+  /** 401, and why in the log (as the API's request lines, at info: a stranger's requests are no warning). */
+  private unauthorized(path: string, reason: string, id: string): Response {
+    this.options.log?.("info", "webhook request refused: 401", { request_id: id, path, reason });
+    return json(401, { error: "unauthorized" });
   }
 
   /** 503 with Retry-After: senders such as Alertmanager retry only 5xx. */

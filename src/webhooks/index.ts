@@ -11,6 +11,7 @@ import { WebhookGateway } from "./gateway";
 import { listenNaming, listenUrl, parseAddress } from "../listen";
 import { startJobRunner } from "./jobs";
 import { Outbox } from "./outbox";
+import { DEFAULT_TOLERANCE_S, standardWebhooksWindowMs } from "./standard-webhooks";
 import type { OutboxStats } from "./admin";
 import type { GaugeSource } from "../metrics/gateway";
 
@@ -49,7 +50,7 @@ export function outboxFor(config: Config, file: string, options: { now?: () => n
   return new Outbox(file, {
     now: options.now,
     redact: options.redact,
-    dedupeWindowMs: w.dedupe_window_s * 1000,
+    dedupeWindowMs: dedupeWindowMs(w),
     leaseMs: w.lease_ms,
     maxAttempts: w.max_attempts,
     backoffMs: w.backoff_ms,
@@ -58,12 +59,25 @@ export function outboxFor(config: Config, file: string, options: { now?: () => n
   });
 }
 
+type WindowKeys = "dedupe_window_s" | "endpoints";
+
+/**
+ * How long a delivery id folds redeliveries: dedupe_window_s, and never less than a Standard
+ * Webhooks endpoint's replays can arrive (twice its tolerance_s), however small the window is set.
+ */
+export function dedupeWindowMs(w: Pick<Config["webhooks"], WindowKeys>): number {
+  const replays = w.endpoints
+    .filter((e) => e.auth === "standard-webhooks")
+    .map((e) => standardWebhooksWindowMs(e.tolerance_s ?? DEFAULT_TOLERANCE_S));
+  return Math.max(w.dedupe_window_s * 1000, ...replays);
+}
+
 /**
  * How long a done call is kept: retain_done_hours, and at least the dedupe window, since a done call
  * also holds its dedupe key (a redelivery inside the window must still find it).
  */
-export function doneRetentionMs(w: Pick<Config["webhooks"], "retain_done_hours" | "dedupe_window_s">): number {
-  return Math.max(w.retain_done_hours * 3_600_000, w.dedupe_window_s * 1000);
+export function doneRetentionMs(w: Pick<Config["webhooks"], "retain_done_hours" | WindowKeys>): number {
+  return Math.max(w.retain_done_hours * 3_600_000, dedupeWindowMs(w));
 }
 
 export interface WebhooksOptions {

@@ -58,7 +58,22 @@ export class OutboxFullError extends Error {
   override name = "OutboxFullError";
 }
 
+/** An append withdrawn at commit time (AppendOptions.withdrawn): nothing was stored. */
+export class AppendWithdrawnError extends Error {
+  override name = "AppendWithdrawnError";
+}
+
+export interface AppendOptions {
+  /**
+   * Asked in the transaction, just before the row is written: true stores nothing and rejects
+   * with AppendWithdrawnError (the sender left before it could be told the call was accepted).
+   */
+  withdrawn?: () => boolean;
+}
+
 const RECOUNT_MS = 1_000;
+/** The result of an append withdrawn in its batch (a rejection there would roll back the whole batch). */
+const WITHDRAWN = null;
 
 export class Outbox {
   readonly sqlite: Database;
@@ -87,7 +102,7 @@ export class Outbox {
   }
 
   /** Appends a verified request; resolves after the row is durably committed. */
-  append(input: AppendInput): Promise<AppendResult> {
+  append(input: AppendInput, options: AppendOptions = {}): Promise<AppendResult> {
     const max = this.options.maxPendingBytes;
     const bytes = input.body.length;
     if (max !== undefined && this.pendingBytes + bytes > max && this.recount() + bytes > max && !this.redelivery(input)) {
@@ -95,6 +110,7 @@ export class Outbox {
     }
     this.pendingBytes += bytes;
     const appended = this.write(() => {
+      if (options.withdrawn?.()) return WITHDRAWN;
       const result = appendCall(this.sqlite, input, this.now(), this.options.dedupeWindowMs);
       if (result.duplicate) {
         this.counters.duplicates++;
@@ -102,10 +118,17 @@ export class Outbox {
       } else this.counters.accepted++;
       return result;
     });
-    return appended.catch((error: unknown) => {
-      this.pendingBytes -= bytes;
-      throw error;
-    });
+    return appended.then(
+      (result) => {
+        if (result !== WITHDRAWN) return result;
+        this.pendingBytes -= bytes;
+        throw new AppendWithdrawnError("withdrawn before commit");
+      },
+      (error: unknown) => {
+        this.pendingBytes -= bytes;
+        throw error;
+      },
+    );
   }
 
   private redelivery(input: AppendInput): boolean {

@@ -12,6 +12,7 @@ import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
 import { createSession } from "../../src/auth/session";
 import { grantCredits } from "../../src/credits/ledger";
+import { MIN_COMPLETION_TOKENS } from "../../src/credits/reservation";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 
 /** Paid model price: 10 micro-credits a prompt token, 20 a completion token. */
@@ -108,6 +109,11 @@ export const HELLO = { model: "paid-model", messages: [{ role: "user", content: 
 /** Mock upstream usage for HELLO: prompt = JSON of the messages / 4, completion = 6 words. */
 export const HELLO_USAGE = { prompt: JSON.stringify(HELLO.messages).length >> 2, completion: 6 };
 export const HELLO_COST = HELLO_USAGE.prompt * PAID_PRICE.prompt + HELLO_USAGE.completion * PAID_PRICE.completion;
+
+/** The least balance a paid request with this body is served on: its prompt estimate (bytes / 4) and MIN_COMPLETION_TOKENS. */
+export function leastToServe(body: unknown = HELLO): number {
+  return Math.ceil(JSON.stringify(body).length / 4) * PAID_PRICE.prompt + MIN_COMPLETION_TOKENS * PAID_PRICE.completion;
+}
 
 /** A new user granted `micro` credits (none for 0) and an API key: a paying caller. */
 export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userId: number; auth: Record<string, string> }> {

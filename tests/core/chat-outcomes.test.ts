@@ -1,6 +1,6 @@
 /**
- * How refused and failed chat requests end, in process with the real gate: a body JSON.parse took
- * but JSON.stringify cannot (regression: a 500 that left its credit hold in place for good), the
+ * How refused and failed chat requests end, in process with the real gate: a body nested too
+ * deeply (refused before admission, so no credit is held), the
  * identity a rate-limit or credit refusal is recorded with (regression: always "anonymous"), and
  * the headers of errors raised before admission.
  */
@@ -16,16 +16,17 @@ function nested(depth: number): string {
 }
 
 describe("chat outcomes", () => {
-  test("a body nested too deeply to forward is a 400 that releases its credit hold", async () => {
+  test("a body nested too deeply is a 400 that holds no credit", async () => {
     t = buildAuthApp();
-    const { userId, auth } = await payingUser(t, 1_000);
+    // Enough for its prompt estimate (the body's bytes / 4): refused for its depth, not its price.
+    const { userId, auth } = await payingUser(t, 1_000_000);
     const deep = await t.chat(nested(100_000), auth);
     expect(deep.status).toBe(400);
-    expect((await jsonOf(deep)).error).toMatchObject({ code: "invalid_request_error", message: "The request body is nested too deeply to be forwarded" });
+    expect((await jsonOf(deep)).error).toMatchObject({ code: "invalid_request_error", message: "The request body nests arrays and objects more than 64 levels deep" });
     expect(t.upstream.chatCount()).toBe(0);
     expect(t.records.map((r) => [r.status, r.identity, r.costMicro])).toEqual([[400, "api_key", 0]]);
-    // Its hold (far above the balance) is gone: the next request is admitted and served.
-    expect(t.identities.meter.available(userId, 1_000)).toBe(1_000);
+    // No hold is left: the next request is admitted and served.
+    expect(t.identities.meter.available(userId, 1_000_000)).toBe(1_000_000);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
   });
 

@@ -43,6 +43,31 @@ describe("write-behind", () => {
     expect(batches).toEqual([[0, 1, 2, 3]]);
   });
 
+  test("flushSoon: every caller in one event-loop turn shares one write, at the end of that turn", async () => {
+    const { queue, batches } = recording(true, 100_000);
+    const waits = Array.from({ length: 1_000 }, (_, i) => (queue.push(i), queue.flushSoon()));
+    expect(new Set(waits).size).toBe(1);
+    await Promise.resolve();
+    expect(batches).toEqual([]); // not before the turn's other callbacks have run
+    await waits[0];
+    expect(batches).toEqual([Array.from({ length: 1_000 }, (_, i) => i)]);
+    queue.push(1_000);
+    await queue.flushSoon(); // the next turn has a write of its own
+    expect(batches).toEqual([Array.from({ length: 1_000 }, (_, i) => i), [1_000]]);
+  });
+
+  test("flushSoon resolves after a failed attempt too, leaving the rows kept", async () => {
+    const { queue, batches, failing } = recording(true);
+    failing.now = true;
+    queue.push(1);
+    await queue.flushSoon();
+    expect(batches).toEqual([[1]]);
+    failing.now = false;
+    clock += 60_000;
+    queue.flush();
+    expect(batches).toEqual([[1], [1]]);
+  });
+
   test("a failed batch is dropped by default; later rows are written", async () => {
     const { queue, batches, failing, lines } = recording(false);
     failing.now = true;

@@ -11,7 +11,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { getBalance } from "../../src/credits/ledger";
-import { buildAuthApp, HELLO, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
+import { buildAuthApp, HELLO, leastToServe, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
+import { MIN_COMPLETION_TOKENS } from "../../src/credits/reservation";
 import { buildTestApp } from "../support/app";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 
@@ -81,16 +82,49 @@ describe("the completion limit sent upstream", () => {
 });
 
 describe("the overdraw bound without a client limit", () => {
-  test("a burst of requests that set no limit, to an upstream whose own default is 32k tokens, overdraws by at most one reservation", async () => {
+  test("a burst of requests that set no limit, to an upstream whose own default is 32k tokens, never takes the balance below zero", async () => {
     t = buildAuthApp({ routing: { default_max_tokens: 100 } });
     t.upstream.behaviour.ownDefaultMaxTokens = 32_768;
     const text = JSON.stringify(HELLO);
     const reservation = Math.ceil(text.length / 4) * PAID_PRICE.prompt + 100 * PAID_PRICE.completion;
     const { userId, auth } = await payingUser(t, 3 * reservation + 1);
     const statuses = await Promise.all(Array.from({ length: 20 }, () => t!.chat(text, auth).then(async (r) => (await r.text(), r.status))));
-    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
-    t.identities.meter.flush();
-    expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(-reservation);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("a balance that does not cover the request's own limit", () => {
+  for (const stream of [false, true]) {
+    test(`50 concurrent ${stream ? "streams" : "requests"} asking for 1e9 tokens are each sent the limit the balance left pays for, and the balance stays at or above zero (regression: admitted on any positive balance, reserved 1e9 tokens, debited whatever came)`, async () => {
+      t = buildAuthApp();
+      // An upstream that generates whatever it is allowed: the limit it is sent is all that bounds the cost.
+      t.upstream.behaviour.ownDefaultMaxTokens = 1_000_000;
+      const body = JSON.stringify({ ...HELLO, stream, max_tokens: 1_000_000_000 });
+      const prompt = Math.ceil(body.length / 4);
+      const grant = 5 * leastToServe(JSON.parse(body)) + 7;
+      const { userId, auth } = await payingUser(t, grant);
+      const statuses = await Promise.all(Array.from({ length: 50 }, () => t!.chat(body, auth).then(async (r) => (await r.text(), r.status))));
+      const served = statuses.filter((s) => s === 200).length;
+      expect(served).toBeGreaterThan(0);
+      expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
+      const limits = t.upstream.requests.map((r) => r.body.max_tokens as number);
+      expect(limits).toHaveLength(served);
+      // The first is sent what the whole balance pays for after its prompt; none more, none below the minimum.
+      expect(Math.max(...limits)).toBe(Math.floor((grant - prompt * PAID_PRICE.prompt) / PAID_PRICE.completion));
+      expect(Math.min(...limits)).toBeGreaterThanOrEqual(MIN_COMPLETION_TOKENS);
+      expect(t.identities.meter.outstanding(userId)).toBe(0);
+      expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
+    });
+  }
+
+  test("n_predict, which llama.cpp reads before max_tokens, is cut with it", async () => {
+    t = buildAuthApp();
+    const { auth } = await payingUser(t, leastToServe({ ...HELLO, n_predict: 100_000 }) + 10 * PAID_PRICE.completion);
+    expect((await t.chat({ ...HELLO, n_predict: 100_000 }, auth)).status).toBe(200);
+    const sent = t.upstream.requests.at(-1)!.body;
+    expect(sent.max_tokens).toBe(MIN_COMPLETION_TOKENS + 10);
+    expect(sent.n_predict).toBe(MIN_COMPLETION_TOKENS + 10);
   });
 });
 

@@ -146,6 +146,24 @@ describe("uploads and audio", () => {
   });
 });
 
+describe("usage metered per endpoint", () => {
+  test("embeddings and rerank are metered on the input tokens reported, prompt_tokens or only total_tokens (vLLM's rerank)", async () => {
+    for (const [usage, path, body] of [
+      [{ prompt_tokens: 7, total_tokens: 7 }, "/v1/embeddings", { model: "m", input: "x" }],
+      [{ total_tokens: 9 }, "/v1/rerank", { model: "m", query: "q", documents: ["a"] }],
+    ] as const) {
+      const upstream = start({ usage });
+      const gw = routerApp({
+        upstreams: [{ name: "u", base_url: upstream.url }],
+        models: [{ id: "m", targets: [{ upstream: "u" }], price: { prompt: 1000, completion: 5000 } }],
+      });
+      expect((await gw.request(path, post(path, JSON.stringify(body)))).status).toBe(200);
+      const tokens = "prompt_tokens" in usage ? usage.prompt_tokens : usage.total_tokens;
+      expect(gw.records.map((r) => [r.promptTokens, r.completionTokens, r.costMicro])).toEqual([[tokens, 0, tokens * 1000]]);
+    }
+  });
+});
+
 describe("one front door", () => {
   test("a chat body over max_body_bytes through app.handle is answered and recorded as the server's route answers it", async () => {
     const gw = gateway();

@@ -6,9 +6,9 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { GatewayError } from "../../src/errors";
 import { openGate, type Gate } from "../../src/auth/types";
-import { createSpendAuth, SPEND_AUTH_HEADER, type SpendAuthDeps } from "../../src/auth/spendauth";
-import { SPEND_AUTH_TYPES } from "../../src/auth/spendauth-verify";
-import type { SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { createSpendAuth, SPEND_AUTH_HEADER, type SpendAuthDeps } from "../../src/spendauth/admit";
+import { SPEND_AUTH_TYPES } from "../../src/spendauth/verify";
+import type { SpendAuthorization } from "../../src/spendauth/header";
 import { buildTestApp, type TestApp } from "../support/app";
 
 export const KEYS = {

@@ -1,14 +1,14 @@
 /**
- * The nonce records of SpendAuth (src/auth/spendauth-replay.ts) around a settlement that went dead
+ * The nonce records of SpendAuth (src/spendauth/nonces.ts) around a settlement that went dead
  * before its spend was authorized on-chain: a new authorization may take the nonce once; given
  * back unserved, or lost to a crash before its row was written, the record returns to the dead
  * row's authorization, never to nobody (then that one, still unexpired, could be served twice).
  */
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
-import { createNonceStore } from "../../src/auth/spendauth-replay";
-import { enqueueSettlement, listSettlements, retrySettlement } from "../../src/spendauth/queue";
-import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { createNonceStore } from "../../src/spendauth/nonces";
+import { enqueueSettlement, listSettlements, retrySettlement } from "../../src/spendauth/settlements";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { COMMITMENT, signedHeader } from "./helpers";
 
 const NOW_S = Math.floor(Date.now() / 1000);
@@ -59,6 +59,12 @@ describe("a nonce whose settlement went dead unauthorized", () => {
     expect(nonces.record(COMMITMENT, "5", keep(600))).toBe("replacing");
     nonces.release(COMMITMENT, "5", keep(300) + 1);
     expect(nonces.record(COMMITMENT, "5", keep(100))).toBe("replacing");
+  });
+
+  test("of two uses of one nonce recorded together, the first wins", () => {
+    const { db } = openDatabase(":memory:");
+    const record = { commitment: COMMITMENT, nonce: "7", keepUntilMs: keep(300) };
+    expect(createNonceStore(db).recordAll([record, { ...record, nonce: "8" }, record])).toEqual(["new", "new", null]);
   });
 
   test("a nonce never served is new", () => {

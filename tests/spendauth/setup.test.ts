@@ -11,10 +11,11 @@ import { buildConfig, ConfigError } from "../../src/config/load";
 import { openDatabase } from "../../src/db/client";
 import { setupSpendAuth } from "../../src/spendauth/setup";
 import { createPublic, createSettler, type Settler } from "../../src/spendauth/chain";
-import { enqueueSettlement, listSettlements, readySettlements, retrySettlement, settlementCounts, updateSettlement } from "../../src/spendauth/queue";
+import { enqueueSettlement, listSettlements, readySettlements, retrySettlement, settlementCounts, updateSettlement } from "../../src/spendauth/settlements";
 import { startSettlementWorker } from "../../src/spendauth/worker";
-import { createNonceStore, Reservations } from "../../src/auth/spendauth-replay";
-import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/auth/spendauth-parse";
+import { createNonceStore } from "../../src/spendauth/nonces";
+import { Reservations } from "../../src/spendauth/reservations";
+import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { CHAIN_ID, CONTRACT, KEYS, OPERATOR, signedHeader } from "./helpers";
 
 function setupWith(spendAuth: Record<string, unknown>): () => void {

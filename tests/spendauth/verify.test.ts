@@ -8,7 +8,7 @@ import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { BASE_CONFIG, CHAIN_ID, CLIENT, COMMITMENT, CONTRACT, KEYS, OPERATOR, fields, header, sign, signedHeader, spendAuthApp } from "./helpers";
 import { concat, encodeAbiParameters, keccak256, parseAbiParameters, recoverAddress, toHex } from "viem";
 import { GatewayError } from "../../src/errors";
-import { listSettlements } from "../../src/spendauth/queue";
+import { listSettlements } from "../../src/spendauth/settlements";
 import { MAX_COUNTED_TOKENS } from "../../src/router/usage";
 
 let mock: MockUpstream;

@@ -12,6 +12,8 @@ export interface MockBehaviour {
   failWith?: number;
   /** Wait before sending headers (ms). */
   delayMs?: number;
+  /** Wait for this before sending headers (the test decides the moment). */
+  holdUntil?: Promise<unknown>;
   /** Send this many content chunks, then break the connection. */
   breakAfterChunks?: number;
   /** Stall (send nothing more) after this many chunks. */
@@ -73,6 +75,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       chats += 1;
       if (requests.length < RECORDED_LIMIT) requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) });
       if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
+      if (behaviour.holdUntil) await behaviour.holdUntil;
       if (behaviour.failWith) {
         return Response.json(
           { error: { message: `mock failure ${behaviour.failWith}`, type: "server_error", param: null, code: null } },

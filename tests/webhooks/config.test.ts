@@ -215,8 +215,8 @@ describe("validation errors name the path", () => {
 
 describe("retention", () => {
   test("done calls are kept retain_done_hours, and never less than the dedupe window (regression: a redelivery made a second call)", () => {
-    expect(doneRetentionMs({ retain_done_hours: 168, dedupe_window_s: 86_400 })).toBe(168 * 3_600_000);
-    expect(doneRetentionMs({ retain_done_hours: 1, dedupe_window_s: 604_800 })).toBe(604_800_000);
+    expect(doneRetentionMs({ retain_done_hours: 168, dedupe_window_s: 86_400, endpoints: [] })).toBe(168 * 3_600_000);
+    expect(doneRetentionMs({ retain_done_hours: 1, dedupe_window_s: 604_800, endpoints: [] })).toBe(604_800_000);
   });
 });
 

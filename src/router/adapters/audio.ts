@@ -7,6 +7,7 @@
  */
 import { Type as t } from "@sinclair/typebox";
 import { callCostMicro, type Usage } from "../usage";
+import { reserveFixed, type ReserveInput } from "../../credits/reservation";
 import { jsonChecker } from "./check";
 import type { CallBody, EndpointAdapter } from "./types";
 
@@ -24,7 +25,7 @@ const ONE_CALL: Usage = { prompt_tokens: 0, completion_tokens: 0, calls: 1 };
 const perCall = {
   usage: (): null => null,
   estimate: (): Usage => ONE_CALL,
-  maxCostMicro: (input: { price: { request?: number } }): number => callCostMicro(input.price),
+  reserve: (input: ReserveInput) => reserveFixed(callCostMicro(input.price), input.availableMicro),
 };
 
 /** An upload's fields are the upstream's to check; the gateway reads only `model` (../upload.ts). */

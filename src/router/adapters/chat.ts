@@ -6,7 +6,8 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { GatewayError } from "../../errors";
 import { violationError } from "../../validation";
-import { completionBound, maxCostMicro, promptTokenEstimate } from "../../credits/price";
+import { completionBound, promptTokenEstimate } from "../../credits/price";
+import { reserveWithin } from "../../credits/reservation";
 import { ChatCompletionRequest, contentMissing } from "../schema";
 import { setTokenLimit } from "../upstream-body";
 import { usageFromJson } from "../usage";
@@ -38,8 +39,8 @@ export function completionPayload(body: CallBody, target: Target, tokenLimit: nu
 
 /**
  * What an answer the upstream reported no usage for consumed, estimated: the prompt as the
- * reservation estimates it, and the completion as counted by the pipeline, at most what the
- * reservation allowed for: a guess never charges past the overdraw bound.
+ * reservation estimates it, and the completion as counted by the pipeline, at most the completion
+ * limit sent.
  */
 export function estimatedCompletion(input: EstimateInput): Usage {
   return { prompt_tokens: promptTokenEstimate(input.bodyBytes), completion_tokens: Math.min(input.completionTokens, completionBound(input.body, input.defaultMaxTokens)) };
@@ -71,5 +72,5 @@ export const chatAdapter: EndpointAdapter = {
   },
   usage: usageFromJson,
   estimate: estimatedCompletion,
-  maxCostMicro,
+  reserve: reserveWithin,
 };

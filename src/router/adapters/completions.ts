@@ -5,7 +5,7 @@
  * generated and charged, so the reservation counts them.
  */
 import { Type as t } from "@sinclair/typebox";
-import { maxCostMicro } from "../../credits/price";
+import { reserveWithin } from "../../credits/reservation";
 import { usageFromJson } from "../usage";
 import { checkCompletionLimit, completionPayload, estimatedCompletion } from "./chat";
 import { jsonChecker } from "./check";
@@ -39,10 +39,10 @@ export const completionsAdapter: EndpointAdapter = {
   payload: completionPayload,
   usage: usageFromJson,
   estimate: estimatedCompletion,
-  maxCostMicro(input) {
+  reserve(input) {
     const { n, best_of } = input.body;
     // best_of candidates are generated (and charged) though only n come back.
     const choices = typeof best_of === "number" && best_of > (typeof n === "number" ? n : 1) ? best_of : n;
-    return maxCostMicro(choices === n ? input : { ...input, body: { ...input.body, n: choices } });
+    return reserveWithin(choices === n ? input : { ...input, body: { ...input.body, n: choices } });
   },
 };

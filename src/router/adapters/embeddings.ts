@@ -9,7 +9,7 @@ import { promptTokenEstimate } from "../../credits/price";
 import { readUsage, tokensCostMicro, usageFromJson, type Usage } from "../usage";
 import { jsonChecker } from "./check";
 import type { EndpointAdapter, EstimateInput } from "./types";
-import type { CostInput } from "../../credits/price";
+import { reserveFixed, type ReserveInput } from "../../credits/reservation";
 
 const Model = t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" });
 
@@ -35,20 +35,19 @@ function promptOnlyEstimate(input: EstimateInput): Usage {
   return { prompt_tokens: promptTokenEstimate(input.bodyBytes), completion_tokens: 0 };
 }
 
-function promptOnlyCost(input: CostInput): number {
-  return tokensCostMicro(promptTokenEstimate(input.bodyBytes), 0, input.price);
+function reservePrompt(input: ReserveInput) {
+  return reserveFixed(tokensCostMicro(promptTokenEstimate(input.bodyBytes), 0, input.price), input.availableMicro);
 }
 
-/** Rerank usage: llama.cpp reports prompt_tokens, vLLM and Jina only total_tokens (all of it input). */
-function rerankUsage(text: string): Usage | null {
-  const usage = usageFromJson(text);
-  if (usage !== null) return usage;
-  try {
-    const total = (JSON.parse(text) as { usage?: { total_tokens?: unknown } } | null)?.usage?.total_tokens;
-    return readUsage({ prompt_tokens: total });
-  } catch {
-    return null;
-  }
+/**
+ * The input tokens an answer reports: `prompt_tokens` (OpenAI's embeddings, llama.cpp's rerank), or
+ * `total_tokens` where that is all there is (vLLM's and Jina's rerank), all of it input.
+ */
+function promptUsage(text: string): Usage | null {
+  return usageFromJson(text, (raw) => {
+    const { prompt_tokens, total_tokens } = (raw ?? {}) as Record<string, unknown>;
+    return readUsage({ prompt_tokens: prompt_tokens ?? total_tokens, completion_tokens: 0 });
+  });
 }
 
 export const embeddingsAdapter: EndpointAdapter = {
@@ -58,9 +57,9 @@ export const embeddingsAdapter: EndpointAdapter = {
   input: "json",
   answer: "whole",
   check: jsonChecker(EmbeddingRequest),
-  usage: usageFromJson,
+  usage: promptUsage,
   estimate: promptOnlyEstimate,
-  maxCostMicro: promptOnlyCost,
+  reserve: reservePrompt,
 };
 
 export const rerankAdapter: EndpointAdapter = {
@@ -70,7 +69,7 @@ export const rerankAdapter: EndpointAdapter = {
   input: "json",
   answer: "whole",
   check: jsonChecker(RerankRequest),
-  usage: rerankUsage,
+  usage: promptUsage,
   estimate: promptOnlyEstimate,
-  maxCostMicro: promptOnlyCost,
+  reserve: reservePrompt,
 };

@@ -8,7 +8,7 @@
  * payload translates, whose upstreamPath is chat's, and whose transforms translate the answer back.
  */
 import type { EndpointName } from "../../config/schema";
-import type { CostInput } from "../../credits/price";
+import type { Reserve } from "../../credits/reservation";
 import type { GatewayError } from "../../errors";
 import type { ModelRoute, Target } from "../registry";
 import type { Usage } from "../usage";
@@ -54,8 +54,11 @@ export interface EndpointAdapter {
   usage(text: string): Usage | null;
   /** What a successful answer that reported no usage is charged. */
   estimate(input: EstimateInput): Usage;
-  /** The most a call may cost before it runs: the credit reservation, and what a SpendAuth amount must cover. */
-  maxCostMicro(input: CostInput): number;
+  /**
+   * What a call holds of the credits available before it runs (and, from an unlimited amount, what
+   * a SpendAuth amount must cover): ../../credits/reservation.ts.
+   */
+  reserve: Reserve;
   /** The error answer in this API's shape; OpenAI's when absent. */
   renderError?(error: GatewayError, headers: Record<string, string>): Response;
   /** A whole (JSON) answer of success, rewritten for the client (a translation back). */

@@ -3,37 +3,39 @@
  * createSpendAuth returns the Gate's hook; every denial is a GatewayError value. Checks, in order:
  *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
  *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
- *   6 replay: (commitment, nonce) recorded atomically in SQLite
+ *   6 replay: (commitment, nonce) recorded atomically in SQLite, committed before the upstream is
+ *     called; the records of one event-loop turn share one commit (../db/group-commit.ts)
  *   7 with rpc_url, the account: it exists and the signer is its spending key
  *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
  *   9 with rpc_url, the nonce is one the contract can take and the balance covers the amount
- *   (7 and 9: ./spendauth-account.ts)
+ *   (7 and 9: ./account.ts)
  * A free model's request skips 6 and settles nothing: its nonce stays the client's.
  * Recovery runs before the nonce is recorded, unlike the issue's order: recording first would let
  * anyone burn a client's nonces with unsigned garbage, and recovery is cheap. The nonce is
  * released again when a later check refuses the request or nothing is served, so the client can
- * retry with the same authorization; a served one is queued for settlement.
+ * retry with the same authorization; a served one's settlement row is written before its answer
+ * goes out, so after a crash its header is still a replay.
  */
 import { log } from "../log";
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import { enqueueSettlement, type SettlementWriter } from "../spendauth/queue";
-import type { AccountReader } from "../spendauth/chain";
-import type { Admission, AdmitInput, Identity } from "./types";
-import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./spendauth-parse";
-import { createNonceStore, Reservations, type NonceStore, type Recorded } from "./spendauth-replay";
-import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./spendauth-verify";
-import { maxCostMicro } from "../credits/price";
-import { accountOf, invalidSpendAuth, spendRefusal } from "./spendauth-account";
+import { enqueueSettlement, type SettlementWriter } from "./settlements";
+import type { AccountReader } from "./chain";
+import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
+import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
+import { createNonceStore, type NonceStore, type Recorded } from "./nonces";
+import { groupPerTurn } from "../db/group-commit";
+import { Reservations } from "./reservations";
+import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./verify";
+import { maxReservation, reserveWithin } from "../credits/reservation";
+import { accountOf, invalidSpendAuth, spendRefusal } from "./account";
 
 export const SPEND_AUTH_HEADER = "x-payment-signature";
 
 /** Headers to add to the response, or the 429 to return. */
 export type SpendRateLimit = (commitment: string) => Record<string, string> | GatewayError;
-
-export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayError>;
 
 export interface SpendAuthDeps {
   db: Db;
@@ -48,8 +50,8 @@ export interface SpendAuthDeps {
   settlements?: Pick<SettlementWriter, "push">;
 }
 
-export { spendAuthMode, type SpendAuthMode } from "./spendauth-mode";
-import { spendAuthMode } from "./spendauth-mode";
+export { spendAuthMode, type SpendAuthMode } from "./mode";
+import { spendAuthMode } from "./mode";
 
 /** A SpendAuth caller: no account, limited and recorded per commitment. */
 export function spendAuthIdentity(commitment: string): Identity {
@@ -68,6 +70,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const allowed = new Set(cfg.allowed_signers.map((a) => a.toLowerCase()));
   const unitsPerCredit = BigInt(cfg.units_per_credit);
   const nonces = deps.nonces ?? createNonceStore(deps.db);
+  const record = groupPerTurn(nonces.recordAll);
   const reservations = deps.reservations ?? new Reservations();
 
   return async function admitSpendAuth(input: AdmitInput): Promise<Admission | GatewayError> {
@@ -81,7 +84,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (timely) return invalidSpendAuth(timely.field, timely.message);
     const maxCost = input.route.free
       ? 0
-      : (input.maxCostMicro ?? maxCostMicro)({ price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
+      : maxReservation(input.reserve ?? reserveWithin, { price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
     const required = requiredAmount(maxCost, unitsPerCredit);
     if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
     const signer = await recoverSpendSigner(auth, domain);
@@ -98,7 +101,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     const keepUntilMs = Number(auth.expiry + EXPIRY_SKEW_S) * 1000;
     let recorded: Recorded | null;
     try {
-      recorded = nonces.record(commitment, nonce, keepUntilMs);
+      recorded = await record({ commitment, nonce, keepUntilMs });
     } catch {
       return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
     }

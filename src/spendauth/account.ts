@@ -5,9 +5,9 @@
  * GatewayError value; the chain being unreachable is a 502.
  */
 import { GatewayError } from "../errors";
-import type { AccountReader, ChainAccount } from "../spendauth/chain";
-import type { SpendAuthorization } from "./spendauth-parse";
-import type { Reservations } from "./spendauth-replay";
+import type { AccountReader, ChainAccount } from "./chain";
+import type { SpendAuthorization } from "./header";
+import type { Reservations } from "./reservations";
 
 /** The account behind `commitment`, once its spending key is known to be `signer`. */
 export async function accountOf(accounts: AccountReader, commitment: `0x${string}`, signer: string): Promise<ChainAccount | GatewayError> {

@@ -6,9 +6,11 @@
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
  * retry with the same signed authorization. At start-up, records without a settlement row are
- * forgotten (forgetUnsettled): their requests were in flight, or their rows still queued, when the
- * process died, so nothing will ever claim them, and kept they would lock the commitment out (its
- * next nonce could never be claimed before this one) until they expired.
+ * forgotten (forgetUnsettled): a served authorization's row is written before its answer goes out
+ * (./settlements.ts createSettlementWriter), so theirs are requests no upstream had answered when
+ * the process died (or whose row the database refused then); nothing will ever claim them, and
+ * kept they would lock the commitment out (its next nonce could never be claimed before this one)
+ * until they expired.
  * A nonce whose served authorization went dead before it was authorized on-chain (an RPC outage
  * longer than the retries) is still unused on-chain, and the contract takes no later nonce of the
  * commitment before it (the later rows wait: readySettlements): a new authorization for it,
@@ -18,11 +20,17 @@
  * still be served again.
  */
 import { brieflyLocked, type Db } from "../db/client";
-import { EXPIRY_SKEW_S } from "./spendauth-parse";
-import { deadUnauthorized } from "../spendauth/queue";
+import { EXPIRY_SKEW_S } from "./header";
+import { deadUnauthorized } from "./settlements";
 
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";
+
+export interface NonceRecord {
+  commitment: string;
+  nonce: string;
+  keepUntilMs: number;
+}
 
 export interface NonceStore {
   /**
@@ -32,6 +40,8 @@ export interface NonceStore {
    * it is taken (a replay).
    */
   record(commitment: string, nonce: string, keepUntilMs: number): Recorded | null;
+  /** Each as record() takes it, in one transaction, in order (of two uses of one nonce, the first wins). */
+  recordAll(records: NonceRecord[]): Array<Recorded | null>;
   /**
    * Gives back a record this admission took, nothing having been served on it: to the
    * authorization its settlement row holds while that one can still pass the time check (a
@@ -91,12 +101,14 @@ export function createNonceStore(db: Db): NonceStore {
   const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
     if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
   }));
+  const recordOne = (commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
+    // Also a replacement when the dead authorization's record has been pruned (it expired).
+    if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
+    return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
+  };
   return {
-    record: brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
-      // Also a replacement when the dead authorization's record has been pruned (it expired).
-      if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
-      return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
-    })),
+    record: brieflyLocked(sqlite, sqlite.transaction(recordOne)),
+    recordAll: brieflyLocked(sqlite, sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs)))),
     release: (commitment, nonce, nowMs) => {
       try {
         releaseBriefly(commitment, nonce, nowMs);
@@ -108,61 +120,4 @@ export function createNonceStore(db: Db): NonceStore {
     prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
     forgetUnsettled: brieflyLocked(sqlite, sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes)),
   };
-}
-
-/**
- * Amounts this gateway has admitted for a commitment that the chain has not deducted yet (served
- * but not yet authorized on-chain, or still being served). The on-chain balance minus these must
- * cover a new authorization, so concurrent authorizations cannot overspend one account. Entries
- * stop counting once their authorization expires, since it can no longer be settled.
- */
-export class Reservations {
-  private byCommitment = new Map<string, Map<string, { amount: bigint; expiryS: number }>>();
-
-  add(commitment: string, nonce: string, amount: bigint, expiryS: number): void {
-    let entries = this.byCommitment.get(commitment);
-    if (!entries) this.byCommitment.set(commitment, (entries = new Map()));
-    entries.set(nonce, { amount, expiryS });
-  }
-
-  remove(commitment: string, nonce: string): void {
-    const entries = this.byCommitment.get(commitment);
-    if (!entries) return;
-    entries.delete(nonce);
-    if (entries.size === 0) this.byCommitment.delete(commitment);
-  }
-
-  /** Drops every expired entry (run periodically so idle commitments do not hold memory). */
-  sweep(nowMs: number): void {
-    for (const commitment of [...this.byCommitment.keys()]) {
-      this.total(commitment, nowMs);
-      if (this.byCommitment.get(commitment)?.size === 0) this.byCommitment.delete(commitment);
-    }
-  }
-
-  /** Whether an authorization with a nonce above `nonce` is held for `commitment`. */
-  holdsAfter(commitment: string, nonce: bigint): boolean {
-    for (const held of this.byCommitment.get(commitment)?.keys() ?? []) if (BigInt(held) > nonce) return true;
-    return false;
-  }
-
-  /** The first nonce from `from` up that this gateway holds no authorization for. */
-  nextFree(commitment: string, from: bigint): bigint {
-    const entries = this.byCommitment.get(commitment);
-    let next = from;
-    while (entries?.has(next.toString())) next += 1n;
-    return next;
-  }
-
-  total(commitment: string, nowMs: number): bigint {
-    const entries = this.byCommitment.get(commitment);
-    if (!entries) return 0n;
-    const nowS = Math.floor(nowMs / 1000);
-    let sum = 0n;
-    for (const [nonce, entry] of entries) {
-      if (entry.expiryS < nowS) entries.delete(nonce);
-      else sum += entry.amount;
-    }
-    return sum;
-  }
 }

@@ -8,8 +8,8 @@ import { and, asc, desc, eq, inArray, lte, not, or, sql } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { settlements } from "../db/schema";
-import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "../auth/spendauth-parse";
-import type { Reservations } from "../auth/spendauth-replay";
+import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "./header";
+import type { Reservations } from "./reservations";
 
 export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];
@@ -40,24 +40,39 @@ export interface ServedAuthorization {
 }
 
 export interface SettlementWriter {
+  /** Writes a served authorization at once; one the database refuses is kept and written behind. */
   push(served: ServedAuthorization): void;
-  /** Writes what is queued now (the worker, before it reads the table). */
+  /** Writes what is kept now (the worker, before it reads the table). */
   flush(): void;
-  /** Writes what is queued, retrying for up to `ms` while the database refuses; returns how many are still unwritten. */
+  /** Writes what is kept, retrying for up to `ms` while the database refuses; returns how many are still unwritten. */
   closeWithin(ms: number): Promise<number>;
 }
 
 /**
- * Served authorizations written behind, as debits are: a request never waits on the database, and
- * a row the database refuses (locked elsewhere) is kept and written later, never dropped while
- * the server runs (a lost row is a payment the operator never claims).
+ * Served authorizations, each written before its answer goes out (the router calls answered()
+ * first): at the next start a nonce without a row is given back to its client (nonces.ts
+ * forgetUnsettled), so a row written behind and lost to a kill would let the answered header be
+ * served a second time, and never be claimed. A write waits only a moment for a lock held
+ * elsewhere; a row the database refuses is kept and written later, never dropped while the server
+ * runs (a lost row is a payment the operator never claims).
  */
 export function createSettlementWriter(db: Db, options: { now?: () => number } = {}): SettlementWriter {
+  const writeOne = brieflyLocked(db.$client, (row: ServedAuthorization) => enqueueSettlement(db, row.auth, row.requestId, row.at));
   const write = brieflyLocked(db.$client, db.$client.transaction((rows: ServedAuthorization[]) => {
     for (const row of rows) enqueueSettlement(db, row.auth, row.requestId, row.at);
   }));
-  const queue = createWriteBehind<ServedAuthorization>(write, { label: "spend_auth settlements", intervalMs: 250, keepFailed: true, now: options.now });
-  return { push: queue.push, flush: queue.flush, closeWithin: async (ms) => (await queue.closeWithin(ms)).length };
+  const kept = createWriteBehind<ServedAuthorization>(write, { label: "spend_auth settlements", intervalMs: 250, keepFailed: true, now: options.now });
+  return {
+    push(served) {
+      try {
+        writeOne(served);
+      } catch {
+        kept.push(served);
+      }
+    },
+    flush: kept.flush,
+    closeWithin: async (ms) => (await kept.closeWithin(ms)).length,
+  };
 }
 
 /** SQL: the settlement row `alias` went dead before its spend was authorized on-chain, so its nonce is unused there. */

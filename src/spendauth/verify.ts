@@ -5,7 +5,7 @@
  * chainId and verifyingContract always come from the config, never from the header.
  */
 import { recoverTypedDataAddress } from "viem";
-import { SETTLE_MARGIN_S, type SpendAuthorization } from "./spendauth-parse";
+import { SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
 
 export const SPEND_AUTH_TYPES = {
   SpendAuthorization: [

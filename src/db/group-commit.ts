@@ -1,0 +1,34 @@
+/**
+ * Group commit per event-loop turn: the writes asked for during one turn are handed together to
+ * `writeAll` (which runs them in one transaction) once the turn's I/O callbacks have run, and each
+ * caller's promise settles when it returns: with the item's result, or, when it throws, with that
+ * error for every item of the group. Under load many requests share one commit instead of paying
+ * one each; a request alone waits one turn. `writeAll` returns one result per item, in order.
+ */
+export type GroupCommit<I, O> = (item: I) => Promise<O>;
+
+interface Waiting<I, O> {
+  item: I;
+  resolve: (result: O) => void;
+  reject: (error: unknown) => void;
+}
+
+export function groupPerTurn<I, O>(writeAll: (items: I[]) => O[]): GroupCommit<I, O> {
+  let group: Array<Waiting<I, O>> = [];
+  const commit = (): void => {
+    const taken = group;
+    group = [];
+    let results: O[];
+    try {
+      results = writeAll(taken.map((waiting) => waiting.item));
+    } catch (error) {
+      for (const waiting of taken) waiting.reject(error);
+      return;
+    }
+    taken.forEach((waiting, i) => waiting.resolve(results[i]!));
+  };
+  return (item) =>
+    new Promise<O>((resolve, reject) => {
+      if (group.push({ item, resolve, reject }) === 1) setImmediate(commit);
+    });
+}
