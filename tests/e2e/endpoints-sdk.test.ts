@@ -212,6 +212,17 @@ describe("keys, credits, limits and failover beyond chat", () => {
     expect(shown).toContain(String(expected / 1_000_000));
   });
 
+  test("a balance below price.request is refused with a 402 before any upstream is called, and charged nothing", async () => {
+    const user = await createUserKey(gw, { name: "poor", credits: "0.4" });
+    const poor = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: user.key, maxRetries: 0 });
+    const calls = mock.requests.length + down.requests.length;
+    const error = await failure(poor.audio.speech.create({ model: "paid", voice: "alloy", input: "x" }));
+    expect(error.status).toBe(402);
+    expect(error.message).toContain("needs at least 0.5");
+    expect(mock.requests.length + down.requests.length).toBe(calls);
+    expect(await balance(user.email)).toContain("0.4");
+  });
+
   test("a key's per-minute limit counts embeddings and completions", async () => {
     const user = await createUserKey(gw, { name: "unlimited" });
     const limited = await gw.cli(["key", "create", "--user", user.email, "--name", "limited", "--per-minute", "2"]);
