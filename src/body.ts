@@ -59,7 +59,7 @@ export function readBodyText(request: Request, limit: number, declared: number, 
 }
 
 /** The 413 for a declared length over the limit, once the body has been read and dropped (up to MAX_DISCARDED_BYTES). */
-async function refuseAfterReading(request: Request, declared: number, limit: number): Promise<never> {
+export async function refuseAfterReading(request: Request, declared: number, limit: number): Promise<never> {
   // (A client that sent `Expect: 100-continue` is sent on by Bun itself before the handler runs.)
   if (declared <= MAX_DISCARDED_BYTES && request.body) {
     try {
