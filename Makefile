@@ -8,6 +8,8 @@ else
 BUN := $(SYSTEM_BUN)
 endif
 SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
+# The build's commit, stamped into the binary (`modelgate version`, /api/health, /api/status).
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 .PHONY: run build test bench ab install migrations check clean
 
@@ -16,8 +18,14 @@ run: build
 
 build: dist/modelgate
 
-dist/modelgate: node_modules/.installed $(SOURCES)
-	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none src/main.ts --outfile dist/modelgate
+dist/modelgate: node_modules/.installed $(SOURCES) dist/.commit
+	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
+
+# Rewritten only when HEAD moved, so a commit with no source change still rebuilds with its stamp.
+dist/.commit: FORCE
+	@mkdir -p dist && echo '$(COMMIT)' | cmp -s - $@ || echo '$(COMMIT)' > $@
+
+FORCE:
 
 install: node_modules/.installed
 

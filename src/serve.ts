@@ -23,7 +23,7 @@ import { createLogger, log, setLogger } from "./log";
 import { createGatewayMetrics } from "./metrics/gateway";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
-import { VERSION } from "./version";
+import { COMMIT, VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
 import { listenNaming, listenUrl, parseAddress, reachableUrl, stopWithin } from "./listen";
 
@@ -37,6 +37,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const logger = createLogger(config.log);
   setLogger(logger);
   const database = openDatabase(config.server.data_dir);
+  for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { file: database.sqlite.filename });
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
   }
@@ -113,7 +114,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   if (port === 0 && loaded.linksFollowListen) config.server.public_url = reachableUrl(hostname, listening);
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
-  log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, listening)}`, {
+  log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, listening)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
     configured_models: registry.list().length,

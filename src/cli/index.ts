@@ -4,14 +4,14 @@
  * keep the process running (serve). Only `config()` resolves the `env:` secrets, so a command
  * that works on the database alone runs in a shell without the server's environment.
  */
-import { ConfigError, findConfigFile, loadConfig, loadDataDir, type LoadedConfig } from "../config/load";
+import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, type LoadedConfig } from "../config/load";
 import { redactedConfig } from "../config/redact";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";
-import { VERSION, INTERFACE_VERSION } from "../version";
+import { COMMIT, VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
@@ -22,6 +22,8 @@ export interface CliContext {
   config(): LoadedConfig;
   /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
   dataDir(): string;
+  /** The config file's TOML as written, unchecked and unresolved: for what a message names only. */
+  rawConfig(): Record<string, unknown>;
   /** The absolute path of the database file in dataDir(), for messages. */
   databaseFile(): string;
   /**
@@ -72,7 +74,7 @@ const commands: Record<string, Command> = {
     const db = ctx.openDb({ create: true }); // opening applies the embedded migrations
     const applied = db.applied;
     db.close();
-    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
+    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied.length > 0 ? `, applied ${applied.join(", ")}` : ""}`);
     return 0;
   },
   config: async (ctx) => {
@@ -87,7 +89,7 @@ const commands: Record<string, Command> = {
     return 0;
   },
   version: (ctx) => {
-    ctx.print(`modelgate ${VERSION} (interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
+    ctx.print(`modelgate ${VERSION} (commit ${COMMIT}, interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
     return 0;
   },
   help: (ctx) => {
@@ -178,6 +180,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
       args,
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
+      rawConfig: () => readConfigFile(file()),
       databaseFile: () => join(resolve(context.dataDir()), "modelgate.db"),
       openDb: (options = {}) => {
         const database = context.databaseFile();

@@ -226,7 +226,7 @@ describe("command shapes", () => {
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["--version"])).toBe(0);
-      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^modelgate \S+ \(interface 2026-06-16, bun /);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^modelgate \S+ \(commit \S+, interface 2026-06-16, bun /);
     } finally {
       printed.mockRestore();
     }
@@ -374,7 +374,7 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       // What it applied, then nothing (regression: a fresh database said "up to date" without applying).
-      expect(String(printed.mock.calls.at(-1)?.[0])).toEndWith(`, applied ${migrations.length}`);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toEndWith(`, applied ${migrations.map((m) => m.tag).join(", ")}`);
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^database is up to date \(.*\)$/);
     } finally {
