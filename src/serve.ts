@@ -17,6 +17,7 @@ import { spendAuthMode } from "./auth/spendauth-mode";
 import { issueSetupLink } from "./auth/setup";
 import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";
+import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
@@ -44,6 +45,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const stamped = stampLegacyLinks(database.db, config);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const registry = new ModelRegistry(config);
+  // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
+  const routeMemory = createRouteMemory(database.db, { now: Date.now, log });
+  routeMemory.restore(registry, config.upstreams);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();
   // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
@@ -99,7 +103,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   listenNaming("server.listen", config.server.listen, () =>
     app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
   );
-  const discovery = startDiscovery(registry, config.upstreams);
+  const discovery = startDiscovery(registry, config.upstreams, { discovered: routeMemory.remember });
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {
     const { startWebhooks } = await import("./webhooks");
