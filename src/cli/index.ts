@@ -53,7 +53,7 @@ const GLOBAL_FLAGS = new Set(["config", "help"]);
 /** For a message about a database that lacks what was asked for: it may be another directory's. */
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
-const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json", "version"]);
+const BOOLEAN_FLAGS = new Set(["admin", "force", "password-stdin", "help", "json", "version"]);
 
 const shapes: Record<string, CommandShapes> = {
   serve: { "": { flags: ["service-id"], words: 1 } },
@@ -142,6 +142,8 @@ function checkShape(args: Args, name: string): void {
 const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text; --version: version)
   serve [--service-id N]                       run the gateway (default command)
   migrate                                      apply embedded database migrations
+  backup FILE [--force]                        copy the database to FILE while the server runs
+  restore FILE                                 put a backup in place of the database (server stopped)
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
   user password EMAIL                          set a new password, read from stdin; their sessions end
