@@ -11,9 +11,9 @@
  * exclusive lock is refused while a server (or another command) runs, and is granted once it has
  * exited, however it exited (the kernel drops a dead process's locks; a pid file can go stale).
  * The backup is copied into the data directory as a new file, the current database is kept
- * beside it (modelgate.db.before-restore-TIME) and the copy renamed over it; closing the last
- * connection has folded the WAL into the old file and removed its -wal and -shm, so none is left
- * for SQLite to replay onto the restored one.
+ * beside it (modelgate.db.before-restore-TIME) and the copy renamed over it. Closing the lock's
+ * connection, the last one, has folded the WAL into the old file and removed it; a -shm left by
+ * a process that died is removed too, so nothing of the old database meets the restored one.
  */
 import { Database } from "bun:sqlite";
 import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync } from "node:fs";
@@ -125,8 +125,9 @@ function restore(ctx: CliContext): number {
   const dataDir = resolve(ctx.dataDir());
   const database = ctx.databaseFile();
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const current = existsSync(database) ? lockAlone(database) : null;
-  if (existsSync(database) && current === null) {
+  const exists = existsSync(database);
+  const current = exists ? lockAlone(database) : null;
+  if (exists && current === null) {
     throw new Error(`${database} is open in another process (a running server, or a command): stop the server first (systemctl stop modelgate), then restore`);
   }
   const incoming = join(dataDir, `.modelgate.db.restoring-${process.pid}`);
@@ -138,14 +139,17 @@ function restore(ctx: CliContext): number {
       backupDb.close();
     }
   } finally {
-    current?.close(); // the last connection: the WAL is folded into the file, -wal and -shm removed
+    current?.close(); // the last connection: the WAL is folded into the file and removed
   }
-  if (existsSync(`${database}-wal`) || existsSync(`${database}-shm`)) {
+  if (existsSync(`${database}-wal`)) {
     removeQuietly(incoming);
-    throw new Error(`${database} was opened by another process during the restore (its -wal or -shm file is back): stop it, then restore again`);
+    throw new Error(`${database} was opened by another process during the restore (its -wal file is back): stop it, then restore again`);
   }
+  // Left by a process that died (kill -9, a power cut): the lock's connection used no -shm, and a
+  // new database must not meet an old one's.
+  removeQuietly(`${database}-shm`);
   let kept: string | null = null;
-  if (existsSync(database)) {
+  if (exists) {
     kept = `${database}.before-restore-${new Date().toISOString().replace(/[:.]/g, "-")}`;
     linkSync(database, kept);
     const { uid, gid, mode } = statSync(database);

@@ -122,8 +122,8 @@ export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfi
   let stopped = false;
   const poll = async (upstream: UpstreamConfig, retryMs: number): Promise<void> => {
     const ok = await discoverOnce(registry, upstream, log);
+    if (stopped) return; // the database may be closed by now
     if (ok) options.discovered?.(upstream.name, registry.discoveredIds(upstream.name));
-    if (stopped) return;
     const intervalMs = upstream.discover_interval_s * 1000;
     const delay = ok ? intervalMs : Math.min(retryMs, intervalMs);
     const next = ok ? FIRST_RETRY_MS : Math.min(retryMs * 2, intervalMs);

@@ -162,3 +162,30 @@ test("bad input: no file, an existing file, an unwritable place, a file that is 
   expect(existsSync(join(dir, "data", "modelgate.db"))).toBe(true);
   await gateway.stop();
 });
+
+test("restore after a server died with kill -9: its -wal is folded into the kept database, its -shm removed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-backup-crash-"));
+  const gateway = await startGateway("", { dir });
+  running.push(gateway);
+  const before = await createUserKey(gateway, { email: "before@example.com" });
+  const file = join(dir, "backup.db");
+  expect((await gateway.cli(["backup", file])).code).toBe(0);
+  const after = await createUserKey(gateway, { email: "after@example.com" });
+  gateway.proc.kill("SIGKILL");
+  await gateway.proc.exited;
+  const data = join(dir, "data");
+  expect(readdirSync(data).sort()).toEqual(["modelgate.db", "modelgate.db-shm", "modelgate.db-wal"]);
+
+  const restored = await gateway.cli(["restore", file]);
+  expect(restored).toMatchObject({ code: 0, stderr: "" });
+  const kept = readdirSync(data).find((f) => f.startsWith("modelgate.db.before-restore-"))!;
+  expect(readdirSync(data).sort()).toEqual(["modelgate.db", kept]);
+  expect(snapshot(join(data, "modelgate.db")).keys).toEqual([before.id]);
+  // What the server wrote before it died was in its -wal: it is in the kept database.
+  expect(snapshot(join(data, kept)).keys).toEqual([before.id, after.id].sort());
+  const again = await startGateway("", { dir });
+  running.push(again);
+  const keys = JSON.parse((await again.cli(["key", "list", "--json"])).stdout) as Array<{ id: string }>;
+  expect(keys.map((k) => k.id)).toEqual([before.id]);
+  await again.stop();
+});
