@@ -12,8 +12,8 @@ import type { Logger } from "../log";
 import type { ModelRegistry } from "./registry";
 
 export interface RouteMemory {
-  /** Serves what each discovering upstream listed last time; returns how many routes that gave. */
-  restore(registry: ModelRegistry, upstreams: UpstreamConfig[]): number;
+  /** Serves what each discovering upstream listed last time, until it answers again. */
+  restore(registry: ModelRegistry, upstreams: UpstreamConfig[]): void;
   /** After a successful poll: writes the upstream's list when it differs from the one remembered. */
   remember(upstream: string, ids: string[]): void;
 }
@@ -27,16 +27,13 @@ export function createRouteMemory(db: Db, options: { now: () => number; log: Log
   const write = brieflyLocked(db.$client, rememberRoutes);
   return {
     restore(registry, upstreams) {
-      let restored = 0;
       for (const upstream of upstreams.filter((u) => u.discover)) {
         const ids = rememberedRoutes(db, upstream.name);
         written.set(upstream.name, ids.join("\n"));
         if (ids.length === 0) continue;
         registry.setDiscovered(upstream, ids);
-        restored += ids.length;
         options.log("info", `serving ${ids.length} remembered route(s) of upstream "${upstream.name}" until its discovery answers`);
       }
-      return restored;
     },
     remember(upstream, ids) {
       const key = ids.join("\n");
