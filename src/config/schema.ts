@@ -1,5 +1,5 @@
 /**
- * The configuration schema: every key optional, every default named here (and in the README).
+ * The configuration schema: every key optional, every default named here (and in docs/configuration.md).
  * The TypeScript type of the whole config is derived from this schema, so code never reads a
  * key the schema does not know.
  */
