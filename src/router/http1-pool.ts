@@ -1,0 +1,91 @@
+/**
+ * The connections of the HTTP/1.1 client (./http1.ts) to each origin: how many may be open, the
+ * idle ones, and the exchanges waiting for one.
+ *
+ * Invariants:
+ * - at most `maxConnections` connections to an origin are open at once, counting each from the
+ *   start of its connect to its close (connecting, carrying an exchange, or idle); an exchange
+ *   past that waits, first come first served, and its wait counts against its first-byte deadline
+ *   like any other wait for the answer;
+ * - an exchange waits only while no connection is idle: a connection whose answer ended goes to
+ *   the first waiting exchange before the idle list, and a closed one's place opens a new
+ *   connection for it;
+ * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
+ *   (uvicorn, Node), and do not keep the process alive.
+ */
+import { Connection } from "./http1-connection";
+import type { ConnectionExchange, Http1Origin } from "./http1";
+
+const IDLE_SECONDS = 4;
+
+/** The connections to one origin. */
+export class Pool {
+  /** Connections counted against maxConnections. */
+  open = 0;
+  /** Idle connections, the most recently used last. */
+  readonly idle: Connection[] = [];
+  private waiting: ConnectionExchange[] = [];
+
+  constructor(readonly origin: Http1Origin) {}
+
+  /** Sends `exchange` on an idle connection, a new one, or the first to free up. */
+  send(exchange: ConnectionExchange): void {
+    const idle = this.idle.pop();
+    if (idle !== undefined) return idle.send(exchange, "pool");
+    if (this.open < this.origin.maxConnections) return this.connect(exchange);
+    this.waiting.push(exchange);
+  }
+
+  /**
+   * Sends `exchange` again, ahead of the waiting ones, on the new connection that the place of the
+   * one it leaves opens (the caller closes that one next).
+   */
+  sendFirst(exchange: ConnectionExchange): void {
+    this.waiting.unshift(exchange);
+  }
+
+  /** `conn` ended its answer and may carry another request. */
+  released(conn: Connection): void {
+    const next = this.nextWaiting();
+    if (next !== null) return conn.send(next, "pool");
+    conn.socket!.timeout(IDLE_SECONDS);
+    conn.socket!.unref();
+    this.idle.push(conn);
+  }
+
+  /** A counted connection closed (or never connected): its place goes to the first waiting exchange. */
+  closed(conn: Connection): void {
+    this.open -= 1;
+    const at = this.idle.indexOf(conn);
+    if (at !== -1) this.idle.splice(at, 1);
+    const next = this.nextWaiting();
+    if (next !== null) this.connect(next);
+  }
+
+  private connect(exchange: ConnectionExchange): void {
+    this.open += 1;
+    Connection.open(this, exchange);
+  }
+
+  /** The first waiting exchange still wanted (one given up while waiting is skipped). */
+  private nextWaiting(): ConnectionExchange | null {
+    while (this.waiting.length > 0) {
+      const next = this.waiting.shift()!;
+      if (!next.settled) return next;
+    }
+    return null;
+  }
+}
+
+const pools = new Map<Http1Origin, Pool>();
+
+export function poolOf(origin: Http1Origin): Pool {
+  let pool = pools.get(origin);
+  if (pool === undefined) pools.set(origin, (pool = new Pool(origin)));
+  return pool;
+}
+
+/** Closes every idle connection (shutdown, tests). */
+export function closeIdleConnections(): void {
+  for (const pool of pools.values()) for (const conn of pool.idle.splice(0)) conn.destroy();
+}
