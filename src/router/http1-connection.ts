@@ -6,17 +6,17 @@
  * Invariants:
  * - no pipelining; a connection goes back to its pool only after a complete, keep-alive answer
  *   with no stray bytes after it and no request bytes left unsent;
- * - a turn's requests are written together after its other events (setImmediate): waking an
- *   upstream on the same core hands it the core, better after the turn than mid-turn. A request
- *   on a connection from the pool is written a turn later, after the event loop has polled its
- *   socket: bytes the upstream sent while it sat idle (an answer nobody asked for, its close) are
- *   read before the request goes out, so they discard the connection rather than answer it;
+ * - its request goes out with the turn's others (./http1-writes.ts), on a pooled connection only
+ *   after the event loop has polled the socket once more: bytes that arrive before the request
+ *   went out (an answer nobody asked for, the upstream's close) answer nothing of ours, and
+ *   discard the connection;
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
 import { ChunkedDecoder, parseHead, ProtocolError, type ResponseHead } from "./http1-parse";
 import { Http1Reply } from "./http1-reply";
 import type { Pool } from "./http1-pool";
+import { queueWrite } from "./http1-writes";
 import { UpstreamFailure } from "./upstream-client";
 import type { ConnectionExchange, Http1Origin } from "./http1";
 
@@ -27,31 +27,7 @@ import type { ConnectionExchange, Http1Origin } from "./http1";
  */
 export const RESEND_WINDOW_MS = 200;
 
-/** Requests going out at the end of this turn, and those (on pooled connections) going out a turn later. */
-let writeNow: Connection[] = [];
-let writeNextTurn: Connection[] = [];
-let writesScheduled = false;
-
-function queueWrite(conn: Connection, from: "new" | "pool"): void {
-  if (from === "new") writeNow.push(conn);
-  else writeNextTurn.push(conn);
-  if (!writesScheduled) {
-    writesScheduled = true;
-    setImmediate(writeQueued);
-  }
-}
-
-/** An immediate set while immediates run runs after the next poll of the event loop. */
-function writeQueued(): void {
-  const batch = writeNow;
-  writeNow = writeNextTurn;
-  writeNextTurn = [];
-  for (const conn of batch) conn.writeRequest();
-  writesScheduled = writeNow.length > 0;
-  if (writesScheduled) setImmediate(writeQueued);
-}
-
-type Http1Socket = Socket<Connection>;
+export type Http1Socket = Socket<Connection>;
 
 export class Connection {
   socket: Http1Socket | null = null;
@@ -71,37 +47,28 @@ export class Connection {
   /** Still counted in its pool's open connections. */
   private counted = true;
 
-  constructor(readonly pool: Pool) {}
+  /** Counted in `pool` already, connecting to carry `exchange`. */
+  constructor(
+    readonly pool: Pool,
+    exchange: ConnectionExchange,
+  ) {
+    this.exchange = exchange;
+    exchange.conn = this;
+  }
 
   get origin(): Http1Origin {
     return this.pool.origin;
   }
 
-  /** Connects, counted in `pool` already, to carry `exchange`. */
-  static open(pool: Pool, exchange: ConnectionExchange): void {
-    const conn = new Connection(pool);
-    conn.exchange = exchange;
-    exchange.conn = conn;
-    const { hostname, port, connectTimeoutMs, name } = pool.origin;
-    const timer = setTimeout(() => {
-      conn.failConnect(new UpstreamFailure("connect_timeout", `upstream "${name}" did not accept a connection within ${connectTimeoutMs} ms`));
-    }, connectTimeoutMs);
-    Bun.connect<Connection>({ hostname, port, data: conn, socket: HANDLERS }).then(
-      (socket) => {
-        clearTimeout(timer);
-        if (conn.closed) return socket.terminate();
-        conn.socket = socket;
-        // Still open means still wanted: every way the exchange can end before this closes `conn`.
-        conn.send(conn.exchange!, "new");
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        conn.failConnect(unreachable(name, err));
-      },
-    );
+  /** The connect's outcome (./http1-connect.ts): `exchange` goes out on it, unless given up meanwhile. */
+  connected(socket: Http1Socket): void {
+    if (this.closed) return socket.terminate();
+    this.socket = socket;
+    // Still open means still wanted: every way the exchange can end before this closes the connection.
+    this.send(this.exchange!, "new");
   }
 
-  private failConnect(failure: UpstreamFailure): void {
+  failConnect(failure: UpstreamFailure): void {
     const exchange = this.exchange;
     if (this.closed || exchange === null) return;
     this.destroy();
@@ -219,17 +186,12 @@ export class Connection {
     return !this.written || (!exchange.resent && performance.now() - this.writtenAt <= RESEND_WINDOW_MS);
   }
 
-  /** Closes this connection and sends `exchange` again. */
+  /** Closes this connection and sends `exchange` again, on the new one its place opens. */
   private resendElsewhere(exchange: ConnectionExchange): void {
-    this.exchange = null;
-    this.requeue(exchange);
-    this.destroy();
-  }
-
-  /** Sends `exchange` again, on the new connection this one's place opens once it is closed. */
-  private requeue(exchange: ConnectionExchange): void {
     if (this.written) exchange.resent = true;
+    this.exchange = null;
     this.pool.sendFirst(exchange);
+    this.destroy();
   }
 
   /** Ends `exchange` with `failure` if it is still this connection's, and closes the connection. */
@@ -249,7 +211,7 @@ export class Connection {
     if (exchange !== null && !wasClosed) {
       // A body framed by the close ends with an orderly close; a reset cut it short.
       if (this.head?.framing === "until-close" && !error) this.reply!.end();
-      else if (this.mayResend(exchange)) this.requeue(exchange);
+      else if (this.mayResend(exchange)) this.resendElsewhere(exchange);
       else {
         const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
         exchange.fail(failure);
@@ -296,18 +258,7 @@ function invalidAnswer(origin: Http1Origin, why: string): UpstreamFailure {
   return new UpstreamFailure("broken", `upstream "${origin.name}" sent an invalid answer: ${why}`);
 }
 
-/** A failed connect in the gateway's words: a refusal, a host name that does not resolve, or the error's code. */
-function unreachable(name: string, err: unknown): UpstreamFailure {
-  const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown };
-  if (code === "ECONNREFUSED") return new UpstreamFailure("refused", `upstream "${name}" is unreachable (connection refused)`);
-  if (syscall === "getaddrinfo" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
-    return new UpstreamFailure("unresolved", `upstream "${name}" is unreachable (its host name did not resolve)`);
-  }
-  const shown = typeof code === "string" && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : "";
-  return new UpstreamFailure("refused", `upstream "${name}" is unreachable${shown}`);
-}
-
-const HANDLERS = {
+export const CONNECTION_HANDLERS = {
   data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
   drain: (socket: Http1Socket) => socket.data.onDrain(),
   close: (socket: Http1Socket, error?: Error) => socket.data.onClose(error),

@@ -13,7 +13,8 @@
  * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
  *   (uvicorn, Node), and do not keep the process alive.
  */
-import { Connection } from "./http1-connection";
+import { openConnection } from "./http1-connect";
+import type { Connection } from "./http1-connection";
 import type { ConnectionExchange, Http1Origin } from "./http1";
 
 const IDLE_SECONDS = 4;
@@ -64,7 +65,7 @@ export class Pool {
 
   private connect(exchange: ConnectionExchange): void {
     this.open += 1;
-    Connection.open(this, exchange);
+    openConnection(this, exchange);
   }
 
   /** The first waiting exchange still wanted (one given up while waiting is skipped). */

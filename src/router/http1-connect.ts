@@ -1,0 +1,38 @@
+/**
+ * Opening a connection of the HTTP/1.1 client (./http1.ts) for its first exchange: the connect,
+ * bounded by the origin's connect timeout, and a connect that failed in the gateway's words.
+ */
+import { Connection, CONNECTION_HANDLERS } from "./http1-connection";
+import type { Pool } from "./http1-pool";
+import type { ConnectionExchange } from "./http1";
+import { UpstreamFailure } from "./upstream-client";
+
+/** Connects to `pool`'s origin (counted in the pool already) to carry `exchange`. */
+export function openConnection(pool: Pool, exchange: ConnectionExchange): void {
+  const conn = new Connection(pool, exchange);
+  const { hostname, port, connectTimeoutMs, name } = pool.origin;
+  const timer = setTimeout(() => {
+    conn.failConnect(new UpstreamFailure("connect_timeout", `upstream "${name}" did not accept a connection within ${connectTimeoutMs} ms`));
+  }, connectTimeoutMs);
+  Bun.connect<Connection>({ hostname, port, data: conn, socket: CONNECTION_HANDLERS }).then(
+    (socket) => {
+      clearTimeout(timer);
+      conn.connected(socket);
+    },
+    (err: unknown) => {
+      clearTimeout(timer);
+      conn.failConnect(unreachable(name, err));
+    },
+  );
+}
+
+/** A refused connect, a host name that does not resolve, or another error's code (never its message). */
+function unreachable(name: string, err: unknown): UpstreamFailure {
+  const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown };
+  if (code === "ECONNREFUSED") return new UpstreamFailure("refused", `upstream "${name}" is unreachable (connection refused)`);
+  if (syscall === "getaddrinfo" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
+    return new UpstreamFailure("unresolved", `upstream "${name}" is unreachable (its host name did not resolve)`);
+  }
+  const shown = typeof code === "string" && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : "";
+  return new UpstreamFailure("refused", `upstream "${name}" is unreachable${shown}`);
+}
