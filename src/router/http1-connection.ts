@@ -106,6 +106,7 @@ export class Connection {
 
   onData(data: Buffer): void {
     const exchange = this.exchange;
+    if (exchange === null || (!this.written && this.reused)) this.pool.unsolicited();
     if (exchange === null) return this.destroy(); // bytes on an idle connection: not ours to read
     // Bytes before the request went out answer no request of ours. On a pooled connection they were
     // sent while it sat idle: the connection is dropped and the request, unsent, goes on a new one.
@@ -159,6 +160,12 @@ export class Connection {
 
   private complete(strayBytes: boolean): void {
     const reply = this.reply!;
+    if (strayBytes) {
+      this.pool.unsolicited();
+      // Two answers to one request. On a new connection the first is this request's; on a reused
+      // one either may be (the first may have been sent before the request arrived): neither is relayed.
+      if (this.reused) return this.breakOff(this.exchange!, invalidAnswer(this.origin, "more than one answer to one request"));
+    }
     // An upstream may answer before it has read the whole request (a 413, say): with request bytes
     // still unsent, the connection cannot carry another request.
     const keepAlive = this.head!.keepAlive && !strayBytes && this.unsent === null;

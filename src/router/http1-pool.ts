@@ -11,13 +11,19 @@
  *   the first waiting exchange before the idle list, and a closed one's place opens a new
  *   connection for it;
  * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
- *   (uvicorn, Node), and do not keep the process alive.
+ *   (uvicorn, Node), and do not keep the process alive;
+ * - for REUSE_PAUSE_MS after an upstream sent bytes nobody asked for, no connection to it is
+ *   reused: HTTP/1.1 numbers no answers, so an extra answer that reaches a connection after its
+ *   next request went out reads as that request's answer, and nothing can tell. The connection
+ *   ./http1-connection.ts caught it on is dropped; each request then has a connection of its own,
+ *   whose first answer can only be its own.
  */
 import { openConnection } from "./http1-connect";
 import type { Connection } from "./http1-connection";
 import type { ConnectionExchange, Http1Origin } from "./http1";
 
 const IDLE_SECONDS = 4;
+const REUSE_PAUSE_MS = 60_000;
 
 /** The connections to one origin. */
 export class Pool {
@@ -26,6 +32,8 @@ export class Pool {
   /** Idle connections, the most recently used last. */
   readonly idle: Connection[] = [];
   private waiting: ConnectionExchange[] = [];
+  /** performance.now() until which no connection is reused. */
+  private reuseAfter = 0;
 
   constructor(readonly origin: Http1Origin) {}
 
@@ -45,8 +53,14 @@ export class Pool {
     this.waiting.unshift(exchange);
   }
 
+  /** One of the origin's connections received bytes nobody asked for. */
+  unsolicited(): void {
+    this.reuseAfter = performance.now() + REUSE_PAUSE_MS;
+  }
+
   /** `conn` ended its answer and may carry another request. */
   released(conn: Connection): void {
+    if (this.reuseAfter !== 0 && performance.now() < this.reuseAfter) return conn.destroy();
     const next = this.nextWaiting();
     if (next !== null) return conn.send(next, "pool");
     conn.socket!.timeout(IDLE_SECONDS);

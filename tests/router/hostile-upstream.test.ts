@@ -44,6 +44,20 @@ describe("answers nobody asked for", () => {
     expect(server.conns[0].requests).toHaveLength(1);
   }, T);
 
+  test("two answers in one read on a reused connection: neither is relayed, and no connection to that upstream is reused for a while", async () => {
+    const server = upstream((req) => {
+      if (req.index === 1) return req.conn.write(answer("sent before the request arrived") + echo(req.body));
+      return req.conn.write(echo(req.body));
+    });
+    expect((await post(server.origin, '{"n":0}')).text).toBe('echo {"n":0}');
+    const reply = await http1Post(server.origin, '{"n":1}').reply;
+    const failure = await expectFailure(reply.text(), "broken");
+    expect(failure.message).toBe('upstream "raw" sent an invalid answer: more than one answer to one request');
+    expect((await post(server.origin, '{"n":2}')).text).toBe('echo {"n":2}');
+    expect((await post(server.origin, '{"n":3}')).text).toBe('echo {"n":3}');
+    expect(server.conns.map((c) => c.requests.length)).toEqual([2, 1, 1]);
+  }, T);
+
   test("many clients over a few connections, extra answers after some of the answers: every client reads its own", async () => {
     const server = upstream(async (req) => {
       await req.conn.write(echo(req.body));
