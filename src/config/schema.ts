@@ -69,7 +69,9 @@ const Upstream = T.Object(
     stream_timeout_ms: T.Integer({ default: 1_800_000, minimum: 1, maximum: MAX_TIMER_MS }),
     /**
      * Most connections the gateway's own client (plain-http upstreams) keeps open to the upstream
-     * at once; requests past it wait for one, within first_byte_timeout_ms.
+     * at once; requests past it wait for one, within first_byte_timeout_ms. 64: more than a model
+     * server on one box works on at once (Ollama and llama.cpp a few, vLLM queues past its batch),
+     * so a burst waits in the gateway rather than as a thousand sockets at the model server.
      */
     max_connections: T.Integer({ default: 64, minimum: 1, maximum: 10_000 }),
     /** The one field a priced request's completion limit goes in to this upstream; "none" adds nothing. */

@@ -2,6 +2,7 @@
  * Opening a connection of the HTTP/1.1 client (./http1.ts) for its first exchange: the connect,
  * bounded by the origin's connect timeout, and a connect that failed in the gateway's words.
  */
+import { unresolved } from "./connect";
 import { Connection, CONNECTION_HANDLERS } from "./http1-connection";
 import type { Pool } from "./http1-pool";
 import type { ConnectionExchange } from "./http1";
@@ -28,11 +29,9 @@ export function openConnection(pool: Pool, exchange: ConnectionExchange): void {
 
 /** A refused connect, a host name that does not resolve, or another error's code (never its message). */
 function unreachable(name: string, err: unknown): UpstreamFailure {
-  const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown };
+  const code = (err as { code?: unknown } | null)?.code;
   if (code === "ECONNREFUSED") return new UpstreamFailure("refused", `upstream "${name}" is unreachable (connection refused)`);
-  if (syscall === "getaddrinfo" || code === "ENOTFOUND" || code === "EAI_AGAIN") {
-    return new UpstreamFailure("unresolved", `upstream "${name}" is unreachable (its host name did not resolve)`);
-  }
+  if (unresolved(err)) return new UpstreamFailure("unresolved", `upstream "${name}" is unreachable (its host name did not resolve)`);
   const shown = typeof code === "string" && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : "";
   return new UpstreamFailure("refused", `upstream "${name}" is unreachable${shown}`);
 }

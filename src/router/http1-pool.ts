@@ -4,9 +4,10 @@
  *
  * Invariants:
  * - at most `maxConnections` connections to an origin are open at once, counting each from the
- *   start of its connect to its close (connecting, carrying an exchange, or idle); an exchange
- *   past that waits, first come first served, and its wait counts against its first-byte deadline
- *   like any other wait for the answer;
+ *   start of its connect to its close (connecting, carrying an exchange, or idle; a connect given
+ *   up, to its timeout or its exchange's abort, counts until then); an exchange past that waits,
+ *   first come first served, and its wait counts against its first-byte deadline like any other
+ *   wait for the answer;
  * - an exchange waits only while no connection is idle: a connection whose answer ended goes to
  *   the first waiting exchange before the idle list, and a closed one's place opens a new
  *   connection for it;

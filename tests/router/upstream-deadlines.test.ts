@@ -3,7 +3,7 @@
  * app over a raw loopback upstream: a stream that trickles for ever ends at stream_timeout_ms
  * with the broken-stream ending; a non-streamed body that stops is a 504 upstream_timeout at
  * idle_timeout_ms; a request waiting past max_connections waits within first_byte_timeout_ms; an
- * answer with both framings is never relayed.
+ * answer with both framings is never relayed; a host name that does not resolve is said so.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { buildTestApp } from "../support/app";
@@ -88,4 +88,19 @@ describe("framing in doubt", () => {
     expect(body.error).toMatchObject({ code: "upstream_error", message: 'upstream "raw" sent an invalid answer: both Transfer-Encoding and Content-Length' });
     expect(app.records.map((r) => r.status)).toEqual([502]);
   }, 5_000);
+});
+
+describe("a host name that does not resolve", () => {
+  for (const scheme of ["http", "https"]) {
+    test(`is said so in the 502, not "connection refused" (${scheme}: ${scheme === "http" ? "the gateway's own client" : "the connect check before fetch"})`, async () => {
+      const app = buildTestApp({
+        upstreams: [{ name: "nowhere", base_url: `${scheme}://no-such-host.invalid/v1` }],
+        models: [{ id: "m", targets: [{ upstream: "nowhere" }], free: true }],
+        routing: { max_attempts: 1 },
+      });
+      const res = await app.chat(ASK);
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toBe('upstream "nowhere" is unreachable (its host name did not resolve)');
+    }, 10_000);
+  }
 });
