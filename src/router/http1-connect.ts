@@ -1,12 +1,22 @@
 /**
  * Opening a connection of the HTTP/1.1 client (./http1.ts) for its first exchange: the connect,
- * bounded by the origin's connect timeout, and a connect that failed in the gateway's words.
+ * bounded by the origin's connect timeout, the socket's events handed to the Connection, and a
+ * connect that failed in the gateway's words.
  */
 import { unresolved } from "./connect";
-import { Connection, CONNECTION_HANDLERS } from "./http1-connection";
+import { Connection, type Http1Socket } from "./http1-connection";
 import type { Pool } from "./http1-pool";
 import type { ConnectionExchange } from "./http1";
 import { UpstreamFailure } from "./upstream-client";
+
+const HANDLERS = {
+  data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
+  drain: (socket: Http1Socket) => socket.data.onDrain(),
+  close: (socket: Http1Socket, error?: Error) => socket.data.onClose(error),
+  timeout: (socket: Http1Socket) => socket.data.destroy(),
+  error: (socket: Http1Socket) => socket.data.onError(),
+  connectError: () => {},
+};
 
 /** Connects to `pool`'s origin (counted in the pool already) to carry `exchange`. */
 export function openConnection(pool: Pool, exchange: ConnectionExchange): void {
@@ -15,7 +25,7 @@ export function openConnection(pool: Pool, exchange: ConnectionExchange): void {
   const timer = setTimeout(() => {
     conn.failConnect(new UpstreamFailure("connect_timeout", `upstream "${name}" did not accept a connection within ${connectTimeoutMs} ms`));
   }, connectTimeoutMs);
-  Bun.connect<Connection>({ hostname, port, data: conn, socket: CONNECTION_HANDLERS }).then(
+  Bun.connect<Connection>({ hostname, port, data: conn, socket: HANDLERS }).then(
     (socket) => {
       clearTimeout(timer);
       conn.connected(socket);

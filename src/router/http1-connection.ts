@@ -264,12 +264,3 @@ export class Connection {
 function invalidAnswer(origin: Http1Origin, why: string): UpstreamFailure {
   return new UpstreamFailure("broken", `upstream "${origin.name}" sent an invalid answer: ${why}`);
 }
-
-export const CONNECTION_HANDLERS = {
-  data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
-  drain: (socket: Http1Socket) => socket.data.onDrain(),
-  close: (socket: Http1Socket, error?: Error) => socket.data.onClose(error),
-  timeout: (socket: Http1Socket) => socket.data.destroy(),
-  error: (socket: Http1Socket) => socket.data.onError(),
-  connectError: () => {},
-};
