@@ -8,6 +8,8 @@ else
 BUN := $(SYSTEM_BUN)
 endif
 SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
+# The build's commit, stamped into the binary (`modelgate version`, /api/health, /api/status).
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 .PHONY: run build test bench ab install migrations check clean
 
@@ -16,19 +18,29 @@ run: build
 
 build: dist/modelgate
 
-dist/modelgate: node_modules/.installed $(SOURCES)
-	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none src/main.ts --outfile dist/modelgate
+dist/modelgate: node_modules/.installed $(SOURCES) dist/.commit
+	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
+
+# Rewritten only when HEAD moved, so a commit with no source change still rebuilds with its stamp.
+dist/.commit: FORCE
+	@mkdir -p dist && echo '$(COMMIT)' | cmp -s - $@ || echo '$(COMMIT)' > $@
+
+FORCE:
 
 install: node_modules/.installed
 
+# bun runs no dependency's install script unless package.json trusts it, and says "Blocked 1
+# postinstall": that is @foundry-rs/anvil's download of its binary, which its platform package
+# (installed beside it, and what the tests run) already holds. Said plainly after the install.
 node_modules/.installed: package.json bun.lock $(BUN)
 	$(BUN) install --frozen-lockfile
+	@$(BUN) pm untrusted 2>/dev/null | grep -q '@foundry-rs/anvil' && echo "note: the blocked postinstall is @foundry-rs/anvil's download of its binary; its platform package holds it already, nothing is missing" || true
 	touch $@
 
-# An npm that skips install scripts leaves the `bun` package's placeholder in place of the binary:
-# then copy the binary from the platform package npm installed beside it, as bun's postinstall does.
+# Install scripts are not run (recent npm skips them anyway, with a warning): the binary is copied
+# from the platform package npm installed beside the `bun` package, as bun's postinstall does.
 $(CURDIR)/.tools/node_modules/.bin/bun:
-	npm install --no-save --no-audit --no-fund --prefix .tools bun@$(BUN_VERSION)
+	npm install --no-save --no-audit --no-fund --ignore-scripts --prefix .tools bun@$(BUN_VERSION)
 	$@ --version >/dev/null 2>&1 || cp .tools/node_modules/@oven/bun-*/bin/bun .tools/node_modules/bun/bin/bun.exe
 	$@ --version
 

@@ -15,6 +15,7 @@ export function startForwarderFloor(port: number, upstreamOrigin: string, model:
     port: Number(upstream.port),
     requestHead: `POST /v1/chat/completions HTTP/1.1\r\nhost: ${upstream.host}\r\ncontent-type: application/json\r\naccept-encoding: identity\r\n`,
     connectTimeoutMs: 5_000,
+    maxConnections: 64,
     name: "mock",
   };
   let requests = 0;

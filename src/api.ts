@@ -1,10 +1,10 @@
 /**
- * Unauthenticated service endpoints: GET /api/health (liveness) and GET /api/status (version,
- * uptime, interface version, model and upstream health, and sections from optional parts).
+ * Unauthenticated service endpoints: GET /api/health (liveness) and GET /api/status (release and
+ * build commit, uptime, interface version, model and upstream health, and sections from optional parts).
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps";
-import { INTERFACE_VERSION } from "./version";
+import { COMMIT, INTERFACE_VERSION } from "./version";
 import { upstreamHealth } from "./router/upstream-state";
 import { jsonDoc } from "./swagger";
 import type { OpenAPIV3 } from "openapi-types";
@@ -12,12 +12,12 @@ import type { OpenAPIV3 } from "openapi-types";
 const HEALTH_SCHEMA: OpenAPIV3.SchemaObject = {
   type: "object",
   required: ["status", "timestamp"],
-  properties: { status: { type: "string", example: "ok" }, timestamp: { type: "number", description: "Milliseconds since the epoch" }, version: { type: "string" } },
+  properties: { status: { type: "string", example: "ok" }, timestamp: { type: "number", description: "Milliseconds since the epoch" }, version: { type: "string", description: "The release" }, commit: { type: "string", description: "The commit the binary was built from, or \"unknown\"" } },
 };
 
 export function apiRoutes(deps: AppDeps) {
   return new Elysia({ name: "modelgate.api" })
-    .get("/api/health", () => ({ status: "ok", timestamp: Date.now(), version: deps.version }), {
+    .get("/api/health", () => ({ status: "ok", timestamp: Date.now(), version: deps.version, commit: COMMIT }), {
       detail: { operationId: "getHealth", summary: "Liveness", tags: ["service"], responses: { 200: jsonDoc("The service is up", HEALTH_SCHEMA) } },
     })
     .get(
@@ -28,6 +28,7 @@ export function apiRoutes(deps: AppDeps) {
         const status: Record<string, unknown> = {
           status: upstreams.every((u) => u.state !== "open") ? "ok" : "degraded",
           version: deps.version,
+          commit: COMMIT,
           interface_version: INTERFACE_VERSION,
           uptime_s: Math.floor((Date.now() - deps.startedAt) / 1000),
           models: deps.registry.list().length,
@@ -41,7 +42,7 @@ export function apiRoutes(deps: AppDeps) {
           operationId: "getStatus",
           summary: "Service status",
           tags: ["service"],
-          responses: { 200: jsonDoc("Version, uptime, interface version, model and upstream health, and the optional parts' sections") },
+          responses: { 200: jsonDoc("Release and build commit, uptime, interface version, model and upstream health, and the optional parts' sections") },
         },
       },
     );

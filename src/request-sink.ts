@@ -3,7 +3,7 @@
  * request only appends its record to a queue; every FLUSH_MS, or as soon as FULL_BATCH records wait,
  * the batch is counted into the metrics, written as log lines, and inserted into the request log,
  * in that order. Each of those done for a whole batch in one loop, away from the requests, costs
- * a fraction of doing it as each request ends (measured with `make bench`, see the README).
+ * a fraction of doing it as each request ends (measured with `make bench`, see docs/benchmarks.md).
  * Only the insert can fail (a database locked elsewhere): its rows, already counted and logged,
  * are kept and inserted with the next flush, up to MAX_KEPT rows. A metrics scrape flushes the
  * queue first, so /metrics is never behind.

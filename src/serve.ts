@@ -17,13 +17,14 @@ import { spendAuthMode } from "./spendauth/mode";
 import { issueSetupLink } from "./auth/setup";
 import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";
+import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
 import { createGatewayMetrics } from "./metrics/gateway";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
-import { VERSION } from "./version";
+import { COMMIT, VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
 import { listenNaming, listenUrl, parseAddress, reachableUrl, stopWithin } from "./listen";
 
@@ -37,12 +38,16 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const logger = createLogger(config.log);
   setLogger(logger);
   const database = openDatabase(config.server.data_dir);
+  for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { file: database.sqlite.filename });
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
   }
   const stamped = stampLegacyLinks(database.db, config);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const registry = new ModelRegistry(config);
+  // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
+  const routeMemory = createRouteMemory(database.db, { now: Date.now, log });
+  routeMemory.restore(registry, config.upstreams);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
   const startedAt = Date.now();
   // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
@@ -98,7 +103,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   listenNaming("server.listen", config.server.listen, () =>
     app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
   );
-  const discovery = startDiscovery(registry, config.upstreams);
+  const discovery = startDiscovery(registry, config.upstreams, { discovered: routeMemory.remember });
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {
     const { startWebhooks } = await import("./webhooks");
@@ -113,7 +118,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   if (port === 0 && loaded.linksFollowListen) config.server.public_url = reachableUrl(hostname, listening);
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
-  log("info", `modelgate ${VERSION} listening on ${listenUrl(hostname, listening)}`, {
+  log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, listening)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: config.server.data_dir,
     configured_models: registry.list().length,

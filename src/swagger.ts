@@ -84,7 +84,7 @@ export function swaggerRoutes() {
                 name: "mg_session",
                 description: "The dashboard's session cookie. A browser cannot set it from this page: sign in at /dashboard in this browser instead, and its requests carry the cookie",
               },
-              spendAuth: { type: "apiKey", in: "header", name: "X-Payment-Signature", description: "A signed SpendAuth payment authorization as JSON (see the README)" },
+              spendAuth: { type: "apiKey", in: "header", name: "X-Payment-Signature", description: "A signed SpendAuth payment authorization as JSON (see docs/spendauth.md in the repository)" },
               metricsToken: { type: "http", scheme: "bearer", description: "`[metrics] token`, when set" },
             },
           },

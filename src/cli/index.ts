@@ -4,14 +4,14 @@
  * keep the process running (serve). Only `config()` resolves the `env:` secrets, so a command
  * that works on the database alone runs in a shell without the server's environment.
  */
-import { ConfigError, findConfigFile, loadConfig, loadDataDir, type LoadedConfig } from "../config/load";
+import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, type LoadedConfig } from "../config/load";
 import { redactedConfig } from "../config/redact";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openDatabase, type OpenedDb } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";
-import { VERSION, INTERFACE_VERSION } from "../version";
+import { COMMIT, VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
@@ -22,6 +22,8 @@ export interface CliContext {
   config(): LoadedConfig;
   /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
   dataDir(): string;
+  /** The config file's TOML as written, unchecked and unresolved: for what a message names only. */
+  rawConfig(): Record<string, unknown>;
   /** The absolute path of the database file in dataDir(), for messages. */
   databaseFile(): string;
   /**
@@ -51,7 +53,7 @@ const GLOBAL_FLAGS = new Set(["config", "help"]);
 /** For a message about a database that lacks what was asked for: it may be another directory's. */
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
-const BOOLEAN_FLAGS = new Set(["admin", "password-stdin", "help", "json", "version"]);
+const BOOLEAN_FLAGS = new Set(["admin", "force", "password-stdin", "help", "json", "version"]);
 
 const shapes: Record<string, CommandShapes> = {
   serve: { "": { flags: ["service-id"], words: 1 } },
@@ -72,7 +74,7 @@ const commands: Record<string, Command> = {
     const db = ctx.openDb({ create: true }); // opening applies the embedded migrations
     const applied = db.applied;
     db.close();
-    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied ? `, applied ${applied}` : ""}`);
+    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied.length > 0 ? `, applied ${applied.join(", ")}` : ""}`);
     return 0;
   },
   config: async (ctx) => {
@@ -87,7 +89,7 @@ const commands: Record<string, Command> = {
     return 0;
   },
   version: (ctx) => {
-    ctx.print(`modelgate ${VERSION} (interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
+    ctx.print(`modelgate ${VERSION} (commit ${COMMIT}, interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
     return 0;
   },
   help: (ctx) => {
@@ -140,6 +142,8 @@ function checkShape(args: Args, name: string): void {
 const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text; --version: version)
   serve [--service-id N]                       run the gateway (default command)
   migrate                                      apply embedded database migrations
+  backup FILE [--force]                        copy the database to FILE while the server runs
+  restore FILE                                 put a backup in place of the database (server stopped)
   config check                                 validate and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
   user password EMAIL                          set a new password, read from stdin; their sessions end
@@ -178,6 +182,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
       args,
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
+      rawConfig: () => readConfigFile(file()),
       databaseFile: () => join(resolve(context.dataDir()), "modelgate.db"),
       openDb: (options = {}) => {
         const database = context.databaseFile();

@@ -75,6 +75,14 @@ function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile"
   return user;
 }
 
+/** How a user made without a password gets in: the sign-ins the config names, else API keys alone. */
+function withoutPassword(ctx: Pick<CliContext, "rawConfig">): string {
+  const auth = ctx.rawConfig().auth as Record<string, unknown> | undefined;
+  const providers = [["github", "GitHub"], ["google", "Google"]].filter(([key]) => auth?.[key] !== undefined).map(([, name]) => name);
+  const keys = "modelgate key create gives them API keys; modelgate user password EMAIL sets one";
+  return providers.length === 0 ? `no sign-in is configured ([auth.github] or [auth.google]): ${keys}` : `sign in with ${providers.join(" or ")}, or use API keys`;
+}
+
 function date(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
@@ -150,7 +158,7 @@ registerCommand("user", async (ctx) => {
       }
       return 0;
     }
-    ctx.print(`created user ${created.id} ${created.email}${created.isAdmin ? " (administrator)" : ""}${password === undefined ? "; no password: sign in with GitHub or Google, or use API keys" : ""}`);
+    ctx.print(`created user ${created.id} ${created.email}${created.isAdmin ? " (administrator)" : ""}${password === undefined ? `; no password: ${withoutPassword(ctx)}` : ""}`);
     return 0;
   } finally {
     opened.close();

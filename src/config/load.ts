@@ -73,7 +73,8 @@ function baseDirOf(file: string | null): string {
   return file ? dirname(resolve(file)) : process.cwd();
 }
 
-function readConfigFile(file: string | null): Record<string, unknown> {
+/** The file's TOML as written, unchecked (`{}` without a file): for what a command only reports. */
+export function readConfigFile(file: string | null): Record<string, unknown> {
   let raw: Record<string, unknown> = {};
   if (file !== null) {
     raw = parseTomlText(readConfigText(file, file), file);

@@ -1,5 +1,5 @@
 /**
- * The configuration schema: every key optional, every default named here (and in the README).
+ * The configuration schema: every key optional, every default named here (and in docs/configuration.md).
  * The TypeScript type of the whole config is derived from this schema, so code never reads a
  * key the schema does not know.
  */
@@ -61,6 +61,19 @@ const Upstream = T.Object(
     connect_timeout_ms: T.Integer({ default: 5_000, minimum: 1, maximum: MAX_TIMER_MS }),
     first_byte_timeout_ms: T.Integer({ default: 120_000, minimum: 1, maximum: MAX_TIMER_MS }),
     idle_timeout_ms: T.Integer({ default: 60_000, minimum: 1, maximum: MAX_TIMER_MS }),
+    /**
+     * The longest a streamed answer may take, from its headers to its end, however steadily it
+     * trickles: an upstream that drips bytes or keep-alive comments would otherwise hold the
+     * request, its connection and its reservation for ever. 30 minutes: 9,000 tokens at 5 a second.
+     */
+    stream_timeout_ms: T.Integer({ default: 1_800_000, minimum: 1, maximum: MAX_TIMER_MS }),
+    /**
+     * Most connections the gateway's own client (plain-http upstreams) keeps open to the upstream
+     * at once; requests past it wait for one, within first_byte_timeout_ms. 64: more than a model
+     * server on one box works on at once (Ollama and llama.cpp a few, vLLM queues past its batch),
+     * so a burst waits in the gateway rather than as a thousand sockets at the model server.
+     */
+    max_connections: T.Integer({ default: 64, minimum: 1, maximum: 10_000 }),
     /** The one field a priced request's completion limit goes in to this upstream; "none" adds nothing. */
     token_limit_field: T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens"), T.Literal("none")], { default: "max_tokens" }),
     /** How a chat message of role `developer` is sent: as `system` (servers that know only that), or as it came. */

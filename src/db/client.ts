@@ -16,8 +16,8 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 export interface OpenedDb {
   db: Db;
   sqlite: Database;
-  /** How many embedded migrations this open applied. */
-  applied: number;
+  /** The tags of the embedded migrations this open applied, oldest first. */
+  applied: string[];
   close(): void;
 }
 
@@ -97,7 +97,7 @@ export function openDatabase(dataDir: string): OpenedDb {
   sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   sqlite.run("PRAGMA foreign_keys = ON");
-  let applied: number;
+  let applied: string[];
   try {
     applied = applyMigrations(sqlite);
   } catch (err) {

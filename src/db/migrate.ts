@@ -9,10 +9,11 @@
 import type { Database } from "bun:sqlite";
 import { migrations } from "./migrations.gen";
 
-export function applyMigrations(sqlite: Database): number {
+/** Returns the tags of the migrations this call applied, oldest first. */
+export function applyMigrations(sqlite: Database): string[] {
   // What is pending is decided inside the write transaction: two processes starting on a fresh
   // data_dir at once (a server and a CLI command) would otherwise both apply the same migration.
-  const apply = sqlite.transaction((): number => {
+  const apply = sqlite.transaction((): string[] => {
     sqlite.run(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
       id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
     const last = sqlite
@@ -32,7 +33,7 @@ export function applyMigrations(sqlite: Database): number {
       const hash = new Bun.CryptoHasher("sha256").update(m.sql).digest("hex");
       sqlite.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", [hash, m.when]);
     }
-    return pending.length;
+    return pending.map((m) => m.tag);
   });
   return apply.immediate();
 }

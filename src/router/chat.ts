@@ -13,7 +13,7 @@ import { presentedKind } from "../auth/gate";
 import type { AppDeps, RequestRecord } from "../deps";
 import { forward, type Forwarded } from "./forward";
 import type { ModelRoute } from "./registry";
-import { recordTargetComplete, recordTargetFailure, recordTargetRefusal } from "./target-state";
+import { recordTargetComplete, recordTargetFailure, recordTargetRefusal, recordTargetSlow } from "./target-state";
 import { relaySse } from "./sse";
 import { watchClient, type ClientWatch } from "./client-watch";
 import { hundredths } from "../log";
@@ -108,10 +108,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     const contentType = reply.header("content-type");
     headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt - forwarded.upstreamMs);
     const done = { upstream: upstream.name, price: route.price, model: route.id, endpoint: adapter.name };
-    /** An answer that cannot be relayed: recorded with `status` (502, or 499 for a client gone), and the error to throw. */
+    /** An answer that cannot be relayed: recorded with `status` (502, 504 for a timeout, or 499 for a client gone), and the error to throw. */
     const unrelayable = (status: number, why: string, upstreamMs: number): GatewayError => {
       served.finish(outcome(done, status, null, upstreamMs));
-      return new GatewayError("upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
+      return new GatewayError(status === 504 ? "upstream_timeout" : "upstream_error", why, { headers: { ...headers, "content-type": "application/json" } });
     };
     // An answer to a streamed request that names no type, or one neither the stream nor JSON
     // (text/plain: some servers leave the header out or label it wrongly), is the event stream
@@ -134,13 +134,19 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       // within idle_timeout_ms of its headers is abandoned.
       let text = early ?? reply.textNow();
       if (text === null) {
-        const timer = setTimeout(() => forwarded.abort("idle"), idleTimeoutMs);
+        let late = false;
+        const timer = setTimeout(() => {
+          late = true;
+          forwarded.abort("idle");
+        }, idleTimeoutMs);
         try {
           text = await reply.text();
         } catch (err) {
-          const why = err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
-          if (!client.gone) recordTargetFailure(target, deps.now(), why, deps.config.routing);
-          throw unrelayable(client.gone ? ERROR_STATUS.client_closed_request : 502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
+          const why = late ? `upstream "${upstream.name}" did not finish its answer within ${idleTimeoutMs} ms`
+            : err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
+          // Answering, but not in time: counted against this model, as a first-byte timeout is.
+          if (!client.gone) (late ? recordTargetSlow : recordTargetFailure)(target, deps.now(), why, deps.config.routing);
+          throw unrelayable(client.gone ? ERROR_STATUS.client_closed_request : late ? 504 : 502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
         } finally {
           clearTimeout(timer);
         }
@@ -172,10 +178,13 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
       clientWantsUsage,
       idleTimeoutMs,
+      streamTimeoutMs: upstream.config.stream_timeout_ms,
       abortUpstream: forwarded.abort,
       upstreamSecrets: upstream.secrets,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
+        // Answering, but for too long: counted against this model, as a first-byte timeout is.
+        else if (result.outcome === "timeout") recordTargetSlow(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         // Reachable, and it closed its stream in good order: this model failed, not the upstream.
         else if (result.outcome === "unfinished") recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" ended its stream before the answer was complete`, deps.config.routing);
         else if (result.errorEvent !== null) {
@@ -240,7 +249,7 @@ function limitToSend(body: CallBody, admission: Admission, defaultMaxTokens: num
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
-const STREAM_END_STATUS = { complete: 200, upstream_error: 502, unfinished: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
+const STREAM_END_STATUS = { complete: 200, upstream_error: 502, unfinished: 502, timeout: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
 
 interface Outcome {
   status: number;

@@ -4,7 +4,17 @@
  * and closes one TCP connection to its host and port, bounded by `connect_timeout_ms`. A host that
  * is down or black-holed is then given up on in `connect_timeout_ms`, not `first_byte_timeout_ms`.
  */
-export type Reachability = "ok" | "refused" | "timeout";
+export type Reachability = "ok" | "refused" | "unresolved" | "timeout";
+
+/** A failed connect's error says the host name did not resolve (getaddrinfo), not that the host refused. */
+export function unresolved(err: unknown): boolean {
+  const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown };
+  return syscall === "getaddrinfo" || code === "ENOTFOUND" || code === "EAI_AGAIN";
+}
+
+function failed(err: unknown): Reachability {
+  return unresolved(err) ? "unresolved" : "refused";
+}
 
 export function checkConnect(hostname: string, port: number, timeoutMs: number): Promise<Reachability> {
   return new Promise<Reachability>((resolve) => {
@@ -25,11 +35,11 @@ export function checkConnect(hostname: string, port: number, timeoutMs: number):
           socket.end();
         },
         data() {},
-        error() {
-          settle("refused");
+        error(_socket, err) {
+          settle(failed(err));
         },
-        connectError() {
-          settle("refused");
+        connectError(_socket, err) {
+          settle(failed(err));
         },
       },
     }).then(
@@ -37,7 +47,7 @@ export function checkConnect(hostname: string, port: number, timeoutMs: number):
         // Connected after the deadline: close the late socket.
         if (settled) socket.end();
       },
-      () => settle("refused"),
+      (err: unknown) => settle(failed(err)),
     );
   });
 }

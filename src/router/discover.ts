@@ -9,6 +9,8 @@
  * poll is not overtaken (and later overwritten with an older list) by the next.
  * What changes is logged, what repeats is not: the first list, models added or dropped, a failure
  * (once per distinct message, not every interval while an upstream stays down) and the recovery.
+ * An upstream that does not answer yet (started after the gateway) is polled again soon: after
+ * 1 s, doubling up to discover_interval_s, then every interval once it answers.
  */
 import type { UpstreamConfig } from "../config/schema";
 import { log as serviceLog, type Logger } from "../log";
@@ -80,7 +82,7 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     const message = withoutSecrets(String((err as Error)?.message ?? err), state.secrets);
     state.lastError = `${DISCOVERY_FAILED}${message}`;
     if (message !== last.failure) {
-      log("warn", `discovery on upstream "${upstream.name}" failed: ${message}`, { models_kept: last.ids?.size ?? 0 });
+      log("warn", `discovery on upstream "${upstream.name}" failed: ${message}`, { models_kept: registry.discoveredIds(upstream.name).length });
     }
     lastPolls.set(state, { ids: last.ids, failure: message, cut: last.cut });
     return false;
@@ -104,15 +106,37 @@ function logChanges(log: Log, upstream: string, before: ReadonlySet<string> | nu
   });
 }
 
-/** Polls every discovering upstream; returns a stop function. */
-export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfig[], log: Log = serviceLog): { ready: Promise<void>; stop(): void } {
-  const timers: Timer[] = [];
-  const discovering = upstreams.filter((u) => u.discover);
-  for (const upstream of discovering) {
-    const timer = setInterval(() => void discoverOnce(registry, upstream, log), upstream.discover_interval_s * 1000);
+/** The first retry after a failed poll; each further failure doubles it, up to the interval. */
+export const FIRST_RETRY_MS = 1_000;
+
+export interface DiscoveryOptions {
+  log?: Log;
+  /** Called after each successful poll with the upstream's discovered ids (to remember them). */
+  discovered?: (upstream: string, ids: string[]) => void;
+}
+
+/** Polls every discovering upstream, at once and then on its schedule; returns a stop function. */
+export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfig[], options: DiscoveryOptions = {}): { ready: Promise<void>; stop(): void } {
+  const log = options.log ?? serviceLog;
+  const timers = new Map<string, Timer>();
+  let stopped = false;
+  const poll = async (upstream: UpstreamConfig, retryMs: number): Promise<void> => {
+    const ok = await discoverOnce(registry, upstream, log);
+    if (stopped) return; // the database may be closed by now
+    if (ok) options.discovered?.(upstream.name, registry.discoveredIds(upstream.name));
+    const intervalMs = upstream.discover_interval_s * 1000;
+    const delay = ok ? intervalMs : Math.min(retryMs, intervalMs);
+    const next = ok ? FIRST_RETRY_MS : Math.min(retryMs * 2, intervalMs);
+    const timer = setTimeout(() => void poll(upstream, next), delay);
     timer.unref?.();
-    timers.push(timer);
-  }
-  const ready = Promise.all(discovering.map((u) => discoverOnce(registry, u, log))).then(() => {});
-  return { ready, stop: () => timers.forEach(clearInterval) };
+    timers.set(upstream.name, timer);
+  };
+  const ready = Promise.all(upstreams.filter((u) => u.discover).map((u) => poll(u, FIRST_RETRY_MS))).then(() => {});
+  return {
+    ready,
+    stop: () => {
+      stopped = true;
+      timers.forEach(clearTimeout);
+    },
+  };
 }

@@ -157,7 +157,7 @@ async function attempt(target: Target, payload: string | ReadableStream<Uint8Arr
     if (reach === "timeout") {
       return { failure: "timeout", message: `upstream "${upstream.name}" did not accept a connection within ${upstream.config.connect_timeout_ms} ms` };
     }
-    if (reach === "refused") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (connection refused)` };
+    if (reach !== "ok") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (${reach === "refused" ? "connection refused" : "its host name did not resolve"})` };
   }
   const exchange = upstream.post(input.upstreamPath, payload, input.contentType);
   const abort = (reason: string): void => exchange.abort(reason);

@@ -1,51 +1,40 @@
 /**
- * The connections of the HTTP/1.1 client (./http1.ts): one exchange at a time each, an idle pool
- * per origin, and requests written together at the end of the event loop's turn.
+ * One connection of the HTTP/1.1 client (./http1.ts): one exchange at a time, its request written
+ * with the other requests of the turn, its answer read as it arrives. Its origin's pool
+ * (./http1-pool.ts) hands it exchanges and takes it back.
  *
  * Invariants:
- * - no pipelining; a connection returns to its origin's idle list only after a complete,
- *   keep-alive answer with no stray bytes after it and no request bytes left unsent;
- * - idle connections close after IDLE_SECONDS, below the 5 s keep-alive of common model servers
- *   (uvicorn, Node), and do not keep the process alive;
- * - a turn's requests are queued and written together after its other events (setImmediate):
- *   waking an upstream on the same core hands it the core, better after the turn than mid-turn;
+ * - no pipelining; a connection goes back to its pool only after a complete, keep-alive answer
+ *   with no stray bytes after it and no request bytes left unsent;
+ * - its request goes out with the turn's others (./http1-writes.ts), on a pooled connection only
+ *   after the event loop has polled the socket once more: bytes that arrive before the request
+ *   went out (an answer nobody asked for, the upstream's close) answer nothing of ours, and
+ *   discard the connection;
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
 import { ChunkedDecoder, parseHead, ProtocolError, type ResponseHead } from "./http1-parse";
 import { Http1Reply } from "./http1-reply";
+import type { Pool } from "./http1-pool";
+import { queueWrite } from "./http1-writes";
 import { UpstreamFailure } from "./upstream-client";
 import type { ConnectionExchange, Http1Origin } from "./http1";
 
-const IDLE_SECONDS = 4;
-const MAX_IDLE_PER_ORIGIN = 256;
+/**
+ * How soon after its request a pooled connection's close, with no byte of the answer, may be taken
+ * for the upstream's idle close crossing the request on the wire (a round trip and a busy event
+ * loop's turn; a model server takes longer to do anything with a request). See mayResend.
+ */
+export const RESEND_WINDOW_MS = 200;
 
-const idleByOrigin = new Map<Http1Origin, Connection[]>();
-
-/** The most recently used idle connection to `origin`, taken off the idle list. */
-export function takeIdleConnection(origin: Http1Origin): Connection | undefined {
-  return idleByOrigin.get(origin)?.pop();
-}
-
-/** Closes every idle connection (shutdown, tests). */
-export function closeIdleConnections(): void {
-  for (const idle of idleByOrigin.values()) for (const conn of idle.splice(0)) conn.destroy();
-}
-
-let queuedWrites: Connection[] = [];
-
-function writeQueued(): void {
-  const batch = queuedWrites;
-  queuedWrites = [];
-  for (const conn of batch) conn.writeRequest();
-}
-
-type Http1Socket = Socket<Connection>;
+export type Http1Socket = Socket<Connection>;
 
 export class Connection {
   socket: Http1Socket | null = null;
   exchange: ConnectionExchange | null = null;
   private reused = false;
+  private written = false;
+  private writtenAt = 0;
   private received = false;
   private headBytes: Buffer | null = null;
   private head: ResponseHead | null = null;
@@ -55,48 +44,56 @@ export class Connection {
   private unsent: Buffer | null = null;
   private paused = false;
   private closed = false;
+  /** Still counted in its pool's open connections. */
+  private counted = true;
 
-  constructor(readonly origin: Http1Origin) {}
-
-  static open(exchange: ConnectionExchange): void {
-    const conn = new Connection(exchange.origin);
-    conn.exchange = exchange;
-    exchange.conn = conn;
-    const { hostname, port, connectTimeoutMs, name } = exchange.origin;
-    const timer = setTimeout(() => {
-      conn.closed = true;
-      exchange.fail(new UpstreamFailure("connect_timeout", `upstream "${name}" did not accept a connection within ${connectTimeoutMs} ms`));
-    }, connectTimeoutMs);
-    const refused = (): void => {
-      clearTimeout(timer);
-      conn.closed = true;
-      exchange.fail(new UpstreamFailure("refused", `upstream "${name}" is unreachable (connection refused)`));
-    };
-    Bun.connect<Connection>({ hostname, port, data: conn, socket: HANDLERS }).then((socket) => {
-      clearTimeout(timer);
-      if (conn.closed) return socket.terminate();
-      conn.socket = socket;
-      // Still open means still wanted: every way the exchange can end before this closes `conn`.
-      conn.send(exchange, false);
-    }, refused);
-  }
-
-  /** Takes `exchange`; its request goes out with the other requests of this turn (writeQueued). */
-  send(exchange: ConnectionExchange, reused: boolean): void {
+  /** Counted in `pool` already, connecting to carry `exchange`. */
+  constructor(
+    readonly pool: Pool,
+    exchange: ConnectionExchange,
+  ) {
     this.exchange = exchange;
     exchange.conn = this;
-    this.reused = reused;
+  }
+
+  get origin(): Http1Origin {
+    return this.pool.origin;
+  }
+
+  /** The connect's outcome (./http1-connect.ts): `exchange` goes out on it, unless given up meanwhile. */
+  connected(socket: Http1Socket): void {
+    if (this.closed) return socket.terminate();
+    this.socket = socket;
+    // Still open means still wanted: every way the exchange can end before this closes the connection.
+    this.send(this.exchange!, "new");
+  }
+
+  failConnect(failure: UpstreamFailure): void {
+    const exchange = this.exchange;
+    if (this.closed || exchange === null) return;
+    this.destroy();
+    exchange.fail(failure);
+  }
+
+  /** Takes `exchange`; its request goes out with the other requests of this turn (or the next: queueWrite). */
+  send(exchange: ConnectionExchange, from: "new" | "pool"): void {
+    this.exchange = exchange;
+    exchange.conn = this;
+    this.reused = from === "pool";
+    this.written = false;
     this.received = false;
     const socket = this.socket!;
     socket.timeout(0);
     socket.ref();
-    if (queuedWrites.push(this) === 1) setImmediate(writeQueued);
+    queueWrite(this, from);
   }
 
   writeRequest(): void {
     const exchange = this.exchange;
     // Ended before its turn came (aborted, or the connection closed and the request went elsewhere).
-    if (exchange === null || this.closed || this.socket === null) return;
+    if (exchange === null || this.closed || this.socket === null || this.written) return;
+    this.written = true;
+    this.writtenAt = performance.now();
     const written = this.socket.write(exchange.payload);
     if (written < exchange.payloadBytes) this.unsent = Buffer.from(exchange.payload).subarray(Math.max(0, written));
   }
@@ -108,7 +105,12 @@ export class Connection {
   }
 
   onData(data: Buffer): void {
-    if (!this.exchange) return this.destroy(); // bytes on an idle connection: not ours to read
+    const exchange = this.exchange;
+    if (exchange === null || (!this.written && this.reused)) this.pool.unsolicited();
+    if (exchange === null) return this.destroy(); // bytes on an idle connection: not ours to read
+    // Bytes before the request went out answer no request of ours. On a pooled connection they were
+    // sent while it sat idle: the connection is dropped and the request, unsent, goes on a new one.
+    if (!this.written) return this.reused ? this.resendElsewhere(exchange) : this.breakOff(exchange, invalidAnswer(this.origin, "bytes before the request was sent"));
     this.received = true;
     try {
       if (this.head) return this.onBody(data, 0);
@@ -123,20 +125,19 @@ export class Connection {
         this.headBytes = bytes;
         return;
       }
-      // A 408 on a reused connection: the upstream timed it out as the request arrived, and RFC 9110
-      // lets the request be repeated. Like a close before any answer: once more, on a new connection.
-      if (head.status === 408 && this.reused) return this.resendElsewhere(this.exchange);
+      // A 408 on a reused connection: the upstream timed it out unused (RFC 9110 §15.5.9: the
+      // request was not acted on, and may be repeated). Once more, on a new connection.
+      if (head.status === 408 && this.reused && !exchange.resent) return this.resendElsewhere(exchange);
       this.headBytes = null;
       this.head = head;
       this.remaining = head.length;
       this.chunked = head.framing === "chunked" ? new ChunkedDecoder() : null;
       this.reply = new Http1Reply(head.status, head.headers, this, head.framing === "until-close");
-      this.exchange.answered(this.reply);
+      exchange.answered(this.reply);
       if (head.framing === "empty" || (head.framing === "length" && head.length === 0)) this.complete(bytes.length > head.size);
       else if (bytes.length > head.size) this.onBody(bytes, head.size);
     } catch (err) {
-      const message = err instanceof ProtocolError ? err.message : String(err);
-      this.breakOff(this.exchange!, new UpstreamFailure("broken", `upstream "${this.origin.name}" sent an invalid answer: ${message}`));
+      this.breakOff(exchange, invalidAnswer(this.origin, err instanceof ProtocolError ? err.message : String(err)));
     }
   }
 
@@ -159,6 +160,12 @@ export class Connection {
 
   private complete(strayBytes: boolean): void {
     const reply = this.reply!;
+    if (strayBytes) {
+      this.pool.unsolicited();
+      // Two answers to one request. On a new connection the first is this request's; on a reused
+      // one either may be (the first may have been sent before the request arrived): neither is relayed.
+      if (this.reused) return this.breakOff(this.exchange!, invalidAnswer(this.origin, "more than one answer to one request"));
+    }
     // An upstream may answer before it has read the whole request (a 413, say): with request bytes
     // still unsent, the connection cannot carry another request.
     const keepAlive = this.head!.keepAlive && !strayBytes && this.unsent === null;
@@ -168,26 +175,30 @@ export class Connection {
     this.chunked = null;
     reply.end();
     this.resume();
-    if (keepAlive) this.release();
+    if (keepAlive && !this.closed && this.socket !== null) this.pool.released(this);
     else this.destroy();
   }
 
-  /** The upstream timed this reused connection out while idle: close it, send `exchange` on a new one. */
-  private resendElsewhere(exchange: ConnectionExchange): void {
-    this.destroy();
-    exchange.start(true);
+  /**
+   * May `exchange`, whose pooled connection ended before any byte of its answer, be sent again?
+   * A POST is not idempotent (RFC 9110 §9.2.2): it is repeated only when the upstream cannot have
+   * acted on it. That holds when the request never went out (the close was read first), and is
+   * taken to hold when the close came within RESEND_WINDOW_MS of the request: the upstream closed
+   * the connection as idle while the request was on its way. A close later than that (a crash 60 s
+   * into a long generation) may follow work done, and paid for by nobody: it is the upstream's
+   * failure, never a second generation. Once only.
+   */
+  private mayResend(exchange: ConnectionExchange): boolean {
+    if (!this.reused || this.received || exchange.settled) return false;
+    return !this.written || (!exchange.resent && performance.now() - this.writtenAt <= RESEND_WINDOW_MS);
   }
 
-  /** Back to the idle list, or closed when the list is full. */
-  release(): void {
-    if (this.closed || !this.socket) return;
+  /** Closes this connection and sends `exchange` again, on the new one its place opens. */
+  private resendElsewhere(exchange: ConnectionExchange): void {
+    if (this.written) exchange.resent = true;
     this.exchange = null;
-    let idle = idleByOrigin.get(this.origin);
-    if (!idle) idleByOrigin.set(this.origin, (idle = []));
-    if (idle.length >= MAX_IDLE_PER_ORIGIN) return this.destroy();
-    this.socket.timeout(IDLE_SECONDS);
-    this.socket.unref();
-    idle.push(this);
+    this.pool.sendFirst(exchange);
+    this.destroy();
   }
 
   /** Ends `exchange` with `failure` if it is still this connection's, and closes the connection. */
@@ -202,16 +213,19 @@ export class Connection {
   onClose(error?: Error): void {
     const wasClosed = this.closed;
     this.closed = true;
-    this.dropFromIdle();
     const exchange = this.exchange;
-    if (!exchange || wasClosed) return;
     this.exchange = null;
-    // A body framed by the close ends with an orderly close; a reset cut it short.
-    if (this.head?.framing === "until-close" && !error) return this.reply!.end();
-    if (!this.received && this.reused && !exchange.settled) return this.resendElsewhere(exchange);
-    const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
-    exchange.fail(failure);
-    this.reply?.fail(failure);
+    if (exchange !== null && !wasClosed) {
+      // A body framed by the close ends with an orderly close; a reset cut it short.
+      if (this.head?.framing === "until-close" && !error) this.reply!.end();
+      else if (this.mayResend(exchange)) this.resendElsewhere(exchange);
+      else {
+        const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
+        exchange.fail(failure);
+        this.reply?.fail(failure);
+      }
+    }
+    this.uncount();
   }
 
   pause(): void {
@@ -235,22 +249,18 @@ export class Connection {
     this.closed = true;
     this.exchange = null;
     this.unsent = null;
-    this.dropFromIdle();
     this.socket?.terminate();
+    this.uncount();
   }
 
-  private dropFromIdle(): void {
-    const idle = idleByOrigin.get(this.origin);
-    const at = idle ? idle.indexOf(this) : -1;
-    if (at !== -1) idle!.splice(at, 1);
+  /** Leaves the pool's count (once): its place may open a connection for a waiting exchange. */
+  private uncount(): void {
+    if (!this.counted) return;
+    this.counted = false;
+    this.pool.closed(this);
   }
 }
 
-const HANDLERS = {
-  data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
-  drain: (socket: Http1Socket) => socket.data.onDrain(),
-  close: (socket: Http1Socket, error?: Error) => socket.data.onClose(error),
-  timeout: (socket: Http1Socket) => socket.data.destroy(),
-  error: (socket: Http1Socket) => socket.data.onError(),
-  connectError: () => {},
-};
+function invalidAnswer(origin: Http1Origin, why: string): UpstreamFailure {
+  return new UpstreamFailure("broken", `upstream "${origin.name}" sent an invalid answer: ${why}`);
+}

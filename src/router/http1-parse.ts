@@ -66,7 +66,10 @@ const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?:[ \r]|$)/;
 /** Parses the head at the start of `buffer`; null while it is incomplete. Throws ProtocolError. */
 export function parseHead(buffer: Buffer): ResponseHead | null {
   const end = buffer.indexOf("\r\n\r\n");
-  if (end !== -1) {
+  // A blank line past the bound is left to looseHead, which refuses a head that long (one that
+  // arrived whole in one read as well as one that arrived in pieces) unless a bare-LF blank line
+  // ends it sooner.
+  if (end !== -1 && end <= MAX_HEAD_BYTES - 4) {
     const head = headOf(buffer.toString("latin1", 0, end), end + 4);
     if (head !== null) return head;
   }
@@ -84,7 +87,7 @@ function looseHead(buffer: Buffer): { text: string; size: number } | null {
     if (buffer.length > MAX_HEAD_BYTES) throw new ProtocolError("the response head is too large");
     return null;
   }
-  const scanned = buffer.toString("latin1", 0, Math.min(buffer.length, MAX_HEAD_BYTES + 4));
+  const scanned = buffer.toString("latin1", 0, Math.min(buffer.length, MAX_HEAD_BYTES));
   const blank = /\r?\n\r?\n/.exec(scanned);
   if (blank === null) throw new ProtocolError("the response head is too large");
   return { text: scanned.slice(0, blank.index).replace(/\r?\n/g, "\r\n"), size: blank.index + blank[0].length };
@@ -110,6 +113,10 @@ function headOf(text: string, size: number): ResponseHead | null {
   }
   const headers = new HeaderBlock(text, text.toLowerCase());
   const status = Number(statusLine[2]);
+  // Status codes run from 100 (RFC 9110 §15); 101 switches protocols, which the gateway never asks
+  // for. Either way no answer follows on this connection, so waiting for one would wait for ever.
+  if (status < 100) throw new ProtocolError(`invalid status ${statusLine[2]}`);
+  if (status === 101) throw new ProtocolError("101 Switching Protocols, though no upgrade was asked for");
   const http11 = statusLine[1] === "1";
   const connection = headers.get("connection")?.toLowerCase() ?? "";
   let keepAlive = http11 ? !connection.includes("close") : connection.includes("keep-alive");
@@ -119,8 +126,13 @@ function headOf(text: string, size: number): ResponseHead | null {
     framing = "empty";
   } else {
     const transferEncoding = headers.get("transfer-encoding");
-    const declaredLength = transferEncoding === null ? headers.get("content-length") : null;
+    const declaredLength = headers.get("content-length");
     if (transferEncoding !== null) {
+      // Both framings at once (RFC 9112 §6.3: the mark of request smuggling), or Transfer-Encoding
+      // from an HTTP/1.0 server (which cannot have sent it), leave the body's end in doubt: whatever
+      // the gateway read as the end, the bytes after it would be read as the next answer.
+      if (declaredLength !== null) throw new ProtocolError("both Transfer-Encoding and Content-Length");
+      if (!http11) throw new ProtocolError("Transfer-Encoding in an HTTP/1.0 answer");
       if (/(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) framing = "chunked";
     } else if (declaredLength !== null) {
       length = contentLength(declaredLength);

@@ -2,27 +2,31 @@
  * A keep-alive HTTP/1.1 client for plain-http upstreams, on Bun's TCP sockets. It runs on the
  * server's own event loop, so a request costs no hand-over to a client thread: the request goes
  * out in one write, and an answer that arrives in one packet is parsed and complete in one
- * callback. This file is the exchange (one request and its answer); the connections, their idle
- * pool and the write coalescing are in ./http1-connection.ts.
+ * callback. This file is the exchange (one request and its answer); the connections to an origin
+ * and how many may be open are in ./http1-pool.ts, one connection's reading and writing in
+ * ./http1-connection.ts.
  *
  * Invariants:
  * - an exchange settles exactly once: answered (status and headers arrived) or failed;
- * - a reused connection that closes before any byte of the answer arrived, or answers 408, was
- *   timed out by the upstream while idle, so the request is sent once more on a new connection
- *   (never after the upstream has begun any other answer).
+ * - a request is sent again only when the upstream cannot have acted on it (a pooled connection
+ *   that closed before the request went out or as it arrived, or answered 408: see
+ *   Connection.mayResend), and after a write at most once, always on a new connection.
  */
-import { Connection, takeIdleConnection } from "./http1-connection";
+import type { Connection } from "./http1-connection";
 import type { Http1Reply } from "./http1-reply";
+import { poolOf } from "./http1-pool";
 import { UpstreamFailure, type UpstreamExchange } from "./upstream-client";
 
-export { closeIdleConnections } from "./http1-connection";
+export { closeIdleConnections } from "./http1-pool";
 
 export interface Http1Origin {
   hostname: string;
   port: number;
-  /** "POST /path HTTP/1.1" and every header line but Content-Length, each ending in CRLF. */
+  /** "POST /path HTTP/1.1" and every header line but Content-Length, each ending in CRLF: chat's (another path's is given to http1Post). */
   requestHead: string;
   connectTimeoutMs: number;
+  /** Most connections open to the origin at once; requests past it wait for one (./http1-pool.ts). */
+  maxConnections: number;
   /** For messages: the upstream's name. */
   name: string;
 }
@@ -35,18 +39,19 @@ export interface ConnectionExchange {
   readonly payloadBytes: number;
   readonly settled: boolean;
   conn: Connection | null;
+  /** Written once and sent again already: never again. */
+  resent: boolean;
   answered(reply: Http1Reply): void;
   fail(failure: UpstreamFailure): void;
-  /** Sends the request again (retry: on a new connection). */
-  start(retry: boolean): void;
 }
 
-export function http1Post(origin: Http1Origin, body: string): UpstreamExchange {
+/** Sends `body` with `requestHead` (the origin's own unless given: another path on the same connections). */
+export function http1Post(origin: Http1Origin, body: string, requestHead = origin.requestHead): UpstreamExchange {
   const bodyBytes = Buffer.byteLength(body);
-  const head = `${origin.requestHead}content-length: ${bodyBytes}\r\n\r\n`;
-  // The head is ASCII (built from a validated URL and config), so its length is its size in bytes.
-  const exchange = new Exchange(origin, head + body, head.length + bodyBytes);
-  exchange.start(false);
+  const head = `${requestHead}content-length: ${bodyBytes}\r\n\r\n`;
+  // In bytes, head too: it may carry a non-ASCII api_key, and an unsent rest is cut at a byte offset.
+  const exchange = new Exchange(origin, head + body, Buffer.byteLength(head) + bodyBytes);
+  poolOf(origin).send(exchange);
   return exchange;
 }
 
@@ -54,6 +59,7 @@ class Exchange implements UpstreamExchange, ConnectionExchange {
   reply: Promise<Http1Reply>;
   conn: Connection | null = null;
   settled = false;
+  resent = false;
   private resolve!: (reply: Http1Reply) => void;
   private reject!: (failure: UpstreamFailure) => void;
 
@@ -68,12 +74,6 @@ class Exchange implements UpstreamExchange, ConnectionExchange {
     });
   }
 
-  start(retry: boolean): void {
-    const idle = retry ? undefined : takeIdleConnection(this.origin);
-    if (idle) idle.send(this, true);
-    else Connection.open(this);
-  }
-
   answered(reply: Http1Reply): void {
     this.settled = true;
     this.resolve(reply);
@@ -85,6 +85,7 @@ class Exchange implements UpstreamExchange, ConnectionExchange {
     this.reject(failure);
   }
 
+  /** A waiting exchange is only marked settled: its pool skips it. */
   abort(reason: string): void {
     const failure = new UpstreamFailure("aborted", reason);
     this.fail(failure);

@@ -117,6 +117,11 @@ export class ModelRegistry {
     this.rebuild();
   }
 
+  /** The ids of the routes discovered on one upstream, in its list's order (configured ids included). */
+  discoveredIds(upstream: string): string[] {
+    return [...(this.discovered.get(upstream)?.keys() ?? [])];
+  }
+
   private rebuild(): void {
     const next = new Map<string, ModelRoute>();
     for (const route of this.configured.values()) {

@@ -42,7 +42,8 @@ function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<s
     aliases: route.aliases,
     source: route.source,
     strategy: route.strategy,
-    // Circuit state per target, in target order (kept for clients that read it as a list).
+    // Deprecated, and misnamed: the targets' circuit states alone, in target order (targets[].state
+    // says the same), kept unchanged for clients that read it as a list.
     upstreams: route.targets.map((target) => targetState(target, now)),
     targets: route.targets.map((target) => ({ upstream: target.upstream.name, model: target.model, weight: target.weight, state: targetState(target, now) })),
   };

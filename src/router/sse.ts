@@ -11,6 +11,9 @@
  *   nothing would never be called again, and an event split over several reads would hang;
  * - the idle timeout counts only time spent waiting on the upstream: while the client is slow to
  *   read, no pull runs and the upstream is paused, which is not the upstream's silence;
+ * - the stream timeout counts the whole stream, however steadily the upstream trickles (a byte a
+ *   second, a comment every half second); past it the upstream is cut off and the request settled
+ *   at once, and the client's next read gets the error ending;
  * - one incomplete event holds at most MAX_EVENT_CHARS: an upstream that never ends an event is
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
@@ -21,6 +24,8 @@ export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
   clientWantsUsage: boolean;
   idleTimeoutMs: number;
+  /** The longest the whole stream may take. */
+  streamTimeoutMs: number;
   /** Aborts the upstream request (idle timeout, client gone). */
   abortUpstream: (reason: string) => void;
   /**
@@ -40,8 +45,11 @@ export interface RelayResult {
    * estimate when the upstream reported no usage.
    */
   events: number;
-  /** "unfinished": the upstream ended its stream cleanly, without [DONE], before the model said it finished. */
-  outcome: "complete" | "upstream_error" | "unfinished" | "client_closed";
+  /**
+   * "unfinished": the upstream ended its stream cleanly, without [DONE], before the model said it
+   * finished; "timeout": it had not finished within streamTimeoutMs.
+   */
+  outcome: "complete" | "upstream_error" | "unfinished" | "timeout" | "client_closed";
   error?: string;
   /**
    * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
@@ -80,24 +88,37 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   let finishSeen = false;
   let endedOnUsage = false;
   let ended = false;
+  /** What onEnd returned: the commit the last bytes wait for. */
+  let committed: Promise<void> | void;
   let stalled = false;
+  let overdue = false;
   let waiting = false;
   const idle = setTimeout(() => {
     if (!waiting) return; // the client is slow, not the upstream; the next read re-arms the timer
     stalled = true;
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
+  const overdueMessage = `the upstream did not finish its answer within ${options.streamTimeoutMs} ms`;
+  const deadline = setTimeout(() => {
+    overdue = true;
+    options.abortUpstream("stream timeout");
+    // A read in progress fails now and ends the stream; without one, the client is slow to read,
+    // and the request is settled now rather than at its next read.
+    if (!waiting) finish({ outcome: "timeout", error: overdueMessage });
+  }, options.streamTimeoutMs);
 
   const finish = (result: Ending): Promise<void> | void => {
-    if (ended) return;
+    if (ended) return committed;
     ended = true;
     clearTimeout(idle);
-    return options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
+    clearTimeout(deadline);
+    committed = options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
+    return committed;
   };
-  /** finish(), and the wait for what onEnd returned, before the last bytes go to the client. */
+  /** finish(), and the wait for what onEnd returned (also when the deadline already finished), before the last bytes go to the client. */
   const finishFirst = async (result: Ending): Promise<void> => {
-    const committed = finish(result);
-    if (committed) await committed;
+    const commit = finish(result);
+    if (commit) await commit;
   };
 
   /** Returns the text to forward for the complete events in `text`; keeps usage. */
@@ -198,7 +219,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           return;
         }
       } catch (err) {
-        if (ended) return;
+        // Settled at the deadline already; the client's stream still gets its ending.
+        if (ended && !overdue) return;
         if (sawDone) {
           // The answer was whole ([DONE] relayed); what broke after it is no failure.
           await finishFirst({ outcome: "complete" });
@@ -214,8 +236,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         const message = tooLarge
           ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
           : unfinished ? "the upstream ended its stream"
+          : overdue ? overdueMessage
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
-        await finishFirst({ outcome: unfinished ? "unfinished" : "upstream_error", error: message });
+        await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
         controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
         controller.enqueue(DONE_EVENT);
         controller.close();

@@ -28,7 +28,7 @@ export interface UpstreamReply {
   readonly closeDelimited: boolean;
 }
 
-export type FailureKind = "connect_timeout" | "refused" | "broken" | "aborted" | "too_large";
+export type FailureKind = "connect_timeout" | "refused" | "unresolved" | "broken" | "aborted" | "too_large";
 
 /**
  * The most a non-streamed answer may hold. Chat answers are kilobytes; without a bound, an upstream

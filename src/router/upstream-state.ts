@@ -86,6 +86,7 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     port,
     name: config.name,
     connectTimeoutMs: config.connect_timeout_ms,
+    maxConnections: config.max_connections,
     // The gateway's own client does not decode gzip: it asks for none (fetch decodes by itself).
     requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\naccept-encoding: identity\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
   };

@@ -124,7 +124,8 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   }, Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, w.lease_ms)));
   sweepTimer.unref?.();
   if (serviceId === 0) {
-    log("warn", "webhooks: service_id is 0; set --service-id or $MODELGATE_SERVICE_ID so job calls can be correlated with this service instance");
+    // Only a Blueprint deployment correlates job calls with a service instance: not a warning.
+    log("info", "webhooks: service_id is 0 (a Blueprint deployment sets --service-id or $MODELGATE_SERVICE_ID to correlate job calls with its service instance)");
   }
   for (const job of unconsumedJobs(config)) {
     log("warn", `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`);

@@ -5,7 +5,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { parseArgs, UsageError } from "../../src/cli/args";
 import { runCli } from "../../src/cli/index";
-import { existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseExpiry } from "../../src/cli/users";
@@ -226,7 +226,7 @@ describe("command shapes", () => {
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["--version"])).toBe(0);
-      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^modelgate \S+ \(interface 2026-06-16, bun /);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^modelgate \S+ \(commit \S+, interface 2026-06-16, bun /);
     } finally {
       printed.mockRestore();
     }
@@ -374,7 +374,7 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       // What it applied, then nothing (regression: a fresh database said "up to date" without applying).
-      expect(String(printed.mock.calls.at(-1)?.[0])).toEndWith(`, applied ${migrations.length}`);
+      expect(String(printed.mock.calls.at(-1)?.[0])).toEndWith(`, applied ${migrations.map((m) => m.tag).join(", ")}`);
       expect(await runCli(["migrate", "--config", config])).toBe(0);
       expect(String(printed.mock.calls.at(-1)?.[0])).toMatch(/^database is up to date \(.*\)$/);
     } finally {
@@ -450,5 +450,28 @@ describe("credits grant --note", () => {
     reopened.close();
     const expected = `sk-mg-aaaaaa… line [31m ${"n".repeat(500)}`.slice(0, 200);
     expect(notes).toEqual([expected, null]);
+  });
+});
+
+describe("user add without a password", () => {
+  async function added(extraToml: string): Promise<string> {
+    const { config } = freshConfig();
+    writeFileSync(config, `${readFileSync(config, "utf8")}${extraToml}`);
+    const printed = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "nopass@example.com", "--config", config])).toBe(0);
+      return String(printed.mock.calls.at(-1)?.[0]);
+    } finally {
+      printed.mockRestore();
+    }
+  }
+
+  test("names only the sign-ins the config has, and API keys when it has none", async () => {
+    const none = await added("");
+    expect(none).not.toContain("GitHub");
+    expect(none).toContain("no sign-in is configured ([auth.github] or [auth.google]): modelgate key create gives them API keys");
+    // The secret's variable need not be set: the message reads which providers are written, not their secrets.
+    const github = await added(`[auth.github]\nclient_id = "id"\nclient_secret = "env:UNSET_FOR_THIS_TEST"\n`);
+    expect(github).toEndWith("; no password: sign in with GitHub, or use API keys");
   });
 });

@@ -179,7 +179,7 @@ describe("command line", () => {
 
   test("version", () => {
     const result = Bun.spawnSync([BINARY, "version"]);
-    expect(result.stdout.toString()).toMatch(/^modelgate \d+\.\d+\.\d+ \(interface 2026-06-16/);
+    expect(result.stdout.toString()).toMatch(/^modelgate \d+\.\d+\.\d+ \(commit \S+, interface 2026-06-16/);
   });
 });
 

@@ -55,12 +55,36 @@ describe("parseHead", () => {
     }
   });
 
-  test("transfer-encoding: chunked last is chunked, and wins over Content-Length", () => {
+  test("transfer-encoding: chunked last is chunked", () => {
     expect(head("HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n")!.framing).toBe("chunked");
-    expect(head("HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\n\r\n")!.framing).toBe("chunked");
-    const both = head("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n")!;
-    expect(both.framing).toBe("chunked");
-    expect(both.keepAlive).toBe(true);
+    const chunked = head("HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\n\r\n")!;
+    expect(chunked.framing).toBe("chunked");
+    expect(chunked.keepAlive).toBe(true);
+  });
+
+  test("Transfer-Encoding with Content-Length (RFC 9112 §6.3), or in an HTTP/1.0 answer, is a ProtocolError", () => {
+    expect(() => head("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n")).toThrow("both Transfer-Encoding and Content-Length");
+    expect(() => head("HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\ncontent-length: 5\r\n\r\n")).toThrow(ProtocolError);
+    expect(() => head("HTTP/1.0 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")).toThrow("Transfer-Encoding in an HTTP/1.0 answer");
+  });
+
+  test("a whole head longer than MAX_HEAD_BYTES is a ProtocolError too, however it arrived", () => {
+    const padded = (bytes: number): string => {
+      const start = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nx-pad: ";
+      return `${start}${"a".repeat(bytes - start.length - 4)}\r\n\r\n`;
+    };
+    expect(head(padded(MAX_HEAD_BYTES))!.size).toBe(MAX_HEAD_BYTES);
+    expect(() => head(padded(MAX_HEAD_BYTES + 1))).toThrow("the response head is too large");
+    expect(() => head(padded(1024 * 1024))).toThrow("the response head is too large");
+    // A short bare-LF head, and a CRLFCRLF far into its body, is no long head.
+    const loose = `HTTP/1.1 200 OK\ncontent-length: ${MAX_HEAD_BYTES * 2}\n\n`;
+    expect(head(`${loose}${"b".repeat(MAX_HEAD_BYTES)}\r\n\r\n`)!.size).toBe(loose.length);
+  });
+
+  test("status 101 (no upgrade was asked for) and statuses below 100 are ProtocolErrors; other 1xx are interim", () => {
+    expect(() => head("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n")).toThrow("101 Switching Protocols");
+    for (const status of ["000", "099", "042"]) expect(() => head(`HTTP/1.1 ${status} Odd\r\ncontent-length: 0\r\n\r\n`)).toThrow(`invalid status ${status}`);
+    for (const status of [100, 102, 103]) expect(head(`HTTP/1.1 ${status} Wait\r\n\r\n`)!.status).toBe(status);
   });
 
   test("transfer-encoding without chunked last, or no framing header at all: until close, not kept alive", () => {

@@ -91,7 +91,9 @@ for (const stream of [false, true]) {
   test(`a second request while the first (${stream ? "streamed" : "JSON"}) waits on the upstream: the upstream's answer is neither delivered nor charged`, async () => {
     const before = ledger();
     const chats = upstream.chatCount();
-    const rows = logged().length;
+    // Counted by status: the served request of the test before may still be on its way into the
+    // request log (written behind), while its debit is already committed.
+    const closedBefore = logged().filter((status) => status === 499).length;
     let release = (): void => {};
     upstream.behaviour.holdUntil = new Promise<void>((resolve) => (release = resolve));
     const conn = await open();
@@ -103,8 +105,7 @@ for (const stream of [false, true]) {
     upstream.behaviour.holdUntil = undefined;
     release();
     expect(conn.received()).toBe("");
-    expect(await eventually(() => logged().length === rows + 1, 5_000)).toBe(true);
-    expect(logged().at(-1)).toBe(499);
+    expect(await eventually(() => logged().filter((status) => status === 499).length === closedBefore + 1, 5_000)).toBe(true);
     expect(await debitsBesidesOneServed(before)).toBe(0);
   });
 }

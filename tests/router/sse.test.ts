@@ -33,12 +33,13 @@ function upstreamOf(pieces: string[], gapMs: number): { body: ReadableStream<Uin
   return { body, abort, aborted };
 }
 
-function relay(pieces: string[], options: { gapMs: number; idleTimeoutMs: number }) {
+function relay(pieces: string[], options: { gapMs: number; idleTimeoutMs: number; streamTimeoutMs?: number }) {
   const upstream = upstreamOf(pieces, options.gapMs);
   let ended: RelayResult | null = null;
   const stream = relaySse(upstream.body, {
     clientWantsUsage: false,
     idleTimeoutMs: options.idleTimeoutMs,
+    streamTimeoutMs: options.streamTimeoutMs ?? 60_000,
     abortUpstream: upstream.abort,
     onEnd: (result) => void (ended = result),
   });
@@ -81,6 +82,29 @@ describe("relaySse", () => {
     expect(relayed.ended()).toMatchObject({ outcome: "upstream_error" });
   });
 
+  test("an upstream that trickles comments and bytes, never silent for idle_timeout_ms, is cut off at stream_timeout_ms: an error event, then [DONE]", async () => {
+    const trickle = [EVENT, ...Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? ": keep-alive\n\n" : "d"))];
+    const relayed = relay(trickle, { gapMs: 10, idleTimeoutMs: 100, streamTimeoutMs: 150 });
+    const text = await new Response(relayed.stream).text();
+    expect(text.startsWith(`${EVENT}: keep-alive\n\n`)).toBe(true);
+    expect(text).toContain("the upstream did not finish its answer within 150 ms before the answer was complete");
+    expect(text.endsWith(DONE)).toBe(true);
+    expect(relayed.aborted).toEqual(["stream timeout"]);
+    expect(relayed.ended()).toMatchObject({ outcome: "timeout", error: "the upstream did not finish its answer within 150 ms" });
+  });
+
+  test("a client not reading at stream_timeout_ms: the request ends then, and its next read gets the error ending", async () => {
+    const relayed = relay([EVENT, EVENT, EVENT, EVENT], { gapMs: 0, idleTimeoutMs: 5_000, streamTimeoutMs: 50 });
+    const reader = relayed.stream.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    await Bun.sleep(100); // the client stops reading past the deadline
+    expect(relayed.ended()).toMatchObject({ outcome: "timeout" });
+    expect(relayed.aborted).toEqual(["stream timeout"]);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    expect(text).toContain("the upstream did not finish its answer within 50 ms");
+    expect(text.endsWith(DONE)).toBe(true);
+  });
+
   test("an event that never ends is cut off at MAX_EVENT_CHARS: the events before it, an error event, then [DONE] (regression: memory grew without bound)", async () => {
     const endless = Array.from({ length: 2 * (MAX_EVENT_CHARS / 65_536) + 1 }, () => "a".repeat(65_536));
     const relayed = relay([EVENT + "data: ", ...endless], { gapMs: 0, idleTimeoutMs: 5_000 });
@@ -119,7 +143,7 @@ describe("relaySse", () => {
   test("a connection that breaks after [DONE] ends a whole answer: no error event, complete", async () => {
     const upstream = upstreamOf([EVENT, DONE], 0);
     let ended: RelayResult | null = null;
-    const stream = relaySse(upstream.body, { clientWantsUsage: false, idleTimeoutMs: 5_000, abortUpstream: upstream.abort, onEnd: (r) => void (ended = r) });
+    const stream = relaySse(upstream.body, { clientWantsUsage: false, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: upstream.abort, onEnd: (r) => void (ended = r) });
     const reader = stream.getReader();
     let text = "";
     while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
@@ -199,7 +223,7 @@ describe("relaySse", () => {
       },
     });
     let ended: RelayResult | null = null;
-    const stream = relaySse(open, { clientWantsUsage: false, idleTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (ended = r) });
+    const stream = relaySse(open, { clientWantsUsage: false, idleTimeoutMs: 60_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (ended = r) });
     expect(await new Response(stream).text()).toBe(EVENT + DONE);
     expect(ended!).toMatchObject({ outcome: "complete" });
   }, 5_000);

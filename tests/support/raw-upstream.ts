@@ -205,6 +205,7 @@ export function originFor(port: number, overrides: Partial<Http1Origin> = {}): H
     port,
     requestHead: `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n`,
     connectTimeoutMs: 1_000,
+    maxConnections: 64,
     name: "raw",
     ...overrides,
   };

@@ -128,10 +128,12 @@ describe("the webhook feature in the binary", () => {
     await restarted.stop();
   }, 60_000);
 
-  test("jobs list and retry, the status section, and the service_id warning", async () => {
+  test("jobs list and retry, the status section, and the service_id note", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-jobs-cli-"));
     const { gateway, hooks } = await start(dir, "", []);
-    expect(gateway.output()).toContain("service_id is 0");
+    // Said once, at info: only a Blueprint deployment needs a service id.
+    const notes = gateway.output().split("\n").filter((line) => line.includes("service_id is 0"));
+    expect(notes.map((line) => (JSON.parse(line) as { level: string }).level)).toEqual(["info"]);
     // No [[jobs]] handler and no pull token: the job its endpoint feeds is named at start.
     expect(gateway.output()).toMatch(/webhooks: job 3 \(\/[^)]*\) has no \[\[jobs\]\] handler and the pull API is off/);
     const response = await send(hooks, '{"a":1}');
