@@ -72,17 +72,18 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     for (const s of through) rps.set(s.name, (await runWrk(s, { connections: options.concurrency ?? 32, durationS, cpus: options.clientCpus ?? null })).rps);
     const rss = await uploadRss(gateway.url, gateway.proc.pid);
     await gateway.stop();
-    const chatOverhead = median(overhead.get("chat")!);
+    // The header has hundredths of a millisecond: a mean resolves what a median of it cannot.
+    const chatOverhead = mean(overhead.get("chat")!);
     const rows = names.map((name) => {
-      const own = median(overhead.get(name)!);
+      const own = mean(overhead.get(name)!);
       const added = median(latency.get(name)!) - median(latency.get(`${name} direct`)!);
       return `| ${name} | ${f(own)} | ${(own / chatOverhead).toFixed(2)}× | ${f(added)} | ${Math.round(rps.get(name)!)} |`;
     });
-    const worst = Math.max(...names.map((name) => median(overhead.get(name)!) / chatOverhead));
+    const worst = Math.max(...names.filter((name) => name !== "chat").map((name) => mean(overhead.get(name)!) / chatOverhead));
     return [
       "### Endpoints (bench/endpoints.ts)",
       "",
-      "| endpoint | gateway overhead p50 ms (x-gateway-overhead-ms) | vs chat | p50 ms added vs the mock directly | req/s at c=" + (options.concurrency ?? 32) + " |",
+      "| endpoint | gateway overhead, mean ms (x-gateway-overhead-ms) | vs chat | p50 ms added vs the mock directly | req/s at c=" + (options.concurrency ?? 32) + " |",
       "|---|---:|---:|---:|---:|",
       ...rows,
       "",
@@ -142,6 +143,10 @@ export async function uploadRss(url: string, pid: number): Promise<{ modelFirst:
   await send(1024 * 1024, true);
   await send(1024 * 1024, false);
   return { modelFirst: await send(UPLOAD_BYTES, true), fileFirst: await send(UPLOAD_BYTES, false) };
+}
+
+function mean(values: number[]): number {
+  return values.reduce((sum, v) => sum + v, 0) / values.length;
 }
 
 function f(ms: number): string {
