@@ -2,7 +2,7 @@
  * One /v1 model endpoint as one function from Request to Response: request id, body limits (per
  * request and in flight together), reading and checking the body as its adapter says (JSON, or a
  * multipart upload streamed through), the route and whether it serves this endpoint, the pipeline
- * (./chat.ts), and error rendering in the adapter's shape. A request refused before the pipeline
+ * (./pipeline.ts), and error rendering in the adapter's shape. A request refused before the pipeline
  * is recorded here (log line, request-log row, metrics), everything after it there. The server
  * mounts it as a plain Bun route and app.handle reaches the same function (./front-door.ts), so
  * no framework work sits on the hot path and tests run the path production runs.
@@ -12,7 +12,8 @@ import { errorResponse, GatewayError } from "../errors";
 import { BodyBudget, declaredLength, parseJsonBody, readBodyText } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
-import { handleCall, refusalRecord } from "./chat";
+import { handleCall } from "./pipeline";
+import { refusalRecord } from "./served";
 import { hundredths, log } from "../log";
 import { createCors, fromForeignPage } from "../cors";
 import { readUpload, type Upload } from "./upload";

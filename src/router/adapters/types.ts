@@ -1,5 +1,5 @@
 /**
- * What one /v1 model endpoint is to the request pipeline (../endpoint.ts, ../chat.ts): a plain
+ * What one /v1 model endpoint is to the request pipeline (../endpoint.ts, ../pipeline.ts): a plain
  * data object. The pipeline owns everything the endpoints share (identity, limits, credits,
  * failover, relaying, settlement, the request record); an adapter says only what differs: how the
  * request is read and checked, what each target is sent and where, where the answer's usage is,

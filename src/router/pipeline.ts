@@ -8,41 +8,24 @@
  * commit of what it is charged (Admission.settle).
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
-import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
-import { presentedKind } from "../auth/gate";
-import type { AppDeps, RequestRecord } from "../deps";
+import type { Admission } from "../auth/types";
+import type { AppDeps } from "../deps";
 import { forward, type Forwarded } from "./forward";
-import type { ModelRoute } from "./registry";
 import { recordTargetComplete, recordTargetFailure, recordTargetRefusal, recordTargetSlow } from "./target-state";
 import { relaySse } from "./sse";
-import { watchClient, type ClientWatch } from "./client-watch";
+import { watchClient } from "./client-watch";
 import { hundredths } from "../log";
 import { completionLimit } from "../credits/price";
-import { costMicro, type Usage } from "./usage";
+import type { Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
-import type { CallBody, EndpointAdapter } from "./adapters/types";
-import type { EndpointName } from "../config/schema";
-import type { Upload } from "./upload";
+import type { CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
+import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
-export interface CallContext {
-  request: Request;
-  adapter: EndpointAdapter;
-  /** A multipart call's upload, streamed to the target (its body is then just the model). */
-  upload: Upload | null;
-  /** The route the body's model names (the endpoint refuses an unknown one). */
-  route: ModelRoute;
-  body: CallBody;
-  /** The body's size in bytes as received. */
-  bodyBytes: number;
-  requestId: string;
-  clientIp: () => string;
-  startedAt: number;
-}
 
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
   const { route, adapter } = ctx;
@@ -246,95 +229,6 @@ function limitToSend(body: CallBody, admission: Admission, defaultMaxTokens: num
   if (cut === undefined) return tokenLimitToSend(body, completionLimit(body, defaultMaxTokens));
   if (typeof body.n_predict === "number" && body.n_predict > cut) body.n_predict = cut;
   return cut;
-}
-
-/** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
-const STREAM_END_STATUS = { complete: 200, upstream_error: 502, unfinished: 502, timeout: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
-
-interface Outcome {
-  status: number;
-  upstream: string | null;
-  usage: Usage | null;
-  price: ModelRoute["price"];
-  model: string;
-  /** "" for a request refused before its endpoint was known. */
-  endpoint: EndpointName | "";
-  upstreamMs: number;
-}
-
-function outcome(done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">, status: number, usage: Usage | null, upstreamMs: number): Outcome {
-  return { upstream: done.upstream, price: done.price, model: done.model, endpoint: done.endpoint, status, usage, upstreamMs };
-}
-
-/** How a request ends that no upstream answered (refused, every attempt failed, an error of ours); `upstreamMs` spent trying. */
-function unanswered(ctx: CallContext, status: number, upstreamMs = 0): Outcome {
-  return { status, upstream: null, usage: null, price: ctx.route.price, model: ctx.route.id, endpoint: ctx.adapter.name, upstreamMs };
-}
-
-/** An admitted request: settled and recorded once, by whichever way it ends first. */
-class Served {
-  private finished = false;
-  /** The commit of the request's charge, once finished with one. */
-  committed: Promise<void> | void = undefined;
-
-  constructor(
-    readonly deps: AppDeps,
-    readonly ctx: CallContext,
-    readonly admission: Admission,
-    readonly client: ClientWatch,
-  ) {}
-
-  /** Settles the admission and emits the request record (once); returns the total latency, ms. */
-  finish(outcome: Outcome): number {
-    const latencyMs = performance.now() - this.ctx.startedAt;
-    if (this.finished) return latencyMs;
-    this.finished = true;
-    this.client.done();
-    this.ctx.upload?.dispose();
-    // As the meter charges it: never more than was reserved (an upstream that ignored the limit it
-    // was sent costs the gateway, not the user).
-    const charged = Math.min(costMicro(outcome.usage, outcome.price), this.admission.reservedMicro ?? Infinity);
-    this.committed = this.admission.settle({ usage: outcome.usage, status: outcome.status, upstream: outcome.upstream, latencyMs });
-    this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs, charged));
-    return latencyMs;
-  }
-}
-
-/** Who a refusal was for: the identity a rate-limit or credit denial established, else the kind of credential presented (a bad key is not an anonymous caller). */
-function refusedIdentity(error: GatewayError, request: Request): Identity {
-  if (error instanceof IdentifiedDenial) return error.identity;
-  return { kind: presentedKind(request), userId: null, keyId: null, subject: "" };
-}
-
-/**
- * The record of a request refused before it reached a route (a bad body, an unknown model, a busy
- * server): no model (an unknown name would be an unbounded metrics label) and no upstream.
- */
-export function refusalRecord(request: Request, requestId: string, startedAt: number, error: GatewayError, endpoint: EndpointName | ""): RequestRecord {
-  const outcome: Outcome = { status: error.status, upstream: null, usage: null, price: NO_PRICE, model: "", endpoint, upstreamMs: 0 };
-  return record(requestId, refusedIdentity(error, request), outcome, performance.now() - startedAt);
-}
-
-const NO_PRICE = { prompt: 0, completion: 0, request: 0 };
-
-/** A request's row in the request log; `chargedMicro` what it was charged. */
-function record(requestId: string, identity: Identity, outcome: Outcome, latencyMs: number, chargedMicro = 0): RequestRecord {
-  return {
-    requestId,
-    createdAt: Date.now(),
-    identity: identity.kind,
-    userId: identity.userId,
-    keyId: identity.keyId,
-    model: outcome.model,
-    endpoint: outcome.endpoint,
-    upstream: outcome.upstream,
-    status: outcome.status,
-    promptTokens: outcome.usage?.prompt_tokens ?? 0,
-    completionTokens: outcome.usage?.completion_tokens ?? 0,
-    costMicro: chargedMicro,
-    latencyMs,
-    upstreamMs: outcome.upstreamMs,
-  };
 }
 
 /**
