@@ -7,11 +7,12 @@
  * the model is known, the upstream reads the kept bytes and then the rest of the client's body,
  * at the pace the upstream takes them, with the model's value replaced by the target's name for it.
  *
- * Invariants: no upload passes `limit` bytes (refused on its declared length before any read, or
- * cut off when it gets there); the temporary file is removed however the upload ends; memory stays
- * flat however large the upload: every chunk read in JavaScript is garbage a moment later, and the
- * collector, which does not count the buffers' bytes as pressure, would let megabytes of them pile
- * up (a 20 MB upload grew the process by 10 to 25 MB), so a collection runs every COLLECT_EVERY_BYTES.
+ * Invariants: no upload passes `limit` bytes (one declared larger is read and dropped, never held,
+ * and refused; one that grows larger is cut off there); the temporary file is removed however the
+ * upload ends; memory stays flat however large the upload: every chunk read in JavaScript is
+ * garbage a moment later, and the collector, which does not count the buffers' bytes as pressure,
+ * would let megabytes of them pile up (a 20 MB upload grew the process by 10 to 25 MB), so a
+ * collection runs every COLLECT_EVERY_BYTES.
  */
 import { open, unlink, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -39,7 +40,7 @@ export interface Upload {
   dispose(): void;
 }
 
-export function expectsMultipart(): GatewayError {
+function expectsMultipart(): GatewayError {
   return new GatewayError("invalid_request_error", "This endpoint takes a multipart/form-data upload (a file and a model field), with its boundary in the Content-Type", { param: "content-type" });
 }
 
