@@ -10,27 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signBody } from "../../src/webhooks/auth";
 import { freePort, startGateway, type RunningGateway } from "../support/binary";
+import { sendWebhook, WEBHOOK_SECRET, webhooksToml } from "../support/webhook-binary";
 
-const SECRET = "durable-secret";
 const running: RunningGateway[] = [];
 afterAll(async () => {
   for (const gateway of running) if (gateway.proc.exitCode === null) await gateway.stop("SIGKILL");
 });
-
-function webhooksToml(port: number, extra = ""): string {
-  return `[webhooks]
-enabled = true
-bind_address = "127.0.0.1:${port}"
-lease_ms = 500
-${extra}
-[[webhooks.endpoints]]
-path = "/hooks/alert"
-job_id = 3
-auth = "hmac-sha256"
-secret = "${SECRET}"
-name = "Alerts"
-`;
-}
 
 async function start(dir: string, extra = "", args: string[] = ["--service-id", "9"], tail = ""): Promise<{ gateway: RunningGateway; hooks: string }> {
   const port = freePort();
@@ -39,10 +24,6 @@ async function start(dir: string, extra = "", args: string[] = ["--service-id", 
   const hooks = `http://127.0.0.1:${port}`;
   expect(await (await fetch(`${hooks}/webhooks/health`)).text()).toBe("ok");
   return { gateway, hooks };
-}
-
-function send(hooks: string, body: string): Promise<Response> {
-  return fetch(`${hooks}/hooks/alert`, { method: "POST", body, headers: { "X-Hub-Signature-256": `sha256=${signBody(SECRET, body)}`, "content-type": "application/json" } });
 }
 
 async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
@@ -68,7 +49,7 @@ describe("durability under kill -9", () => {
         while (!stop) {
           const body = JSON.stringify({ round, n: sent++, nonce: crypto.randomUUID() });
           try {
-            const response = await send(hooks, body);
+            const response = await sendWebhook(hooks, body);
             if (response.status === 202) {
               const { call_id } = (await response.json()) as { call_id: number };
               acked.set(call_id, body);
@@ -113,7 +94,7 @@ describe("the webhook feature in the binary", () => {
     // [[jobs]] sits at the top level of modelgate.toml, after the [webhooks] tables.
     const withJob = await start(dir, "", ["--service-id", "9"], job);
     const { hooks } = withJob;
-    const response = await send(hooks, '{"work":1}');
+    const response = await sendWebhook(hooks, '{"work":1}');
     expect(response.status).toBe(202);
     const { call_id } = (await response.json()) as { call_id: number };
     await until(() => existsSync(marks) && readFileSync(marks, "utf8") === "1\n", "the first attempt to start");
@@ -134,7 +115,7 @@ describe("the webhook feature in the binary", () => {
     expect(gateway.output()).toContain("service_id is 0");
     // No [[jobs]] handler and no pull token: the job its endpoint feeds is named at start.
     expect(gateway.output()).toMatch(/webhooks: job 3 \(\/[^)]*\) has no \[\[jobs\]\] handler and the pull API is off/);
-    const response = await send(hooks, '{"a":1}');
+    const response = await sendWebhook(hooks, '{"a":1}');
     const { call_id } = (await response.json()) as { call_id: number };
     const table = await gateway.cli(["jobs", "list"]);
     expect(table.code).toBe(0);
@@ -155,7 +136,7 @@ describe("the webhook feature in the binary", () => {
   test("a call whose last lease ran out is dead in the status without another claim (regression: it showed as pending until something claimed again)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-sweep-"));
     const { gateway, hooks } = await start(dir, 'max_attempts = 1\npull_token = "pull-token-123"\n');
-    expect((await send(hooks, '{"alert":"once"}')).status).toBe(202);
+    expect((await sendWebhook(hooks, '{"alert":"once"}')).status).toBe(202);
     const claim = await fetch(`${hooks}/webhooks/jobs/claim`, { method: "POST", headers: { authorization: "Bearer pull-token-123" }, body: JSON.stringify({ lease_ms: 100 }) });
     expect(((await claim.json()) as { jobs: unknown[] }).jobs).toHaveLength(1);
     const webhooks = async () => ((await (await fetch(`${gateway.url}/api/status`)).json()) as { webhooks: { pending: number; dead: number } }).webhooks;
@@ -200,7 +181,7 @@ describe("the webhook feature in the binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-413-large-"));
     const { gateway, hooks } = await start(dir, "max_body_bytes = 1000");
     for (const size of [1001, 200_000, 3_000_000]) {
-      const response = await send(hooks, "x".repeat(size));
+      const response = await sendWebhook(hooks, "x".repeat(size));
       expect(response.status).toBe(413);
       expect(await response.json()).toEqual({ error: "payload_too_large", limit: 1000 });
     }
@@ -220,17 +201,17 @@ describe("the webhook feature in the binary", () => {
     const idle = await Promise.all(Array.from({ length: 5 }, () => stalled(199_000, "{")));
     await Bun.sleep(100);
     const large = JSON.stringify({ alert: "x".repeat(100_000) });
-    expect((await send(hooks, large)).status).toBe(202);
+    expect((await sendWebhook(hooks, large)).status).toBe(202);
     // Two that sent 90 KB each leave no room for another 100 KB; a small body needs none.
     const slow = await Promise.all([stalled(150_000, "y".repeat(90_000)), stalled(150_000, "y".repeat(90_000))]);
     await Bun.sleep(100);
-    const refused = await send(hooks, large);
+    const refused = await sendWebhook(hooks, large);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("5");
-    expect((await send(hooks, '{"alert":"small"}')).status).toBe(202);
+    expect((await sendWebhook(hooks, '{"alert":"small"}')).status).toBe(202);
     for (const socket of [...idle, ...slow]) socket.end();
     await Bun.sleep(100);
-    expect((await send(hooks, large)).status).toBe(202);
+    expect((await sendWebhook(hooks, large)).status).toBe(202);
     await gateway.stop();
   }, 30_000);
 
@@ -256,7 +237,7 @@ describe("the webhook feature in the binary", () => {
     expect(health).toStartWith("HTTP/1.1 200");
     expect(health.endsWith("\r\n\r\nok")).toBe(true);
     const body = '{"a":1}';
-    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(SECRET, body)}\r\n\r\n${body}`);
+    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(WEBHOOK_SECRET, body)}\r\n\r\n${body}`);
     expect(accepted).toStartWith("HTTP/1.1 202");
     expect(accepted).toContain('"job_id":3');
     await gateway.stop();
