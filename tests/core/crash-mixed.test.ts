@@ -200,7 +200,7 @@ describe("kill -9 under paid chat, SpendAuth and webhook load", () => {
       const { settled, outbox } = stored(dataDir);
       expect(new Set(settled).size).toBe(settled.length);
       const queued = new Set(settled);
-      expect(served.filter(({ nonce }) => !queued.has(nonce))).toEqual([]);
+      expect(served.map(({ nonce }) => nonce).filter((nonce) => !queued.has(nonce))).toEqual([]);
       expect(settled.length).toBeLessThanOrEqual(served.length + spendInFlight);
 
       // (c) every acknowledged webhook is in the outbox with its body, and no body twice
