@@ -1,7 +1,9 @@
 /**
- * The webhook ingress of the compiled binary: its config (one HMAC endpoint feeding job 3) and a
- * correctly signed POST to it.
+ * The webhook ingress of the compiled binary: its config (one HMAC endpoint feeding job 3), a
+ * correctly signed POST to it, and the outbox read back from the data directory.
  */
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { signBody } from "../../src/webhooks/auth";
 
 export const WEBHOOK_SECRET = "durable-secret";
@@ -29,4 +31,15 @@ export function sendWebhook(hooks: string, body: string): Promise<Response> {
     body,
     headers: { "X-Hub-Signature-256": `sha256=${signBody(WEBHOOK_SECRET, body)}`, "content-type": "application/json" },
   });
+}
+
+/** Every call in the outbox, call_id to body; read with the process gone (after kill -9). */
+export function outboxBodies(dataDir: string): Map<number, string> {
+  const db = new Database(join(dataDir, "modelgate.db"));
+  try {
+    const rows = db.query<{ call_id: number; body: Uint8Array }, []>("SELECT call_id, body FROM webhook_jobs").all();
+    return new Map(rows.map((row) => [row.call_id, Buffer.from(row.body).toString()]));
+  } finally {
+    db.close();
+  }
 }

@@ -4,13 +4,12 @@
 // its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413, a body far
 // past the limit, bodies in flight, and requests without a Host header.
 import { afterAll, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signBody } from "../../src/webhooks/auth";
 import { freePort, startGateway, type RunningGateway } from "../support/binary";
-import { sendWebhook, WEBHOOK_SECRET, webhooksToml } from "../support/webhook-binary";
+import { outboxBodies, sendWebhook as send, WEBHOOK_SECRET, webhooksToml } from "../support/webhook-binary";
 
 const running: RunningGateway[] = [];
 afterAll(async () => {
@@ -49,7 +48,7 @@ describe("durability under kill -9", () => {
         while (!stop) {
           const body = JSON.stringify({ round, n: sent++, nonce: crypto.randomUUID() });
           try {
-            const response = await sendWebhook(hooks, body);
+            const response = await send(hooks, body);
             if (response.status === 202) {
               const { call_id } = (await response.json()) as { call_id: number };
               acked.set(call_id, body);
@@ -70,10 +69,7 @@ describe("durability under kill -9", () => {
       expect(Math.min(...roundIds)).toBeGreaterThan(previousMax);
       previousMax = Math.max(...roundIds);
     }
-    const db = new Database(join(dir, "data", "modelgate.db"));
-    const rows = db.query<{ call_id: number; body: Uint8Array }, []>("SELECT call_id, body FROM webhook_jobs").all();
-    db.close();
-    const byId = new Map(rows.map((r) => [r.call_id, Buffer.from(r.body).toString()]));
+    const byId = outboxBodies(join(dir, "data"));
     const bodyCounts = new Map<string, number>();
     for (const body of byId.values()) bodyCounts.set(body, (bodyCounts.get(body) ?? 0) + 1);
     expect(acked.size).toBeGreaterThan(rounds * 20);
@@ -94,7 +90,7 @@ describe("the webhook feature in the binary", () => {
     // [[jobs]] sits at the top level of modelgate.toml, after the [webhooks] tables.
     const withJob = await start(dir, "", ["--service-id", "9"], job);
     const { hooks } = withJob;
-    const response = await sendWebhook(hooks, '{"work":1}');
+    const response = await send(hooks, '{"work":1}');
     expect(response.status).toBe(202);
     const { call_id } = (await response.json()) as { call_id: number };
     await until(() => existsSync(marks) && readFileSync(marks, "utf8") === "1\n", "the first attempt to start");
@@ -115,7 +111,7 @@ describe("the webhook feature in the binary", () => {
     expect(gateway.output()).toContain("service_id is 0");
     // No [[jobs]] handler and no pull token: the job its endpoint feeds is named at start.
     expect(gateway.output()).toMatch(/webhooks: job 3 \(\/[^)]*\) has no \[\[jobs\]\] handler and the pull API is off/);
-    const response = await sendWebhook(hooks, '{"a":1}');
+    const response = await send(hooks, '{"a":1}');
     const { call_id } = (await response.json()) as { call_id: number };
     const table = await gateway.cli(["jobs", "list"]);
     expect(table.code).toBe(0);
@@ -136,7 +132,7 @@ describe("the webhook feature in the binary", () => {
   test("a call whose last lease ran out is dead in the status without another claim (regression: it showed as pending until something claimed again)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-sweep-"));
     const { gateway, hooks } = await start(dir, 'max_attempts = 1\npull_token = "pull-token-123"\n');
-    expect((await sendWebhook(hooks, '{"alert":"once"}')).status).toBe(202);
+    expect((await send(hooks, '{"alert":"once"}')).status).toBe(202);
     const claim = await fetch(`${hooks}/webhooks/jobs/claim`, { method: "POST", headers: { authorization: "Bearer pull-token-123" }, body: JSON.stringify({ lease_ms: 100 }) });
     expect(((await claim.json()) as { jobs: unknown[] }).jobs).toHaveLength(1);
     const webhooks = async () => ((await (await fetch(`${gateway.url}/api/status`)).json()) as { webhooks: { pending: number; dead: number } }).webhooks;
@@ -181,7 +177,7 @@ describe("the webhook feature in the binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-413-large-"));
     const { gateway, hooks } = await start(dir, "max_body_bytes = 1000");
     for (const size of [1001, 200_000, 3_000_000]) {
-      const response = await sendWebhook(hooks, "x".repeat(size));
+      const response = await send(hooks, "x".repeat(size));
       expect(response.status).toBe(413);
       expect(await response.json()).toEqual({ error: "payload_too_large", limit: 1000 });
     }
@@ -201,17 +197,17 @@ describe("the webhook feature in the binary", () => {
     const idle = await Promise.all(Array.from({ length: 5 }, () => stalled(199_000, "{")));
     await Bun.sleep(100);
     const large = JSON.stringify({ alert: "x".repeat(100_000) });
-    expect((await sendWebhook(hooks, large)).status).toBe(202);
+    expect((await send(hooks, large)).status).toBe(202);
     // Two that sent 90 KB each leave no room for another 100 KB; a small body needs none.
     const slow = await Promise.all([stalled(150_000, "y".repeat(90_000)), stalled(150_000, "y".repeat(90_000))]);
     await Bun.sleep(100);
-    const refused = await sendWebhook(hooks, large);
+    const refused = await send(hooks, large);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("5");
-    expect((await sendWebhook(hooks, '{"alert":"small"}')).status).toBe(202);
+    expect((await send(hooks, '{"alert":"small"}')).status).toBe(202);
     for (const socket of [...idle, ...slow]) socket.end();
     await Bun.sleep(100);
-    expect((await sendWebhook(hooks, large)).status).toBe(202);
+    expect((await send(hooks, large)).status).toBe(202);
     await gateway.stop();
   }, 30_000);
 
