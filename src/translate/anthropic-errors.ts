@@ -7,8 +7,9 @@
  *
  * The status stays the gateway's (the request log, metrics and Retry-After agree with it); the
  * type is the one Anthropic documents for it, which is also how the official SDKs read it (they
- * choose the error class by status; @anthropic-ai/sdk: 402 PaymentRequiredError, 413
- * ContentTooLargeError, 429 RateLimitError, 5xx InternalServerError, retried):
+ * choose the error class by status; @anthropic-ai/sdk 1.14: 402 PaymentRequiredError, 413
+ * ContentTooLargeError, 429 RateLimitError, 503 ServiceUnavailableError, 504
+ * GatewayTimeoutError, other 5xx InternalServerError; 429 and 5xx are retried):
  *   400, 411 (and any other 4xx)  invalid_request_error
  *   401 authentication_error      402 billing_error (credit and balance denials)
  *   403 permission_error          404 not_found_error (an unknown model too, as Anthropic does)
