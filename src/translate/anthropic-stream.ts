@@ -5,6 +5,7 @@
  *   s.start()                 -> the `message_start` event (sent by chunk() if not yet sent)
  *   s.chunk(parsedChatChunk)  -> the events one chat.completion.chunk gives ("" for none)
  *   s.ping()                  -> a `ping` event, for the pipeline to send during long silences
+ *                                (after `message_start`, which it sends first if not yet sent)
  *   s.end({ usage? })         -> the open block's stop, `message_delta` (stop reason, usage), `message_stop`
  *   s.fail(message, type?)    -> an `error` event: the end of a stream that broke
  * Every method returns SSE text (`event: NAME\ndata: JSON\n\n`) ready to write; after end() or
@@ -130,9 +131,9 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
     if (phase === "done") return "";
     const out = start() + close();
     phase = "done";
-    const delta = { stop_reason: stopReason(finishReason, stopSequence), stop_sequence: stopSequence };
+    const stop = { stop_reason: stopReason(finishReason, stopSequence), stop_sequence: stopSequence };
     const totals = anthropicUsage(endOptions.usage ?? usage);
-    return `${out}event: message_delta\ndata: {"type":"message_delta","delta":${JSON.stringify(delta)},"usage":${JSON.stringify(totals)}}\n\n${MESSAGE_STOP}`;
+    return `${out}event: message_delta\ndata: {"type":"message_delta","delta":${JSON.stringify(stop)},"usage":${JSON.stringify(totals)}}\n\n${MESSAGE_STOP}`;
   }
 
   function fail(message: string, type: AnthropicErrorType = "api_error"): string {
@@ -142,5 +143,9 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
     return `${out}event: error\ndata: {"type":"error","error":{"type":"${type}","message":${JSON.stringify(message)}}}\n\n`;
   }
 
-  return { start, chunk, ping: () => (phase === "done" ? "" : PING), end, fail };
+  function ping(): string {
+    return phase === "done" ? "" : start() + PING;
+  }
+
+  return { start, chunk, ping, end, fail };
 }
