@@ -46,7 +46,7 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
   let sequence = 0;
   let phase: "new" | "open" | "done" = "new";
   let open: "none" | "reasoning" | "message" | "function" = "none";
-  /** The open item's id as JSON and its text so far (arguments for a function call). */
+  /** The open item's id as JSON, and the open reasoning's or message's text so far (a call's arguments stay in its call). */
   let openId = "";
   let openText = "";
   /** Per chat tool-call index: its call and output index. */
