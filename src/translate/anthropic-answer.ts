@@ -5,6 +5,7 @@
  *
  * Content comes in Anthropic's order: a `thinking` block (from the upstream's reasoning, with an
  * empty signature: no upstream signs it), then the text, then one `tool_use` block per tool call.
+ * An OpenAI-style `refusal` is text too, with stop reason `refusal`.
  * A tool call's arguments that are not a JSON object give `input: {}` (Anthropic's input is
  * always an object). `model` is the route the client asked for, not the upstream's name.
  * Stop reasons: stop -> end_turn (stop_sequence when the upstream names the sequence it matched,
@@ -53,7 +54,7 @@ export function chatToMessage(answer: ChatJson, options: AnswerOptions): Anthrop
   const content: AnthropicContentBlock[] = [];
   const reasoning = reasoningOf(message);
   if (reasoning) content.push({ type: "thinking", thinking: reasoning, signature: "" });
-  const text = stringField(message, "content");
+  const text = stringField(message, "content") + stringField(message, "refusal");
   if (text) content.push({ type: "text", text });
   for (const call of readToolCalls(message)) {
     content.push({ type: "tool_use", id: call.id, name: call.function.name, input: parseInput(call.function.arguments) });
@@ -65,7 +66,7 @@ export function chatToMessage(answer: ChatJson, options: AnswerOptions): Anthrop
     role: "assistant",
     model: options.model,
     content,
-    stop_reason: stopReason(stringField(choice, "finish_reason"), stopSequence),
+    stop_reason: stringField(message, "refusal") ? "refusal" : stopReason(stringField(choice, "finish_reason"), stopSequence),
     stop_sequence: stopSequence,
     usage: anthropicUsage(readChatUsage(answer)),
   };

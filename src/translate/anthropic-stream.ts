@@ -14,7 +14,7 @@
  * A state machine over parsed chunks: it holds the open block's kind and index, the block index
  * of each chat tool call, the finish reason and the usage, never the text. Blocks open and close
  * in order, as Anthropic sends them: reasoning (`thinking`, `thinking_delta`), text
- * (`text_delta`) and each tool call (`tool_use` with `input: {}`, then `input_json_delta` with
+ * (`text_delta`; an OpenAI-style `refusal` too, ending with stop reason `refusal`) and each tool call (`tool_use` with `input: {}`, then `input_json_delta` with
  * the argument fragments as the upstream sent them). Upstreams send a tool call's fragments one
  * call after another; a fragment for a call whose block is closed is still sent at that block's
  * index, which the SDKs accumulate by index.
@@ -58,6 +58,7 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
   let finishReason = "";
   let stopSequence: string | null = null;
   let usage: ChatUsage | null = null;
+  let refused = false;
 
   function start(): string {
     if (phase !== "new") return "";
@@ -113,7 +114,9 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
       if (open !== "thinking") out += begin("thinking", '{"type":"thinking","thinking":"","signature":""}');
       out += delta(nextIndex - 1, `{"type":"thinking_delta","thinking":${JSON.stringify(reasoning)}}`);
     }
-    const text = stringField(d, "content");
+    const refusal = stringField(d, "refusal");
+    if (refusal) refused = true;
+    const text = stringField(d, "content") + refusal;
     if (text) {
       if (open !== "text") out += begin("text", '{"type":"text","text":""}');
       out += delta(nextIndex - 1, `{"type":"text_delta","text":${JSON.stringify(text)}}`);
@@ -131,7 +134,7 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
     if (phase === "done") return "";
     const out = start() + close();
     phase = "done";
-    const stop = { stop_reason: stopReason(finishReason, stopSequence), stop_sequence: stopSequence };
+    const stop = { stop_reason: refused ? "refusal" : stopReason(finishReason, stopSequence), stop_sequence: stopSequence };
     const totals = anthropicUsage(endOptions.usage ?? usage);
     return `${out}event: message_delta\ndata: {"type":"message_delta","delta":${JSON.stringify(stop)},"usage":${JSON.stringify(totals)}}\n\n${MESSAGE_STOP}`;
   }

@@ -6,9 +6,10 @@
  *   chatToResponse(chatCompletion, { model, echo, id?, createdAt? }) -> ResponseObject
  *
  * Output items, in order: a `reasoning` item whose summary is the upstream's reasoning, a
- * `message` with one `output_text` part (and a `refusal` part when the upstream refused), then a
- * `function_call` per tool call. Item ids derive from the response id (`resp_X` -> `rs_X`,
- * `msg_X`, `fc_X_0`, ...). finish_reason length -> status `incomplete` with reason
+ * `message` with one `output_text` part, a `message` with one `refusal` part when the upstream
+ * refused (its own item, as a stream gives it), then a `function_call` per tool call. Item ids
+ * derive from the response id (`resp_X` -> `rs_X`, `msg_X`, a second message `msg_X_1`,
+ * `fc_X_0`, ...). finish_reason length -> status `incomplete` with reason
  * `max_output_tokens`, content_filter -> `incomplete` with reason `content_filter`.
  * Usage: input_tokens (cached included, as OpenAI counts), output_tokens (reasoning included).
  */
@@ -116,11 +117,9 @@ export function chatToResponse(answer: ChatJson, options: { model: string; echo:
   if (reasoning) output.push(reasoningItem(base, reasoning));
   const text = stringField(message, "content");
   const refusal = stringField(message, "refusal");
-  if (text || refusal) {
-    const content: (OutputText | { type: "refusal"; refusal: string })[] = text ? [outputText(text)] : [];
-    if (refusal) content.push({ type: "refusal", refusal });
-    output.push({ type: "message", id: `msg_${base}`, status: status === "completed" ? "completed" : "incomplete", role: "assistant", content });
-  }
+  const messageStatus = status === "completed" ? "completed" : "incomplete";
+  if (text) output.push({ type: "message", id: `msg_${base}`, status: messageStatus, role: "assistant", content: [outputText(text)] });
+  if (refusal) output.push({ type: "message", id: text ? `msg_${base}_1` : `msg_${base}`, status: messageStatus, role: "assistant", content: [{ type: "refusal", refusal }] });
   readToolCalls(message).forEach((call, n) => output.push(functionCallItem(base, n, call, "completed")));
   const createdAt = options.createdAt ?? (typeof answer.created === "number" ? answer.created : Math.floor(Date.now() / 1000));
   return responseObject({ id, model: options.model, createdAt, echo: options.echo }, { status, output, usage: readChatUsage(answer), finishReason });

@@ -13,7 +13,8 @@
  *
  * A state machine over parsed chunks. One output item is open at a time, in the order the
  * upstream sends: a `reasoning` item (summary part, `response.reasoning_summary_text.delta`), the
- * `message` (output_text part, `response.output_text.delta`), each `function_call`
+ * `message` (output_text part, `response.output_text.delta`), a refusal (a `message` with a
+ * refusal part, `response.refusal.delta`), each `function_call`
  * (`response.function_call_arguments.delta`). The open item's text is kept, because its `.done`
  * events and the final object repeat it whole. Items are built by ./responses-answer.ts, so the
  * object in `response.completed` is the one chatToResponse gives for the same answer.
@@ -45,8 +46,9 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
   const output: OutputItem[] = [];
   let sequence = 0;
   let phase: "new" | "open" | "done" = "new";
-  let open: "none" | "reasoning" | "message" | "function" = "none";
-  /** The open item's id as JSON, and the open reasoning's or message's text so far (a call's arguments stay in its call). */
+  let open: "none" | "reasoning" | "message" | "refusal" | "function" = "none";
+  /** The open item's id (and as JSON), and the open reasoning's or message's text so far (a call's arguments stay in its call). */
+  let openItemId = "";
   let openId = "";
   let openText = "";
   /** Per chat tool-call index: its call and output index. */
@@ -56,6 +58,13 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
   let finishReason = "";
   let usage: ChatUsage | null = null;
   let final: ResponseObject | null = null;
+  /** Items of one kind after the first (an upstream that goes back to reasoning after text) get numbered ids. */
+  const idCounts: Record<string, number> = {};
+
+  function nextId(prefix: "rs" | "msg"): string {
+    const n = (idCounts[prefix] = (idCounts[prefix] ?? -1) + 1);
+    return n === 0 ? `${prefix}_${base}` : `${prefix}_${base}_${n}`;
+  }
 
   function event(type: string, fields: string): string {
     return `event: ${type}\ndata: {"type":"${type}","sequence_number":${sequence++},${fields}}\n\n`;
@@ -76,9 +85,10 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
     return lifecycle("response.created", response) + lifecycle("response.in_progress", response);
   }
 
-  function begin(kind: "reasoning" | "message", item: OutputItem, part: string): string {
+  function begin(kind: "reasoning" | "message" | "refusal", item: OutputItem, part: string): string {
     let out = close("completed");
     open = kind;
+    openItemId = item.id;
     openId = JSON.stringify(item.id);
     openText = "";
     out += event("response.output_item.added", `"output_index":${output.length},"item":${JSON.stringify(item)}`);
@@ -93,12 +103,17 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
       const part = JSON.stringify({ type: "summary_text", text: openText });
       out += event("response.reasoning_summary_text.done", `${at()},"summary_index":0,"text":${JSON.stringify(openText)}`);
       out += event("response.reasoning_summary_part.done", `${at()},"summary_index":0,"part":${part}`);
-      item = reasoningItem(base, openText);
+      item = { ...reasoningItem(base, openText), id: openItemId };
     } else if (open === "message") {
       const part = outputText(openText);
       out += event("response.output_text.done", `${at()},"content_index":0,"text":${JSON.stringify(openText)},"logprobs":[]`);
       out += event("response.content_part.done", `${at()},"content_index":0,"part":${JSON.stringify(part)}`);
-      item = { type: "message", id: `msg_${base}`, status, role: "assistant", content: [part] };
+      item = { type: "message", id: openItemId, status, role: "assistant", content: [part] };
+    } else if (open === "refusal") {
+      const part = { type: "refusal" as const, refusal: openText };
+      out += event("response.refusal.done", `${at()},"content_index":0,"refusal":${JSON.stringify(openText)}`);
+      out += event("response.content_part.done", `${at()},"content_index":0,"part":${JSON.stringify(part)}`);
+      item = { type: "message", id: openItemId, status, role: "assistant", content: [part] };
     } else {
       const { call, n } = openCall as { call: ChatToolCall; n: number };
       out += event("response.function_call_arguments.done", `${at()},"arguments":${JSON.stringify(call.function.arguments)}`);
@@ -144,15 +159,21 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
     const delta = isRecord(choice.delta) ? choice.delta : null;
     const reasoning = reasoningOf(delta);
     if (reasoning) {
-      if (open !== "reasoning") out += begin("reasoning", { type: "reasoning", id: `rs_${base}`, summary: [] }, `"summary_index":0,"part":{"type":"summary_text","text":""}`);
+      if (open !== "reasoning") out += begin("reasoning", { type: "reasoning", id: nextId("rs"), summary: [] }, `"summary_index":0,"part":{"type":"summary_text","text":""}`);
       openText += reasoning;
       out += event("response.reasoning_summary_text.delta", `${at()},"summary_index":0,"delta":${JSON.stringify(reasoning)}`);
     }
     const text = stringField(delta, "content");
     if (text) {
-      if (open !== "message") out += begin("message", { type: "message", id: `msg_${base}`, status: "in_progress", role: "assistant", content: [] }, `"content_index":0,"part":${JSON.stringify(outputText(""))}`);
+      if (open !== "message") out += begin("message", { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] }, `"content_index":0,"part":${JSON.stringify(outputText(""))}`);
       openText += text;
       out += event("response.output_text.delta", `${at()},"content_index":0,"delta":${JSON.stringify(text)},"logprobs":[]`);
+    }
+    const refusal = stringField(delta, "refusal");
+    if (refusal) {
+      if (open !== "refusal") out += begin("refusal", { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] }, `"content_index":0,"part":{"type":"refusal","refusal":""}`);
+      openText += refusal;
+      out += event("response.refusal.delta", `${at()},"content_index":0,"delta":${JSON.stringify(refusal)}`);
     }
     if (Array.isArray(delta?.tool_calls)) out += toolEvents(delta.tool_calls);
     const finish = stringField(choice, "finish_reason");

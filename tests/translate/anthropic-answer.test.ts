@@ -4,7 +4,7 @@ import { chatToMessage } from "../../src/translate/anthropic-answer";
 import { anthropicError } from "../../src/translate/anthropic-errors";
 import { estimateInputTokens } from "../../src/translate/count-tokens";
 import { ERROR_STATUS } from "../../src/errors";
-import { LENGTH, REASONING, STOP_SEQUENCE, TEXT, TOOLS, collect } from "./chunks";
+import { LENGTH, REASONING, REFUSAL, STOP_SEQUENCE, TEXT, TOOLS, collect } from "./chunks";
 import { anthropicClient } from "./support";
 
 describe("chatToMessage", () => {
@@ -39,6 +39,11 @@ describe("chatToMessage", () => {
       { type: "tool_use", id: "call_2", name: "get_time", input: { tz: "CET" } },
     ]);
     expect(message.stop_reason).toBe("tool_use");
+  });
+
+  test("an OpenAI-style refusal is text with stop_reason refusal", () => {
+    const message = chatToMessage(collect(REFUSAL), { model: "m" });
+    expect([message.content, message.stop_reason]).toEqual([[{ type: "text", text: "I can't help with that." }], "refusal"]);
   });
 
   test("a tool call whose arguments are not a JSON object gets input {}", () => {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { chatToMessage } from "../../src/translate/anthropic-answer";
 import { createMessagesStream } from "../../src/translate/anthropic-stream";
-import { LENGTH, REASONING, STOP_SEQUENCE, TEXT, TOOLS, collect } from "./chunks";
+import { INTERLEAVED, LENGTH, REASONING, REFUSAL, STOP_SEQUENCE, TEXT, TOOLS, collect } from "./chunks";
 import { anthropicClient, eventNames } from "./support";
 
 const request = { model: "route-a", max_tokens: 100, messages: [{ role: "user" as const, content: "x" }] };
@@ -30,9 +30,19 @@ describe("createMessagesStream through the official SDK's MessageStream", () => 
     ["tool calls with split arguments", TOOLS, []],
     ["a matched stop sequence", STOP_SEQUENCE, ["END"]],
     ["length", LENGTH, []],
+    ["a refusal", REFUSAL, []],
   ] as const)("%s: the final message equals the non-streamed translation", async (_name, chunks, stopSequences) => {
     const streamed = await finalMessage(translate([...chunks], { stopSequences: [...stopSequences], pingEvery: 2 }));
     expect(streamed).toEqual(chatToMessage(collect([...chunks]), { model: "route-a", stopSequences, id: "msg_abc123" }));
+  });
+
+  test("reasoning after text opens new blocks, in order", async () => {
+    expect((await finalMessage(translate(INTERLEAVED))).content).toEqual([
+      { type: "thinking", thinking: "First.", signature: "" },
+      { type: "text", text: "Part one." },
+      { type: "thinking", thinking: "Then.", signature: "" },
+      { type: "text", text: "Part two." },
+    ]);
   });
 
   test("the event sequence of a text answer", () => {

@@ -47,6 +47,18 @@ export const TOOLS: Chunk[] = [
 
 export const STOP_SEQUENCE: Chunk[] = [chunk({ role: "assistant", content: "one two" }), chunk({}, "stop", { stop_reason: "END" }), usage(3, 2)];
 
+export const REFUSAL: Chunk[] = [chunk({ role: "assistant", content: null, refusal: "I can't " }), chunk({ refusal: "help with that." }), chunk({}, "stop"), usage(4, 6)];
+
+/** An upstream that goes back to reasoning after some text. */
+export const INTERLEAVED: Chunk[] = [
+  chunk({ role: "assistant", reasoning_content: "First." }),
+  chunk({ content: "Part one." }),
+  chunk({ reasoning_content: "Then." }),
+  chunk({ content: "Part two." }),
+  chunk({}, "stop"),
+  usage(5, 8),
+];
+
 export const LENGTH: Chunk[] = [chunk({ role: "assistant", content: "cut" }), chunk({}, "length"), usage(3, 1)];
 
 /** The non-streamed chat.completion an upstream would give for these chunks. */
@@ -60,6 +72,7 @@ export function collect(chunks: Chunk[]): Chunk {
     if (!ch) continue;
     const d = ch.delta;
     if (d.content) message.content = (message.content ?? "") + d.content;
+    if (d.refusal) message.refusal = (message.refusal ?? "") + d.refusal;
     if (d.reasoning_content) message.reasoning_content = (message.reasoning_content ?? "") + d.reasoning_content;
     for (const call of d.tool_calls ?? []) {
       message.tool_calls ??= [];

@@ -4,7 +4,7 @@ import { chatToResponse } from "../../src/translate/responses-answer";
 import { responsesError } from "../../src/translate/responses-errors";
 import { responsesToChat, type ResponseEcho } from "../../src/translate/responses-request";
 import { createResponsesStream } from "../../src/translate/responses-stream";
-import { LENGTH, REASONING, TEXT, TOOLS, collect } from "./chunks";
+import { INTERLEAVED, LENGTH, REASONING, REFUSAL, TEXT, TOOLS, collect } from "./chunks";
 import { eventNames, openaiClient } from "./support";
 
 const translation = responsesToChat({ model: "route-r", input: "x", metadata: { k: "v" } });
@@ -64,9 +64,20 @@ describe("createResponsesStream through the openai SDK's ResponseStream", () => 
     ["reasoning then text", REASONING],
     ["text then tool calls with split arguments", TOOLS],
     ["length", LENGTH],
+    ["a refusal", REFUSAL],
   ] as const)("%s: the final response equals the non-streamed translation", async (_name, chunks) => {
     const expected = JSON.parse(JSON.stringify(chatToResponse(collect([...chunks]), meta)));
     expect(await finalResponse(translate([...chunks]))).toEqual(expected);
+  });
+
+  test("a refusal is a message item of its own, as in the non-streamed translation", async () => {
+    expect(chatToResponse(collect(REFUSAL), meta).output).toEqual([{ type: "message", id: "msg_abc123", status: "completed", role: "assistant", content: [{ type: "refusal", refusal: "I can't help with that." }] }]);
+    expect(eventNames(translate(REFUSAL)).filter((n) => n.startsWith("response.refusal"))).toEqual(["response.refusal.delta", "response.refusal.delta", "response.refusal.done"]);
+  });
+
+  test("reasoning after text opens new items with their own ids, which the SDK accepts", async () => {
+    const response = await finalResponse(translate(INTERLEAVED));
+    expect((response.output as { id: string }[]).map((item) => item.id)).toEqual(["rs_abc123", "msg_abc123", "rs_abc123_1", "msg_abc123_1"]);
   });
 
   test("the event sequence of a text answer, with sequence numbers 0, 1, 2, ...", () => {
