@@ -93,8 +93,8 @@ export function itemBase(responseId: string): string {
   return responseId.replace(/^resp_/, "");
 }
 
-export function reasoningItem(base: string, text: string): OutputItem {
-  return { type: "reasoning", id: `rs_${base}`, summary: [{ type: "summary_text", text }] };
+export function reasoningItem(id: string, text: string): OutputItem {
+  return { type: "reasoning", id, summary: [{ type: "summary_text", text }] };
 }
 
 export function outputText(text: string): OutputText {
@@ -114,7 +114,7 @@ export function chatToResponse(answer: ChatJson, options: { model: string; echo:
   const base = itemBase(id);
   const output: OutputItem[] = [];
   const reasoning = reasoningOf(message);
-  if (reasoning) output.push(reasoningItem(base, reasoning));
+  if (reasoning) output.push(reasoningItem(`rs_${base}`, reasoning));
   const text = stringField(message, "content");
   const refusal = stringField(message, "refusal");
   const messageStatus = status === "completed" ? "completed" : "incomplete";

@@ -103,7 +103,7 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
       const part = JSON.stringify({ type: "summary_text", text: openText });
       out += event("response.reasoning_summary_text.done", `${at()},"summary_index":0,"text":${JSON.stringify(openText)}`);
       out += event("response.reasoning_summary_part.done", `${at()},"summary_index":0,"part":${part}`);
-      item = { ...reasoningItem(base, openText), id: openItemId };
+      item = reasoningItem(openItemId, openText);
     } else if (open === "message") {
       const part = outputText(openText);
       out += event("response.output_text.done", `${at()},"content_index":0,"text":${JSON.stringify(openText)},"logprobs":[]`);
