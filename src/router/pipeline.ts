@@ -82,7 +82,6 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       throw error;
     }
     const { reply, target } = forwarded;
-    if (reply.status < 300 && !client.goneNow()) admission.answered?.();
     const upstream = target.upstream;
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
@@ -142,6 +141,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       }
       recordTargetComplete(target, deps.now());
       if (client.goneNow()) throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs + performance.now() - bodyStartedAt);
+      // Only an answer that is whole and will be delivered is paid for (SpendAuth claims it now).
+      if (reply.status < 300) admission.answered?.();
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
@@ -156,6 +157,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       forwarded.abort("client closed");
       throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs);
     }
+    // A stream (events or audio) is claimed as it begins, while the authorization still holds, however long it runs.
+    admission.answered?.();
     if (bytes) return relayedBytes(deps, served, forwarded, headers, done);
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {

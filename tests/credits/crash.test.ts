@@ -7,10 +7,10 @@
  * 4,218 charged answers in one run).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream } from "../support/mock-upstream";
+import { ledgerTotals, paidChat } from "../support/paid-load";
 import { HELLO, HELLO_COST, modelsToml } from "../auth/support";
 
 const upstream = startMockUpstream();
@@ -26,35 +26,6 @@ const ROUNDS = 5;
 const CONCURRENCY = 12;
 /** Answers completed in a round before the kill: the load is well under way. */
 const KILL_AFTER = 150;
-
-/** One request; true when its answer came in full (a JSON body with its usage, a stream through [DONE]). */
-async function paidRequest(gw: RunningGateway, key: string, stream: boolean): Promise<boolean> {
-  try {
-    const response = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ ...HELLO, stream }),
-    });
-    const text = await response.text();
-    if (response.status !== 200) throw new Error(`status ${response.status}: ${text}`);
-    return stream ? text.includes("data: [DONE]") : typeof JSON.parse(text).usage === "object";
-  } catch (err) {
-    if (err instanceof Error && err.message.startsWith("status")) throw err;
-    return false; // the connection died with the process
-  }
-}
-
-function debited(dataDir: string): { micro: number; balance: number; sum: number } {
-  const db = new Database(join(dataDir, "modelgate.db"));
-  try {
-    const micro = (db.query("SELECT coalesce(-sum(micro), 0) AS m FROM ledger WHERE kind = 'debit'").get() as { m: number }).m;
-    const balance = (db.query("SELECT micro FROM balances").get() as { micro: number }).micro;
-    const sum = (db.query("SELECT sum(micro) AS s FROM ledger").get() as { s: number }).s;
-    return { micro, balance, sum };
-  } finally {
-    db.close();
-  }
-}
 
 describe("kill -9 under paid load", () => {
   test(`in ${ROUNDS} rounds, every answer a client received in full is in the ledger after the crash`, async () => {
@@ -75,7 +46,7 @@ describe("kill -9 under paid load", () => {
       const worker = async (lane: number): Promise<void> => {
         for (let i = 0; !killed; i++) {
           inFlight += 1;
-          const whole = await paidRequest(gw, key, (lane + i) % 2 === 0);
+          const whole = await paidChat(gw, { key, body: HELLO, stream: (lane + i) % 2 === 0 });
           inFlight -= 1;
           if (whole) completed += 1;
           if (whole && ++completedThisRound === KILL_AFTER && !killed) {
@@ -87,10 +58,10 @@ describe("kill -9 under paid load", () => {
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, (_, lane) => worker(lane)));
       await gw.proc.exited;
-      const after = debited(dataDir);
+      const after = ledgerTotals(dataDir);
       expect(after.balance).toBe(after.sum);
-      expect(after.micro % HELLO_COST).toBe(0);
-      const requests = after.micro / HELLO_COST;
+      expect(after.debited % HELLO_COST).toBe(0);
+      const requests = after.debited / HELLO_COST;
       expect(requests).toBeGreaterThanOrEqual(completed);
       expect(requests).toBeLessThanOrEqual(completed + inFlightAtKill);
     }

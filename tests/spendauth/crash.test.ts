@@ -9,7 +9,8 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream } from "../support/mock-upstream";
-import { CLIENT, CONTRACT, CHAIN_ID, OPERATOR, signedHeader } from "./helpers";
+import { payWithHeader } from "../support/paid-load";
+import { SPEND_AUTH_TOML, signedHeader } from "./helpers";
 
 const upstream = startMockUpstream();
 const started: RunningGateway[] = [];
@@ -28,25 +29,11 @@ id = "paid"
 targets = [{ upstream = "mock", model = "mock-small" }]
 price = { prompt = 1.0, completion = 2.0 }
 
-[spend_auth]
-chain_id = ${CHAIN_ID}
-verifying_contract = "${CONTRACT}"
-operator = "${OPERATOR.address}"
-service_id = 1
-allowed_signers = ["${CLIENT.address}"]
-`;
+${SPEND_AUTH_TOML}`;
 
 const ROUNDS = 5;
 
-async function pay(gw: RunningGateway, value: string): Promise<{ status: number; code: string | null }> {
-  const response = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-payment-signature": value },
-    body: JSON.stringify({ model: "paid", messages: [{ role: "user", content: "hello" }], max_tokens: 20 }),
-  });
-  const body = (await response.json()) as { error?: { code: string } };
-  return { status: response.status, code: body.error?.code ?? null };
-}
+const BODY = { model: "paid", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };
 
 describe("SpendAuth across kill -9", () => {
   test("a header served just before the process was killed is a replay after the restart, and its payment is queued", async () => {
@@ -57,11 +44,11 @@ describe("SpendAuth across kill -9", () => {
     for (let round = 0; round < ROUNDS; round++) {
       const value = await signedHeader({ nonce: BigInt(round), amount: 10_000_000n });
       headers.push(value);
-      expect(await pay(gw, value)).toEqual({ status: 200, code: null });
+      expect(await payWithHeader(gw, { value, body: BODY })).toEqual({ status: 200, code: null });
       await gw.stop("SIGKILL");
       gw = await startGateway(CONFIG, { dir });
       started.push(gw);
-      expect(await pay(gw, value)).toEqual({ status: 401, code: "nonce_replay" });
+      expect(await payWithHeader(gw, { value, body: BODY })).toEqual({ status: 401, code: "nonce_replay" });
     }
     await gw.stop("SIGKILL");
     const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });

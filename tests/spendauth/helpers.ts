@@ -81,6 +81,16 @@ export const BASE_CONFIG = {
   spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, service_id: 1, allowed_signers: [CLIENT.address] },
 };
 
+/** The [spend_auth] table of a binary's config in allowlist mode: CLIENT may sign, no chain. */
+export const SPEND_AUTH_TOML = `
+[spend_auth]
+chain_id = ${CHAIN_ID}
+verifying_contract = "${CONTRACT}"
+operator = "${OPERATOR.address}"
+service_id = 1
+allowed_signers = ["${CLIENT.address}"]
+`;
+
 /** An in-process app whose gate routes X-Payment-Signature to SpendAuth; everyone else is anonymous. */
 export function spendAuthApp(raw: Record<string, unknown> = BASE_CONFIG, extra: Partial<SpendAuthDeps> = {}): TestApp & { hook: ReturnType<typeof createSpendAuth> } {
   const holder: { hook?: ReturnType<typeof createSpendAuth> } = {};

@@ -1,13 +1,14 @@
 /**
  * Spawns the compiled binary (dist/modelgate, built by `make test`) on a free loopback port with a
  * config written to a fresh temporary directory, and waits until /api/health answers.
+ * MODELGATE_TEST_BINARY names another build to run instead (an older commit's, to see a test fail).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 
-export const BINARY = resolve(import.meta.dir, "../../dist/modelgate");
+export const BINARY = process.env.MODELGATE_TEST_BINARY ?? resolve(import.meta.dir, "../../dist/modelgate");
 
 export interface RunningGateway {
   url: string;

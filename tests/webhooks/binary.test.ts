@@ -4,33 +4,17 @@
 // its lease, `jobs list|retry`, the status section, the service_id warning, chunked 413, a body far
 // past the limit, bodies in flight, and requests without a Host header.
 import { afterAll, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signBody } from "../../src/webhooks/auth";
 import { freePort, startGateway, type RunningGateway } from "../support/binary";
+import { outboxBodies, sendWebhook as send, WEBHOOK_SECRET, webhooksToml } from "../support/webhook-binary";
 
-const SECRET = "durable-secret";
 const running: RunningGateway[] = [];
 afterAll(async () => {
   for (const gateway of running) if (gateway.proc.exitCode === null) await gateway.stop("SIGKILL");
 });
-
-function webhooksToml(port: number, extra = ""): string {
-  return `[webhooks]
-enabled = true
-bind_address = "127.0.0.1:${port}"
-lease_ms = 500
-${extra}
-[[webhooks.endpoints]]
-path = "/hooks/alert"
-job_id = 3
-auth = "hmac-sha256"
-secret = "${SECRET}"
-name = "Alerts"
-`;
-}
 
 async function start(dir: string, extra = "", args: string[] = ["--service-id", "9"], tail = ""): Promise<{ gateway: RunningGateway; hooks: string }> {
   const port = freePort();
@@ -39,10 +23,6 @@ async function start(dir: string, extra = "", args: string[] = ["--service-id", 
   const hooks = `http://127.0.0.1:${port}`;
   expect(await (await fetch(`${hooks}/webhooks/health`)).text()).toBe("ok");
   return { gateway, hooks };
-}
-
-function send(hooks: string, body: string): Promise<Response> {
-  return fetch(`${hooks}/hooks/alert`, { method: "POST", body, headers: { "X-Hub-Signature-256": `sha256=${signBody(SECRET, body)}`, "content-type": "application/json" } });
 }
 
 async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
@@ -89,10 +69,7 @@ describe("durability under kill -9", () => {
       expect(Math.min(...roundIds)).toBeGreaterThan(previousMax);
       previousMax = Math.max(...roundIds);
     }
-    const db = new Database(join(dir, "data", "modelgate.db"));
-    const rows = db.query<{ call_id: number; body: Uint8Array }, []>("SELECT call_id, body FROM webhook_jobs").all();
-    db.close();
-    const byId = new Map(rows.map((r) => [r.call_id, Buffer.from(r.body).toString()]));
+    const byId = outboxBodies(join(dir, "data"));
     const bodyCounts = new Map<string, number>();
     for (const body of byId.values()) bodyCounts.set(body, (bodyCounts.get(body) ?? 0) + 1);
     expect(acked.size).toBeGreaterThan(rounds * 20);
@@ -258,7 +235,7 @@ describe("the webhook feature in the binary", () => {
     expect(health).toStartWith("HTTP/1.1 200");
     expect(health.endsWith("\r\n\r\nok")).toBe(true);
     const body = '{"a":1}';
-    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(SECRET, body)}\r\n\r\n${body}`);
+    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(WEBHOOK_SECRET, body)}\r\n\r\n${body}`);
     expect(accepted).toStartWith("HTTP/1.1 202");
     expect(accepted).toContain('"job_id":3');
     await gateway.stop();
