@@ -52,9 +52,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
     const completion = adapter.answer === "completion";
-    const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const streamed = completion && ctx.body.stream === true;
     // The parsed body is ours: amend it in place rather than copying it per request.
-    if (completion && ctx.body.stream === true) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    if (streamed) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;
     const forwarded = await forward({
@@ -63,9 +64,15 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       payload: upload
         ? (target) => upload.take(target.model)
         : (target) => {
-            // The body is the gateway's own parse of the request: set the target's model name in place.
-            ctx.body.model = target.model;
-            return serialize(adapter.payload ? adapter.payload(ctx.body, target, tokenLimit) : ctx.body);
+            if (!adapter.payload) {
+              // The body is the gateway's own parse of the request: set the target's model name in place.
+              ctx.body.model = target.model;
+              return serialize(ctx.body);
+            }
+            const sent = adapter.payload(ctx.body, target, tokenLimit);
+            // A translation is a body of its own: it asks for the stream's usage as the client's body does.
+            if (streamed && sent !== ctx.body) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
+            return serialize(sent);
           },
       contentType: upload?.contentType,
       bodyFailure: upload ? upload.failure : undefined,
@@ -150,7 +157,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       const usage = adapter.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
-      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text);
+      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -186,7 +193,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(adapter.transformStream ? adapter.transformStream(stream) : stream, { status: 200, headers });
+    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body) : stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;

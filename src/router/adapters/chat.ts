@@ -33,6 +33,7 @@ export function checkCompletionLimit(body: CallBody, route: ModelRoute): void {
 
 /** The JSON a completion target is sent: its model, and a priced request's limit in the field its upstream reads. */
 export function completionPayload(body: CallBody, target: Target, tokenLimit: number | null): CallBody {
+  body.model = target.model;
   if (tokenLimit != null) setTokenLimit(body, target.upstream.config.token_limit_field, tokenLimit);
   return body;
 }

@@ -5,7 +5,8 @@
  * request is read and checked, what each target is sent and where, where the answer's usage is,
  * what a call may cost before it runs, how its errors look, and what kind of answer it relays.
  * A translating endpoint (one API's shape in, chat completions upstream) is an adapter whose
- * payload translates, whose upstreamPath is chat's, and whose transforms translate the answer back.
+ * check translates (keeping what it needs per call, keyed by the body), whose payload builds the
+ * chat body, whose upstreamPath is chat's, and whose transforms and renderError speak its API.
  */
 import type { EndpointName } from "../../config/schema";
 import type { Reserve } from "../../credits/reservation";
@@ -46,8 +47,10 @@ export interface EndpointAdapter {
   /** Refusals that depend on the route the model names (a limit no reservation covers). */
   checkRoute?(body: CallBody, route: ModelRoute): void;
   /**
-   * The JSON one target is sent: the body amended in place (the pipeline sets `model` first) or a
-   * translation of it. `tokenLimit`: a priced completion's limit, for the target's token_limit_field.
+   * The JSON one target is sent, naming its model (`target.model`): the body amended in place, or
+   * a translation of it (then the client's body keeps the model the client named, and a streamed
+   * one is asked for its usage by the pipeline). `tokenLimit`: a priced completion's limit, for the
+   * target's token_limit_field. Absent: the body as it came, with the target's model.
    */
   payload?(body: CallBody, target: Target, tokenLimit: number | null): Record<string, unknown>;
   /** The usage an answer reports (a whole answer's text); null when it reports none. */
@@ -61,8 +64,13 @@ export interface EndpointAdapter {
   reserve: Reserve;
   /** The error answer in this API's shape; OpenAI's when absent. */
   renderError?(error: GatewayError, headers: Record<string, string>): Response;
-  /** A whole (JSON) answer of success, rewritten for the client (a translation back). */
-  transformWhole?(text: string): string;
-  /** An event stream of success, rewritten for the client (after the usage is read). */
-  transformStream?(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+  /**
+   * A whole (JSON) answer of success, rewritten for the client (a translation back); `body` is the
+   * client's, whose identity can key what the adapter kept of it when it checked it (a WeakMap).
+   */
+  transformWhole?(text: string, body: CallBody): string;
+  /** An event stream of success, rewritten for the client, after the usage is read (`body` as for transformWhole). */
+  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody): ReadableStream<Uint8Array>;
+  /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
+  readonly keepUsageChunk?: boolean;
 }
