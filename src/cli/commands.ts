@@ -1,5 +1,6 @@
 // Registers the feature commands with the CLI table (each module calls registerCommand).
 import "../spendauth/cli";
 import "./jobs";
+import "./keys";
 import "./users";
 export {};
