@@ -2,5 +2,6 @@
 import "../spendauth/cli";
 import "./jobs";
 import "./keys";
+import "./usage";
 import "./users";
 export {};
