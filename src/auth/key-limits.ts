@@ -45,6 +45,11 @@ export interface BudgetLeft {
   resetsAt: number | null;
 }
 
+interface Plan {
+  limits: Array<{ subject: string; policy: RatePolicy; tokens: boolean; who: string }>;
+}
+const NOTHING: Plan = { limits: [] };
+
 export interface KeyLimits {
   refusal(input: AdmitInput, key: VerifiedKey): GatewayError | null;
   /** null: nothing beyond the key's own request limit applies. */
@@ -57,11 +62,16 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
   const userRequests: RatePolicy | null = config.limits.user?.per_minute ? { limit: config.limits.user.per_minute, periodMs: MINUTE_MS } : null;
   const userTokens: RatePolicy | null = config.limits.user?.tokens_per_minute ? { limit: config.limits.user.tokens_per_minute, periodMs: MINUTE_MS } : null;
   const defaultTokens = config.limits.api_key.tokens_per_minute;
-  const tokenPolicies = new Map<number, RatePolicy>();
-  const tokenPolicy = (perMinute: number): RatePolicy => {
-    let policy = tokenPolicies.get(perMinute);
-    if (!policy) tokenPolicies.set(perMinute, (policy = { limit: perMinute, periodMs: MINUTE_MS }));
-    return policy;
+  /** Per verified key (the verifier keeps one object per cached key): the limits take() counts, in order. */
+  const plans = new WeakMap<VerifiedKey, Plan>();
+  const planFor = (key: VerifiedKey): Plan => {
+    const perKey = key.policy?.tokensPerMinute ?? defaultTokens;
+    const userId = key.identity.userId;
+    const limits: Plan["limits"] = [];
+    if (userRequests !== null) limits.push({ subject: `keys-of-user:${userId}`, policy: userRequests, tokens: false, who: "this account's API keys together" });
+    if (perKey !== undefined) limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
+    if (userTokens !== null) limits.push({ subject: `tokens-of-user:${userId}`, policy: userTokens, tokens: true, who: "this account's API keys together" });
+    return limits.length === 0 ? NOTHING : { limits };
   };
 
   return {
@@ -78,32 +88,24 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     },
 
     take(key, headers) {
-      const perKey = key.policy?.tokensPerMinute ?? defaultTokens;
-      if (perKey === undefined && userRequests === null && userTokens === null) return null;
+      let plan = plans.get(key);
+      if (plan === undefined) plans.set(key, (plan = planFor(key)));
+      if (plan === NOTHING) return null;
       const { identity } = key;
-      const taken: Array<[string, RatePolicy]> = [];
+      let taken = 0;
       const giveBack = (): void => {
-        for (const [subject, policy] of taken) limiter.giveBack(subject, policy);
+        for (let i = 0; i < taken; i++) limiter.giveBack(plan.limits[i].subject, plan.limits[i].policy);
       };
-      if (userRequests !== null) {
-        const decision = limiter.take(`keys-of-user:${identity.userId}`, userRequests);
-        if (!decision.allowed) {
-          Object.assign(headers, rateLimitHeaders(decision));
-          return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for this account's API keys together: ${decision.limit} requests per minute; retry after ${headers["retry-after"]} s`, { headers });
-        }
-        taken.push([`keys-of-user:${identity.userId}`, userRequests]);
-      }
-      const buckets: Array<[string, RatePolicy, string]> = [];
-      if (perKey !== undefined) buckets.push([`tokens:${identity.subject}`, tokenPolicy(perKey), "this API key"]);
-      if (userTokens !== null) buckets.push([`tokens-of-user:${identity.userId}`, userTokens, "this account's API keys together"]);
-      for (const [subject, policy, who] of buckets) {
-        const decision = limiter.take(subject, policy);
-        tokenLimitHeaders(decision, headers);
+      for (const limit of plan.limits) {
+        const decision = limiter.take(limit.subject, limit.policy);
+        if (limit.tokens) tokenLimitHeaders(decision, headers);
         if (!decision.allowed) {
           giveBack();
-          return new IdentifiedDenial(identity, "rate_limit_exceeded", `Token rate limit reached for ${who}: ${decision.limit} tokens per minute; retry after ${headers["retry-after"]} s`, { headers });
+          if (!limit.tokens) Object.assign(headers, rateLimitHeaders(decision));
+          const what = limit.tokens ? "Token rate limit" : "Rate limit";
+          return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
         }
-        taken.push([subject, policy]);
+        taken += 1;
       }
       return {
         giveBack,
@@ -111,7 +113,7 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
           if (usage === null) return;
           // take() counted one token already.
           const used = usage.prompt_tokens + usage.completion_tokens - 1;
-          for (const [subject, policy] of buckets) limiter.charge(subject, policy, used);
+          for (const limit of plan.limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
         },
       };
     },

@@ -39,8 +39,9 @@ export const storedBalanceCache = mapPerDatabase<number, number>();
 
 /**
  * What each key's debits took in its current budget period, as stored: `start` is the period's
- * start the sum is from. Kept like storedBalanceCache: a debit batch deletes its keys' entries in
- * the step that writes them, and the verifier's poll empties it on other processes' commits.
+ * start the sum is from. A debit batch adds its keys' amounts in the step that writes them (a sum
+ * read again would scan the period's rows); the verifier's poll empties it on other processes'
+ * commits, and an entry for a period that has ended is read again.
  */
 export const storedKeySpendCache = mapPerDatabase<string, { start: number; micro: number }>();
 
@@ -113,7 +114,9 @@ export function createDebitWriter(db: Db): (debits: Debit[]) => void {
     const perUser = new Map<number, number>();
     for (const e of entries) {
       perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
-      if (e.keyId !== null) keySpend.delete(e.keyId);
+      // Added in place, not forgotten: reading a key's spend again is a sum over its period's rows.
+      const spent = e.keyId === null ? undefined : keySpend.get(e.keyId);
+      if (spent !== undefined && e.at >= spent.start) spent.micro += e.micro;
     }
     for (const [userId, micro] of perUser) {
       upsert.run(userId, -micro);
