@@ -89,7 +89,7 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
       const more = rows.length > REQUEST_LOG_PAGE;
       const shown = more ? rows.slice(0, REQUEST_LOG_PAGE) : rows;
       const keys = listApiKeys(deps.db, { userId: filter.userId });
-      const view = { rows: shown, nextBefore: more ? shown[shown.length - 1].id : null, query: q, keys, showUser: filter.userId === undefined };
+      const view = { rows: shown, nextBefore: more ? shown[shown.length - 1].id : null, query: q, keys, showUser: filter.userId === undefined, isAdmin: g.user.isAdmin };
       return page(g, { title: "Request log", active: "requests" }, requestsPage(view));
     }, hidden);
 }

@@ -13,6 +13,7 @@ export interface RequestsView {
   query: Record<string, string>;
   keys: Array<{ id: string; name: string; displayPrefix: string }>;
   showUser: boolean;
+  isAdmin: boolean;
 }
 
 export function requestsPage(view: RequestsView): Html {
@@ -29,7 +30,7 @@ export function requestsPage(view: RequestsView): Html {
   <div><label for="f-to">To <span class="hint">UTC, inclusive</span></label><input id="f-to" name="to" type="date" value="${q.to ?? ""}"></div>
   <div class="shrink"><button type="submit">Filter</button></div>
 </form>
-<p><a href="/dashboard/usage.csv?${csv.toString()}" download id="requests-csv">Download these as CSV</a></p>
+<p><a href="/dashboard/usage.csv?${csv.toString()}" download id="requests-csv">Download these as CSV</a>${view.isAdmin ? html` · ${view.showUser ? html`<a href="/dashboard/requests">Only mine</a>` : html`<a href="/dashboard/requests?scope=all">Everyone's requests</a>`}` : ""}</p>
 ${view.rows.length === 0
     ? html`<p class="muted" id="requests-empty">No requests match.</p>`
     : html`<div class="table-wrap"><table id="requests">
