@@ -62,6 +62,8 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
   const userRequests: RatePolicy | null = config.limits.user?.per_minute ? { limit: config.limits.user.per_minute, periodMs: MINUTE_MS } : null;
   const userTokens: RatePolicy | null = config.limits.user?.tokens_per_minute ? { limit: config.limits.user.tokens_per_minute, periodMs: MINUTE_MS } : null;
   const defaultTokens = config.limits.api_key.tokens_per_minute;
+  const periods: Partial<Record<BudgetPeriod, { start: number; resetsAt: number | null }>> = {};
+  const ceilings = userRequests !== null || userTokens !== null || defaultTokens !== undefined;
   /** Per verified key (the verifier keeps one object per cached key): the limits take() counts, in order. */
   const plans = new WeakMap<VerifiedKey, Plan>();
   const planFor = (key: VerifiedKey): Plan => {
@@ -88,6 +90,7 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     },
 
     take(key, headers) {
+      if (!ceilings && key.policy?.tokensPerMinute === undefined) return null;
       let plan = plans.get(key);
       if (plan === undefined) plans.set(key, (plan = planFor(key)));
       if (plan === NOTHING) return null;
@@ -121,7 +124,10 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     budgetLeft(key) {
       const budget = key.policy?.budget;
       if (budget === undefined) return null;
-      const period = budgetPeriod(budget.period, deps.now());
+      const now = deps.now();
+      let period = periods[budget.period];
+      // A period's bounds are worked out again only once it has ended (or the clock went back).
+      if (period === undefined || now >= (period.resetsAt ?? Infinity) || now < period.start) periods[budget.period] = period = budgetPeriod(budget.period, now);
       const keyId = key.row.id;
       const spentMicro = deps.keys.readKeySpend(keyId, period.start) + deps.meter.keyOutstanding(keyId);
       return { leftMicro: budget.micro - spentMicro, spentMicro, budgetMicro: budget.micro, period: budget.period, resetsAt: period.resetsAt };
