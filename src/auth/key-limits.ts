@@ -6,7 +6,9 @@
  *     one user's keys (requests and tokens), and tokens per minute (the key's own, else
  *     `[limits] api_key.tokens_per_minute`). A token bucket admits while it is not empty and is
  *     charged the usage's tokens when the request ends, so a burst admitted at once can pass a
- *     tokens-per-minute limit by what its requests use, and is then held back until the debt refills;
+ *     tokens-per-minute limit by what its requests use, and is then held back until the debt
+ *     refills. Its x-ratelimit-*-tokens headers go on the 429 only: three more headers on every
+ *     answer are a share of the paid path's CPU that the policy's budget (3%, make ab) cannot spare;
  *   - budgetLeft(): what the key may still spend in its budget period, for the gate to reserve
  *     within (the smaller of it and the balance wins). Spend = the key's stored debits in the period
  *     (the ledger's key_id, read once per debit batch) + its open holds and queued debits (the meter).
@@ -101,10 +103,10 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       };
       for (const limit of plan.limits) {
         const decision = limiter.take(limit.subject, limit.policy);
-        if (limit.tokens) tokenLimitHeaders(decision, headers);
         if (!decision.allowed) {
           giveBack();
-          if (!limit.tokens) Object.assign(headers, rateLimitHeaders(decision));
+          if (limit.tokens) tokenLimitHeaders(decision, headers);
+          else Object.assign(headers, rateLimitHeaders(decision));
           const what = limit.tokens ? "Token rate limit" : "Rate limit";
           return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
         }

@@ -55,9 +55,15 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
   const keyHeld = new Map<string, number>();
   const writeDebits = brieflyLocked(db.$client, createDebitWriter(db));
 
+  // Written out per map, not one generic helper over both key types: each call stays monomorphic on the paid path.
   function adjust(userId: number, keyId: string | null, delta: number): void {
-    change(held, userId, delta);
-    if (keyId !== null) change(keyHeld, keyId, delta);
+    const next = (held.get(userId) ?? 0) + delta;
+    if (next === 0) held.delete(userId);
+    else held.set(userId, next);
+    if (keyId === null) return;
+    const nextForKey = (keyHeld.get(keyId) ?? 0) + delta;
+    if (nextForKey === 0) keyHeld.delete(keyId);
+    else keyHeld.set(keyId, nextForKey);
   }
 
   // Written debits stop being held in the same synchronous step; a failed batch stays queued.
@@ -94,8 +100,3 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
   };
 }
 
-function change<K>(map: Map<K, number>, key: K, delta: number): void {
-  const next = (map.get(key) ?? 0) + delta;
-  if (next === 0) map.delete(key);
-  else map.set(key, next);
-}
