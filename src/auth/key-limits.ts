@@ -11,7 +11,8 @@
  *     answer are a share of the paid path's CPU that the policy's budget (3%, make ab) cannot spare;
  *   - budgetLeft(): what the key may still spend in its budget period, for the gate to reserve
  *     within (the smaller of it and the balance wins). Spend = the key's stored debits in the period
- *     (the ledger's key_id, read once per debit batch) + its open holds and queued debits (the meter).
+ *     (the ledger's key_id: summed once, then added to as debits are written) + its open holds
+ *     and queued debits (the meter).
  * Keys without a policy, under a config without those ceilings, pay one property read here.
  */
 import type { Config } from "../config/schema";
