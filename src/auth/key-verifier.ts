@@ -3,7 +3,7 @@
  * row by the key's SHA-256. Rows found are kept in memory with the identity their requests carry,
  * because one SQLite read on a WAL database costs more than everything else the gate does (~7 µs
  * of CPU in a running gateway, measured with `make bench`). What keeps the cache true:
- * - this process's own changes (revokeApiKey, disableUser, enableUser) call forgetVerifiedKeys,
+ * - this process's own changes (revokeApiKey, updateKeyPolicy, disableUser, enableUser) call forgetVerifiedKeys,
  *   so a change in the dashboard applies to the very next request;
  * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
  *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
@@ -14,7 +14,8 @@
  * in the ledger's storedBalanceCache, which every balance change in this process (grants, refunds,
  * the meter's debit batches) updates by deleting the user's entry, and which the same poll empties.
  * A balance is thus one read per user per debit batch, not one per request. A key's spend in its
- * budget period (storedKeySpendCache) is kept the same way, and read again when the period turns.
+ * budget period (storedKeySpendCache) is summed once, added to as this process writes the key's
+ * debits, emptied by the same poll, and summed again when the period turns.
  */
 import type { Db } from "../db/client";
 import { keySpendSince, storedBalanceCache, storedKeySpendCache } from "../credits/ledger";
