@@ -3,8 +3,8 @@
  * row by the key's SHA-256. Rows found are kept in memory with the identity their requests carry,
  * because one SQLite read on a WAL database costs more than everything else the gate does (~7 µs
  * of CPU in a running gateway, measured with `make bench`). What keeps the cache true:
- * - this process's own changes (revokeApiKey, updateKeyPolicy, disableUser, enableUser) call forgetVerifiedKeys,
- *   so a change in the dashboard applies to the very next request;
+ * - this process's own changes (revokeApiKey, updateKeyPolicy, disableUser, enableUser) call
+ *   forgetVerifiedKeys, so a change in the dashboard applies to the very next request;
  * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
  *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
  *   a poll the database refuses empties the cache too, and polling goes on;
