@@ -1,7 +1,8 @@
 /**
  * Key policy on the compiled binary over loopback, set with its own CLI while it runs: the `openai`
  * SDK with a restricted key, the client-address allowlist behind and not behind a trusted proxy,
- * `key revoke` given the key itself, and `usage export` parsed back against the ledger.
+ * a tiny budget under 50 concurrent streams, a tokens-per-minute burst, `key revoke` given the key
+ * itself, and `usage export` parsed back against the ledger.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
@@ -104,6 +105,56 @@ describe("--allow-ip", () => {
     expect((await chat(proxied, key, { "x-forwarded-for": "192.168.1.7" })).status).toBe(403);
     expect((await chat(proxied, key)).status).toBe(403);
   });
+});
+
+test("50 concurrent streams on a tiny total budget spend at most the budget, whatever max_tokens they ask for", async () => {
+  const { key, id } = await createUserKey(gw, { credits: "10" });
+  await cli(gw, ["key", "update", id, "--budget", "0.0002/total"]);
+  await settle();
+  const stream = () =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: "small-a", stream: true, max_tokens: 1_000_000_000, messages: [{ role: "user", content: "hi" }] }),
+    }).then(async (r) => (await r.text(), r.status));
+  const statuses = await Promise.all(Array.from({ length: 50 }, stream));
+  expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+  expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
+  // What the burst's reservations held and did not use is spent by later requests, until the budget is.
+  let refused: Response | null = null;
+  for (let i = 0; i < 50 && refused === null; i++) {
+    const r = await chat(gw, key);
+    if (r.status === 402) refused = r;
+    else expect((await r.text(), r.status)).toBe(200);
+  }
+  const body = (await refused!.json()) as any;
+  expect(body.error.code).toBe("budget_exceeded");
+  expect(body.error.resets_at).toBeNull();
+  const db = new Database(join(gw.dir, "data", "modelgate.db"), { readonly: true });
+  try {
+    const spent = db.query<{ micro: number }, [string]>("SELECT -SUM(micro) AS micro FROM ledger WHERE key_id = ?").get(id)!.micro;
+    expect(spent).toBeGreaterThan(0);
+    expect(spent).toBeLessThanOrEqual(200);
+  } finally {
+    db.close();
+  }
+});
+
+test("a burst past the key's tokens per minute gets 429 with the x-ratelimit-*-tokens headers", async () => {
+  const { key, id } = await createUserKey(gw, { credits: "10" });
+  await cli(gw, ["key", "update", id, "--tokens-per-minute", "30"]);
+  await settle();
+  let refused: Response | null = null;
+  for (let i = 0; i < 10 && refused === null; i++) {
+    const r = await chat(gw, key);
+    if (r.status === 429) refused = r;
+    else expect((await r.text(), r.status)).toBe(200);
+  }
+  expect(refused?.status).toBe(429);
+  expect(refused!.headers.get("x-ratelimit-limit-tokens")).toBe("30");
+  expect(refused!.headers.get("x-ratelimit-remaining-tokens")).toBe("0");
+  expect(refused!.headers.get("x-ratelimit-reset-tokens")).toMatch(/^(\d+m)?\d+s$/);
+  expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThan(0);
 });
 
 test("key revoke takes a leaked key itself, never prints it, and the key stops working", async () => {
