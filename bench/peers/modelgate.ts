@@ -85,13 +85,14 @@ export async function startModelgate(upstreamBaseUrl: string, binary = BINARY): 
  * API key, through the CLI; null while the binary has no such commands (the API-key scenarios
  * then stay out of the table).
  */
-export async function createApiKey(gateway: BenchGateway): Promise<string | null> {
+/** `policy`: key policy flags for `key create` (bench/ab.ts's AB_POLICY_B). */
+export async function createApiKey(gateway: BenchGateway, policy: string[] = []): Promise<string | null> {
   const email = "bench@modelgate.invalid";
   const user = await gateway.cli(["user", "add", email]);
   if (user.code !== 0) return null;
   const grant = await gateway.cli(["credits", "grant", "--user", email, "--amount", "1000000"]);
   if (grant.code !== 0) return null;
-  const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench"]);
+  const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench", ...policy]);
   return key.code === 0 ? (key.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0] ?? null) : null;
 }
 
