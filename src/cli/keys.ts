@@ -14,7 +14,8 @@ import { requireFlag, stringFlag, UsageError, type Args } from "./args";
 import { formatTable, printable } from "./table";
 import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { describePolicy, parsePolicyFlags, type PolicyChange } from "../auth/key-policy";
-import { resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
+import { activeKeyCount, resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
+import { DEFAULT_KEYS_PER_USER } from "../config/schema";
 import { date, parseExpiry, requireUser, withDb } from "./users";
 
 const POLICY_FLAGS = ["models", "budget", "per-minute", "tokens-per-minute", "allow-ip"] as const;
@@ -33,6 +34,13 @@ function policyFromArgs(args: Args): PolicyChange {
 }
 
 /** The key's id from an id or the key itself; the operand is named in the error only when it is an id. */
+/** `[limits] keys_per_user` as the config file writes it (serve checks its form at start), else the default. */
+function keysPerUser(ctx: CliContext): number {
+  const limits = ctx.rawConfig().limits as { keys_per_user?: unknown } | undefined;
+  const cap = limits?.keys_per_user;
+  return typeof cap === "number" && Number.isInteger(cap) && cap >= 1 ? cap : DEFAULT_KEYS_PER_USER;
+}
+
 function requireKeyId(ctx: CliContext, operand: string): string {
   const id = withDb(ctx, (db) => resolveKeyId(db, operand));
   if (id !== null) return id;
@@ -51,7 +59,16 @@ registerCommand("key", (ctx) => {
     const name = stringFlag(ctx.args, "name") ?? "default";
     // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
     if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
-    const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email, ctx).id, name, expiresAt, policy, now }));
+    const cap = keysPerUser(ctx);
+    const created = withDb(ctx, (db) => {
+      const userId = requireUser(db, email, ctx).id;
+      if (activeKeyCount(db, userId) >= cap) return null;
+      return createApiKey(db, { userId, name, expiresAt, policy, now });
+    });
+    if (created === null) {
+      console.error(`${email} has ${cap} active keys, the most one user may hold ([limits] keys_per_user): revoke one first`);
+      return 1;
+    }
     ctx.print(created.key);
     console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
     return 0;

@@ -7,6 +7,9 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
 import { MAX_TIMER_MS } from "./timer";
 
+/** `[limits] keys_per_user` when the config does not say: unrevoked keys one user may hold. */
+export const DEFAULT_KEYS_PER_USER = 100;
+
 /** The most requests a limit may name (as `key create --per-minute`): the x-ratelimit headers stay plain integers. */
 const MAX_LIMIT = 1_000_000_000;
 
@@ -59,7 +62,7 @@ const Limits = T.Object(
     /** A ceiling across all of one user's API keys together; none by default. */
     user: UserLimit,
     /** Active (unrevoked) API keys one user may hold. */
-    keys_per_user: T.Integer({ default: 100, minimum: 1, maximum: 100_000 }),
+    keys_per_user: T.Integer({ default: DEFAULT_KEYS_PER_USER, minimum: 1, maximum: 100_000 }),
     session: limitEntry({ per_minute: 30 }),
     spend_auth: limitEntry({ per_minute: 120 }),
     anonymous: limitEntry({ per_minute: 10, per_day: 5 }),

@@ -482,3 +482,27 @@ describe("user add without a password", () => {
     expect(github).toEndWith("; no password: sign in with GitHub, or use API keys");
   });
 });
+
+describe("key create and [limits] keys_per_user", () => {
+  test("the CLI holds a user to the cap the dashboard does: past it, key create refuses and makes nothing", async () => {
+    const { config, dataDir } = freshConfig();
+    writeFileSync(config, `[server]\ndata_dir = "${dataDir}"\n\n[limits]\nkeys_per_user = 2\n`);
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    const print = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "cap@example.com", "--config", config])).toBe(0);
+      for (let i = 0; i < 2; i++) expect(await runCli(["key", "create", "--user", "cap@example.com", "--config", config])).toBe(0);
+      expect(await runCli(["key", "create", "--user", "cap@example.com", "--config", config])).toBe(1);
+      expect(String(error.mock.calls.at(-1)?.[0])).toContain("has 2 active keys, the most one user may hold ([limits] keys_per_user)");
+      const opened = openDatabase(dataDir);
+      try {
+        expect((opened.db.$client.query("SELECT count(*) AS n FROM api_keys").get() as { n: number }).n).toBe(2);
+      } finally {
+        opened.db.$client.close();
+      }
+    } finally {
+      error.mockRestore();
+      print.mockRestore();
+    }
+  });
+});
