@@ -34,6 +34,7 @@ function streamRequest(port: number): string {
 
 export async function measureOpenStreams(options: { streams: number; pin?: (pid: number) => void }): Promise<OpenStreamsResult> {
   let release = (): void => {};
+  // Streams stop after their first chunk until released; the non-streamed warm-up is answered whole.
   const mock = startMockUpstream({ stallAfterChunks: 1, stallUntil: new Promise<void>((resolve) => (release = resolve)) });
   // One connection per stream to the upstream (64 by default), and silences longer than the run.
   const gateway = await startModelgate(mock.url, undefined, { upstream: [`max_connections = ${options.streams}`, "idle_timeout_ms = 600000"] });
@@ -43,11 +44,9 @@ export async function measureOpenStreams(options: { streams: number; pin?: (pid:
   const sockets: Socket<{ streaming: boolean }>[] = [];
   try {
     const warm = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
-    release();
     for (let i = 0; i < 20; i++) await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: warm }).then((r) => r.text());
     await Bun.sleep(500);
     const beforeMb = statusMb(gateway.proc.pid, "VmRSS");
-    mock.behaviour.stallUntil = new Promise<void>((resolve) => (release = resolve));
 
     let firstEvents = 0;
     const request = streamRequest(port);

@@ -65,9 +65,9 @@ function anonymousChat(url: string, options: { localAddress: string; body?: stri
 }
 
 /**
- * Each proxy, the status it answers a body past its own limit with (nginx's client_max_body_size;
- * the Caddy example sets none, so the gateway answers), and the first of the client addresses its
- * tests send from (127.0.0.N).
+ * Each proxy, which of the two refuses a 12 MiB body (nginx, past its client_max_body_size; the
+ * Caddy example sets no limit, so the gateway), and the first of the client addresses its tests
+ * send from (127.0.0.N).
  */
 const proxies: Array<[string, (options: { gatewayPort: number }) => Promise<RunningProxy>, "proxy" | "gateway", number]> = [
   ["nginx", startNginx, "proxy", 10],
