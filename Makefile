@@ -46,6 +46,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 
 test: build
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-reverse-proxies.sh
 	bash scripts/test.sh "$(BUN)"
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.

@@ -10,7 +10,9 @@
  *   bun bench/ab.ts BINARY_A BINARY_B     # e.g. a build of main against dist/modelgate
  *
  * Knobs: AB_ROUNDS (16), AB_DURATION_S (2), AB_CONNECTIONS (16, per gateway), AB_PATH
- * (paid | key | anonymous; default paid: API key on the priced model, metering on).
+ * (paid | key | anonymous; default paid: API key on the priced model, metering on), AB_POLICY_B
+ * (1: B's key has every key policy set, none binding, or the flags of one part: `make ab A=dist/modelgate AB_POLICY_B=1`
+ * measures what checking a policy costs against the same build's key without one).
  */
 import { resolve } from "node:path";
 import { freePort } from "../tests/support/binary";
@@ -23,6 +25,13 @@ const ROUNDS = Number(process.env.AB_ROUNDS ?? 16);
 const DURATION_S = Number(process.env.AB_DURATION_S ?? 2);
 const CONNECTIONS = Number(process.env.AB_CONNECTIONS ?? 16);
 const PATH = process.env.AB_PATH ?? "paid";
+/** Every key policy, none of them binding during a run. */
+const EVERY_POLICY = ["--models", "mock-*,other*", "--budget", "1000000/month", "--per-minute", "1000000000", "--tokens-per-minute", "1000000000", "--allow-ip", "10.0.0.0/8,127.0.0.0/8"];
+/** AB_POLICY_B: "1" for every policy, or the flags themselves (`--budget 5/day`) to measure one part. */
+function policyB(value: string | undefined): string[] {
+  if (value === undefined || value === "") return [];
+  return value === "1" ? EVERY_POLICY : value.split(" ");
+}
 const binaries = process.argv.slice(2).map((binary) => resolve(binary));
 if (binaries.length !== 2 || !["paid", "key", "anonymous"].includes(PATH)) {
   console.error("usage: bun bench/ab.ts BINARY_A BINARY_B   (AB_PATH = paid | key | anonymous)");
@@ -34,13 +43,13 @@ const { url: mockUrl } = await startMock(freePort(), "0");
 
 const model = PATH === "paid" ? BENCH_PAID_MODEL : BENCH_MODEL;
 const targets: Array<{ name: string; pid: number; scenario: Scenario }> = [];
-for (const binary of binaries) {
+for (const [i, binary] of binaries.entries()) {
   const gateway = await startModelgate(mockUrl, binary);
   killOnExit(gateway.proc);
   pinTo(gateway.proc.pid, "0");
   const headers: Record<string, string> = {};
   if (PATH !== "anonymous") {
-    const key = await createApiKey(gateway);
+    const key = await createApiKey(gateway, i === 1 ? policyB(process.env.AB_POLICY_B) : []);
     if (key === null) throw new Error(`${binary}: could not create an API key`);
     headers.authorization = `Bearer ${key}`;
   }

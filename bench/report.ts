@@ -4,6 +4,7 @@
  * Pure formatting; no measurement happens here.
  */
 import type { StreamResult, WrkResult } from "./load";
+import type { OpenStreamsResult } from "./footprint";
 import type { StartupResult } from "./peers/modelgate";
 
 export interface TargetResult {
@@ -75,7 +76,7 @@ const pct = (ratio: number): string => (ratio * 100).toFixed(1);
 export const FORWARDER = "bare forwarder (modelgate's HTTP client)";
 
 /** modelgate against the bare proxy, Portkey and the absolute targets. */
-export function verdicts(byName: Map<string, TargetResult>, startup: StartupResult | null, concurrency: number): Verdict[] {
+export function verdicts(byName: Map<string, TargetResult>, startup: StartupResult | null, concurrency: number, streams: OpenStreamsResult | null = null): Verdict[] {
   const direct = byName.get("direct (mock)");
   const proxy = byName.get("bare Bun proxy");
   const gate = byName.get("modelgate");
@@ -110,13 +111,25 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
     const x = gate.cN.rps / portkey.cN.rps;
     out.push({ measure: `req/s at c=${concurrency}, vs Portkey OSS`, value: `${f2(x)}×`, target: "≥ 10×", met: x >= 10 });
   }
-  if (startup) {
-    out.push({ measure: "idle RSS (after start and 20 requests)", value: `${startup.idleRssMb.toFixed(1)} MB`, target: "≤ 50 MB", met: startup.idleRssMb <= 50 });
-    out.push({ measure: "of which anonymous / file-backed (the mapped executable)", value: `${startup.idleAnonMb.toFixed(1)} / ${startup.idleFileMb.toFixed(1)} MB`, target: "–", met: null });
-    out.push({ measure: `exec to first healthy /api/health (median of ${startup.starts - 1} starts)`, value: `${startup.warmMs.toFixed(1)} ms`, target: "≤ 100 ms", met: startup.warmMs <= 100 });
-    out.push({ measure: "exec to first healthy, first start (creates the database)", value: `${startup.coldMs.toFixed(1)} ms`, target: "–", met: null });
-  }
+  if (startup) out.push(...footprintVerdicts(startup, streams));
   if (gate?.rssAfterMb) out.push({ measure: "RSS after the load runs", value: `${gate.rssAfterMb.toFixed(1)} MB`, target: "–", met: null });
+  return out;
+}
+
+/** Issue 34's footprint targets: idle RSS, RSS with a thousand open streams, exec to healthy. */
+export function footprintVerdicts(startup: StartupResult, streams: OpenStreamsResult | null): Verdict[] {
+  const mb = (value: number): string => `${value.toFixed(1)} MB`;
+  const out: Verdict[] = [
+    { measure: "idle RSS (after start and 20 requests)", value: mb(startup.idleRssMb), target: "≤ 50 MB", met: startup.idleRssMb <= 50 },
+    { measure: "of which anonymous / file-backed (the mapped executable)", value: `${startup.idleAnonMb.toFixed(1)} / ${mb(startup.idleFileMb)}`, target: "–", met: null },
+  ];
+  if (streams) {
+    const perStreamKb = ((streams.openMb - streams.beforeMb) * 1024) / streams.streams;
+    out.push({ measure: `RSS with ${streams.streams.toLocaleString("en")} slow streams open`, value: mb(streams.openMb), target: "≤ 150 MB", met: streams.openMb <= 150 });
+    out.push({ measure: "of which anonymous / file-backed; added per stream", value: `${streams.openAnonMb.toFixed(1)} / ${mb(streams.openFileMb)}; ${perStreamKb.toFixed(0)} KB`, target: "–", met: null });
+  }
+  out.push({ measure: `exec to first healthy /api/health (median of ${startup.starts - 1} starts)`, value: `${startup.warmMs.toFixed(1)} ms`, target: "≤ 100 ms", met: startup.warmMs <= 100 });
+  out.push({ measure: "exec to first healthy, first start (creates the database)", value: `${startup.coldMs.toFixed(1)} ms`, target: "–", met: null });
   return out;
 }
 

@@ -3,7 +3,8 @@
  * completion, the mock upstream called directly, modelgate (the compiled binary), a bare Bun
  * pass-through proxy, a bare forwarder on modelgate's own HTTP client (bench/forwarder-floor.ts)
  * and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios against the targets
- * of issue 2 and writes it to bench/results.md, followed by the sections other
+ * of issue 2, and its footprint against issue 34's (idle RSS, RSS with 1,000 open streams from
+ * bench/footprint.ts, exec to healthy), and writes it to bench/results.md, followed by the sections other
  * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, endpoints.ts, dashboard.ts, under-attack.ts,
  * when present; each also runs alone: `bun bench/under-attack.ts`).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
@@ -14,6 +15,7 @@ import { cpus } from "node:os";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../tests/support/binary";
+import { FOOTPRINT_STREAMS, measureOpenStreams } from "./footprint";
 import { measureAll, scenario, type Target } from "./measure";
 import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey, measureStartup, rssMb, startModelgate } from "./peers/modelgate";
 import { installPortkey, portkeyHeaders } from "./peers/portkey";
@@ -121,6 +123,8 @@ async function main(): Promise<void> {
   for (const [i, target] of targets.entries()) if (target.name === "modelgate") results[i].rssAfterMb = rssMb(target.pid);
   console.error("· modelgate start-up and idle RSS");
   const startup = await measureStartup(mockUrl, { starts: 7, pin: (pid) => pinTo(pid, SERVER_CPUS) });
+  console.error(`· modelgate RSS with ${FOOTPRINT_STREAMS} slow streams open`);
+  const streams = await measureOpenStreams({ streams: FOOTPRINT_STREAMS, pin: (pid) => pinTo(pid, SERVER_CPUS) });
   const sections = await optionalSections(mockUrl);
 
   const facts = {
@@ -141,7 +145,7 @@ async function main(): Promise<void> {
     "",
     resultsTable(results, facts),
     "",
-    verdictTable(verdicts(byName, startup, CONCURRENCY)),
+    verdictTable(verdicts(byName, startup, CONCURRENCY, streams)),
     ...(portkeyNote ? ["", portkeyNote] : []),
     ...sections.flatMap((s) => ["", s]),
     "",

@@ -4,6 +4,7 @@
  * it is nested at most MAX_JSON_DEPTH deep.
  */
 import { GatewayError } from "./errors";
+import { DISCARDS, type DiscardBudget } from "./discard-budget";
 
 /**
  * How much of a body over the limit is still read, and dropped, before the 413: a client that is
@@ -53,15 +54,18 @@ export class BodyBudget {
  * to UNCOUNTED_BODY_BYTES, this is the request's own text() promise (no wrapper to await); a larger
  * or chunked body is counted as it arrives, against `limit` and `budget`.
  */
-export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget): Promise<string> {
-  if (declared > limit) return refuseAfterReading(request, declared, limit);
+export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<string> {
+  if (declared > limit) return refuseAfterReading(request, declared, limit, discards);
   return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget);
 }
 
-/** The 413 for a declared length over the limit, once the body has been read and dropped (up to MAX_DISCARDED_BYTES). */
-export async function refuseAfterReading(request: Request, declared: number, limit: number): Promise<never> {
+/**
+ * The 413 for a declared length over the limit, once the body has been read and dropped (up to
+ * MAX_DISCARDED_BYTES, and while `discards` has room: ./discard-budget.ts).
+ */
+export async function refuseAfterReading(request: Request, declared: number, limit: number, discards: DiscardBudget = DISCARDS): Promise<never> {
   // (A client that sent `Expect: 100-continue` is sent on by Bun itself before the handler runs.)
-  if (declared <= MAX_DISCARDED_BYTES && request.body) {
+  if (declared <= MAX_DISCARDED_BYTES && request.body && discards.take(declared)) {
     try {
       for await (const _ of request.body as unknown as AsyncIterable<Uint8Array>);
     } catch {
@@ -144,7 +148,7 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget):
         budget.give(size);
         size = 0;
         chunks.length = 0;
-        if (seen > MAX_DISCARDED_BYTES) break;
+        if (seen > MAX_DISCARDED_BYTES || !DISCARDS.take(chunk.byteLength)) break;
         continue;
       }
       if (!budget.take(chunk.byteLength)) throw busyReading();

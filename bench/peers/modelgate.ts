@@ -15,8 +15,11 @@ import { benchDir } from "../processes";
 export const BENCH_MODEL = "mock-small";
 export const BENCH_PAID_MODEL = "mock-paid";
 
-/** TOML after the [server] table that startGateway writes. */
-export function benchConfig(upstreamBaseUrl: string): string {
+/**
+ * TOML after the [server] table that startGateway writes. `upstream` adds keys to the upstream's
+ * table (the footprint run raises max_connections to hold a thousand streams at once).
+ */
+export function benchConfig(upstreamBaseUrl: string, options: { upstream?: string[] } = {}): string {
   const huge = 1_000_000_000;
   return [
     "[limits]",
@@ -26,6 +29,7 @@ export function benchConfig(upstreamBaseUrl: string): string {
     "[[upstreams]]",
     'name = "mock"',
     `base_url = "${upstreamBaseUrl}"`,
+    ...(options.upstream ?? []),
     "",
     "[[models]]",
     `id = "${BENCH_MODEL}"`,
@@ -52,11 +56,11 @@ export interface BenchGateway {
  * a journal: a pipe into this process would make the harness (sharing the load generator's CPU)
  * read every request line.
  */
-export async function startModelgate(upstreamBaseUrl: string, binary = BINARY): Promise<BenchGateway> {
+export async function startModelgate(upstreamBaseUrl: string, binary = BINARY, options: { upstream?: string[] } = {}): Promise<BenchGateway> {
   const dir = benchDir("modelgate-bench-");
   const port = freePort();
   const file = join(dir, "modelgate.toml");
-  writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
+  writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl, options)}`);
   const env = { ...process.env, MODELGATE_CONFIG: file };
   const log = Bun.file(join(dir, "modelgate.log"));
   const proc = Bun.spawn([binary, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
@@ -85,18 +89,19 @@ export async function startModelgate(upstreamBaseUrl: string, binary = BINARY): 
  * API key, through the CLI; null while the binary has no such commands (the API-key scenarios
  * then stay out of the table).
  */
-export async function createApiKey(gateway: BenchGateway): Promise<string | null> {
+/** `policy`: key policy flags for `key create` (bench/ab.ts's AB_POLICY_B). */
+export async function createApiKey(gateway: BenchGateway, policy: string[] = []): Promise<string | null> {
   const email = "bench@modelgate.invalid";
   const user = await gateway.cli(["user", "add", email]);
   if (user.code !== 0) return null;
   const grant = await gateway.cli(["credits", "grant", "--user", email, "--amount", "1000000"]);
   if (grant.code !== 0) return null;
-  const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench"]);
+  const key = await gateway.cli(["key", "create", "--user", email, "--name", "bench", ...policy]);
   return key.code === 0 ? (key.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0] ?? null) : null;
 }
 
 /** A /proc/PID/status field in MB (Linux only). */
-function statusMb(pid: number, field: "VmRSS" | "RssAnon" | "RssFile"): number {
+export function statusMb(pid: number, field: "VmRSS" | "RssAnon" | "RssFile"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   return Number(status.match(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m"))?.[1] ?? NaN) / 1024;
 }

@@ -7,7 +7,7 @@
  * The request path checks keys in ./key-verifier.ts. `last_used_at` is written behind, at most
  * once a minute per key (createLastUsed).
  *
- *   createApiKey(db, { userId, name, expiresAt?, perMinute? }) -> { id, key, displayPrefix }
+ *   createApiKey(db, { userId, name, expiresAt?, policy? }) -> { id, key, displayPrefix }
  *   listApiKeys(db, { userId? })    -> ApiKeyInfo[] (no secrets)
  *   revokeApiKey(db, keyId, { userId?, now? }) -> "revoked" | "already_revoked" | "not_found"
  *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
@@ -18,6 +18,7 @@ import { apiKeys, users } from "../db/schema";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { randomToken, sha256Hex } from "./tokens";
 import type { Identity } from "./types";
+import type { CompiledPolicy, PolicyChange, PolicyColumns } from "./key-policy";
 
 export const KEY_PREFIX = "sk-mg-";
 /**
@@ -37,21 +38,21 @@ export interface KeyDenial {
   message: string;
 }
 
-/** What the request path needs of a key: the row with its owner's state (./key-verifier.ts). */
-export interface KeyRow {
+/** What the request path needs of a key: the row with its policy and its owner's state (./key-verifier.ts). */
+export interface KeyRow extends PolicyColumns {
   id: string;
   userId: number;
   keyHash: string;
-  perMinute: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
   disabledAt: number | null;
 }
 
-/** A key that passed verification once: its row and the identity its requests carry. */
+/** A key that passed verification once: its row, its compiled policy (null: none) and the identity its requests carry. */
 export interface VerifiedKey {
   ok: true;
   row: KeyRow;
+  policy: CompiledPolicy | null;
   identity: Identity;
 }
 
@@ -63,13 +64,12 @@ export function forgetVerifiedKeys(db: Db): void {
   verifiedKeyCache(db).clear();
 }
 
-export interface ApiKeyInfo {
+export interface ApiKeyInfo extends PolicyColumns {
   id: string;
   userId: number;
   email: string;
   name: string;
   displayPrefix: string;
-  perMinute: number | null;
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
@@ -122,7 +122,7 @@ export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial
 
 export function createApiKey(
   db: Db,
-  input: { userId: number; name: string; expiresAt?: number | null; perMinute?: number | null; now?: number },
+  input: { userId: number; name: string; expiresAt?: number | null; policy?: PolicyChange; now?: number },
 ): { id: string; key: string; displayPrefix: string; name: string } {
   const key = generateApiKey();
   const name = keyName(input.name);
@@ -134,7 +134,7 @@ export function createApiKey(
     name,
     keyHash: sha256Hex(key),
     displayPrefix,
-    perMinute: input.perMinute ?? null,
+    ...input.policy,
     createdAt: input.now ?? Date.now(),
     expiresAt: input.expiresAt ?? null,
   }).run();
@@ -180,6 +180,11 @@ export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo
       name: apiKeys.name,
       displayPrefix: apiKeys.displayPrefix,
       perMinute: apiKeys.perMinute,
+      models: apiKeys.models,
+      budgetMicro: apiKeys.budgetMicro,
+      budgetPeriod: apiKeys.budgetPeriod,
+      tokensPerMinute: apiKeys.tokensPerMinute,
+      allowIps: apiKeys.allowIps,
       createdAt: apiKeys.createdAt,
       expiresAt: apiKeys.expiresAt,
       revokedAt: apiKeys.revokedAt,

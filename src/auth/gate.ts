@@ -30,6 +30,8 @@ import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier } from "./key-verifier";
+import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
+import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
 import { createSessionValidator, originAllowed, readSessionCookie } from "./session";
@@ -79,9 +81,19 @@ function spendAuthDisabled(): GatewayError {
  */
 export const DEBITS_STALLED_MS = 10_000;
 
+function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMicro: number, headers: Record<string, string>): IdentifiedDenial {
+  const resets = budget.resetsAt === null ? "it is a total budget and does not reset" : `it resets at ${new Date(budget.resetsAt).toISOString()}`;
+  const message = `This API key's budget is ${formatCredits(budget.budgetMicro)} credits per ${budget.period}, and ${formatCredits(budget.spentMicro)} of it is spent or held by requests in flight; this request needs at least ${formatCredits(neededMicro)}, and ${resets}`;
+  return new IdentifiedDenial(identity, "budget_exceeded", message, {
+    headers,
+    extra: { budget: formatCredits(budget.budgetMicro), spent: formatCredits(budget.spentMicro), resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString() },
+  });
+}
+
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
   const keys = createKeyVerifier(deps.db, deps.now);
+  const keyLimits = createKeyLimits({ config, limiter, meter, keys, now: deps.now });
   const validateSession = createSessionValidator(deps.db, { now: deps.now, durationMs: config.auth.session_days * 86_400_000 });
   const policies = {
     api_key: policyFromLimit(config.limits.api_key),
@@ -95,8 +107,12 @@ export function createGate(deps: GateDeps): Gate {
    * an upstream count, whatever it answered: a client must not get unlimited tries at inputs that
    * make an upstream fail.
    */
-  const givingBackUnserved = (subject: string, policy: RatePolicy) => (outcome: SettleInput): void => {
-    if (outcome.upstream === null && outcome.status === 503) limiter.giveBack(subject, policy);
+  const givingBackUnserved = (subject: string, policy: RatePolicy, taken: TakenLimits | null = null) => (outcome: SettleInput): void => {
+    if (outcome.upstream === null && outcome.status === 503) {
+      limiter.giveBack(subject, policy);
+      taken?.giveBack();
+    }
+    taken?.charge(outcome.usage);
   };
   const keyPolicies = new Map<number, RatePolicy>();
   const keyPolicy = (perMinute: number): RatePolicy => {
@@ -108,19 +124,28 @@ export function createGate(deps: GateDeps): Gate {
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
-  /** `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model needs it. */
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string): Admission | GatewayError {
+  /**
+   * `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model
+   * needs it; `key`: an API key's, whose policy applies (./key-limits.ts).
+   */
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError {
     const decision = limiter.take(identity.subject, policy);
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
     }
+    const taken = key === undefined ? null : keyLimits.take(key, headers);
+    if (taken instanceof GatewayError) {
+      limiter.giveBack(identity.subject, policy);
+      return taken;
+    }
     const { route } = input;
-    const giveBack = givingBackUnserved(identity.subject, policy);
+    const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (route.free) return { identity, headers, settle: giveBack };
     const unrecordedSince = meter.unrecordedSince();
     if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
       limiter.giveBack(identity.subject, policy);
+      taken?.giveBack();
       return new IdentifiedDenial(identity, "service_unavailable", "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly", {
         headers: { ...headers, "retry-after": "5" },
       });
@@ -128,13 +153,16 @@ export function createGate(deps: GateDeps): Gate {
     const userId = identity.userId!;
     const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);
-    const reservation = (input.reserve ?? reserveWithin)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens, availableMicro: available });
+    const budget = key === undefined ? null : keyLimits.budgetLeft(key);
+    const bound = budget !== null && budget.leftMicro < available ? budget.leftMicro : available;
+    const reservation = (input.reserve ?? reserveWithin)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens, availableMicro: bound });
+    if ("neededMicro" in reservation && budget !== null && bound < available) return budgetExceeded(identity, budget, reservation.neededMicro, headers);
     if ("neededMicro" in reservation) {
       // What is held can pass the balance (a burst's reservations): said as its own amount, not "of it".
       const inFlight = available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
       return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, and this request needs at least ${formatCredits(reservation.neededMicro)} (its prompt and a short answer). Ask an administrator for credits`, { headers });
     }
-    const hold = meter.reserve(userId, reservation.micro);
+    const hold = meter.reserve(userId, reservation.micro, identity.keyId);
     return {
       identity,
       headers,
@@ -170,7 +198,9 @@ export function createGate(deps: GateDeps): Gate {
     if (check instanceof GatewayError) return check;
     const { row } = check;
     deps.lastUsed.touch(row.id);
-    return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key");
+    const refusal = keyLimits.refusal(input, check);
+    if (refusal !== null) return refusal;
+    return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
   function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
@@ -202,6 +232,12 @@ export function createGate(deps: GateDeps): Gate {
       else if (credential.kind === "api_key") check = verifyKey(credential.authorization);
       else if (credential.kind === "session") check = verifySession(request, credential.token);
       return check instanceof GatewayError ? check : null;
+    },
+    modelFilter(request) {
+      const credential = presented(request);
+      if (credential.kind !== "api_key") return null;
+      const check = verifyKey(credential.authorization);
+      return check instanceof GatewayError ? null : (check.policy?.allowsModel ?? null);
     },
     admit(input) {
       const credential = presented(input.request);

@@ -3,8 +3,8 @@
  * row by the key's SHA-256. Rows found are kept in memory with the identity their requests carry,
  * because one SQLite read on a WAL database costs more than everything else the gate does (~7 µs
  * of CPU in a running gateway, measured with `make bench`). What keeps the cache true:
- * - this process's own changes (revokeApiKey, disableUser, enableUser) call forgetVerifiedKeys,
- *   so a change in the dashboard applies to the very next request;
+ * - this process's own changes (revokeApiKey, updateKeyPolicy, disableUser, enableUser) call
+ *   forgetVerifiedKeys, so a change in the dashboard applies to the very next request;
  * - another process's commits (the CLI, an admin's sqlite3) are noticed by polling SQLite's
  *   `PRAGMA data_version` every CHANGE_POLL_MS, so a revocation there applies within that time;
  *   a poll the database refuses empties the cache too, and polling goes on;
@@ -13,10 +13,13 @@
  * A paid model's request needs the owner's stored balance (readBalance): it is kept the same way,
  * in the ledger's storedBalanceCache, which every balance change in this process (grants, refunds,
  * the meter's debit batches) updates by deleting the user's entry, and which the same poll empties.
- * A balance is thus one read per user per debit batch, not one per request.
+ * A balance is thus one read per user per debit batch, not one per request. A key's spend in its
+ * budget period (storedKeySpendCache) is summed once, added to as this process writes the key's
+ * debits, emptied by the same poll, and summed again when the period turns.
  */
 import type { Db } from "../db/client";
-import { storedBalanceCache } from "../credits/ledger";
+import { keySpendSince, storedBalanceCache, storedKeySpendCache } from "../credits/ledger";
+import { compilePolicy } from "./key-policy";
 import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow, type VerifiedKey } from "./apikey";
 import { equalSecrets } from "./tokens";
 
@@ -29,6 +32,8 @@ export interface KeyVerifier {
   verify(key: string): VerifiedKey | KeyDenial;
   /** The owner's stored balance in micro-credits (0 without a row). */
   readBalance(userId: number): number;
+  /** What the key's stored debits took since `start` (its budget period's start), micro-credits. */
+  readKeySpend(keyId: string, start: number): number;
 }
 
 export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
@@ -36,7 +41,8 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
   const byHash = sqlite.query<KeyRow, [string]>(
     // A scalar subquery, not a join: the same index lookups, measured faster in SQLite.
     `SELECT k.id AS id, k.user_id AS userId, k.key_hash AS keyHash, k.per_minute AS perMinute,
-            k.expires_at AS expiresAt, k.revoked_at AS revokedAt,
+            k.models AS models, k.budget_micro AS budgetMicro, k.budget_period AS budgetPeriod,
+            k.tokens_per_minute AS tokensPerMinute, k.allow_ips AS allowIps, k.expires_at AS expiresAt, k.revoked_at AS revokedAt,
             (SELECT disabled_at FROM users WHERE id = k.user_id) AS disabledAt
        FROM api_keys k WHERE k.key_hash = ?`,
   );
@@ -44,6 +50,7 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
   const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
   const known = verifiedKeyCache(db);
   const balances = storedBalanceCache(db);
+  const keySpend = storedKeySpendCache(db);
   let version = dataVersion.get()!.data_version;
   const poll = setInterval(() => {
     try {
@@ -51,6 +58,7 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       if (current !== version) {
         known.clear();
         balances.clear();
+        keySpend.clear();
       }
       version = current;
     } catch (err) {
@@ -61,6 +69,7 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       } else {
         known.clear();
         balances.clear();
+        keySpend.clear();
       }
     }
   }, CHANGE_POLL_MS);
@@ -75,7 +84,7 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
         const found = byHash.get(parsed.hash);
         if (found === null || !equalSecrets(found.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
         if (known.size >= MAX_KEYS) known.clear();
-        verified = { ok: true, row: found, identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` } };
+        verified = { ok: true, row: found, policy: compilePolicy(found), identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` } };
         known.set(parsed.hash, verified);
       }
       const row = verified.row;
@@ -93,6 +102,14 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
         balances.set(userId, (micro = balance.get(userId)?.micro ?? 0));
       }
       return micro;
+    },
+    readKeySpend(keyId, start) {
+      let spent = keySpend.get(keyId);
+      if (spent === undefined || spent.start !== start) {
+        if (keySpend.size >= MAX_KEYS) keySpend.clear();
+        keySpend.set(keyId, (spent = { start, micro: keySpendSince(db, keyId, start) }));
+      }
+      return spent.micro;
     },
   };
 }

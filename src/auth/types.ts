@@ -81,6 +81,8 @@ export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
   credentialRefusal?(request: Request): GatewayError | null;
+  /** Which models the request's credential may use, for GET /v1/models: null when every one (no valid key with an allowlist). */
+  modelFilter?(request: Request): ((route: ModelRoute) => boolean) | null;
 }
 
 /** Until identities exist: everyone is anonymous, nothing is limited or charged. */

@@ -2,5 +2,7 @@
 import "../spendauth/cli";
 import "./backup";
 import "./jobs";
+import "./keys";
+import "./usage";
 import "./users";
 export {};

@@ -149,8 +149,11 @@ const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or 
   user password EMAIL                          set a new password, read from stdin; their sessions end
   user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that
   user verify EMAIL                            vouch for an address a password sign-up never proved
-  key create --user EMAIL [--name N] [--expires 30d] [--per-minute N]   create an API key (printed once)
-  key list [--user EMAIL] [--json] | key revoke KEY_ID
+  key create --user EMAIL [--name N] [--expires 30d] [KEY POLICY FLAGS]   create an API key (printed once)
+  key update KEY_ID|KEY [KEY POLICY FLAGS]      --models "llama*,qwen3:*" --budget 5/day --per-minute N
+                                               --tokens-per-minute N --allow-ip 10.0.0.0/8 (empty clears)
+  key list [--user EMAIL] [--json] | key revoke KEY_ID|KEY
+  usage export [--user EMAIL] [--key KEY_ID|KEY] [--from DATE] [--to DATE] [--format csv|json]
   credits grant --user EMAIL --amount 12.50 [--note TEXT] | credits balance --user EMAIL
   jobs list [--state pending|leased|done|dead] [--limit N] [--json] | jobs retry CALL_ID
   settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID

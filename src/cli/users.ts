@@ -1,23 +1,17 @@
 /**
- * CLI for identities and credits, on the same database the server uses (WAL + busy timeout make
- * that safe while it runs; the server reads key rows per request, so a revocation here takes
- * effect on its next request):
+ * CLI for users and credits, on the same database the server uses (WAL + busy timeout make that
+ * safe while it runs; API keys are ./keys.ts):
  *   user add EMAIL [--admin] [--password-stdin] | user disable EMAIL | user enable EMAIL
- *   key create --user EMAIL [--name N] [--expires 30d|12h|2027-01-01] [--per-minute N]
- *   key list [--user EMAIL] [--json] | key revoke KEY_ID
  *   credits grant --user EMAIL --amount 12.50 [--note TEXT] | credits balance --user EMAIL
- * `key create` prints the key alone on stdout (shown this once); notes go to stderr.
  * `user disable` ends the user's sessions and stops their keys from the server's next request;
  * `user enable` lets the keys work again.
  */
 import { strictUtf8 } from "../config/text-file";
 import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./index";
 import { requireFlag, stringFlag, UsageError } from "./args";
-import { formatTable, printable } from "./table";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, findUserByStoredEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
 import { deleteUserSessions } from "../auth/session";
-import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
@@ -53,7 +47,7 @@ export function parseExpiry(text: string, now: number): number {
   return absolute;
 }
 
-function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
+export function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
   const opened = ctx.openDb();
   try {
     return work(opened.db);
@@ -67,7 +61,7 @@ function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
  * another one. An email typed exactly as stored comes first, so that an account whose stored form
  * is stuck (reported at start) can still be disabled or fixed by the address the warning shows.
  */
-function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile">): User {
+export function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile">): User {
   const user = findUserByStoredEmail(db, email) ?? findUserByEmail(db, email);
   if (!user) {
     throw new UsageError(`no user with the email ${email} in ${ctx.databaseFile()} (create one with: modelgate user add ${email}; ${OTHER_DATA_DIR})`);
@@ -83,7 +77,7 @@ function withoutPassword(ctx: Pick<CliContext, "rawConfig">): string {
   return providers.length === 0 ? `no sign-in is configured ([auth.github] or [auth.google]): ${keys}` : `sign in with ${providers.join(" or ")}, or use API keys`;
 }
 
-function date(ms: number | null): string {
+export function date(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
@@ -169,52 +163,6 @@ registerCommand("user", async (ctx) => {
   disable: { flags: [], words: 3 },
   enable: { flags: [], words: 3 },
   verify: { flags: [], words: 3 },
-});
-
-registerCommand("key", (ctx) => {
-  const [, sub, keyId] = ctx.args.positionals;
-  if (sub === "create") {
-    const email = requireFlag(ctx.args, "user");
-    const now = Date.now();
-    const expires = stringFlag(ctx.args, "expires");
-    const expiresAt = expires === undefined ? null : parseExpiry(expires, now);
-    const perMinuteFlag = stringFlag(ctx.args, "per-minute");
-    // Digits only (Number() also takes 1e30, 0x10 and " 7"), at most a billion.
-    const perMinute = perMinuteFlag === undefined ? null : /^\d{1,10}$/.test(perMinuteFlag) ? Number(perMinuteFlag) : NaN;
-    if (perMinute !== null && !(perMinute >= 1 && perMinute <= 1_000_000_000)) throw new UsageError("--per-minute must be a whole number from 1 to 1000000000");
-    const name = stringFlag(ctx.args, "name") ?? "default";
-    // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
-    if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
-    const created = withDb(ctx, (db) => createApiKey(db, { userId: requireUser(db, email, ctx).id, name, expiresAt, perMinute, now }));
-    ctx.print(created.key);
-    console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
-    return 0;
-  }
-  if (sub === "list") {
-    const email = stringFlag(ctx.args, "user");
-    const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email, ctx).id }));
-    if (ctx.args.flags.has("json")) {
-      ctx.print(JSON.stringify(keys, null, 2));
-      return 0;
-    }
-    const rows = keys.map((k) => [k.id, k.email, k.name, `${k.displayPrefix}...`, date(k.createdAt), date(k.expiresAt), date(k.lastUsedAt),
-      k.perMinute === null ? "-" : String(k.perMinute), k.revokedAt === null ? keyState(k, Date.now()) : `revoked ${date(k.revokedAt)}`]);
-    for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "PER MIN", "STATUS"], ...rows])) ctx.print(line);
-    return 0;
-  }
-  if (sub === "revoke" && keyId) {
-    // Ids are key_…: a key itself is never one, and is told so before the database is opened.
-    if (keyId.startsWith(KEY_PREFIX)) throw new UsageError(`${keyId} is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows`);
-    const result = withDb(ctx, (db) => revokeApiKey(db, keyId));
-    if (result === "not_found") throw new UsageError(`no API key with the id ${keyId} (see: modelgate key list)`);
-    ctx.print(result === "revoked" ? `revoked ${keyId}` : `${keyId} was already revoked`);
-    return 0;
-  }
-  throw new UsageError("usage: modelgate key create --user EMAIL [--name N] [--expires 30d] | key list [--user EMAIL] | key revoke KEY_ID");
-}, {
-  create: { flags: ["user", "name", "expires", "per-minute"], words: 2 },
-  list: { flags: ["user", "json"], words: 2 },
-  revoke: { flags: [], words: 3 },
 });
 
 registerCommand("credits", (ctx) => {

@@ -10,6 +10,8 @@
  *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
  *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer (summed per user and model)
  *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
+ *   storedKeySpendCache(db)                     -> the request path's per-key spend in the current budget period
+ *   keySpendSince(db, keyId, since)             -> micro-credits a key's debits took since `since`
  */
 import { eq, sql } from "drizzle-orm";
 import { createBatchInsert } from "../db/batch-insert";
@@ -20,6 +22,8 @@ import { MAX_BALANCE_MICRO } from "./amount";
 
 export interface Debit {
   userId: number;
+  /** The API key spent with, or null (a session). */
+  keyId: string | null;
   micro: number;
   requestId: string;
   model: string;
@@ -32,6 +36,22 @@ export interface Debit {
  * write; changes committed by other processes empty the map through the verifier's poll.
  */
 export const storedBalanceCache = mapPerDatabase<number, number>();
+
+/**
+ * What each key's debits took in its current budget period, as stored: `start` is the period's
+ * start the sum is from. A debit batch adds its keys' amounts in the step that writes them (a sum
+ * read again would scan the period's rows); the verifier's poll empties it on other processes'
+ * commits, and an entry for a period that has ended is read again.
+ */
+export const storedKeySpendCache = mapPerDatabase<string, { start: number; micro: number }>();
+
+/** Micro-credits the key's debits took at or after `since` (ms), refunds to the user not netted. */
+export function keySpendSince(db: Db, keyId: string, since: number): number {
+  const row = db.$client
+    .query<{ spent: number | null }, [string, number]>("SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ? AND created_at >= ? AND kind = 'debit'")
+    .get(keyId, since);
+  return row?.spent ?? 0;
+}
 
 /** A grant's or refund's note is stored as a one-line label of at most this many characters. */
 const NOTE_MAX_CHARS = 200;
@@ -72,26 +92,32 @@ function change(
 
 /**
  * Writes a batch of request debits in one transaction: one ledger row per user and model (the
- * batch's requests summed; the row keeps the request id when it covers one request, else notes
+ * batch's requests summed per key too; the row keeps the request id when it covers one request, else notes
  * how many), one balance update per user. Each request's own cost is in the request log; the
- * ledger records the money, so it grows with flushes, not with requests.
+ * ledger records the money (per key, for budgets), so it grows with flushes, not with requests.
  */
 export function createDebitWriter(db: Db): (debits: Debit[]) => void {
   const insertRows = createBatchInsert<DebitEntry>(
     db.$client,
-    "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, created_at) VALUES ",
-    7,
-    (values, e) => values.push(e.userId, "debit", -e.micro, e.requests === 1 ? e.requestId : null, e.model, e.requests === 1 ? null : `${e.requests} requests`, e.at),
+    "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at) VALUES ",
+    8,
+    (values, e) => values.push(e.userId, "debit", -e.micro, e.requests === 1 ? e.requestId : null, e.model, e.requests === 1 ? null : `${e.requests} requests`, e.keyId, e.at),
   );
   const upsert = db.$client.prepare<unknown, [number, number]>(
     "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
   );
   const cache = storedBalanceCache(db);
+  const keySpend = storedKeySpendCache(db);
   const write = db.$client.transaction((debits: Debit[]) => {
     const entries = debitEntries(debits);
     insertRows(entries);
     const perUser = new Map<number, number>();
-    for (const e of entries) perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
+    for (const e of entries) {
+      perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
+      // Added in place, not forgotten: reading a key's spend again is a sum over its period's rows.
+      const spent = e.keyId === null ? undefined : keySpend.get(e.keyId);
+      if (spent !== undefined && e.at >= spent.start) spent.micro += e.micro;
+    }
     for (const [userId, micro] of perUser) {
       upsert.run(userId, -micro);
       cache.delete(userId);
@@ -100,7 +126,7 @@ export function createDebitWriter(db: Db): (debits: Debit[]) => void {
   return (debits) => write(debits);
 }
 
-/** A batch's debits of one user and model, summed; `at` is the latest, `requestId` the first. */
+/** A batch's debits of one user, key and model, summed; `at` is the latest, `requestId` the first. */
 interface DebitEntry extends Debit {
   requests: number;
 }
@@ -108,7 +134,7 @@ interface DebitEntry extends Debit {
 function debitEntries(debits: Debit[]): DebitEntry[] {
   const byUserModel = new Map<string, DebitEntry>();
   for (const d of debits) {
-    const key = `${d.userId} ${d.model}`;
+    const key = `${d.userId} ${d.keyId} ${d.model}`;
     const entry = byUserModel.get(key);
     if (entry === undefined) {
       byUserModel.set(key, { ...d, requests: 1 });

@@ -11,7 +11,8 @@
  * Invariant (this process): available = stored balance - held, where a user's held amount is
  * their open reservations plus their queued debits (one map: settling a request swaps its
  * reservation for its cost in one step), and a flush commits a batch and takes its amounts off
- * `held` in the same synchronous step, so no request ever sees a debit twice or not at all.
+ * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. The
+ * same holds per API key (`keyHeld`) for key budgets: a key's spend = its stored debits + keyHeld.
  * A batch that fails to write stays queued and is retried (the answer goes out meanwhile; the gate
  * pauses paid requests once that lasts DEBITS_STALLED_MS); nothing is dropped.
  */
@@ -21,6 +22,8 @@ import { createDebitWriter, type Debit } from "./ledger";
 
 export interface Hold {
   readonly userId: number;
+  /** The API key whose budget the hold also counts against, or null. */
+  readonly keyId: string | null;
   readonly micro: number;
   settled: boolean;
 }
@@ -28,7 +31,7 @@ export interface Hold {
 export interface CreditMeter {
   /** Micro-credits a user may still spend, given their stored balance. */
   available(userId: number, storedBalance: number): number;
-  reserve(userId: number, micro: number): Hold;
+  reserve(userId: number, micro: number, keyId?: string | null): Hold;
   /**
    * Releases the hold and debits `costMicro` (0 for nothing), never more than the hold. Idempotent
    * per hold. Returns, when there is a debit, the promise of its group commit.
@@ -36,6 +39,8 @@ export interface CreditMeter {
   settle(hold: Hold, debit: { costMicro: number; requestId: string; model: string; at: number }): Promise<void> | void;
   /** A user's held micro-credits: open reservations plus queued debits (tests, dashboard). */
   outstanding(userId: number): number;
+  /** The same per API key: what its budget must count besides its stored debits. */
+  keyOutstanding(keyId: string): number;
   /** Since when the database has refused the debits (null while they are written). */
   unrecordedSince(): number | null;
   flush(): void;
@@ -46,19 +51,26 @@ export interface CreditMeter {
 export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBatch?: number; now?: () => number } = {}): CreditMeter {
   /** Per user: open reservations plus queued (not yet written) debits, micro-credits. */
   const held = new Map<number, number>();
+  /** The same per API key, for key budgets: kept in the same steps as `held`. */
+  const keyHeld = new Map<string, number>();
   const writeDebits = brieflyLocked(db.$client, createDebitWriter(db));
 
-  function adjust(userId: number, delta: number): void {
+  // Written out per map, not one generic helper over both key types: each call stays monomorphic on the paid path.
+  function adjust(userId: number, keyId: string | null, delta: number): void {
     const next = (held.get(userId) ?? 0) + delta;
     if (next === 0) held.delete(userId);
     else held.set(userId, next);
+    if (keyId === null) return;
+    const nextForKey = (keyHeld.get(keyId) ?? 0) + delta;
+    if (nextForKey === 0) keyHeld.delete(keyId);
+    else keyHeld.set(keyId, nextForKey);
   }
 
   // Written debits stop being held in the same synchronous step; a failed batch stays queued.
   const debits = createWriteBehind<Debit>(
     (batch) => {
       writeDebits(batch);
-      for (const d of batch) adjust(d.userId, -d.micro);
+      for (const d of batch) adjust(d.userId, d.keyId, -d.micro);
     },
     { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true, now: options.now },
   );
@@ -67,22 +79,24 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     available(userId, storedBalance) {
       return storedBalance - (held.get(userId) ?? 0);
     },
-    reserve(userId, micro) {
-      adjust(userId, micro);
-      return { userId, micro, settled: false };
+    reserve(userId, micro, keyId = null) {
+      adjust(userId, keyId, micro);
+      return { userId, keyId, micro, settled: false };
     },
     settle(hold, debit) {
       if (hold.settled) return;
       hold.settled = true;
       const cost = Math.min(Math.max(0, debit.costMicro), hold.micro);
-      adjust(hold.userId, cost - hold.micro);
+      adjust(hold.userId, hold.keyId, cost - hold.micro);
       if (cost === 0) return;
-      debits.push({ userId: hold.userId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
+      debits.push({ userId: hold.userId, keyId: hold.keyId, micro: cost, requestId: debit.requestId, model: debit.model, at: debit.at });
       return debits.flushSoon();
     },
     outstanding: (userId) => held.get(userId) ?? 0,
+    keyOutstanding: (keyId) => keyHeld.get(keyId) ?? 0,
     unrecordedSince: debits.failingSince,
     flush: debits.flush,
     close: (ms = 0) => debits.closeWithin(ms),
   };
 }
+

@@ -11,7 +11,9 @@ import { balances, users } from "../db/schema";
 import { createSessionValidator, readSessionCookie } from "../auth/session";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
-import { getBalance, grantCredits } from "../credits/ledger";
+import { getBalance, grantCredits, keySpendSince } from "../credits/ledger";
+import { budgetPeriod, type PolicyChange } from "../auth/key-policy";
+import { activeKeyCount, updateKeyPolicy } from "../auth/key-updates";
 import { PAST_MAX_BALANCE } from "../credits/amount";
 import { listJobs, outboxStats } from "../webhooks/admin";
 import type { PageUser } from "./layout";
@@ -29,7 +31,9 @@ export interface SignedIn {
 export interface DashboardAccounts {
   sessionUser(request: Request): SignedIn | null;
   listKeys(options: { userId?: number }): KeyView[];
-  createKey(input: { userId: number; name: string; expiresAt: number | null }): Result<{ id: string; key: string; name: string }>;
+  createKey(input: { userId: number; name: string; expiresAt: number | null; policy: PolicyChange }): Result<{ id: string; key: string; name: string }>;
+  /** With `userId`, only that user's key; without, any (an admin). */
+  updateKeyPolicy(keyId: string, change: PolicyChange, options: { userId?: number }): boolean;
   revokeKey(keyId: string, options: { userId?: number }): boolean;
   balance(userId: number): number;
   listUsers(): UserView[];
@@ -55,11 +59,20 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
       return { user: { id: s.userId, email: s.email, isAdmin: s.isAdmin }, token };
     },
     listKeys(options) {
-      return listApiKeys(db, options).map((k) => ({ ...k, ownerEmail: k.email }));
+      const at = now();
+      return listApiKeys(db, options).map((k) => {
+        const since = budgetPeriod(k.budgetPeriod ?? "month", at).start;
+        return { ...k, ownerEmail: k.email, spentMicro: keySpendSince(db, k.id, since) };
+      });
     },
     createKey(input) {
-      const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, now: now() });
+      const cap = deps.config.limits.keys_per_user;
+      if (activeKeyCount(db, input.userId) >= cap) return { ok: false, message: `You have ${cap} active keys, the most one account may hold ([limits] keys_per_user): revoke one first.` };
+      const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, policy: input.policy, now: now() });
       return { ok: true, value: { id: created.id, key: created.key, name: created.name } };
+    },
+    updateKeyPolicy(keyId, change, options) {
+      return updateKeyPolicy(db, keyId, change, options) === "updated";
     },
     revokeKey(keyId, options) {
       return revokeApiKey(db, keyId, { ...options, now: now() }) === "revoked";

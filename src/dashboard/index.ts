@@ -24,6 +24,9 @@ import { AMOUNT_RULE, parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
 import { createKeyReveals, type CreatedKey } from "./key-reveals";
+import { parsePolicyFlags } from "../auth/key-policy";
+import { policyFlagsOf, policyFormFields, policyMessage } from "./pages/key-policy";
+import { usageRoutes } from "./usage-routes";
 
 /** A posted form's fields: only string values are kept (a JSON body may carry anything). */
 type Form = Record<string, string | undefined>;
@@ -72,7 +75,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
   }
 
-  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number; sent?: { name: string; expires: string } } = {}): Response {
+  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number; sent?: { name: string; expires: string } & Record<string, string> } = {}): Response {
     const now = deps.now();
     const keys = accounts.listKeys({ userId: g.user.id });
     return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created, sent: extra.sent }));
@@ -112,7 +115,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
         if (created) return renderKeys(g, { created });
         return renderKeys(g, { notice: { kind: "error", text: "That new key cannot be shown: a key is shown once, within a minute of its creation, to the session that created it. If you did not copy it, revoke it and create another." } });
       }
-      return renderKeys(g, { notice: query.revoked ? { kind: "ok", text: "The key was revoked." } : null });
+      const done = query.revoked ? "The key was revoked." : query.policy ? "The key's policy was saved; it applies from the key's next request." : null;
+      return renderKeys(g, { notice: done === null ? null : { kind: "ok", text: done } });
     }, hidden)
     .post("/dashboard/keys", ({ request, body }) => {
       const g = guardForm(request, body);
@@ -124,8 +128,13 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
         const sent = { name: g.form.name ?? "", expires: g.form.expires ?? "" };
         return renderKeys(g, { notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` }, status: 400, sent });
       }
+      const policy = parsePolicyFlags(policyFlagsOf(g.form));
+      if ("error" in policy) {
+        const sent = { ...policyFormFields(g.form), name: g.form.name ?? "", expires: g.form.expires ?? "", policy: "open" };
+        return renderKeys(g, { notice: { kind: "error", text: policyMessage(policy.error) }, status: 400, sent });
+      }
       const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
-      const created = accounts.createKey({ userId: g.user.id, name, expiresAt });
+      const created = accounts.createKey({ userId: g.user.id, name, expiresAt, policy });
       if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
       // Shown by the page redirected to, so that reloading it cannot post the form again.
       const id = reveals.hold(g.csrf, { key: created.value.key, name: created.value.name });
@@ -139,6 +148,15 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       }
       return redirect("/dashboard/keys?revoked=1");
     }, hidden)
+    .post("/dashboard/keys/:id/policy", ({ request, body, params }) => {
+      const g = guardForm(request, body);
+      if (g instanceof Response) return g;
+      const change = parsePolicyFlags(policyFlagsOf(g.form));
+      if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
+      if (!accounts.updateKeyPolicy(params.id, change, { userId: g.user.id })) return renderKeys(g, { notice: { kind: "error", text: "No such key of yours." }, status: 404 });
+      return redirect("/dashboard/keys?policy=1");
+    }, hidden)
+    .use(usageRoutes({ deps, guard, page }))
     .get("/dashboard/usage", ({ request }) => {
       const g = guard(request);
       if (g instanceof Response) return g;
@@ -149,6 +167,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
         daily: dailyUsage(deps.db, { userId: g.user.id, since }),
         recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
         now,
+        isAdmin: g.user.isAdmin,
       };
       return page(g, { title: "Credits & usage", active: "usage" }, usagePage(view));
     }, hidden)
@@ -206,6 +225,14 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (!accounts.revokeKey(params.id, {})) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
       return redirect("/dashboard/admin?done=revoked");
     }, hidden)
+    .post("/dashboard/admin/keys/:id/policy", ({ request, body, params }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      const change = parsePolicyFlags(policyFlagsOf(g.form));
+      if ("error" in change) return renderAdmin(g, { kind: "error", text: policyMessage(change.error) }, 400);
+      if (!accounts.updateKeyPolicy(params.id, change, {})) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
+      return redirect("/dashboard/admin?done=policy");
+    }, hidden)
     .get("/dashboard/*", ({ request }) => {
       const g = guard(request);
       if (g instanceof Response) return g;
@@ -221,6 +248,7 @@ const ADMIN_NOTICES: Record<string, string> = {
   already_proven: "The address was already proven; nothing changed.",
   credits: "Credits granted.",
   revoked: "The key was revoked.",
+  policy: "The key's policy was saved; it applies from the key's next request.",
 };
 
 /** A user id as the admin forms write it (decimal digits, no sign or spaces), else null. */

@@ -13,7 +13,7 @@ export interface PageUser {
   isAdmin: boolean;
 }
 
-export type NavKey = "keys" | "usage" | "models" | "playground" | "admin";
+export type NavKey = "keys" | "usage" | "requests" | "models" | "playground" | "admin";
 
 export interface PageOptions {
   title: string;
@@ -28,6 +28,7 @@ export interface PageOptions {
 const NAV: Array<{ key: NavKey; href: string; label: string; admin?: boolean }> = [
   { key: "keys", href: "/dashboard/keys", label: "API keys" },
   { key: "usage", href: "/dashboard/usage", label: "Credits & usage" },
+  { key: "requests", href: "/dashboard/requests", label: "Request log" },
   { key: "models", href: "/dashboard/models", label: "Models" },
   { key: "playground", href: "/dashboard/playground", label: "Playground" },
   { key: "admin", href: "/dashboard/admin", label: "Admin", admin: true },

@@ -60,6 +60,14 @@ export const apiKeys = sqliteTable(
     keyHash: text("key_hash").notNull().unique(),
     displayPrefix: text("display_prefix").notNull(),
     perMinute: integer("per_minute"),
+    /** Key policy (../auth/key-policy.ts), each column null for none: model globs, comma-separated. */
+    models: text("models"),
+    /** Credits this key may spend per budget_period (`day|week|month` in UTC, or `total`), micro-credits. */
+    budgetMicro: integer("budget_micro"),
+    budgetPeriod: text("budget_period", { enum: ["day", "week", "month", "total"] }),
+    tokensPerMinute: integer("tokens_per_minute"),
+    /** Client addresses and CIDR blocks allowed to use the key, comma-separated, canonical. */
+    allowIps: text("allow_ips"),
     createdAt: integer("created_at").notNull().default(now),
     expiresAt: integer("expires_at"),
     revokedAt: integer("revoked_at"),
@@ -83,9 +91,11 @@ export const ledger = sqliteTable(
     requestId: text("request_id"),
     model: text("model"),
     note: text("note"),
+    /** The API key a debit was spent with (a key's budget is the sum of its debits in a period). */
+    keyId: text("key_id"),
     createdAt: integer("created_at").notNull().default(now),
   },
-  (t) => [index("ledger_user_time").on(t.userId, t.createdAt)],
+  (t) => [index("ledger_user_time").on(t.userId, t.createdAt), index("ledger_key_time").on(t.keyId, t.createdAt)],
 );
 
 /** One row per /v1/chat/completions request, written behind in batches. */
@@ -99,6 +109,8 @@ export const requestLog = sqliteTable(
     userId: integer("user_id"),
     keyId: text("key_id"),
     model: text("model").notNull(),
+    /** The API path served (`/v1/chat/completions`); the usage export's endpoint column. */
+    endpoint: text("endpoint").notNull().default("/v1/chat/completions"),
     upstream: text("upstream"),
     status: integer("status").notNull(),
     promptTokens: integer("prompt_tokens").notNull().default(0),

@@ -155,6 +155,14 @@ export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLim
         retryAfterMs: Math.max(bucket.retryAfterMs, windowOk ? 0 : windowReset),
       };
     },
+    charge(subject: string, policy: RatePolicy, amount: number): void {
+      if (!(amount > 0)) return;
+      const e = entries.get(subject);
+      if (e === undefined) return;
+      const t = now();
+      e.tokens = Math.min(policy.limit, e.tokens + Math.max(0, t - e.at) * (policy.limit / policy.periodMs)) - amount;
+      e.at = t;
+    },
     giveBack(subject: string, policy: RatePolicy): void {
       const e = entries.get(subject);
       if (e === undefined) return;

@@ -28,6 +28,11 @@ export interface RateDecision {
 
 export interface RateLimiter {
   take(subject: string, policy: RatePolicy): RateDecision;
+  /**
+   * Takes `amount` more from the subject's bucket after the fact, into debt if need be (tokens per
+   * minute: a request is admitted while the bucket is not empty, and charged what it used when it ends).
+   */
+  charge(subject: string, policy: RatePolicy, amount: number): void;
   /** Returns one request that take() allowed but nobody served (an outage): to the bucket and to the window. */
   giveBack(subject: string, policy: RatePolicy): void;
   /** Number of subjects currently held in memory (for /api/status and tests). */
@@ -58,6 +63,14 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
   };
   if (!decision.allowed) headers["retry-after"] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
   return headers;
+}
+
+/** The token dimension's headers (tokens per minute), OpenAI's names. */
+export function tokenLimitHeaders(decision: RateDecision, headers: Record<string, string>): void {
+  headers["x-ratelimit-limit-tokens"] = String(decision.limit);
+  headers["x-ratelimit-remaining-tokens"] = String(Math.max(0, decision.remaining));
+  headers["x-ratelimit-reset-tokens"] = formatDuration(decision.resetMs);
+  if (!decision.allowed) headers["retry-after"] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
 }
 
 /** OpenAI's duration format: `250ms`, `1s`, `6m0s`, `23h59m12s`. */

@@ -10,6 +10,7 @@ import { ModelRegistry } from "../../src/router/registry";
 import { buildIdentities, type Identities } from "../../src/auth/wire";
 import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
+import type { PolicyChange } from "../../src/auth/key-policy";
 import { createSession } from "../../src/auth/session";
 import { grantCredits } from "../../src/credits/ledger";
 import { MIN_COMPLETION_TOKENS } from "../../src/credits/reservation";
@@ -28,7 +29,7 @@ export interface AuthTestApp {
   request(path: string, init?: RequestInit): Promise<Response>;
   chat(body: unknown, headers?: Record<string, string>): Promise<Response>;
   user(email: string, options?: { password?: string; isAdmin?: boolean }): Promise<User>;
-  key(userId: number, options?: { expiresAt?: number; perMinute?: number }): string;
+  key(userId: number, options?: { expiresAt?: number } & PolicyChange): string;
   session(userId: number): string;
   close(): void;
 }
@@ -94,7 +95,7 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
       if ("error" in created) throw new Error(created.error);
       return created;
     },
-    key: (userId, options = {}) => createApiKey(db, { userId, name: "test", now: clock.now, ...options }).key,
+    key: (userId, { expiresAt, ...policy } = {}) => createApiKey(db, { userId, name: "test", now: clock.now, expiresAt, policy }).key,
     session: (userId) => createSession(db, { userId, now: clock.now, durationMs: config.auth.session_days * 86_400_000 }).token,
     close() {
       identities.close();

@@ -155,7 +155,7 @@ describe("key names and tables", () => {
     }
   });
 
-  test("`key list` shows a per-key limit, and a key whose owner is disabled as such (regression: \"active\" while the server refused it)", async () => {
+  test("`key list` shows a key's policy, and a key whose owner is disabled as such (regression: \"active\" while the server refused it)", async () => {
     const { config } = freshConfig();
     const quiet = spyOn(console, "error").mockImplementation(() => {});
     const printed = spyOn(console, "log").mockImplementation(() => {});
@@ -167,7 +167,7 @@ describe("key names and tables", () => {
       printed.mockClear();
       expect(await runCli(["key", "list", "--config", config])).toBe(0);
       const rows = printed.mock.calls.map((call) => String(call[0]).trim().split(/ {2,}/));
-      expect(rows.map((row) => [row[2], row.at(-2), row.at(-1)]).sort()).toEqual([["NAME", "PER MIN", "STATUS"], ["fast", "600", "active"], ["idle", "-", "owner disabled"]]);
+      expect(rows.map((row) => [row[2], row.at(-2), row.at(-1)]).sort()).toEqual([["NAME", "STATUS", "POLICY"], ["fast", "active", "600 req/min"], ["idle", "owner disabled", "-"]]);
     } finally {
       quiet.mockRestore();
       printed.mockRestore();
@@ -247,7 +247,14 @@ describe("command shapes", () => {
         // Decimal digits below 2^53 (regression: 0x10 was 16, 1e3 1000, and an empty value 0).
         ...["9007199254740993", "0x10", "1e3", "0b11", "", " 7", "-1"].map((n): [string[], string] => [["serve", "--service-id", n], "--service-id must be a whole number from 0 to 2^53 - 1, in decimal digits"]),
         // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
-        ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000"]),
+        ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000 (empty clears it)"]),
+        // Key policy flags: checked before the database is opened, one line each.
+        [["key", "create", "--user", "a@example.com", "--budget", "5/fortnight"], '--budget: "5/fortnight" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)'],
+        [["key", "update", "key_a", "--budget", "-1/day"], '--budget: "-1/day" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)'],
+        [["key", "create", "--user", "a@example.com", "--allow-ip", "10.0.0.0/33"], '--allow-ip: "10.0.0.0/33" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8'],
+        [["key", "update", "key_a", "--allow-ip", "10.0.0.1,example.com"], '--allow-ip: "example.com" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8'],
+        [["key", "update", "key_a", "--tokens-per-minute", "1e3"], "--tokens-per-minute must be a whole number from 1 to 1000000000 (empty clears it)"],
+        [["key", "update", "key_a"], "key update: give at least one of --models, --budget, --per-minute, --tokens-per-minute, --allow-ip"],
         // One rule for row ids, checked before the database is opened (regression: jobs took 1e2 and " 7", settlements refused 07 with the bare usage).
         ...["1e2", " 7", "0x10", "0", "-1", "1.0"].flatMap((id): Array<[string[], string]> => [
           [["jobs", "retry", id], "usage: modelgate jobs retry CALL_ID: the id is a whole number from 1, as the list shows it"],
@@ -312,7 +319,7 @@ describe("command shapes", () => {
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
       expect(await runCli(["key", "revoke", key, "--config", config])).toBe(2);
-      expect(error).toHaveBeenCalledWith("modelgate: sk-mg-7t47cb… is an API key, not a key's id: key revoke takes the id (key_…) that modelgate key list shows");
+      expect(String(error.mock.calls.at(-1)?.[0])).not.toContain(key);
       expect(await runCli(["key", "revoke", "key_a", key, "--config", config])).toBe(2);
       expect(error).toHaveBeenLastCalledWith('modelgate: modelgate key revoke: unexpected argument "sk-mg-7t47cb…"');
       // Pasted as the command itself (regression: the unknown-command error printed it whole).
@@ -473,5 +480,29 @@ describe("user add without a password", () => {
     // The secret's variable need not be set: the message reads which providers are written, not their secrets.
     const github = await added(`[auth.github]\nclient_id = "id"\nclient_secret = "env:UNSET_FOR_THIS_TEST"\n`);
     expect(github).toEndWith("; no password: sign in with GitHub, or use API keys");
+  });
+});
+
+describe("key create and [limits] keys_per_user", () => {
+  test("the CLI holds a user to the cap the dashboard does: past it, key create refuses and makes nothing", async () => {
+    const { config, dataDir } = freshConfig();
+    writeFileSync(config, `[server]\ndata_dir = "${dataDir}"\n\n[limits]\nkeys_per_user = 2\n`);
+    const error = spyOn(console, "error").mockImplementation(() => {});
+    const print = spyOn(console, "log").mockImplementation(() => {});
+    try {
+      expect(await runCli(["user", "add", "cap@example.com", "--config", config])).toBe(0);
+      for (let i = 0; i < 2; i++) expect(await runCli(["key", "create", "--user", "cap@example.com", "--config", config])).toBe(0);
+      expect(await runCli(["key", "create", "--user", "cap@example.com", "--config", config])).toBe(1);
+      expect(String(error.mock.calls.at(-1)?.[0])).toContain("has 2 active keys, the most one user may hold ([limits] keys_per_user)");
+      const opened = openDatabase(dataDir);
+      try {
+        expect((opened.db.$client.query("SELECT count(*) AS n FROM api_keys").get() as { n: number }).n).toBe(2);
+      } finally {
+        opened.db.$client.close();
+      }
+    } finally {
+      error.mockRestore();
+      print.mockRestore();
+    }
   });
 });

@@ -103,8 +103,8 @@ describe("spending", () => {
     t = buildAuthApp();
     const [a, b] = [await paying(1_000_000), await paying(1_000_000)];
     // Seven requests for each of 2 users x 5 models, then one more of user a on a sixth model.
-    const debits = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a.userId : b.userId, micro: i + 1, requestId: `req_${i}`, model: `m${i % 5}`, at: t.clock.now + i }));
-    debits.push({ userId: a.userId, micro: 1_000, requestId: "req_solo", model: "solo", at: t.clock.now });
+    const debits = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a.userId : b.userId, keyId: null, micro: i + 1, requestId: `req_${i}`, model: `m${i % 5}`, at: t.clock.now + i }));
+    debits.push({ userId: a.userId, keyId: null, micro: 1_000, requestId: "req_solo", model: "solo", at: t.clock.now });
     createDebitWriter(t.deps.db)(debits);
     for (const user of [a, b]) {
       const mine = debits.filter((d) => d.userId === user.userId);

@@ -18,6 +18,8 @@ export interface MockBehaviour {
   breakAfterChunks?: number;
   /** Stall (send nothing more) after this many chunks. */
   stallAfterChunks?: number;
+  /** Ends the stall of stallAfterChunks when it settles (the test decides); unset, it lasts for ever. */
+  stallUntil?: Promise<unknown>;
   /** Words of the streamed answer. */
   words?: string[];
   /** Delay between stream chunks (ms). */
@@ -156,7 +158,7 @@ function sseStream(
         return;
       }
       if (behaviour.stallAfterChunks !== undefined && sent === behaviour.stallAfterChunks) {
-        await new Promise(() => {});
+        await (behaviour.stallUntil ?? new Promise(() => {}));
       }
       if (behaviour.brokenEventAfterChunks === sent && !brokenSent) {
         brokenSent = true;

@@ -81,7 +81,7 @@ export function adminPage(view: AdminView): Html {
 </div>
 <section aria-labelledby="all-keys-h">
 <h2 id="all-keys-h">All keys</h2>
-${keysTable(view.keys, { csrf: view.csrf, now: view.now, showOwner: true, revokeAction: (id) => `/dashboard/admin/keys/${encodeURIComponent(id)}/revoke` })}
+${keysTable(view.keys, { csrf: view.csrf, now: view.now, showOwner: true, revokeAction: (id) => `/dashboard/admin/keys/${encodeURIComponent(id)}/revoke`, policyAction: (id) => `/dashboard/admin/keys/${encodeURIComponent(id)}/policy` })}
 </section>
 ${view.outbox ? outboxSection(view.outbox) : ""}`;
 }

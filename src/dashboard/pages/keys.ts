@@ -1,13 +1,14 @@
 /**
- * API keys: the caller's keys (name, display prefix, created, expires, last used, status), a
- * create form with an optional expiry, the full key shown exactly once right after creation
+ * API keys: the caller's keys (name, display prefix, created, expires, last used, status, policy
+ * and spend, with a form to edit the policy), a create form with an optional expiry and policy, the full key shown exactly once right after creation
  * (with a copy button and a warning), and soft revocation behind a confirmation. Revoked and
  * expired keys stay listed with their status. Shared with the admin page's all-keys table.
  */
 import { html, time, type Html } from "../html";
 import { KEY_NAME_MAX_CHARS, keyState } from "../../auth/apikey";
+import { policyCell, policyEditForm, policyInputs, type KeySpendView } from "./key-policy";
 
-export interface KeyView {
+export interface KeyView extends KeySpendView {
   id: string;
   name: string;
   displayPrefix: string;
@@ -40,7 +41,7 @@ export function keysPage(view: {
   now: number;
   created?: { key: string; name: string } | null;
   /** A refused create form as it was sent, shown again. */
-  sent?: { name: string; expires: string } | null;
+  sent?: ({ name: string; expires: string } & Record<string, string>) | null;
 }): Html {
   // maxlength counts UTF-16 units (an emoji is two); the server's limit counts characters.
   return html`${view.created ? createdKey(view.created) : ""}
@@ -51,10 +52,12 @@ export function keysPage(view: {
     <div><label for="key-name">Name <span class="hint">up to ${KEY_NAME_MAX_CHARS} characters</span></label><input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX_CHARS * 2}" placeholder="laptop, CI, my-app" autocomplete="off" value="${view.sent?.name ?? ""}"></div>
     <div><label for="key-expires">Expires</label><select id="key-expires" name="expires">${EXPIRY_CHOICES.map((c) => html`<option value="${c.value}"${c.value === view.sent?.expires ? html` selected` : ""}>${c.label}</option>`)}</select></div>
     <div class="shrink"><button type="submit">Create key</button></div>
+    <details class="policy-new"${view.sent?.policy ? html` open` : ""}><summary>Policy (optional): models, budget, limits, addresses</summary>
+      <div class="row">${policyInputs("key", view.sent ?? {})}</div></details>
   </form>
 </section>
 <h2>Your keys</h2>
-${keysTable(view.keys, { csrf: view.csrf, now: view.now, revokeAction: (id) => `/dashboard/keys/${encodeURIComponent(id)}/revoke` })}`;
+${keysTable(view.keys, { csrf: view.csrf, now: view.now, revokeAction: (id) => `/dashboard/keys/${encodeURIComponent(id)}/revoke`, policyAction: (id) => `/dashboard/keys/${encodeURIComponent(id)}/policy` })}`;
 }
 
 function createdKey(created: { key: string; name: string }): Html {
@@ -67,10 +70,10 @@ function createdKey(created: { key: string; name: string }): Html {
 </section>`;
 }
 
-export function keysTable(keys: KeyView[], options: { csrf: string; now: number; revokeAction: (id: string) => string; showOwner?: boolean }): Html {
+export function keysTable(keys: KeyView[], options: { csrf: string; now: number; revokeAction: (id: string) => string; policyAction: (id: string) => string; showOwner?: boolean }): Html {
   if (keys.length === 0) return html`<p class="muted" id="keys-empty">No keys yet.</p>`;
   return html`<div class="table-wrap"><table id="keys" class="actions">
-  <thead><tr>${options.showOwner ? html`<th>Owner</th>` : ""}<th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Status</th><th><span class="hint">Action</span></th></tr></thead>
+  <thead><tr>${options.showOwner ? html`<th>Owner</th>` : ""}<th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Status</th><th>Policy and spend</th><th><span class="hint">Action</span></th></tr></thead>
   <tbody>${keys.map((k) => {
     const status = keyStatus(k, options.now);
     return html`<tr data-key-id="${k.id}" data-status="${status.label}" data-last-used="${k.lastUsedAt ?? ""}">
@@ -81,6 +84,7 @@ export function keysTable(keys: KeyView[], options: { csrf: string; now: number;
       <td>${time(k.expiresAt, { empty: "never" })}</td>
       <td>${time(k.lastUsedAt, { empty: "never" })}</td>
       <td><span class="badge ${status.kind}">${status.label}</span>${k.revokedAt !== null ? html`<br><span class="hint">${time(k.revokedAt)}</span>` : ""}</td>
+      <td class="whole">${policyCell(k)}${k.revokedAt === null ? policyEditForm(k, { csrf: options.csrf, action: options.policyAction(k.id) }) : ""}</td>
       <td>${k.revokedAt === null
         ? html`<form method="post" action="${options.revokeAction(k.id)}" data-confirm="Revoke the key “${k.name}”? Programs using it will get 401 from now on. This cannot be undone.">
             <input type="hidden" name="csrf" value="${options.csrf}">

@@ -1,6 +1,7 @@
 /**
  * Credits & usage: the balance, three stacked charts (requests, tokens, credits spent per day for
- * the last 30 days, one colour per model) and a table of the most recent requests.
+ * the last 30 days, one colour per model), a table of the most recent requests, and the CSV
+ * download (../usage-routes.ts).
  */
 import { barChart, lastDays, type ChartSeries } from "../chart";
 import { formatCredits, formatNumber, html, time, type Html } from "../html";
@@ -13,6 +14,8 @@ export interface UsageView {
   daily: DailyUsageRow[];
   recent: RecentRequest[];
   now: number;
+  /** An administrator also gets everyone's usage as CSV. */
+  isAdmin: boolean;
 }
 
 export function usagePage(view: UsageView): Html {
@@ -34,6 +37,7 @@ export function usagePage(view: UsageView): Html {
   <p class="stat${balanceClass}" id="balance" data-micro="${view.balanceMicro}">${formatCredits(view.balanceMicro)} <span class="unit">credits</span></p>
   ${view.balanceMicro <= 0 ? html`<p class="muted">Paid models answer 402 until an admin grants credits; free models still work.</p>` : ""}
 </section>
+<p class="row" id="usage-downloads"><a href="/dashboard/usage.csv" download id="usage-csv">Download CSV</a>${view.isAdmin ? html` <a href="/dashboard/usage.csv?scope=all" download id="usage-csv-all">Download everyone's CSV</a>` : ""} <a href="/dashboard/requests">Request log</a></p>
 <h2>Last ${USAGE_DAYS} days</h2>
 <div class="grid">
   ${barChart({ id: "chart-requests", title: "Requests", days, series: series((r) => r.requests), format: (n) => formatNumber(Math.round(n)) })}

@@ -1,0 +1,139 @@
+/**
+ * An API key's policy at admission (./gate.ts asks for keys only; ./key-policy.ts compiles it):
+ *   - refusal(): client address (403 ip_not_allowed) and model allowlist (403 model_not_allowed),
+ *     checked before any limit is counted;
+ *   - take(): the ceilings besides the key's own requests per minute: `[limits] user` across all of
+ *     one user's keys (requests and tokens), and tokens per minute (the key's own, else
+ *     `[limits] api_key.tokens_per_minute`). A token bucket admits while it is not empty and is
+ *     charged the usage's tokens when the request ends, so a burst admitted at once can pass a
+ *     tokens-per-minute limit by what its requests use, and is then held back until the debt
+ *     refills. Its x-ratelimit-*-tokens headers go on the 429 only: three more headers on every
+ *     answer are a share of the paid path's CPU that the policy's budget (3%, make ab) cannot spare;
+ *   - budgetLeft(): what the key may still spend in its budget period, for the gate to reserve
+ *     within (the smaller of it and the balance wins). Spend = the key's stored debits in the period
+ *     (the ledger's key_id: summed once, then added to as debits are written) + its open holds
+ *     and queued debits (the meter).
+ * Keys without a policy, under a config without those ceilings, pay one property read here.
+ */
+import type { Config } from "../config/schema";
+import type { CreditMeter } from "../credits/meter";
+import { GatewayError } from "../errors";
+import type { RateLimiter, RatePolicy } from "../ratelimit/types";
+import { MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
+import type { Usage } from "../router/usage";
+import type { VerifiedKey } from "./apikey";
+import type { KeyVerifier } from "./key-verifier";
+import { budgetPeriod, type BudgetPeriod } from "./key-policy";
+import { IdentifiedDenial, type AdmitInput } from "./types";
+
+export interface KeyLimitsDeps {
+  config: Config;
+  limiter: RateLimiter;
+  meter: CreditMeter;
+  keys: KeyVerifier;
+  now: () => number;
+}
+
+/** What take() counted for an admitted request: given back when unserved, charged its tokens when it ends. */
+export interface TakenLimits {
+  giveBack(): void;
+  charge(usage: Usage | null): void;
+}
+
+export interface BudgetLeft {
+  leftMicro: number;
+  spentMicro: number;
+  budgetMicro: number;
+  period: BudgetPeriod;
+  resetsAt: number | null;
+}
+
+interface Plan {
+  limits: Array<{ subject: string; policy: RatePolicy; tokens: boolean; who: string }>;
+}
+const NOTHING: Plan = { limits: [] };
+
+export interface KeyLimits {
+  refusal(input: AdmitInput, key: VerifiedKey): GatewayError | null;
+  /** null: nothing beyond the key's own request limit applies. */
+  take(key: VerifiedKey, headers: Record<string, string>): TakenLimits | IdentifiedDenial | null;
+  budgetLeft(key: VerifiedKey): BudgetLeft | null;
+}
+
+export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
+  const { limiter, config } = deps;
+  const userRequests: RatePolicy | null = config.limits.user?.per_minute ? { limit: config.limits.user.per_minute, periodMs: MINUTE_MS } : null;
+  const userTokens: RatePolicy | null = config.limits.user?.tokens_per_minute ? { limit: config.limits.user.tokens_per_minute, periodMs: MINUTE_MS } : null;
+  const defaultTokens = config.limits.api_key.tokens_per_minute;
+  const periods: Partial<Record<BudgetPeriod, { start: number; resetsAt: number | null }>> = {};
+  const ceilings = userRequests !== null || userTokens !== null || defaultTokens !== undefined;
+  /** Per verified key (the verifier keeps one object per cached key): the limits take() counts, in order. */
+  const plans = new WeakMap<VerifiedKey, Plan>();
+  const planFor = (key: VerifiedKey): Plan => {
+    const perKey = key.policy?.tokensPerMinute ?? defaultTokens;
+    const userId = key.identity.userId;
+    const limits: Plan["limits"] = [];
+    if (userRequests !== null) limits.push({ subject: `keys-of-user:${userId}`, policy: userRequests, tokens: false, who: "this account's API keys together" });
+    if (perKey !== undefined) limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
+    if (userTokens !== null) limits.push({ subject: `tokens-of-user:${userId}`, policy: userTokens, tokens: true, who: "this account's API keys together" });
+    return limits.length === 0 ? NOTHING : { limits };
+  };
+
+  return {
+    refusal(input, key) {
+      const policy = key.policy;
+      if (policy === null) return null;
+      if (policy.allowsAddress && !policy.allowsAddress(input.clientIp())) {
+        return new IdentifiedDenial(key.identity, "ip_not_allowed", "This API key may not be used from your address: its policy allows only certain client addresses");
+      }
+      if (policy.allowsModel && !policy.allowsModel(input.route)) {
+        return new IdentifiedDenial(key.identity, "model_not_allowed", `This API key may not use the model "${input.route.id}": its policy allows other models (GET /v1/models with this key lists them)`, { param: "model" });
+      }
+      return null;
+    },
+
+    take(key, headers) {
+      if (!ceilings && key.policy?.tokensPerMinute === undefined) return null;
+      let plan = plans.get(key);
+      if (plan === undefined) plans.set(key, (plan = planFor(key)));
+      if (plan === NOTHING) return null;
+      const { identity } = key;
+      let taken = 0;
+      const giveBack = (): void => {
+        for (let i = 0; i < taken; i++) limiter.giveBack(plan.limits[i].subject, plan.limits[i].policy);
+      };
+      for (const limit of plan.limits) {
+        const decision = limiter.take(limit.subject, limit.policy);
+        if (!decision.allowed) {
+          giveBack();
+          if (limit.tokens) tokenLimitHeaders(decision, headers);
+          else Object.assign(headers, rateLimitHeaders(decision));
+          const what = limit.tokens ? "Token rate limit" : "Rate limit";
+          return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
+        }
+        taken += 1;
+      }
+      return {
+        giveBack,
+        charge(usage) {
+          if (usage === null) return;
+          // take() counted one token already.
+          const used = usage.prompt_tokens + usage.completion_tokens - 1;
+          for (const limit of plan.limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
+        },
+      };
+    },
+
+    budgetLeft(key) {
+      const budget = key.policy?.budget;
+      if (budget === undefined) return null;
+      const now = deps.now();
+      let period = periods[budget.period];
+      // A period's bounds are worked out again only once it has ended (or the clock went back).
+      if (period === undefined || now >= (period.resetsAt ?? Infinity) || now < period.start) periods[budget.period] = period = budgetPeriod(budget.period, now);
+      const keyId = key.row.id;
+      const spentMicro = deps.keys.readKeySpend(keyId, period.start) + deps.meter.keyOutstanding(keyId);
+      return { leftMicro: budget.micro - spentMicro, spentMicro, budgetMicro: budget.micro, period: budget.period, resetsAt: period.resetsAt };
+    },
+  };
+}
