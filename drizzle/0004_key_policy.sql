@@ -5,4 +5,4 @@ ALTER TABLE `api_keys` ADD `tokens_per_minute` integer;--> statement-breakpoint
 ALTER TABLE `api_keys` ADD `allow_ips` text;--> statement-breakpoint
 ALTER TABLE `ledger` ADD `key_id` text;--> statement-breakpoint
 CREATE INDEX `ledger_key_time` ON `ledger` (`key_id`,`created_at`);--> statement-breakpoint
-ALTER TABLE `request_log` ADD `endpoint` text DEFAULT '/v1/chat/completions' NOT NULL;
+ALTER TABLE `request_log` ADD `endpoint` text DEFAULT 'chat' NOT NULL;

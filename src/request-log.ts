@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 const PRUNE_FIRST_MS = 5_000;
 const PRUNE_CHUNK = 5_000;
-const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, upstream, status,
+const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, endpoint, upstream, status,
   prompt_tokens, completion_tokens, cost_micro, latency_ms) VALUES `;
 
 export interface RequestLogOptions {
@@ -32,7 +32,7 @@ export interface RequestLog {
 }
 
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
-  const insertRows = createBatchInsert(db.$client, INSERT, 12, pushValues);
+  const insertRows = createBatchInsert(db.$client, INSERT, 13, pushValues);
   const insertAll = brieflyLocked(db.$client, db.$client.transaction(insertRows));
   // A prune the database refuses (locked elsewhere for more than a moment) waits for the next one.
   const prune = (): void =>
@@ -69,6 +69,6 @@ export async function pruneRequestLog(db: Db, before: number): Promise<number> {
 }
 
 function pushValues(values: SqlValue[], r: RequestRecord): void {
-  values.push(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.upstream, r.status,
+  values.push(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.endpoint, r.upstream, r.status,
     r.promptTokens, r.completionTokens, r.costMicro, Math.round(r.latencyMs));
 }

@@ -10,5 +10,5 @@ export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0001_email_unverified", when: 1795397835279, sql: m1 },
   { tag: "0002_webhook_attempt_base", when: 1795443730736, sql: m2 },
   { tag: "0003_discovered_routes", when: 1795838252241, sql: m3 },
-  { tag: "0004_key_policy", when: 1795842123151, sql: m4 },
+  { tag: "0004_key_policy", when: 1795843614261, sql: m4 },
 ];

@@ -109,8 +109,8 @@ export const requestLog = sqliteTable(
     userId: integer("user_id"),
     keyId: text("key_id"),
     model: text("model").notNull(),
-    /** The API path served (`/v1/chat/completions`); the usage export's endpoint column. */
-    endpoint: text("endpoint").notNull().default("/v1/chat/completions"),
+    /** The endpoint called (`chat`, `embeddings`, … as the metrics label names it; "" when refused before it was known). */
+    endpoint: text("endpoint").notNull().default("chat"),
     upstream: text("upstream"),
     status: integer("status").notNull(),
     promptTokens: integer("prompt_tokens").notNull().default(0),

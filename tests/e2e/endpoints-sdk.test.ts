@@ -210,6 +210,14 @@ describe("keys, credits, limits and failover beyond chat", () => {
       await Bun.sleep(100);
     }
     expect(shown).toContain(String(expected / 1_000_000));
+    // The request log (and so the usage export) names each call's endpoint.
+    let endpoints: string[] = [];
+    for (let i = 0; i < 50 && endpoints.length < 3; i++) {
+      const exported = await gw.cli(["usage", "export", "--user", user.email, "--format", "json"]);
+      endpoints = (JSON.parse(exported.stdout) as Array<{ endpoint: string }>).map((row) => row.endpoint).sort();
+      if (endpoints.length < 3) await Bun.sleep(100);
+    }
+    expect(endpoints).toEqual(["completions", "embeddings", "speech"]);
   });
 
   test("a balance below price.request is refused with a 402 before any upstream is called, and charged nothing", async () => {

@@ -24,7 +24,7 @@ export function requestsPage(view: RequestsView): Html {
   ${view.showUser ? html`<input type="hidden" name="scope" value="${q.scope ?? ""}">` : ""}
   <div><label for="f-key">Key</label><select id="f-key" name="key"><option value="">any</option>${view.keys.map((k) => html`<option value="${k.id}"${k.id === q.key ? html` selected` : ""}>${k.name} (${k.displayPrefix}…)</option>`)}</select></div>
   <div><label for="f-model">Model</label><input id="f-model" name="model" type="text" value="${q.model ?? ""}" placeholder="any"></div>
-  <div><label for="f-endpoint">Endpoint</label><input id="f-endpoint" name="endpoint" type="text" value="${q.endpoint ?? ""}" placeholder="/v1/chat/completions"></div>
+  <div><label for="f-endpoint">Endpoint</label><input id="f-endpoint" name="endpoint" type="text" value="${q.endpoint ?? ""}" placeholder="chat"></div>
   <div><label for="f-status">Status</label><input id="f-status" name="status" type="text" value="${q.status ?? ""}" placeholder="2xx, 4xx, 429"></div>
   <div><label for="f-from">From <span class="hint">UTC</span></label><input id="f-from" name="from" type="date" value="${q.from ?? ""}"></div>
   <div><label for="f-to">To <span class="hint">UTC, inclusive</span></label><input id="f-to" name="to" type="date" value="${q.to ?? ""}"></div>
