@@ -45,14 +45,13 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 	$@ --version
 
 test: build
-	bash scripts/ensure-chromium.sh
-	bash scripts/ensure-reverse-proxies.sh
+	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze
 	bash scripts/test.sh "$(BUN)"
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
 bench: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
-	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium}
 	$(BUN) bench/run.ts
 
 # Two builds served at once on one core: `make ab A=path/to/other/modelgate` (B defaults to this build).

@@ -2,7 +2,7 @@
  * examples/systemd/modelgate.service is a unit systemd accepts (systemd-analyze verify, which
  * reports a misspelt or unknown setting without failing: any output fails here), that runs the
  * binary this build makes, with the settings docs/service.md relies on. systemd-analyze comes from
- * Debian's systemd package (scripts/ensure-systemd-analyze.sh installs it when missing); nothing
+ * Debian's systemd package (scripts/ensure-debian.sh installs it when missing); nothing
  * is started.
  */
 import { beforeAll, expect, test } from "bun:test";
@@ -15,7 +15,7 @@ const UNIT = resolve(import.meta.dir, "../../examples/systemd/modelgate.service"
 const text = readFileSync(UNIT, "utf8");
 
 beforeAll(() => {
-  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-systemd-analyze.sh")], { stdout: "inherit", stderr: "inherit" });
+  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "systemd:systemd-analyze"], { stdout: "inherit", stderr: "inherit" });
   if (ensured.exitCode !== 0) throw new Error("systemd-analyze is missing and could not be installed");
 });
 

@@ -1,6 +1,6 @@
 /**
  * A real browser for the dashboard tests: Debian's chromium (/usr/bin/chromium, installed by
- * scripts/ensure-chromium.sh from `make test`) driven headless by playwright-core, with a fresh
+ * scripts/ensure-debian.sh from `make test`) driven headless by playwright-core, with a fresh
  * profile directory per launch. Never a downloaded browser. One browser serves a whole test file;
  * `signOut()` clears its cookies so the next test can act as someone else.
  */
@@ -35,7 +35,7 @@ export interface TestBrowser {
 
 export async function launchBrowser(options: { width?: number; height?: number } = {}): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium`);
+    throw new Error(`${CHROMIUM} is missing: run scripts/ensure-debian.sh chromium:/usr/bin/chromium (make test does) to install Debian's chromium`);
   }
   const profile = mkdtempSync(join(tmpdir(), "modelgate-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {

@@ -3,7 +3,7 @@
  * examples/caddy, rendered for a test: only the gateway's address and the proxy's own listen
  * address change (each must be found in the example, so an example that drifts fails here), every
  * other directive is the example's. State, pid and logs go to a fresh temporary directory.
- * scripts/ensure-reverse-proxies.sh installs both when missing.
+ * scripts/ensure-debian.sh installs both when missing.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,7 +25,7 @@ export interface RunningProxy {
 }
 
 export function ensureReverseProxies(): void {
-  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-reverse-proxies.sh")], { stdout: "inherit", stderr: "inherit" });
+  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "nginx:/usr/sbin/nginx", "caddy:caddy"], { stdout: "inherit", stderr: "inherit" });
   if (ensured.exitCode !== 0) throw new Error("nginx or caddy is missing and could not be installed");
 }
 
