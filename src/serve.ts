@@ -10,18 +10,16 @@ import { openDatabase } from "./db/client";
 import { normalizeStoredEmails } from "./auth/users";
 import { stampLegacyLinks } from "./auth/oauth";
 import { createApp } from "./app";
-import type { AppDeps } from "./deps";
+import { buildDeps } from "./compose";
 import { buildIdentities } from "./auth/wire";
 import { createMemoryLimiter } from "./ratelimit/memory";
 import { spendAuthMode } from "./spendauth/mode";
 import { issueSetupLink } from "./auth/setup";
-import { ModelRegistry } from "./router/registry";
 import { startDiscovery } from "./router/discover";
 import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
-import { createGatewayMetrics } from "./metrics/gateway";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
 import { COMMIT, VERSION } from "./version";
@@ -44,16 +42,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   }
   const stamped = stampLegacyLinks(database.db, config);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
-  const registry = new ModelRegistry(config);
-  // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
-  const routeMemory = createRouteMemory(database.db, { now: Date.now, log });
-  routeMemory.restore(registry, config.upstreams);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
-  const startedAt = Date.now();
-  // Other parts add gauges here (e.g. metrics.registerGauge for the webhook outbox depth).
-  const metrics = createGatewayMetrics({ registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
   const finished = createRequestSink({
-    observe: config.metrics.enabled ? metrics.observe : null,
+    observe: config.metrics.enabled ? (record) => metrics.observe(record) : null,
     logLines: logger.requests,
     insert: requestLog.insert,
   });
@@ -82,17 +73,25 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       users: [...new Set(unwritten.map((d) => d.userId))],
     });
   });
-  const deps: AppDeps = {
-    config,
+  let webhookStatus: (() => Record<string, unknown>) | null = null;
+  const { deps, metrics } = buildDeps(config, {
     db: database.db,
-    registry,
-    gate: identities.gate,
     now: Date.now,
     version: VERSION,
-    startedAt,
-    onRequestDone: finished.push,
-    statusSections: [spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } })],
-  };
+    startedAt: Date.now(),
+    gate: identities.gate,
+    requestDone: () => finished.push,
+    beforeMetricsRender: () => finished.flush(),
+    statusSections: [
+      spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
+      // Webhooks start once the server listens; until then they add nothing to /api/status.
+      () => webhookStatus?.() ?? {},
+    ],
+  });
+  const { registry } = deps;
+  // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
+  const routeMemory = createRouteMemory(database.db, { now: Date.now, log });
+  routeMemory.restore(registry, config.upstreams);
   const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
   const { hostname, port } = parseAddress(config.server.listen);
   // Elysia asks for SO_REUSEPORT and development mode by default: a second server on the same port
@@ -109,7 +108,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     const { startWebhooks } = await import("./webhooks");
     const webhooks = startWebhooks(config, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv });
     stops.push(webhooks.stop);
-    deps.statusSections.push(webhooks.status);
+    webhookStatus = webhooks.status;
     metrics.registerGauge(webhooks.outboxGauge);
   }
   const listening = app.server?.port ?? port;

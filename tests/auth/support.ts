@@ -2,11 +2,9 @@
  * In-process app with the real identities (gate, auth routes, limiter, meter) over an in-memory
  * database, a mock upstream serving a free and a paid model, and an injected clock.
  */
-import { buildConfig } from "../../src/config/load";
-import { openDatabase } from "../../src/db/client";
-import { createApp } from "../../src/app";
+import type { createApp } from "../../src/app";
 import type { AppDeps, RequestRecord } from "../../src/deps";
-import { ModelRegistry } from "../../src/router/registry";
+import { composeTestApp } from "../support/app";
 import { buildIdentities, type Identities } from "../../src/auth/wire";
 import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
@@ -65,17 +63,12 @@ targets = [{ upstream = "mock", model = "mock-small" }]
 
 export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
   const upstream = startMockUpstream();
-  const { config } = buildConfig({ ...modelsConfig(upstream.url), ...raw }, { env: {} });
-  const { db, close } = openDatabase(":memory:");
   const clock = { now: Date.UTC(2026, 5, 16, 12), advance(ms: number) { clock.now += ms; } };
   const now = () => clock.now;
-  const identities = buildIdentities({ db, config, now });
-  const records: RequestRecord[] = [];
-  const deps: AppDeps = {
-    config, db, registry: new ModelRegistry(config), gate: identities.gate, now,
-    version: "test", startedAt: clock.now, onRequestDone: (r) => records.push(r), statusSections: [],
-  };
-  const app = createApp(deps, [identities.routes]);
+  const composed = composeTestApp({ ...modelsConfig(upstream.url), ...raw }, { now, identities: buildIdentities });
+  const { app, deps, records, closeDb } = composed;
+  const identities = composed.identities!;
+  const { config, db } = deps;
   // Called as a browser is unless the test says otherwise: the auth routes answer pages (303) to a
   // caller whose Accept names text/html, JSON to the rest.
   const request = (path: string, init?: RequestInit) => {
@@ -100,7 +93,7 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
     close() {
       identities.close();
       upstream.stop();
-      close();
+      closeDb();
     },
   };
 }

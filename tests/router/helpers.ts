@@ -1,17 +1,14 @@
 /**
- * In-process gateway for routing tests: the real app (createApp) with the /metrics controller,
- * over an in-memory database, with an injectable clock and random source; plus a small parser of
+ * In-process gateway for routing tests: the real app (createApp, deps from composeTestApp) with
+ * the /metrics controller, over an in-memory database, with an injectable clock and random source; plus a small parser of
  * the Prometheus text format and an SSE reader.
  */
 import { afterEach } from "bun:test";
-import { buildConfig } from "../../src/config/load";
-import { openDatabase } from "../../src/db/client";
-import { createApp } from "../../src/app";
 import type { AppDeps, RequestRecord } from "../../src/deps";
-import { openGate, type Gate } from "../../src/auth/types";
-import { ModelRegistry } from "../../src/router/registry";
-import { createGatewayMetrics, type GatewayMetrics } from "../../src/metrics/gateway";
+import type { Gate } from "../../src/auth/types";
+import type { GatewayMetrics } from "../../src/metrics/gateway";
 import { metricsRoutes } from "../../src/metrics/routes";
+import { composeTestApp } from "../support/app";
 import { startMockUpstream, type MockBehaviour, type MockUpstream } from "../support/mock-upstream";
 
 /** A starter of mock upstreams for one test file; every one started is stopped after each test. */
@@ -37,26 +34,13 @@ export interface RouterApp {
 }
 
 export function routerApp(raw: Record<string, unknown>, options: { now?: () => number; random?: () => number; gate?: Gate } = {}): RouterApp {
-  const { config } = buildConfig(raw, { env: {} });
-  const registry = new ModelRegistry(config, { random: options.random });
-  const now = options.now ?? Date.now;
-  const metrics = createGatewayMetrics({ registry, version: "test", startedAt: Date.now(), now });
-  const records: RequestRecord[] = [];
-  const deps: AppDeps = {
-    config,
-    db: openDatabase(":memory:").db,
-    registry,
-    gate: options.gate ?? openGate,
-    now,
-    version: "test",
-    startedAt: Date.now(),
-    onRequestDone: (r) => {
-      records.push(r);
-      metrics.observe(r);
-    },
-    statusSections: [],
-  };
-  const app = createApp(deps, [metricsRoutes(config.metrics, metrics)]);
+  const { app, deps, metrics, records } = composeTestApp(raw, {
+    now: options.now,
+    random: options.random,
+    gate: options.gate,
+    observeMetrics: "yes",
+    features: ({ deps, metrics }) => [metricsRoutes(deps.config.metrics, metrics)],
+  });
   const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
     app.handle(input instanceof Request ? input : new Request(String(input), init));
   const request = (path: string, init?: RequestInit): Promise<Response> => fetch(`http://localhost${path}`, init);
