@@ -1,7 +1,7 @@
 /**
- * In-process gateway for routing tests: the real app (createApp, deps from composeTestApp) with
- * the /metrics controller, over an in-memory database, with an injectable clock and random source; plus a small parser of
- * the Prometheus text format and an SSE reader.
+ * In-process gateway for routing tests: the real app (deps from composeTestApp) with the /metrics
+ * controller, over an in-memory database, with an injectable clock and random source; plus a
+ * small parser of the Prometheus text format and an SSE reader.
  */
 import { afterEach } from "bun:test";
 import type { AppDeps, RequestRecord } from "../../src/deps";
