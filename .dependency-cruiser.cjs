@@ -65,7 +65,7 @@ module.exports = {
       name: "entry-imported-only-by-entry",
       severity: "error",
       comment: "cli/ and serve.ts are the top: only main.ts and cli/ import them.",
-      // spendauth/cli.ts registers SpendAuth's commands in cli/registry.ts (see above).
+      // spendauth/cli.ts is SpendAuth's commands, part of the entry: it registers in cli/registry.ts.
       from: { pathNot: ["^src/main[.]ts$", "^src/cli/", "^src/spendauth/cli[.]ts$"] },
       to: { path: ENTRY },
     },
