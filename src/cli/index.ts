@@ -8,7 +8,7 @@ import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, t
 import { redactedConfig } from "../config/redact";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { openDatabase, type OpenedDb } from "../db/client";
+import { openDatabase } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";
 import { COMMIT, VERSION, INTERFACE_VERSION } from "../version";

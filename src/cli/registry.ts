@@ -39,6 +39,7 @@ export interface CommandShape {
 }
 /** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
 export type CommandShapes = Record<string, CommandShape>;
+
 /** For a message about a database that lacks what was asked for: it may be another directory's. */
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
