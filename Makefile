@@ -44,7 +44,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 	$@ --version >/dev/null 2>&1 || cp .tools/node_modules/@oven/bun-*/bin/bun .tools/node_modules/bun/bin/bun.exe
 	$@ --version
 
-test: build
+test: check build
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze
 	bash scripts/test.sh "$(BUN)"
 
@@ -67,8 +67,11 @@ migrations: node_modules/.installed
 	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)
 	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) scripts/embed-migrations.ts
 
+# Types, then the import rules of .dependency-cruiser.cjs (no cycles; layers point down). --bun runs
+# dependency-cruiser on bun's runtime: it refuses a Node older than 22, which a machine may have.
 check: node_modules/.installed
 	$(BUN) x tsc --noEmit
+	$(BUN) --bun x depcruise --config .dependency-cruiser.cjs src
 
 clean:
 	rm -rf dist .tools node_modules

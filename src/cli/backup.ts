@@ -18,7 +18,7 @@
 import { Database } from "bun:sqlite";
 import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./index";
+import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./registry";
 import { UsageError } from "./args";
 import { migrations } from "../db/migrations.gen";
 

@@ -8,62 +8,28 @@ import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, t
 import { redactedConfig } from "../config/redact";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { openDatabase, type OpenedDb } from "../db/client";
+import { openDatabase } from "../db/client";
 import { normalizeStoredEmails } from "../auth/users";
 import { serve } from "../serve";
 import { COMMIT, VERSION, INTERFACE_VERSION } from "../version";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
+import { commands, OTHER_DATA_DIR, shapes, type CliContext, type Command } from "./registry";
 
-export interface CliContext {
-  args: Args;
-  /** The whole config, every `env:` secret resolved: fails naming an unset variable. */
-  config(): LoadedConfig;
-  /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
-  dataDir(): string;
-  /** The config file's TOML as written, unchecked and unresolved: for what a message names only. */
-  rawConfig(): Record<string, unknown>;
-  /** The absolute path of the database file in dataDir(), for messages. */
-  databaseFile(): string;
-  /**
-   * The database in dataDir(), migrated. One that does not exist yet is a usage error unless
-   * `create` (migrate, user add): a command run from the wrong directory must not start an empty
-   * database there and answer from it.
-   */
-  openDb(options?: { create?: boolean }): OpenedDb;
-  print(line: string): void;
-}
-
-export type Command = (ctx: CliContext) => Promise<number | null> | number | null;
-
-/**
- * What a command (or one of its subcommands) accepts: its flags besides --config and --help, and
- * how many words it takes, its name included (`key revoke KEY_ID` is 3). Checked before the
- * command runs, so a mistyped flag (`--expire 30d`) or a second operand is an error, not ignored.
- */
-export interface CommandShape {
-  flags: readonly string[];
-  words: number;
-}
-/** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
-export type CommandShapes = Record<string, CommandShape>;
 const GLOBAL_FLAGS = new Set(["config", "help"]);
-
-/** For a message about a database that lacks what was asked for: it may be another directory's. */
-export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
 const BOOLEAN_FLAGS = new Set(["admin", "force", "password-stdin", "help", "json", "version"]);
 
-const shapes: Record<string, CommandShapes> = {
+Object.assign(shapes, {
   serve: { "": { flags: ["service-id"], words: 1 } },
   migrate: { "": { flags: [], words: 1 } },
   config: { check: { flags: [], words: 2 } },
   version: { "": { flags: ["version"], words: 1 } },
   help: { "": { flags: [], words: 1 } },
-};
+});
 
-const commands: Record<string, Command> = {
+Object.assign(commands, {
   serve: async (ctx) => {
     const serviceId = parseServiceId(ctx.args);
     const loaded = ctx.config();
@@ -96,7 +62,7 @@ const commands: Record<string, Command> = {
     ctx.print(USAGE);
     return 0;
   },
-};
+} satisfies Record<string, Command>);
 
 /**
  * `--service-id`, else $MODELGATE_SERVICE_ID, else 0: decimal digits only (Number() would take
@@ -110,12 +76,6 @@ function parseServiceId(args: Args): number {
   const id = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(id)) throw new UsageError(`${source} must be a whole number from 0 to 2^53 - 1, in decimal digits`);
   return id;
-}
-
-/** Feature modules add their commands here (user, key, credits, jobs, ...). */
-export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
-  commands[name] = command;
-  shapes[name] = commandShapes;
 }
 
 /** Every flag some command takes (`serve --bogus` is an unknown flag, not a flag without a value). */

@@ -5,7 +5,7 @@
  */
 import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/admin";
 import type { JobState } from "../webhooks/store";
-import { registerCommand, type CliContext } from "./index";
+import { registerCommand, type CliContext } from "./registry";
 import { idOperand, stringFlag, UsageError } from "./args";
 import { formatTable } from "./table";
 

@@ -4,7 +4,7 @@
  * waiting for the pipe to take each, so the export's size never decides the memory it needs.
  * --from is inclusive, --to exclusive; a bare day as --to means up to the end of that day (UTC).
  */
-import { registerCommand } from "./index";
+import { registerCommand } from "./registry";
 import { stringFlag, UsageError } from "./args";
 import { requireUser } from "./users";
 import { resolveKeyId } from "../auth/key-updates";

@@ -7,7 +7,7 @@
  * `user enable` lets the keys work again.
  */
 import { strictUtf8 } from "../config/text-file";
-import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./index";
+import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./registry";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, findUserByStoredEmail, passwordProblem, proveEmail, setAdmin, setPassword, type User } from "../auth/users";

@@ -26,3 +26,11 @@ export class UnsetVariableError extends ConfigError {
     this.paths = unset.map((u) => u.path);
   }
 }
+
+/** `FILE:LINE:COLUMN: invalid TOML: reason`, from a smol-toml error (which carries the place). */
+export function invalidToml(file: string, err: unknown): ConfigError {
+  const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
+  const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
+  const reason = String(message ?? err).split("\n")[0].replace(/^Invalid TOML document: /, "");
+  return new ConfigError(`${file}${at}: invalid TOML: ${reason}`);
+}

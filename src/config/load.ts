@@ -13,7 +13,7 @@ import { ConfigSchema, type Config } from "./schema";
 import { shapeMistake } from "./shape";
 import { readConfigText } from "./text-file";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
-import { ConfigError, UnsetVariableError } from "./errors";
+import { ConfigError, UnsetVariableError, invalidToml } from "./errors";
 import { checkWebhooks, mergeWebhooksFile, namingWebhooksFile } from "../webhooks/config";
 import { urlWhereListening } from "../listen";
 import { checkAddress, checkDataDir, checkReferences, checkSpendAuth } from "./checks";
@@ -88,14 +88,6 @@ export function parseTomlText(text: string, file: string): Record<string, unknow
   } catch (err) {
     throw invalidToml(file, err);
   }
-}
-
-/** `FILE:LINE:COLUMN: invalid TOML: reason`, from a smol-toml error (which carries the place). */
-export function invalidToml(file: string, err: unknown): ConfigError {
-  const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
-  const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
-  const reason = String(message ?? err).split("\n")[0].replace(/^Invalid TOML document: /, "");
-  return new ConfigError(`${file}${at}: invalid TOML: ${reason}`);
 }
 
 export interface BuildOptions {

@@ -2,16 +2,23 @@
  * What `config check` prints: the resolved config with its secrets as "<redacted>" (the values of
  * secret keys, and the parts of URLs that carry keys). What runs is the config as written.
  */
-import type { LoadedConfig } from "./load";
+import type { Config } from "./schema";
 import { SECRET_URL_PATH } from "./secrets";
 import { parseAddress } from "../listen";
+
+/** What redacting reads of a loaded config (a LoadedConfig has it; load.ts imports this module). */
+export interface RedactableConfig {
+  config: Config;
+  secretPaths: Set<string>;
+  linksFollowListen: boolean;
+}
 
 /**
  * The resolved config as JSON with every secret replaced by "<redacted>": the values of secret
  * keys, and in any URL its user, password, query and fragment, plus the path of the URLs whose
  * path is usually the key (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`).
  */
-export function redactedConfig(loaded: LoadedConfig): unknown {
+export function redactedConfig(loaded: RedactableConfig): unknown {
   const walk = (value: unknown, path: string): unknown => {
     if (loaded.secretPaths.has(path) && value !== undefined) return "<redacted>";
     if (typeof value === "string" && /^https?:\/\//i.test(value)) return redactedUrl(value, { path: SECRET_URL_PATH.test(path) });

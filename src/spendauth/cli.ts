@@ -3,7 +3,7 @@
  * `modelgate settlements retry ID`: the settlement queue from the command line, over the same
  * database the server uses.
  */
-import { registerCommand } from "../cli/index";
+import { registerCommand } from "../cli/registry";
 import { idOperand, stringFlag, UsageError } from "../cli/args";
 import { formatTable } from "../cli/table";
 import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./settlements";

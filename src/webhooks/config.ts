@@ -14,7 +14,7 @@
 import { readConfigText } from "../config/text-file";
 import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import { ConfigError, invalidToml } from "../config/load";
+import { ConfigError, invalidToml } from "../config/errors";
 import { AUTH_MODES } from "../config/webhooks-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { ID_HEADER, SECRET_PREFIX, standardWebhooksKey } from "./standard-webhooks";

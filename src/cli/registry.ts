@@ -1,0 +1,55 @@
+/**
+ * The CLI's command table: what a command is given (CliContext), what it accepts (its shape), and
+ * the table itself. Feature modules register here, below cli/index.ts, so that index.ts can load
+ * them without an import cycle.
+ */
+import type { LoadedConfig } from "../config/load";
+import type { OpenedDb } from "../db/client";
+import type { Args } from "./args";
+
+export interface CliContext {
+  args: Args;
+  /** The whole config, every `env:` secret resolved: fails naming an unset variable. */
+  config(): LoadedConfig;
+  /** server.data_dir of a config checked as for serve, whose secrets' variables may be unset. */
+  dataDir(): string;
+  /** The config file's TOML as written, unchecked and unresolved: for what a message names only. */
+  rawConfig(): Record<string, unknown>;
+  /** The absolute path of the database file in dataDir(), for messages. */
+  databaseFile(): string;
+  /**
+   * The database in dataDir(), migrated. One that does not exist yet is a usage error unless
+   * `create` (migrate, user add): a command run from the wrong directory must not start an empty
+   * database there and answer from it.
+   */
+  openDb(options?: { create?: boolean }): OpenedDb;
+  print(line: string): void;
+}
+
+export type Command = (ctx: CliContext) => Promise<number | null> | number | null;
+
+/**
+ * What a command (or one of its subcommands) accepts: its flags besides --config and --help, and
+ * how many words it takes, its name included (`key revoke KEY_ID` is 3). Checked before the
+ * command runs, so a mistyped flag (`--expire 30d`) or a second operand is an error, not ignored.
+ */
+export interface CommandShape {
+  flags: readonly string[];
+  words: number;
+}
+/** Shapes by subcommand; "" for a command without subcommands. A subcommand not listed is the command's own usage error. */
+export type CommandShapes = Record<string, CommandShape>;
+
+/** For a message about a database that lacks what was asked for: it may be another directory's. */
+export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
+
+/** Every command by name: index.ts adds the built-in ones, feature modules the rest. */
+export const commands: Record<string, Command> = {};
+/** Every command's shapes by name, as `commands`. */
+export const shapes: Record<string, CommandShapes> = {};
+
+/** Feature modules add their commands here (user, key, credits, jobs, ...). */
+export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
+  commands[name] = command;
+  shapes[name] = commandShapes;
+}
