@@ -24,7 +24,9 @@ export type UsageFormat = "csv" | "json";
 
 export const USAGE_COLUMNS = ["time", "user", "key_name", "key_prefix", "model", "endpoint", "status", "tokens_in", "tokens_out", "credits", "latency_ms", "request_id"] as const;
 
-interface Row {
+/** A logged request as the usage export and the dashboard's request log read it: its row, user and key. */
+export interface UsageRow {
+  id: number;
   createdAt: number;
   email: string | null;
   keyName: string | null;
@@ -38,6 +40,13 @@ interface Row {
   latencyMs: number;
   requestId: string;
 }
+
+/** The SELECT and joins that read a UsageRow; the caller adds WHERE and ORDER BY on `r`. */
+export const USAGE_ROW_QUERY = `SELECT r.id AS id, r.created_at AS createdAt, u.email AS email, k.name AS keyName,
+       k.display_prefix AS keyPrefix, r.model AS model, r.endpoint AS endpoint, r.status AS status,
+       r.prompt_tokens AS promptTokens, r.completion_tokens AS completionTokens, r.cost_micro AS costMicro,
+       r.latency_ms AS latencyMs, r.request_id AS requestId
+  FROM request_log r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id`;
 
 /** Rows a chunk holds before it is handed on. */
 const CHUNK_ROWS = 500;
@@ -54,12 +63,8 @@ export function* usageChunks(db: Db, filter: UsageFilter, format: UsageFormat): 
   add("r.key_id = ?", filter.keyId);
   add("r.created_at >= ?", filter.from);
   add("r.created_at < ?", filter.to);
-  const query = db.$client.query<Row, Array<string | number>>(
-    `SELECT r.created_at AS createdAt, u.email AS email, k.name AS keyName, k.display_prefix AS keyPrefix, r.model AS model,
-            r.endpoint AS endpoint, r.status AS status, r.prompt_tokens AS promptTokens, r.completion_tokens AS completionTokens,
-            r.cost_micro AS costMicro, r.latency_ms AS latencyMs, r.request_id AS requestId
-       FROM request_log r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id
-      ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.created_at, r.id`,
+  const query = db.$client.query<UsageRow, Array<string | number>>(
+    `${USAGE_ROW_QUERY} ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.created_at, r.id`,
   );
   let chunk = format === "csv" ? `${USAGE_COLUMNS.join(",")}\r\n` : "[";
   let rows = 0;

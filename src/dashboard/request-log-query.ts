@@ -5,6 +5,7 @@
  * log holds: no prompt or answer is ever stored.
  */
 import type { Db } from "../db/client";
+import { USAGE_ROW_QUERY, type UsageRow } from "../credits/usage-export";
 
 export interface RequestLogFilter {
   userId?: number;
@@ -19,21 +20,7 @@ export interface RequestLogFilter {
   before?: number;
 }
 
-export interface RequestLogRow {
-  id: number;
-  requestId: string;
-  createdAt: number;
-  email: string | null;
-  keyName: string | null;
-  keyPrefix: string | null;
-  model: string;
-  endpoint: string;
-  status: number;
-  promptTokens: number;
-  completionTokens: number;
-  costMicro: number;
-  latencyMs: number;
-}
+export type RequestLogRow = UsageRow;
 
 export const REQUEST_LOG_PAGE = 50;
 
@@ -56,11 +43,7 @@ export function requestLogPage(db: Db, filter: RequestLogFilter): RequestLogRow[
   if (filter.before !== undefined) add("r.id < ?", filter.before);
   return db.$client
     .query<RequestLogRow, Array<string | number>>(
-      `SELECT r.id AS id, r.request_id AS requestId, r.created_at AS createdAt, u.email AS email, k.name AS keyName,
-              k.display_prefix AS keyPrefix, r.model AS model, r.endpoint AS endpoint, r.status AS status,
-              r.prompt_tokens AS promptTokens, r.completion_tokens AS completionTokens, r.cost_micro AS costMicro, r.latency_ms AS latencyMs
-         FROM request_log r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id
-        ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.id DESC LIMIT ${REQUEST_LOG_PAGE + 1}`,
+      `${USAGE_ROW_QUERY} ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.id DESC LIMIT ${REQUEST_LOG_PAGE + 1}`,
     )
     .all(...params);
 }
