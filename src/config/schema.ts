@@ -99,6 +99,11 @@ const Upstream = T.Object(
     token_limit_field: T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens"), T.Literal("none")], { default: "max_tokens" }),
     /** How a chat message of role `developer` is sent: as `system` (servers that know only that), or as it came. */
     developer_role: T.Union([T.Literal("system"), T.Literal("developer")], { default: "system" }),
+    /**
+     * The APIs this upstream serves itself beside chat completions: its targets get /v1/messages
+     * or /v1/responses passed through as they came; otherwise the gateway translates them to chat.
+     */
+    native: T.Array(T.Union([T.Literal("messages"), T.Literal("responses")]), { default: [], uniqueItems: true }),
   },
   { additionalProperties: false },
 );
