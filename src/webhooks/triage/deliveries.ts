@@ -10,7 +10,7 @@
 import type { NotifierConfig } from "../../config/webhooks-schema";
 import type { Redact } from "../redact";
 import type { Outbox } from "../outbox";
-import { backoffDelay } from "../store";
+import { backoffDelay } from "../../backoff";
 import { messageOf } from "./message";
 import { sendMessage } from "./notify";
 import { alertById, deliveriesOf, dueDeliveries, markFailed, markSent, nextDue, type DeliveryRow } from "./store";
@@ -64,7 +64,7 @@ export function startDeliveries(options: DeliveryOptions): DeliverySender {
     const error = options.redact(result.error);
     const attempts = row.attempts + 1;
     const dead = result.permanent || attempts >= job!.triage.delivery_attempts;
-    const retryAt = dead ? null : outbox.now() + backoffDelay(attempts, options.backoffMs, options.backoffMaxMs);
+    const retryAt = dead ? null : outbox.now() + backoffDelay(attempts, { firstMs: options.backoffMs, maxMs: options.backoffMaxMs });
     await outbox.transact(() => markFailed(outbox.sqlite, row, error, retryAt));
     if (dead) options.log("error", `triage: delivery of alert ${row.alert_id} to notify[${row.target}] (${row.kind}) is dead after ${attempts} attempt(s)`, { error });
     else options.log("warn", `triage: delivery of alert ${row.alert_id} to notify[${row.target}] (${row.kind}) failed; retrying`, { error, attempt: attempts });

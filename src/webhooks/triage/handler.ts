@@ -18,7 +18,7 @@ import { parseAlert, type AlertGroup } from "./parse";
 import { renderPrompt } from "./prompt";
 import { withoutThinking, type ModelCaller } from "./model";
 import { addDeliveries, alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
-import { backoffDelay } from "../store";
+import { backoffDelay } from "../../backoff";
 
 export interface TriageDeps {
   outbox: Outbox;
@@ -102,6 +102,6 @@ async function askModel(triage: TriageConfig, prompt: string, callModel: ModelCa
       if (summary !== "") return { summary };
       if (deadline - now() <= 0) return { error: `model "${triage.model}" answered with no text` };
     } else if (!answer.retry || deadline - now() <= 0) return { error: answer.error };
-    await Bun.sleep(Math.min(backoffDelay(attempt, MODEL_RETRY_MS, MODEL_RETRY_MAX_MS), Math.max(0, deadline - now())));
+    await Bun.sleep(Math.min(backoffDelay(attempt, { firstMs: MODEL_RETRY_MS, maxMs: MODEL_RETRY_MAX_MS }), Math.max(0, deadline - now())));
   }
 }
