@@ -41,10 +41,11 @@ function origin(call: JobCall): { path: string; name: string | null } {
 
 export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps): Promise<void> {
   const { outbox } = deps;
-  const row = alertByCall(outbox.sqlite, call.callId) ?? (await outbox.transact(() => recordAlert(outbox.sqlite, job, call, outbox.now())));
-  if (row.state !== "triaging") return;
   const group = parseAlert(call);
-  const prompt = renderPrompt(job.triage.prompt, { group, body: new TextDecoder().decode(call.body), endpoint: origin(call).path, name: origin(call).name });
+  const { path, name } = origin(call);
+  const row = alertByCall(outbox.sqlite, call.callId) ?? (await outbox.transact(() => recordAlert(outbox.sqlite, job, call, group, outbox.now())));
+  if (row.state !== "triaging") return;
+  const prompt = renderPrompt(job.triage.prompt, { group, body: new TextDecoder().decode(call.body), endpoint: path, name });
   const answer = await askModel(job.triage, prompt, deps.callModel, outbox.now);
   await outbox.transact(() => {
     setSummary(outbox.sqlite, row.id, answer);
@@ -54,11 +55,10 @@ export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps)
 }
 
 /** The call's alert row, deciding whether it is a repeat, part of a storm, or to be triaged. */
-function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, now: number): AlertRow {
-  const group = parseAlert(call);
+function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, group: AlertGroup, now: number): AlertRow {
   const { path } = origin(call);
   const last = group.groupKey === null ? null : lastOfGroup(sqlite, job.job_id, group.groupKey);
-  const base = alertFields(job, call, group, now);
+  const base = alertFields(job, path, call.callId, group, now);
   if (last !== null && group.dedupeKey !== null && last.dedupe_key === group.dedupeKey) return insertAlert(sqlite, { ...base, state: "duplicate" });
   if (group.status === "resolved" && group.groupKey !== null) base.refers_to = lastOfGroup(sqlite, job.job_id, group.groupKey, "firing")?.id ?? null;
   if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS) < job.triage.storm_per_minute) return insertAlert(sqlite, { ...base, state: "triaging" });
@@ -71,11 +71,11 @@ function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, now: numbe
   return insertAlert(sqlite, { ...base, state: "held", digest_id: digest.id });
 }
 
-function alertFields(job: TriageJob, call: JobCall, group: AlertGroup, now: number): Omit<AlertRow, "id" | "summary" | "summary_error" | "state"> {
+function alertFields(job: TriageJob, path: string, callId: number, group: AlertGroup, now: number): Omit<AlertRow, "id" | "summary" | "summary_error" | "state"> {
   return {
-    call_id: call.callId,
+    call_id: callId,
     job_id: job.job_id,
-    path: origin(call).path,
+    path,
     kind: group.kind,
     status: group.status,
     group_key: group.groupKey,
