@@ -3,6 +3,7 @@ import "../spendauth/cli";
 import "./backup";
 import "./jobs";
 import "./keys";
+import "./reload";
 import "./usage";
 import "./users";
 export {};
