@@ -147,7 +147,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     }
     const previous = serving!;
     const { config, waiting } = servedConfig(next, bound, previous.generation.config);
-    if (waiting.length > 0) log("warn", `reload: ${waiting.join(", ")} changed, and take effect only at a restart: their running values are kept`);
+    if (waiting.length > 0) log("warn", `reload: restart to apply ${waiting.join(", ")} (changed in the file); until then the running values are kept`);
     let generation: Generation;
     try {
       generation = composeGeneration(config, lasting, previous.generation);
