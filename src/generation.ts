@@ -18,6 +18,7 @@ import { buildDeps } from "./compose";
 import { createApp, type App } from "./app";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
+import type { KeyReveals } from "./dashboard/key-reveals";
 import { startDiscovery } from "./router/discover";
 
 /** What every generation of one server process shares. */
@@ -31,6 +32,8 @@ export interface Lasting {
   metrics: GatewayMetrics;
   requestDone: (record: RequestRecord) => void;
   routeMemory: RouteMemory;
+  /** New keys waiting for their one showing in the dashboard. */
+  reveals: KeyReveals;
   statusSections: AppDeps["statusSections"];
 }
 
@@ -57,7 +60,7 @@ export function composeGeneration(config: Config, lasting: Lasting, previous: Ge
   });
   // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
   lasting.routeMemory.restore(deps.registry, config.upstreams);
-  const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, lasting.metrics), dashboardRoutes(deps)]);
+  const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, lasting.metrics), dashboardRoutes(deps, { reveals: lasting.reveals })]);
   return { config, deps, app };
 }
 

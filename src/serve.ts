@@ -21,6 +21,7 @@ import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
 import { createGatewayMetrics } from "./metrics/gateway";
+import { createKeyReveals } from "./dashboard/key-reveals";
 import { COMMIT, VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
 import { listenNaming, listenUrl, parseAddress, stopWithin } from "./listen";
@@ -93,6 +94,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     metrics,
     requestDone: finished.push,
     routeMemory: createRouteMemory(database.db, { now: Date.now, log }),
+    reveals: createKeyReveals(Date.now),
     statusSections: [
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
       () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),

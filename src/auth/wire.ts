@@ -16,6 +16,7 @@ import { createCreditMeter, type CreditMeter } from "../credits/meter";
 import type { Debit } from "../credits/ledger";
 import type { Gate, SpendAuthHook } from "./types";
 import { createGate } from "./gate";
+import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { createLastUsed } from "./apikey";
 import { authRoutes } from "./routes";
 import { createSignInThrottle } from "./throttle";
@@ -38,18 +39,19 @@ export interface IdentitiesInput {
 
 /**
  * The in-memory parts that outlive a config reload: buckets, queued debits and last-used times,
- * sign-in failures, the session prune. `config` is read again at each prune (session_days).
+ * sign-in failures, the key check (its cache and database poll), the session prune. `config` is read again at each prune (session_days).
  */
 export interface IdentityState {
   limiter: RateLimiter;
   meter: CreditMeter;
   lastUsed: ReturnType<typeof createLastUsed>;
   throttle: ReturnType<typeof createSignInThrottle>;
+  keys: KeyVerifier;
   /** Stops the in-memory parts; the debits still unwritten after retrying for up to `graceMs` (see CreditMeter.close). */
   close(graceMs?: number): Promise<Debit[]>;
 }
 
-export interface Identities extends Omit<IdentityState, "lastUsed" | "throttle"> {
+export interface Identities extends Omit<IdentityState, "lastUsed" | "throttle" | "keys"> {
   gate: Gate;
   routes: ReturnType<typeof authRoutes>;
 }
@@ -60,6 +62,7 @@ export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spe
   const meter = createCreditMeter(db, { now });
   const lastUsed = createLastUsed(db, now);
   const throttle = createSignInThrottle({ now });
+  const keys = createKeyVerifier(db, now);
   const pruneSessions = brieflyLocked(db.$client, () => pruneEndedSessions(db, { now: now(), durationMs: input.config().auth.session_days * 86_400_000 }));
   const prune = (): void => {
     try {
@@ -77,6 +80,7 @@ export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spe
     meter,
     lastUsed,
     throttle,
+    keys,
     close(graceMs = 0) {
       clearTimeout(first);
       clearInterval(pruner);
@@ -91,9 +95,9 @@ export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spe
 /** The gate and the auth controller for one config, over the state they share with the configs before and after it. */
 export function identitiesFor(state: IdentityState, input: Pick<IdentitiesInput, "db" | "config" | "now" | "spendAuth">): Pick<Identities, "gate" | "routes"> {
   const { db, config, now } = input;
-  const { limiter, meter, lastUsed, throttle } = state;
+  const { limiter, meter, lastUsed, throttle, keys } = state;
   return {
-    gate: createGate({ db, config, now, limiter, meter, lastUsed, spendAuth: input.spendAuth }),
+    gate: createGate({ db, config, now, limiter, meter, lastUsed, keys, spendAuth: input.spendAuth }),
     routes: authRoutes({ db, config, now, throttle }),
   };
 }
