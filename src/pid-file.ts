@@ -2,12 +2,22 @@
  * `modelgate.pid` in data_dir: the running server's process id, written once it listens and
  * removed when it stops, so that `modelgate reload` finds the server to signal. One left behind
  * by a server that was killed names a process that is gone (or, rarely, another one): the file is
- * trusted only while that process runs and is a modelgate.
+ * trusted only while that process runs and is a modelgate. Beside it, `modelgate.reload`: how the
+ * server's last reload went, for the command to print.
  */
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const PID_FILE = "modelgate.pid";
+const OUTCOME_FILE = "modelgate.reload";
+
+/** How a reload went: `attempt` counts them since the server started; `message` is what its log said. */
+export interface ReloadOutcome {
+  pid: number;
+  attempt: number;
+  ok: boolean;
+  message: string;
+}
 
 export function pidFileOf(dataDir: string): string {
   return join(resolve(dataDir), PID_FILE);
@@ -20,10 +30,32 @@ export function writePidFile(dataDir: string): () => void {
   return () => {
     try {
       if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file);
+      rmSync(join(resolve(dataDir), OUTCOME_FILE), { force: true });
     } catch {
       // already gone
     }
   };
+}
+
+/** Records how a reload went, whole or not at all (written beside, then renamed). A failure to write is not the reload's. */
+export function writeReloadOutcome(dataDir: string, outcome: ReloadOutcome): void {
+  const file = join(resolve(dataDir), OUTCOME_FILE);
+  try {
+    writeFileSync(`${file}.tmp`, JSON.stringify(outcome));
+    renameSync(`${file}.tmp`, file);
+  } catch {
+    // The log has it too.
+  }
+}
+
+/** The last reload's outcome for the server `pid`, or null (none yet, or another server's). */
+export function readReloadOutcome(dataDir: string, pid: number): ReloadOutcome | null {
+  try {
+    const outcome = JSON.parse(readFileSync(join(resolve(dataDir), OUTCOME_FILE), "utf8")) as ReloadOutcome;
+    return outcome.pid === pid && Number.isSafeInteger(outcome.attempt) ? outcome : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The pid of the server running over `dataDir`, or why there is none (a sentence). */

@@ -27,7 +27,7 @@ import { formatCredits } from "./credits/amount";
 import { listenNaming, listenUrl, parseAddress, stopWithin } from "./listen";
 import { composeGeneration, serveGeneration, type Generation, type Lasting, type Serving } from "./generation";
 import { servedConfig, type Bound } from "./reload";
-import { writePidFile } from "./pid-file";
+import { writePidFile, writeReloadOutcome } from "./pid-file";
 import type { WebhooksService } from "./webhooks";
 
 export interface ServeOptions {
@@ -134,40 +134,40 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     configured_models: serving.generation.deps.registry.list().length,
   });
 
-  const reload = (): void => {
-    if (loaded.source === null) {
-      log("warn", "reload: no config file to read again: the server runs on the embedded defaults");
-      return;
-    }
+  /** Reads the config file again and serves it; what is logged is also the outcome `modelgate reload` prints. */
+  const reload = (): { ok: boolean; message: string } => {
+    const refused = (reason: string): { ok: boolean; message: string } => {
+      const message = `reload refused, the config loaded at ${new Date(loadedAt).toISOString()} serves on: ${reason}`;
+      log("error", message, { config: loaded.source });
+      return { ok: false, message };
+    };
+    if (loaded.source === null) return refused("there is no config file to read again (the server runs on the embedded defaults)");
     let next: LoadedConfig;
     try {
       next = loadConfig(loaded.source);
     } catch (error) {
-      const reason = error instanceof ConfigError ? `config error: ${error.message}` : String((error as Error)?.message ?? error);
-      log("error", `reload refused, the config loaded at ${new Date(loadedAt).toISOString()} serves on: ${reason}`, { config: loaded.source });
-      return;
+      return refused(error instanceof ConfigError ? `config error: ${error.message}` : String((error as Error)?.message ?? error));
     }
     const previous = serving!;
     const { config, waiting } = servedConfig(next, bound, previous.generation.config);
-    if (waiting.length > 0) log("warn", `reload: restart to apply ${waiting.join(", ")} (changed in the file); until then the running values are kept`);
     let generation: Generation;
     try {
       generation = composeGeneration(config, lasting, previous.generation);
     } catch (error) {
-      log("error", `reload refused, the running config serves on: ${String((error as Error)?.message ?? error)}`, { config: loaded.source });
-      return;
+      return refused(String((error as Error)?.message ?? error));
     }
     serving = serveGeneration(server, generation, lasting);
     previous.stop();
     webhooks?.reload(config, { secretValues: next.secretValues, secretEnv: next.secretEnv });
     loadedAt = Date.now();
     reloads += 1;
-    log("info", `reload: config read again from ${loaded.source}; new requests are served by it, those under way finish on the one before`, {
-      reloads,
-      configured_models: serving.generation.deps.registry.list().length,
-      upstreams: config.upstreams.length,
-    });
+    const wait = waiting.length > 0 ? `restart to apply ${waiting.join(", ")} (changed in the file); until then the running values are kept` : null;
+    if (wait) log("warn", `reload: ${wait}`);
+    const message = `config read again from ${loaded.source}; new requests are served by it, those under way finish on the one before`;
+    log("info", `reload: ${message}`, { reloads, configured_models: generation.deps.registry.list().length, upstreams: config.upstreams.length });
+    return { ok: true, message: wait ? `${message}\n${wait}` : message };
   };
+  let attempts = 0;
 
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
@@ -192,7 +192,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   process.on("SIGINT", () => void shutdown("SIGINT"));
   // Also what a closing terminal sends; the default would exit at once, losing what is queued.
   process.on("SIGHUP", () => {
-    if (!stopping) reload();
+    if (stopping) return;
+    attempts += 1;
+    writeReloadOutcome(started.server.data_dir, { pid: process.pid, attempt: attempts, ...reload() });
   });
 }
 

@@ -125,8 +125,10 @@ describe("modelgate reload", () => {
 
     rewrite(gw, `${models(mock.url, [{ id: "new" }]).replaceAll("price = {", "free = true\nprice = {")}\n[log]\nlevel = "debug"\n`);
     const result = await gw.cli(["reload"]);
-    expect(result).toMatchObject({ code: 0, stdout: expect.stringContaining("asked the server") });
-    expect(await reloaded(gw, 1)).toBe(true);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("config read again from");
+    expect(result.stdout).toContain("restart to apply log (changed in the file)");
+    expect((await status(gw)).config_reloads).toBe(1); // the command waited for the server's answer
     expect((await chat("new")).status).toBe(200);
     const gone = await chat("old");
     expect(gone.status).toBe(404);
@@ -140,6 +142,20 @@ describe("modelgate reload", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("config error: models[1].targets: ");
     expect((await status(gw)).config_reloads).toBe(1); // nothing was sent
+  }, 60_000);
+
+  test("a file this shell cannot check (a variable only the server has) is checked by the server, whose refusal is printed", async () => {
+    mock = startMockUpstream();
+    gw = await startGateway(models(mock.url, [{ id: "m" }]), { env: { MG_RELOAD_UPSTREAM: "ftp://127.0.0.1:1/v1" } });
+    rewrite(gw, models("env:MG_RELOAD_UPSTREAM", [{ id: "m" }]));
+    const { MG_RELOAD_UPSTREAM: _, ...shell } = { ...process.env, MODELGATE_CONFIG: join(gw.dir, "modelgate.toml") };
+    const child = Bun.spawn([BINARY, "reload"], { cwd: gw.dir, env: shell, stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("not checked here, the server will: upstreams[0].base_url: environment variable MG_RELOAD_UPSTREAM is not set");
+    expect(stderr).toContain("reload refused, the config loaded at");
+    expect(stderr).toContain("upstreams[0].base_url");
+    expect((await status(gw)).config_reloads).toBe(0);
   }, 60_000);
 
   test("rate-limit buckets outlive a reload; a changed limit applies to the next request", async () => {
