@@ -47,9 +47,10 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const stamped = stampLegacyLinks(database.db, started);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const requestLog = createRequestLog(database.db, { retainDays: started.server.request_log_days, now: Date.now });
+  const startedAt = Date.now();
   // Every generation's registry in turn: the metrics outlive reloads, the routes do not.
   let serving: Serving | null = null;
-  const metrics = createGatewayMetrics({ registry: () => serving!.generation.deps.registry, version: VERSION, startedAt: Date.now(), now: Date.now, beforeRender: () => finished.flush() });
+  const metrics = createGatewayMetrics({ registry: () => serving!.generation.deps.registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
   const finished = createRequestSink({
     observe: started.metrics.enabled ? (record) => metrics.observe(record) : null,
     logLines: logger.requests,
@@ -88,7 +89,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     db: database.db,
     now: Date.now,
     version: VERSION,
-    startedAt: Date.now(),
+    startedAt,
     identities,
     spendAuth: spendAuth?.hook,
     metrics,
