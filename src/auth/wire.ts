@@ -39,7 +39,8 @@ export interface IdentitiesInput {
 
 /**
  * The in-memory parts that outlive a config reload: buckets, queued debits and last-used times,
- * sign-in failures, the key check (its cache and database poll), the session prune. `config` is read again at each prune (session_days).
+ * sign-in failures, the key check (its cache and database poll), the session prune. `config` is
+ * read at each prune (auth.session_days), so the prune follows a reload too.
  */
 export interface IdentityState {
   limiter: RateLimiter;

@@ -148,7 +148,9 @@ describe("modelgate reload", () => {
     mock = startMockUpstream();
     gw = await startGateway(models(mock.url, [{ id: "m" }]), { env: { MG_RELOAD_UPSTREAM: "ftp://127.0.0.1:1/v1" } });
     rewrite(gw, models("env:MG_RELOAD_UPSTREAM", [{ id: "m" }]));
-    const { MG_RELOAD_UPSTREAM: _, ...shell } = { ...process.env, MODELGATE_CONFIG: join(gw.dir, "modelgate.toml") };
+    // This shell: the config file, not the server's variable.
+    const shell: Record<string, string | undefined> = { ...process.env, MODELGATE_CONFIG: join(gw.dir, "modelgate.toml") };
+    delete shell.MG_RELOAD_UPSTREAM;
     const child = Bun.spawn([BINARY, "reload"], { cwd: gw.dir, env: shell, stdout: "pipe", stderr: "pipe" });
     const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
     expect(code).toBe(1);
