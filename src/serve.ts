@@ -125,8 +125,6 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     stops.push(webhooks.stop);
     metrics.registerGauge(webhooks.outboxGauge);
   }
-  const removePidFile = writePidFile(started.server.data_dir);
-  process.on("exit", removePidFile);
   const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
   log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, bound.port)}`, {
@@ -170,6 +168,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   };
   let attempts = 0;
 
+  let removePidFile: (() => void) | null = null;
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -185,7 +184,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     }
     requestLog.close();
     database.close();
-    removePidFile();
+    removePidFile?.();
     log("info", "stopped");
     process.exit(exitCode);
   };
@@ -197,6 +196,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     attempts += 1;
     writeReloadOutcome(started.server.data_dir, { pid: process.pid, attempt: attempts, ...reload() });
   });
+  // Last: `modelgate reload` signals only a server that has its SIGHUP handler (the default would end it).
+  removePidFile = writePidFile(started.server.data_dir);
+  process.on("exit", removePidFile);
 }
 
 
