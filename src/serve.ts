@@ -19,6 +19,7 @@ import { startDiscovery } from "./router/discover";
 import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
+import { startResponsePruning } from "./router/response-store";
 import { createLogger, log, setLogger } from "./log";
 import { metricsRoutes } from "./metrics/routes";
 import { dashboardRoutes } from "./dashboard";
@@ -43,6 +44,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const stamped = stampLegacyLinks(database.db, config);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
+  const stopResponsePruning = startResponsePruning(database.db, { retainDays: config.server.response_store_days, now: Date.now });
   const finished = createRequestSink({
     observe: config.metrics.enabled ? (record) => metrics.observe(record) : null,
     logLines: logger.requests,
@@ -137,6 +139,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       log("error", `request log: ${unlogged.length} row(s) could not be written before the stop and are lost`);
     }
     requestLog.close();
+    stopResponsePruning();
     database.close();
     log("info", "stopped");
     process.exit(exitCode);

@@ -5,6 +5,8 @@
  * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`. A
  * stream that ends without `[DONE]` is whole only if the model said it finished (a finish_reason,
  * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
+ * Another API's stream (a native /v1/responses) is read as its StreamDialect says, and ends in its
+ * own failure event.
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -19,6 +21,20 @@
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
+
+/**
+ * An API's own event stream where it is not chat completions' (a native /v1/responses): how the
+ * relay reads its usage and its end, and how it ends it when it breaks. Such a stream gets no
+ * `[DONE]`, which is chat's alone.
+ */
+export interface StreamDialect {
+  /** Matches an event (its text) that says the answer ended. */
+  readonly finished: RegExp;
+  /** The usage in an event's data (one that names a usage object), or null. */
+  usage(data: Record<string, unknown>): Usage | null;
+  /** The event a stream that broke ends with, in the API's shape. */
+  failure(message: string): string;
+}
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -36,6 +52,8 @@ export interface RelayOptions {
   onEnd: (result: RelayResult) => Promise<void> | void;
   /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
   upstreamSecrets?: readonly string[];
+  /** The stream's API, when it is not chat completions. */
+  dialect?: StreamDialect;
 }
 
 export interface RelayResult {
@@ -76,6 +94,8 @@ type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
+  const dialect = options.dialect;
+  const finished = dialect?.finished ?? FINISHED;
   const decoder = new TextDecoder();
   let pending = "";
   /** A read that ended in "\r": held back, in case the next read starts with the "\n" of a CRLF. */
@@ -128,10 +148,10 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
-      if (!finishSeen) finishSeen = FINISHED.test(event);
+      if (!finishSeen) finishSeen = finished.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
-        usage = readUsage(parsed?.usage) ?? usage;
+        usage = (dialect ? parsed && dialect.usage(parsed) : readUsage(parsed?.usage)) ?? usage;
         // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
         endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);
@@ -194,7 +214,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             }
             await finishFirst({ outcome: "complete" });
             if (last) controller.enqueue(encoder.encode(last));
-            if (!sawDone) controller.enqueue(DONE_EVENT);
+            if (!sawDone && !dialect) controller.enqueue(DONE_EVENT);
             controller.close();
             return;
           }
@@ -239,8 +259,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           : overdue ? overdueMessage
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
-        controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
-        controller.enqueue(DONE_EVENT);
+        const why = `${message} before the answer was complete`;
+        controller.enqueue(encoder.encode(dialect ? dialect.failure(why) : errorEvent(why)));
+        if (!dialect) controller.enqueue(DONE_EVENT);
         controller.close();
       }
     },
@@ -254,7 +275,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 }
 
 /** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
-function parseData(event: string): { usage?: unknown; choices?: unknown; error?: unknown } | null {
+function parseData(event: string): Record<string, unknown> | null {
   let data: string | null = null;
   for (const line of event.split("\n")) {
     if (!line.startsWith("data:")) continue;
@@ -264,7 +285,7 @@ function parseData(event: string): { usage?: unknown; choices?: unknown; error?:
   if (data === null) return null;
   try {
     const parsed: unknown = JSON.parse(data);
-    return typeof parsed === "object" && parsed !== null ? parsed : null;
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : null;
   } catch {
     return null;
   }
