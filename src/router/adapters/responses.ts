@@ -13,6 +13,7 @@
  * found by previous_response_id and GET /v1/responses/{id}; an anonymous caller keeps nothing,
  * and its previous_response_id is refused. Another caller's id, or an unknown one, is a 404.
  */
+import { Type as t } from "@sinclair/typebox";
 import type { AppDeps } from "../../deps";
 import { GatewayError } from "../../errors";
 import { reserveWithin } from "../../credits/reservation";
@@ -26,6 +27,21 @@ import { completionPayload, estimatedCompletion } from "./chat";
 import { inputItems, nativeResponses, nativeStream } from "./responses-native";
 import { translatedStream } from "./responses-translated";
 import { servesNatively, type CallBody, type EndpointAdapter } from "./types";
+
+/** The request as the OpenAPI document describes it; the translator (or a native upstream) checks the rest. */
+export const ResponsesRequest = t.Object(
+  {
+    model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
+    input: t.Optional(t.Union([t.String(), t.Array(t.Unknown())], { description: "A string, or items: messages, function_call, function_call_output, reasoning" })),
+    instructions: t.Optional(t.String()),
+    previous_response_id: t.Optional(t.String({ description: "A stored response of the same caller to continue" })),
+    store: t.Optional(t.Boolean({ description: "Keep the response for previous_response_id and GET /v1/responses/{id} (default true)" })),
+    stream: t.Optional(t.Boolean()),
+    tools: t.Optional(t.Array(t.Unknown(), { description: "Function tools (hosted tools only on upstreams that serve Responses)" })),
+    max_output_tokens: t.Optional(t.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: true },
+);
 
 interface ResponsesCall {
   /** The chat request for translated targets; null when the request cannot be translated. */
