@@ -147,6 +147,43 @@ describe.each(["native", "translated"])("/v1/responses, %s", (model) => {
     expect(continued.status).toBe(404);
   });
 
+  test("Codex's turns as it sends them: streamed, store false, developer items with ids, namespace and web_search tools, reasoning echoed", async () => {
+    const fn = (name: string) => ({ type: "function", name, description: name, parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] }, strict: false });
+    const tools = [fn("get_weather"), { type: "namespace", name: "multi_agent_v1", tools: [fn("spawn_agent")] }, { type: "web_search", external_web_access: false }];
+    const codex = (input: unknown[]) => ({
+      model,
+      stream: true,
+      store: false,
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      reasoning: { summary: "auto" },
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: "0b7f0c3e-session",
+      client_metadata: { "x-codex-turn-metadata": "{}" },
+      tools,
+      input,
+    });
+    const history: unknown[] = [
+      { type: "message", id: "msg_1", role: "developer", content: [{ type: "input_text", text: "You are a coding agent." }] },
+      { type: "message", id: "msg_2", role: "user", content: [{ type: "input_text", text: "Weather in Paris?" }] },
+    ];
+    const done = async (body: unknown): Promise<Array<Record<string, any>>> => {
+      const response = await fetch(`${gw.url}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${alice.key}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(body) });
+      expect(response.status).toBe(200);
+      const events = (await response.text()).split("\n\n").filter((e) => e.includes("data:")).map((e) => JSON.parse(e.slice(e.indexOf("data:") + 5)));
+      expect(events.at(-1)!.type).toBe("response.completed");
+      return events.filter((e) => e.type === "response.output_item.done").map((e) => e.item);
+    };
+    const first = await done(codex(history));
+    const call = first.find((item) => item.type === "function_call")!;
+    expect(call).toMatchObject({ name: "get_weather", arguments: '{"city":"Paris"}' });
+    const reasoning = first.find((item) => item.type === "reasoning")!;
+    const second = await done(codex([...history, { ...reasoning, encrypted_content: null }, { ...call, status: "completed" }, { type: "function_call_output", id: "fco_1", call_id: call.call_id, output: "Output:\nclear\n" }]));
+    expect(second.find((item) => item.type === "message")!.content[0].text).toBe(TEXT);
+    if (model === "translated") expect(chat.requests.at(-1)!.body.tools.map((t: any) => t.function.name)).toEqual(["get_weather", "spawn_agent"]);
+    else expect(responses.requests.at(-1)!.body.tools).toEqual(tools);
+  });
+
   test("another user's response is a 404, by retrieve and by previous_response_id", async () => {
     const mine = await client.responses.create({ model, input: "A secret" });
     const sentBefore = upstream().requests.length;
@@ -177,10 +214,10 @@ describe("/v1/responses: credits, refusals, broken streams", () => {
   test("a hosted tool or an unknown item type is a 400 naming it, and nothing is sent or charged", async () => {
     const sent = chat.requests.length;
     const before = await balanceMicro(alice.email);
-    const tool = await failure(client.responses.create({ model: "paid", input: "Search", tools: [{ type: "web_search" }] }));
+    const tool = await failure(client.responses.create({ model: "paid", input: "Search", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] }));
     expect(tool.status).toBe(400);
     expect(tool.message).toContain("tools[0].type");
-    expect(tool.message).toContain("web_search");
+    expect(tool.message).toContain("file_search");
     const item = await failure(client.responses.create({ model: "translated", input: [{ type: "item_reference", id: "x" } as never] }));
     expect(item.status).toBe(400);
     expect(item.message).toContain("input[0].type");
