@@ -44,11 +44,8 @@ export const ResponsesRequest = t.Object(
 );
 
 interface ResponsesCall {
-  /** The chat request for translated targets; null when the request cannot be translated. */
+  /** The chat request for translated targets; null on a route whose targets all serve Responses. */
   translation: { chat: ChatRequest; echo: ResponseEcho } | null;
-  /** Why it cannot be translated, as the 400 a translated target's route answers. */
-  untranslatable: GatewayError | null;
-  route: ModelRoute | null;
   /** The stored conversation previous_response_id names (its size counted in the reservation before it is read). */
   priorBytes: number;
   prior: unknown[];
@@ -87,13 +84,8 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       if (typeof body !== "object" || body === null || Array.isArray(body)) throw refusal({ status: 400, code: "invalid_request_error", message: "body: must be a JSON object", param: null });
       const request = body as Record<string, unknown>;
       if (typeof request.model !== "string" || request.model === "") throw refusal({ status: 400, code: "invalid_request_error", message: "model: a non-empty string is required", param: "model" });
-      const continues = request.previous_response_id !== undefined && request.previous_response_id !== null;
-      const translated = responsesToChat(body, { priorItems: continues ? PRIOR_PLACEHOLDER : [] });
-      const failed = "error" in translated;
       calls.set(body as CallBody, {
-        translation: failed ? null : translated,
-        untranslatable: failed ? refusal(translated.error) : null,
-        route: null,
+        translation: null,
         priorBytes: 0,
         prior: [],
         owner: null,
@@ -107,8 +99,13 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
     },
     checkRoute(body, route) {
       const call = callOf(body);
-      if (call.untranslatable !== null && needsTranslation(route)) throw call.untranslatable;
-      call.route = route;
+      // Translated only for a route that has a target needing it: a native route takes the request as it is.
+      if (needsTranslation(route)) {
+        const continues = body.previous_response_id !== undefined && body.previous_response_id !== null;
+        const translated = responsesToChat(body, { priorItems: continues ? PRIOR_PLACEHOLDER : [] });
+        if ("error" in translated) throw refusal(translated.error);
+        call.translation = translated;
+      }
       if (typeof body.previous_response_id === "string") call.priorBytes = store.bytes(body.previous_response_id);
     },
     admitted(body, identity) {
@@ -123,7 +120,7 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       const stored = store.get(previous, owner);
       if (stored === null) throw new GatewayError("not_found", `No stored response with id "${previous.slice(0, 100)}"`, { param: "previous_response_id" });
       call.prior = stored.items;
-      if (call.translation === null || call.route === null || !needsTranslation(call.route)) return;
+      if (call.translation === null) return;
       const translated = responsesToChat(body, { priorItems: stored.items });
       if ("error" in translated) throw refusal(translated.error);
       call.translation = translated;
