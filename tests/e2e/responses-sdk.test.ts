@@ -23,6 +23,14 @@ const config = (chatUrl: string, responsesUrl: string): string => `
 [limits]
 api_key = { per_minute = 10000 }
 
+[routing]
+retry_backoff_ms = 0
+
+[[upstreams]]
+name = "dead"
+base_url = "http://127.0.0.1:1/v1"
+native = ["responses"]
+
 [[upstreams]]
 name = "chat"
 base_url = "${chatUrl}"
@@ -40,6 +48,11 @@ free = true
 [[models]]
 id = "native"
 targets = [{ upstream = "native", model = "mock-large" }]
+free = true
+
+[[models]]
+id = "mixed"
+targets = [{ upstream = "dead", model = "mock-large" }, { upstream = "chat", model = "mock-small" }]
 free = true
 
 [[models]]
@@ -209,6 +222,41 @@ describe("/v1/responses: credits, refusals, broken streams", () => {
       after = await balanceMicro(alice.email);
     }
     expect(before - after).toBe(cost);
+    // The request log names the endpoint.
+    let endpoints: string[] = [];
+    for (let i = 0; i < 50 && !endpoints.includes("responses"); i++) {
+      const exported = await gw.cli(["usage", "export", "--user", alice.email, "--format", "json"]);
+      endpoints = (JSON.parse(exported.stdout) as Array<{ endpoint: string }>).map((row) => row.endpoint);
+      if (!endpoints.includes("responses")) await Bun.sleep(100);
+    }
+    expect(endpoints).toContain("responses");
+  });
+
+  test("an unknown previous_response_id on a paid model is a 404 that sends and charges nothing", async () => {
+    const sent = chat.requests.length;
+    const before = await balanceMicro(alice.email);
+    const refused = await failure(client.responses.create({ model: "paid", previous_response_id: "resp_nobody", input: "go on" }));
+    expect(refused.status).toBe(404);
+    expect(refused.param).toBe("previous_response_id");
+    expect(chat.requests.length).toBe(sent);
+    await Bun.sleep(300);
+    expect(await balanceMicro(alice.email)).toBe(before);
+  });
+
+  test("text.format json_schema reaches a chat upstream as response_format", async () => {
+    const schema = { type: "object", properties: { hello: { type: "string" } }, required: ["hello"], additionalProperties: false };
+    await client.responses.create({ model: "translated", input: "x", text: { format: { type: "json_schema", name: "greeting", schema, strict: true } } });
+    expect(chat.requests.at(-1)!.body.response_format).toEqual({ type: "json_schema", json_schema: { name: "greeting", schema, strict: true } });
+  });
+
+  test("a route fails over from a native target that is down to a translated one, before the first byte", async () => {
+    const response = await client.responses.create({ model: "mixed", input: "hi" });
+    expect(response.output_text).toBe(TEXT);
+    expect(chat.requests.at(-1)!.path).toBe("/v1/chat/completions");
+    const stream = await client.responses.create({ model: "mixed", input: "hi", stream: true });
+    let text = "";
+    for await (const event of stream) if (event.type === "response.output_text.delta") text += event.delta;
+    expect(text).toBe(TEXT);
   });
 
   test("a hosted tool or an unknown item type is a 400 naming it, and nothing is sent or charged", async () => {
