@@ -17,7 +17,7 @@ import { Type as t } from "@sinclair/typebox";
 import type { AppDeps } from "../../deps";
 import { GatewayError } from "../../errors";
 import { reserveWithin } from "../../credits/reservation";
-import { responsesToChat, type ResponseEcho, type ResponsesRequestError } from "../../translate/responses-request";
+import { responsesToChat, type ResponseEcho } from "../../translate/responses-request";
 import { chatToResponse } from "../../translate/responses-answer";
 import type { ChatRequest } from "../../translate/chat";
 import { usageFromJson } from "../usage";
@@ -81,9 +81,9 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
     // The translator reads the usage chunk whether or not the client could ask for one.
     keepUsageChunk: true,
     check(body: unknown): asserts body is CallBody {
-      if (typeof body !== "object" || body === null || Array.isArray(body)) throw refusal({ status: 400, code: "invalid_request_error", message: "body: must be a JSON object", param: null });
+      if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("body: must be a JSON object", null);
       const request = body as Record<string, unknown>;
-      if (typeof request.model !== "string" || request.model === "") throw refusal({ status: 400, code: "invalid_request_error", message: "model: a non-empty string is required", param: "model" });
+      if (typeof request.model !== "string" || request.model === "") throw invalid("model: a non-empty string is required", "model");
       calls.set(body as CallBody, {
         translation: null,
         priorBytes: 0,
@@ -103,7 +103,7 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       if (needsTranslation(route)) {
         const continues = body.previous_response_id !== undefined && body.previous_response_id !== null;
         const translated = responsesToChat(body, { priorItems: continues ? PRIOR_PLACEHOLDER : [] });
-        if ("error" in translated) throw refusal(translated.error);
+        if ("error" in translated) throw invalid(translated.error.message, translated.error.param);
         call.translation = translated;
       }
       if (typeof body.previous_response_id === "string") call.priorBytes = store.bytes(body.previous_response_id);
@@ -122,7 +122,7 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       call.prior = stored.items;
       if (call.translation === null) return;
       const translated = responsesToChat(body, { priorItems: stored.items });
-      if ("error" in translated) throw refusal(translated.error);
+      if ("error" in translated) throw invalid(translated.error.message, translated.error.param);
       call.translation = translated;
     },
     // A stored conversation the request continues is prompt too.
@@ -137,12 +137,11 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
     usage: usageFromJson,
     estimate: estimatedCompletion,
     transformWhole(text, body, target) {
+      const call = callOf(body);
       if (servesNatively(adapter, target)) {
-        const call = callOf(body);
         if (call.owner !== null) keepNative(text, (response) => keep(body, response));
         return text;
       }
-      const call = callOf(body);
       const answer = chatToResponse(JSON.parse(text) as Record<string, unknown>, { model: body.model, echo: call.translation!.echo, id: call.id });
       // The answer says whether it was kept: not for an anonymous caller, nor one over the size bound.
       answer.store = keep(body, answer as unknown as Record<string, unknown>);
@@ -170,6 +169,6 @@ function keepNative(text: string, keep: (response: Record<string, unknown>) => v
   } catch {}
 }
 
-function refusal(error: ResponsesRequestError): GatewayError {
-  return new GatewayError("invalid_request_error", `Invalid request body: ${error.message}`, { param: error.param });
+function invalid(message: string, param: string | null): GatewayError {
+  return new GatewayError("invalid_request_error", `Invalid request body: ${message}`, { param });
 }
