@@ -68,24 +68,26 @@ export function nativeStream(stream: ReadableStream<Uint8Array>, onResponse: ((r
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   let id = "";
-  return stream.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        // The relay hands on whole events, so an event's type and its data arrive in one chunk.
-        const text = decoder.decode(chunk, { stream: true });
-        if (id === "" && text.includes("response.created")) id = /"id"\s*:\s*"([^"]*)"/.exec(text)?.[1] ?? "";
-        if (onResponse !== null && (text.includes('"response.completed"') || text.includes('"response.incomplete"'))) {
-          const response = finalResponse(text);
-          if (response !== null) onResponse(response);
-        }
-        if (id !== "" && text.startsWith("event: response.failed") && text.includes(FAILED_ID)) {
-          controller.enqueue(encoder.encode(text.replace(FAILED_ID, `"id":${JSON.stringify(id)}`)));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
+  // Pulled straight from the relay, as ./responses-translated.ts is (no TransformStream hops).
+  const reader = stream.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      // The relay hands on whole events, so an event's type and its data arrive in one chunk.
+      const text = decoder.decode(value, { stream: true });
+      if (id === "" && text.includes("response.created")) id = /"id"\s*:\s*"([^"]*)"/.exec(text)?.[1] ?? "";
+      if (onResponse !== null && (text.includes('"response.completed"') || text.includes('"response.incomplete"'))) {
+        const response = finalResponse(text);
+        if (response !== null) onResponse(response);
+      }
+      const failed = id !== "" && text.startsWith("event: response.failed") && text.includes(FAILED_ID);
+      controller.enqueue(failed ? encoder.encode(text.replace(FAILED_ID, `"id":${JSON.stringify(id)}`)) : value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
 
 /** The Response object of the response.completed or .incomplete event among `text`'s events, or null. */

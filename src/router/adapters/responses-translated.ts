@@ -1,7 +1,8 @@
 /**
  * A chat completions stream, as the relay (../sse.ts) hands it on, rewritten as a Responses
  * stream by the translator's state machine (src/translate/responses-stream.ts): response.created
- * and response.in_progress at once, each chunk's events as it comes, then response.completed at
+ * and response.in_progress with the first chunk's events (one write, so the first text is not
+ * behind a write of its own), each chunk's events as it comes, then response.completed at
  * the chat stream's `[DONE]`. An error event (the upstream's own, or the relay's ending of a stream
  * that broke) becomes response.failed, as does a stream that ends without `[DONE]`.
  */
@@ -66,20 +67,29 @@ export function translatedStream(stream: ReadableStream<Uint8Array>, options: Tr
     return out;
   };
 
-  return stream.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      start(controller) {
-        controller.enqueue(encoder.encode(translator.start()));
-      },
-      transform(chunk, controller) {
-        const out = events(decoder.decode(chunk, { stream: true }));
-        if (out !== "") controller.enqueue(encoder.encode(out));
-      },
-      flush(controller) {
-        let out = events(`${decoder.decode()}\n\n`);
-        if (!ended) out += translator.fail("the upstream ended its stream before the answer was complete");
-        if (out !== "") controller.enqueue(encoder.encode(out));
-      },
-    }),
-  );
+  // Pulled straight from the relay (no TransformStream: each of its hops is a turn of the event
+  // loop before the first text reaches the client).
+  const reader = stream.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          let out = events(`${decoder.decode()}\n\n`);
+          if (!ended) out += translator.fail("the upstream ended its stream before the answer was complete");
+          if (out !== "") controller.enqueue(encoder.encode(out));
+          controller.close();
+          return;
+        }
+        const out = events(decoder.decode(value, { stream: true }));
+        if (out !== "") {
+          controller.enqueue(encoder.encode(out));
+          return;
+        }
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
