@@ -182,6 +182,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       abortUpstream: forwarded.abort,
       upstreamSecrets: upstream.secrets,
       dialect: sentNative ? native!.stream : undefined,
+      rewrite: adapter.rewriteEvents?.(ctx.body, target) ?? undefined,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         // Answering, but for too long: counted against this model, as a first-byte timeout is.

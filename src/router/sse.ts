@@ -54,6 +54,12 @@ export interface RelayOptions {
   upstreamSecrets?: readonly string[];
   /** The stream's API, when it is not chat completions. */
   dialect?: StreamDialect;
+  /**
+   * Rewrites the complete events about to be sent (the relay's own endings included) for the
+   * client: a translation into another API's events, in the relay's own pull, with no stream
+   * after it. "" sends nothing and reads on.
+   */
+  rewrite?: (events: string) => string;
 }
 
 export interface RelayResult {
@@ -78,7 +84,7 @@ export interface RelayResult {
 
 const encoder = new TextEncoder();
 const USAGE_PATTERN = /"usage"\s*:\s*\{/;
-const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+const DONE_TEXT = "data: [DONE]\n\n";
 /** An event whose data is `[DONE]` (with or without the optional space, after other fields or not). */
 const DONE = /(?:^|\n)data: ?\[DONE\][ \t]*(?:\n|$)/;
 /** A choice's finish_reason that is set (a string, not null): the model finished that choice. */
@@ -95,6 +101,7 @@ type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
   const dialect = options.dialect;
+  const rewrite = options.rewrite;
   const finished = dialect?.finished ?? FINISHED;
   const decoder = new TextDecoder();
   let pending = "";
@@ -192,6 +199,13 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     })();
   };
 
+  /** Sends the client text of complete events (rewritten, when the endpoint translates); false when nothing was left to send. */
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, text: string): boolean => {
+    const out = rewrite ? rewrite(text) : text;
+    if (out.length > 0) controller.enqueue(encoder.encode(out));
+    return out.length > 0;
+  };
+
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -210,12 +224,12 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             // finished, or failed (its own error event). A server that crashed between events, its
             // stream framed by the connection's close, says neither.
             if (!sawDone && !finishSeen && !endedOnUsage && upstreamErrorEvent === null) {
-              if (last) controller.enqueue(encoder.encode(last));
+              if (last) send(controller, last);
               throw new EndedUnfinished();
             }
             await finishFirst({ outcome: "complete" });
-            if (last) controller.enqueue(encoder.encode(last));
-            if (!sawDone && !dialect) controller.enqueue(DONE_EVENT);
+            if (last) send(controller, last);
+            if (!sawDone && !dialect) send(controller, DONE_TEXT);
             controller.close();
             return;
           }
@@ -226,13 +240,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           if (carriedCr) text = text.slice(0, -1);
           const out = filterEvents(pending + (text.includes("\r") ? text.replaceAll("\r\n", "\n") : text));
           if (pending.length > MAX_EVENT_CHARS) {
-            if (out.length > 0) controller.enqueue(encoder.encode(out));
+            if (out.length > 0) send(controller, out);
             throw new EventTooLarge();
           }
           if (out.length === 0 && !sawDone) continue; // only part of an event so far: read on
           if (sawDone) await finishFirst({ outcome: "complete" });
           // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
-          if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
+          if (rewrite !== undefined) {
+            if (!send(controller, out) && !sawDone) continue; // nothing to say yet: read on
+          } else if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
           if (sawDone) {
             controller.close();
             drainRest();
@@ -261,8 +277,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
         const why = `${message} before the answer was complete`;
-        controller.enqueue(encoder.encode(dialect ? dialect.failure(why) : errorEvent(why)));
-        if (!dialect) controller.enqueue(DONE_EVENT);
+        send(controller, dialect ? dialect.failure(why) : errorEvent(why));
+        if (!dialect) send(controller, DONE_TEXT);
         controller.close();
       }
     },

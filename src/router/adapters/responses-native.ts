@@ -4,7 +4,7 @@
  * `max_output_tokens` and a stored conversation (previous_response_id) written out as input
  * items; the usage read from Responses' `usage.input_tokens` / `output_tokens` (the JSON, and the
  * stream's response.completed event); and a stream that breaks ended with `response.failed`.
- * The answer reaches the client as the upstream gave it; nativeStream only watches it, for the
+ * The answer reaches the client as the upstream gave it; nativeEvents only watches it, for the
  * Response object to store and the id the failure event names.
  */
 import { readUsage, usageFromJson, type Usage } from "../usage";
@@ -61,33 +61,20 @@ export function nativeResponses(prior: (body: CallBody) => readonly unknown[]): 
 }
 
 /**
- * The client's copy of a native stream, byte for byte but for the id in the gateway's own failure
- * event; `onResponse` gets the Response object of response.completed (or .incomplete).
+ * The watcher of a native stream's events, as the relay sends them (RelayOptions.rewrite): they
+ * pass unchanged but for the id in the gateway's own failure event; `onResponse` gets the Response
+ * object of response.completed (or .incomplete).
  */
-export function nativeStream(stream: ReadableStream<Uint8Array>, onResponse: ((response: Record<string, unknown>) => void) | null): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
-  const encoder = new TextEncoder();
+export function nativeEvents(onResponse: ((response: Record<string, unknown>) => void) | null): (events: string) => string {
   let id = "";
-  // Pulled straight from the relay, as ./responses-translated.ts is (no TransformStream hops).
-  const reader = stream.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
-      // The relay hands on whole events, so an event's type and its data arrive in one chunk.
-      const text = decoder.decode(value, { stream: true });
-      if (id === "" && text.includes("response.created")) id = /"id"\s*:\s*"([^"]*)"/.exec(text)?.[1] ?? "";
-      if (onResponse !== null && (text.includes('"response.completed"') || text.includes('"response.incomplete"'))) {
-        const response = finalResponse(text);
-        if (response !== null) onResponse(response);
-      }
-      const failed = id !== "" && text.startsWith("event: response.failed") && text.includes(FAILED_ID);
-      controller.enqueue(failed ? encoder.encode(text.replace(FAILED_ID, `"id":${JSON.stringify(id)}`)) : value);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
+  return (text) => {
+    if (id === "" && text.includes("response.created")) id = /"id"\s*:\s*"([^"]*)"/.exec(text)?.[1] ?? "";
+    if (onResponse !== null && (text.includes('"response.completed"') || text.includes('"response.incomplete"'))) {
+      const response = finalResponse(text);
+      if (response !== null) onResponse(response);
+    }
+    return id !== "" && text.startsWith("event: response.failed") && text.includes(FAILED_ID) ? text.replace(FAILED_ID, `"id":${JSON.stringify(id)}`) : text;
+  };
 }
 
 /** The Response object of the response.completed or .incomplete event among `text`'s events, or null. */

@@ -1,10 +1,10 @@
 /**
- * A chat completions stream, as the relay (../sse.ts) hands it on, rewritten as a Responses
- * stream by the translator's state machine (src/translate/responses-stream.ts): response.created
- * and response.in_progress with the first chunk's events (one write, so the first text is not
- * behind a write of its own), each chunk's events as it comes, then response.completed at
- * the chat stream's `[DONE]`. An error event (the upstream's own, or the relay's ending of a stream
- * that broke) becomes response.failed, as does a stream that ends without `[DONE]`.
+ * A chat completions stream, as the relay (../sse.ts) sends it, rewritten as a Responses stream
+ * by the translator's state machine (src/translate/responses-stream.ts), in the relay's own pull
+ * (RelayOptions.rewrite): response.created and response.in_progress with the first chunk's
+ * events, each chunk's events as it comes, then response.completed at the chat stream's `[DONE]`.
+ * An error event (the upstream's own, or the relay's ending of a stream that broke) becomes
+ * response.failed. The relay ends every chat stream with one or the other.
  */
 import { createResponsesStream } from "../../translate/responses-stream";
 import { isRecord } from "../../translate/chat";
@@ -20,13 +20,9 @@ export interface TranslatedStreamOptions {
   onCompleted: (response: ResponseObject) => void;
 }
 
-const encoder = new TextEncoder();
-
-export function translatedStream(stream: ReadableStream<Uint8Array>, options: TranslatedStreamOptions): ReadableStream<Uint8Array> {
+/** The rewriter of one call's complete chat events into Responses events. */
+export function translatedEvents(options: TranslatedStreamOptions): (events: string) => string {
   const translator = createResponsesStream({ model: options.model, id: options.id, echo: options.echo });
-  const decoder = new TextDecoder();
-  let pending = "";
-  let ended = false;
 
   /** The Responses events for one chat event's text. */
   const translate = (event: string): string => {
@@ -34,7 +30,6 @@ export function translatedStream(stream: ReadableStream<Uint8Array>, options: Tr
     for (const line of event.split("\n")) if (line.startsWith("data:")) data += line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
     if (data === "") return "";
     if (data === "[DONE]") {
-      ended = true;
       const out = translator.end();
       const response = translator.response();
       if (response !== null) options.onCompleted(response);
@@ -48,48 +43,19 @@ export function translatedStream(stream: ReadableStream<Uint8Array>, options: Tr
     }
     if (!isRecord(chunk)) return "";
     if (isRecord(chunk.error)) {
-      ended = true;
       const message = typeof chunk.error.message === "string" ? chunk.error.message : "the upstream failed";
       return translator.fail(message, typeof chunk.error.code === "string" ? chunk.error.code : "server_error");
     }
     return translator.chunk(chunk);
   };
 
-  const events = (text: string): string => {
-    pending += text;
+  return (events) => {
     let out = "";
     let start = 0;
-    for (let end = pending.indexOf("\n\n"); end !== -1; end = pending.indexOf("\n\n", start)) {
-      out += translate(pending.slice(start, end));
+    for (let end = events.indexOf("\n\n"); end !== -1; end = events.indexOf("\n\n", start)) {
+      out += translate(events.slice(start, end));
       start = end + 2;
     }
-    pending = start === 0 ? pending : pending.slice(start);
     return out;
   };
-
-  // Pulled straight from the relay (no TransformStream: each of its hops is a turn of the event
-  // loop before the first text reaches the client).
-  const reader = stream.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) {
-          let out = events(`${decoder.decode()}\n\n`);
-          if (!ended) out += translator.fail("the upstream ended its stream before the answer was complete");
-          if (out !== "") controller.enqueue(encoder.encode(out));
-          controller.close();
-          return;
-        }
-        const out = events(decoder.decode(value, { stream: true }));
-        if (out !== "") {
-          controller.enqueue(encoder.encode(out));
-          return;
-        }
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
 }

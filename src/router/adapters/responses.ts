@@ -24,8 +24,8 @@ import { usageFromJson } from "../usage";
 import { createResponseStore, responseOwner } from "../response-store";
 import type { ModelRoute } from "../registry";
 import { completionPayload, estimatedCompletion } from "./chat";
-import { inputItems, nativeResponses, nativeStream } from "./responses-native";
-import { translatedStream } from "./responses-translated";
+import { inputItems, nativeEvents, nativeResponses } from "./responses-native";
+import { translatedEvents } from "./responses-translated";
 import { servesNatively, type CallBody, type EndpointAdapter } from "./types";
 
 /** The request as the OpenAPI document describes it; the translator (or a native upstream) checks the rest. */
@@ -147,10 +147,10 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       answer.store = keep(body, answer as unknown as Record<string, unknown>);
       return JSON.stringify(answer);
     },
-    transformStream(stream, body, target) {
+    rewriteEvents(body, target) {
       const call = callOf(body);
-      if (servesNatively(adapter, target)) return nativeStream(stream, call.owner === null ? null : (response) => void keep(body, response));
-      return translatedStream(stream, {
+      if (servesNatively(adapter, target)) return nativeEvents(call.owner === null ? null : (response) => void keep(body, response));
+      return translatedEvents({
         model: body.model,
         id: call.id,
         echo: { ...call.translation!.echo, store: call.owner !== null },

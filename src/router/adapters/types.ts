@@ -100,6 +100,12 @@ export interface EndpointAdapter {
   transformWhole?(text: string, body: CallBody, target: Target): string;
   /** An event stream of success, rewritten for the client, after the usage is read (`body` and `target` as for transformWhole). */
   transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody, target: Target): ReadableStream<Uint8Array>;
+  /**
+   * A rewriter of an event stream of success for the client, given the complete events as the relay
+   * sends them (../sse.ts RelayOptions.rewrite): cheaper than transformStream, as it adds no stream
+   * to the relay's. `body` and `target` as for transformWhole; null sends the events as they are.
+   */
+  rewriteEvents?(body: CallBody, target: Target): ((events: string) => string) | null;
   /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
   readonly keepUsageChunk?: boolean;
 }
