@@ -25,7 +25,7 @@ export function inputItems(input: unknown): unknown[] {
   return Array.isArray(input) ? input : [];
 }
 
-/** The failure event of a stream the gateway ends; its empty id is the response's once nativeStream has seen it. */
+/** The failure event of a stream the gateway ends; its empty id becomes the response's once nativeEvents has seen it. */
 const FAILED_ID = '"id":""';
 
 function failureEvent(message: string): string {
