@@ -13,6 +13,7 @@ export const RESTART_ONLY: readonly string[] = [
   "server.listen",
   "server.data_dir",
   "server.request_log_days",
+  "server.response_store_days",
   "log",
   "metrics.enabled",
   "spend_auth",

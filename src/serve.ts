@@ -19,6 +19,7 @@ import { issueSetupLink } from "./auth/setup";
 import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
+import { startResponsePruning } from "./router/response-store";
 import { createLogger, log, setLogger } from "./log";
 import { createGatewayMetrics } from "./metrics/gateway";
 import { createKeyReveals } from "./dashboard/key-reveals";
@@ -51,6 +52,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   // Every generation's registry in turn: the metrics outlive reloads, the routes do not.
   let serving: Serving | null = null;
   const metrics = createGatewayMetrics({ registry: () => serving!.generation.deps.registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
+  const stopResponsePruning = startResponsePruning(database.db, { retainDays: started.server.response_store_days, now: Date.now });
   const finished = createRequestSink({
     observe: started.metrics.enabled ? (record) => metrics.observe(record) : null,
     logLines: logger.requests,
@@ -186,6 +188,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       log("error", `request log: ${unlogged.length} row(s) could not be written before the stop and are lost`);
     }
     requestLog.close();
+    stopResponsePruning();
     database.close();
     removePidFile?.();
     log("info", "stopped");

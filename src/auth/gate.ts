@@ -242,6 +242,17 @@ export function createGate(deps: GateDeps): Gate {
 
   return {
     admitInProcess,
+    identify(request) {
+      const credential = presented(request);
+      if (credential.kind === "anonymous") return null;
+      if (credential.kind === "spend_auth") return new GatewayError("authentication_required", "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored");
+      if (credential.kind === "api_key") {
+        const check = verifyKey(credential.authorization);
+        return check instanceof GatewayError ? check : check.identity;
+      }
+      const session = verifySession(request, credential.token);
+      return session instanceof GatewayError ? session : { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
+    },
     credentialRefusal(request) {
       const credential = presented(request);
       let check: unknown = null;

@@ -80,6 +80,12 @@ export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayEr
 
 export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
+  /**
+   * Who a request that calls no model is from (GET /v1/responses/{id}): the identity of a valid API
+   * key or session, null for none, or the 401 its credential earns. SpendAuth pays per call and is
+   * no identity to look things up with: refused (GatewayError).
+   */
+  identify?(request: Request): Identity | GatewayError | null;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
   credentialRefusal?(request: Request): GatewayError | null;
   /**

@@ -38,6 +38,10 @@ const Server = T.Object(
     shutdown_grace_ms: T.Integer({ default: 10_000, minimum: 0, maximum: MAX_TIMER_MS }),
     /** Rows of the request log (the dashboard's usage history) older than this are pruned. */
     request_log_days: T.Integer({ default: 90, minimum: 1 }),
+    /** /v1/responses answers kept for previous_response_id and GET /v1/responses/{id} are pruned after this. */
+    response_store_days: T.Integer({ default: 30, minimum: 1 }),
+    /** The most one stored response may hold (its conversation and output, as JSON); a larger one is not kept. */
+    response_store_max_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -132,7 +136,7 @@ const Price = T.Object(
 );
 
 /** The endpoints a model route may serve (`endpoints = [...]` narrows them; all by default). */
-export const ENDPOINT_NAMES = ["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech"] as const;
+export const ENDPOINT_NAMES = ["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "responses"] as const;
 export type EndpointName = (typeof ENDPOINT_NAMES)[number];
 
 const Model = T.Object(

@@ -121,6 +121,24 @@ export const requestLog = sqliteTable(
   (t) => [index("request_log_user_time").on(t.userId, t.createdAt), index("request_log_time").on(t.createdAt)],
 );
 
+/**
+ * /v1/responses answers kept for previous_response_id and GET /v1/responses/{id} (src/router/response-store.ts):
+ * whose they are (`owner`: "user:ID" or "spend:COMMITMENT"), the conversation as Responses input
+ * items (what came before, this request's input, the output), and the Response object as sent.
+ * Pruned after server.response_store_days.
+ */
+export const storedResponses = sqliteTable(
+  "stored_responses",
+  {
+    id: text("id").primaryKey(),
+    owner: text("owner").notNull(),
+    createdAt: integer("created_at").notNull(),
+    items: text("items").notNull(),
+    response: text("response").notNull(),
+  },
+  (t) => [index("stored_responses_time").on(t.createdAt)],
+);
+
 /** SpendAuth replay protection: (commitment, nonce) seen, kept at least until expiry. */
 export const spendNonces = sqliteTable(
   "spend_nonces",

@@ -11,6 +11,7 @@ import { ChatCompletionRequest } from "./schema";
 import { CompletionRequest } from "./adapters/completions";
 import { EmbeddingRequest, RerankRequest } from "./adapters/embeddings";
 import { SpeechRequest } from "./adapters/audio";
+import { ResponsesRequest } from "./adapters/responses";
 
 const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
   "x-ratelimit-limit-requests": { description: "The caller's limit (per minute, or per day when that binds)", schema: { type: "integer" } },
@@ -184,6 +185,20 @@ export function endpointDocs(deps: AppDeps): EndpointDoc[] {
         success("The audio, in the upstream's type (audio/mpeg for the default mp3)", {
           "audio/mpeg": { schema: { type: "string", format: "binary" } },
           "application/octet-stream": { schema: { type: "string", format: "binary" } },
+        }),
+      ),
+    },
+    {
+      name: "responses",
+      path: "/v1/responses",
+      detail: operation(
+        "responses",
+        "createResponse",
+        "Create a model response (OpenAI's Responses API): passed through to upstreams that serve it, translated to chat completions for the rest",
+        jsonBody(ResponsesRequest, { model: model("responses"), input: "Say hello in five words.", max_output_tokens: 32 }),
+        success("The Response object, or its event stream (event: and data: lines, ending in response.completed) with stream: true", {
+          "application/json": ANY_JSON,
+          "text/event-stream": { schema: { type: "string" } },
         }),
       ),
     },

@@ -11,6 +11,7 @@ import { requestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { requestPath } from "../request-url";
 import { ADAPTERS } from "./adapters";
+import { createResponsesAdapter } from "./adapters/responses";
 import { createEndpoint, type ModelEndpoint } from "./endpoint";
 
 export interface FrontDoor {
@@ -28,7 +29,8 @@ export function createFrontDoor(deps: AppDeps): FrontDoor {
   const routes: FrontDoor["routes"] = {};
   const byPath = new Map<string, ModelEndpoint>();
   const byName = new Map<string, ModelEndpoint>();
-  for (const adapter of ADAPTERS) {
+  // The Responses endpoint keeps what it stores in the deps' database: built per app.
+  for (const adapter of [...ADAPTERS, createResponsesAdapter(deps)]) {
     const endpoint = createEndpoint(deps, adapter);
     const served: ModelEndpoint = cors
       ? async (request, server) => {

@@ -22,7 +22,7 @@ import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
-import type { CallBody } from "./adapters/types";
+import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
 import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
@@ -51,19 +51,26 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // One function, so the hot path pays for no extra async frame: anything unexpected below is
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
+    adapter.admitted?.(ctx.body, admission.identity);
     const completion = adapter.answer === "completion";
     const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
-    // The parsed body is ours: amend it in place rather than copying it per request.
-    if (streamed) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    // The parsed body is ours: amend it in place rather than copying it per request. An adapter
+    // with a native form sends the client's body only in that form, where chat's option has no place.
+    const native = adapter.native;
+    if (streamed && native === undefined) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    /** Whether the target last sent the request (the one that answered, once forward returns) got the native form. */
+    let sentNative = false;
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;
     const forwarded = await forward({
       route,
-      upstreamPath: adapter.upstreamPath,
+      upstreamPath: native === undefined ? adapter.upstreamPath : (target) => (servesNatively(adapter, target) ? native.upstreamPath : adapter.upstreamPath),
       payload: upload
         ? (target) => upload.take(target.model)
         : (target) => {
+            sentNative = native !== undefined && servesNatively(adapter, target);
+            if (sentNative) return serialize(native!.payload(ctx.body, target, tokenLimit));
             if (!adapter.payload) {
               // The body is the gateway's own parse of the request: set the target's model name in place.
               ctx.body.model = target.model;
@@ -154,10 +161,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = adapter.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
+      const usage = (sentNative ? native!.usage : adapter.usage)(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
-      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body);
+      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body, target);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -174,6 +181,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       streamTimeoutMs: upstream.config.stream_timeout_ms,
       abortUpstream: forwarded.abort,
       upstreamSecrets: upstream.secrets,
+      dialect: sentNative ? native!.stream : undefined,
+      rewrite: adapter.rewriteEvents?.(ctx.body, target) ?? undefined,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         // Answering, but for too long: counted against this model, as a first-byte timeout is.
@@ -193,7 +202,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body) : stream, { status: 200, headers });
+    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body, target) : stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;

@@ -12,6 +12,7 @@ import { requestPath } from "../request-url";
 import { targetState } from "./target-state";
 import { errorDoc, jsonDoc } from "../swagger";
 import { endpointDocs } from "./endpoint-docs";
+import { createResponseReader } from "./responses-retrieve";
 import type { OpenAPIV3 } from "openapi-types";
 
 /** A model entry as the interface has it: `id` and `object`, and whatever else the gateway adds (modelEntry). */
@@ -80,6 +81,7 @@ function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown>
 }
 
 export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelEndpoint>) {
+  const readResponse = createResponseReader(deps);
   let app = new Elysia({ name: "modelgate.v1" })
     .get(
       "/v1/models",
@@ -99,7 +101,15 @@ export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelE
         responses: { 200: jsonDoc("The model route", MODEL_SCHEMA), 404: errorDoc("No model of that name") },
       },
     })
-    .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } });
+    .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } })
+    .get("/v1/responses/:id", ({ request, params }) => readResponse(request, params.id), {
+      detail: {
+        operationId: "getResponse",
+        summary: "A response /v1/responses stored, to the identity that made it (previous_response_id reads the same store)",
+        tags: ["responses"],
+        responses: { 200: jsonDoc("The Response object as it was answered", { type: "object", additionalProperties: true }), 404: errorDoc("No stored response of that id for this caller") },
+      },
+    });
   for (const doc of endpointDocs(deps)) {
     const endpoint = endpoints.get(doc.name)!;
     // The endpoint reads and checks the body itself (./endpoint.ts); the schema is for the docs.

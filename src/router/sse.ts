@@ -5,6 +5,8 @@
  * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`. A
  * stream that ends without `[DONE]` is whole only if the model said it finished (a finish_reason,
  * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
+ * Another API's stream (a native /v1/responses) is read as its StreamDialect says, and ends in its
+ * own failure event.
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -19,6 +21,20 @@
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
+
+/**
+ * An API's own event stream where it is not chat completions' (a native /v1/responses): how the
+ * relay reads its usage and its end, and how it ends it when it breaks. Such a stream gets no
+ * `[DONE]`, which is chat's alone.
+ */
+export interface StreamDialect {
+  /** Matches an event (its text) that says the answer ended. */
+  readonly finished: RegExp;
+  /** The usage in an event's data (one that names a usage object), or null. */
+  usage(data: Record<string, unknown>): Usage | null;
+  /** The event a stream that broke ends with, in the API's shape. */
+  failure(message: string): string;
+}
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -36,6 +52,14 @@ export interface RelayOptions {
   onEnd: (result: RelayResult) => Promise<void> | void;
   /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
   upstreamSecrets?: readonly string[];
+  /** The stream's API, when it is not chat completions. */
+  dialect?: StreamDialect;
+  /**
+   * Rewrites the complete events about to be sent (the relay's own endings included) for the
+   * client: a translation into another API's events, in the relay's own pull, with no stream
+   * after it. "" sends nothing and reads on.
+   */
+  rewrite?: (events: string) => string;
 }
 
 export interface RelayResult {
@@ -60,7 +84,7 @@ export interface RelayResult {
 
 const encoder = new TextEncoder();
 const USAGE_PATTERN = /"usage"\s*:\s*\{/;
-const DONE_EVENT = encoder.encode("data: [DONE]\n\n");
+const DONE_TEXT = "data: [DONE]\n\n";
 /** An event whose data is `[DONE]` (with or without the optional space, after other fields or not). */
 const DONE = /(?:^|\n)data: ?\[DONE\][ \t]*(?:\n|$)/;
 /** A choice's finish_reason that is set (a string, not null): the model finished that choice. */
@@ -76,6 +100,9 @@ type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
+  const dialect = options.dialect;
+  const rewrite = options.rewrite;
+  const finished = dialect?.finished ?? FINISHED;
   const decoder = new TextDecoder();
   let pending = "";
   /** A read that ended in "\r": held back, in case the next read starts with the "\n" of a CRLF. */
@@ -128,14 +155,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
-      if (!finishSeen) finishSeen = FINISHED.test(event);
+      if (!finishSeen) finishSeen = finished.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
-        usage = readUsage(parsed?.usage) ?? usage;
+        usage = (dialect ? parsed && dialect.usage(parsed) : readUsage(parsed?.usage)) ?? usage;
         // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
         endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);
-        if (!options.clientWantsUsage && endedOnUsage) continue;
+        // Chat's usage chunk only: another API's events are its own, usage or not.
+        if (!options.clientWantsUsage && endedOnUsage && !dialect) continue;
       } else if (event.includes("data:")) endedOnUsage = false;
       // Cheap test first: only an event that names "error" is parsed for one.
       if (event.includes('"error"')) {
@@ -171,6 +199,13 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     })();
   };
 
+  /** Sends the client text of complete events (rewritten, when the endpoint translates); false when nothing was left to send. */
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, text: string): boolean => {
+    const out = rewrite ? rewrite(text) : text;
+    if (out.length > 0) controller.enqueue(encoder.encode(out));
+    return out.length > 0;
+  };
+
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -189,12 +224,12 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             // finished, or failed (its own error event). A server that crashed between events, its
             // stream framed by the connection's close, says neither.
             if (!sawDone && !finishSeen && !endedOnUsage && upstreamErrorEvent === null) {
-              if (last) controller.enqueue(encoder.encode(last));
+              if (last) send(controller, last);
               throw new EndedUnfinished();
             }
             await finishFirst({ outcome: "complete" });
-            if (last) controller.enqueue(encoder.encode(last));
-            if (!sawDone) controller.enqueue(DONE_EVENT);
+            if (last) send(controller, last);
+            if (!sawDone && !dialect) send(controller, DONE_TEXT);
             controller.close();
             return;
           }
@@ -205,13 +240,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           if (carriedCr) text = text.slice(0, -1);
           const out = filterEvents(pending + (text.includes("\r") ? text.replaceAll("\r\n", "\n") : text));
           if (pending.length > MAX_EVENT_CHARS) {
-            if (out.length > 0) controller.enqueue(encoder.encode(out));
+            if (out.length > 0) send(controller, out);
             throw new EventTooLarge();
           }
           if (out.length === 0 && !sawDone) continue; // only part of an event so far: read on
           if (sawDone) await finishFirst({ outcome: "complete" });
           // The common case: whole events, nothing dropped -> forward the upstream's bytes untouched.
-          if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
+          if (rewrite !== undefined) {
+            if (!send(controller, out) && !sawDone) continue; // nothing to say yet: read on
+          } else if (out.length > 0) controller.enqueue(!hadPending && out === decoded ? value : encoder.encode(out));
           if (sawDone) {
             controller.close();
             drainRest();
@@ -239,8 +276,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           : overdue ? overdueMessage
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
-        controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
-        controller.enqueue(DONE_EVENT);
+        const why = `${message} before the answer was complete`;
+        send(controller, dialect ? dialect.failure(why) : errorEvent(why));
+        if (!dialect) send(controller, DONE_TEXT);
         controller.close();
       }
     },
@@ -254,7 +292,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 }
 
 /** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
-function parseData(event: string): { usage?: unknown; choices?: unknown; error?: unknown } | null {
+function parseData(event: string): Record<string, unknown> | null {
   let data: string | null = null;
   for (const line of event.split("\n")) {
     if (!line.startsWith("data:")) continue;
@@ -264,7 +302,7 @@ function parseData(event: string): { usage?: unknown; choices?: unknown; error?:
   if (data === null) return null;
   try {
     const parsed: unknown = JSON.parse(data);
-    return typeof parsed === "object" && parsed !== null ? parsed : null;
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : null;
   } catch {
     return null;
   }

@@ -16,13 +16,16 @@
  * items -> one assistant message's `tool_calls` (joined to the assistant message just before);
  * `function_call_output` -> a `tool` message (text only: chat tool messages hold text);
  * `reasoning` items -> `reasoning_content` of the assistant message that follows them.
- * Function tools -> chat tools; tool_choice auto/none/required/{type:function,name};
+ * Function tools -> chat tools, and the function tools a `namespace` tool groups (Codex's) each
+ * under its own name; web search tools (run by OpenAI's servers, never by a chat model: Codex
+ * offers one on every request) are left out while tool_choice does not require them;
+ * tool_choice auto/none/required/{type:function,name};
  * `max_output_tokens` -> `max_tokens`; `text.format` json_schema / json_object ->
  * `response_format`; `reasoning.effort` -> `reasoning_effort`; `user` / `safety_identifier` ->
  * `user`. Any other item, part or tool type (file_search, web_search, input_file, file_id
  * images, item_reference, ...) is a 400 naming it.
  */
-import { UntranslatableError, isRecord, type ChatContentPart, type ChatMessage, type ChatRequest, type ChatToolChoice } from "./chat";
+import { UntranslatableError, isRecord, type ChatContentPart, type ChatMessage, type ChatRequest, type ChatTool, type ChatToolChoice } from "./chat";
 
 export interface ResponsesRequestError {
   status: 400;
@@ -102,7 +105,8 @@ function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatR
   if (parallel !== null) chat.parallel_tool_calls = parallel;
   if (stream !== null) chat.stream = stream;
   if (user !== null) chat.user = user;
-  if (tools.length > 0) chat.tools = tools.map(functionTool);
+  const chatTools = translateTools(tools, body.tool_choice);
+  if (chatTools.length > 0) chat.tools = chatTools;
   if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = toolChoice(body.tool_choice);
   const format = text ? responseFormat(text.format) : null;
   if (format) chat.response_format = format;
@@ -208,12 +212,29 @@ function messageContent(content: unknown, path: string): string | ChatContentPar
   });
 }
 
-function functionTool(tool: unknown, i: number): { type: "function"; function: Record<string, unknown> } {
-  const path = `tools[${i}]`;
+/** Web search as OpenAI's servers run it: an offer a chat model can do without, so it is left out unless required. */
+const WEB_SEARCH = new Set(["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"]);
+
+function translateTools(tools: unknown[], choice: unknown): ChatTool[] {
+  const out: ChatTool[] = [];
+  let searches = 0;
+  tools.forEach((tool, i) => {
+    const path = `tools[${i}]`;
+    if (isRecord(tool) && tool.type === "namespace") {
+      if (!Array.isArray(tool.tools)) fail(`${path}.tools`, "must be an array of function tools");
+      tool.tools.forEach((inner, j) => out.push(functionTool(inner, `${path}.tools[${j}]`)));
+    } else if (isRecord(tool) && typeof tool.type === "string" && WEB_SEARCH.has(tool.type)) searches++;
+    else out.push(functionTool(tool, path));
+  });
+  if (searches > 0 && out.length === 0 && choice === "required") fail("tool_choice", '"required" offers only web search, which this model cannot run');
+  return out;
+}
+
+function functionTool(tool: unknown, path: string): ChatTool {
   if (!isRecord(tool)) fail(path, "must be an object");
-  if (tool.type !== "function") fail(`${path}.type`, `tool type ${JSON.stringify(tool.type)} cannot be translated for this model (only function tools)`);
+  if (tool.type !== "function") fail(`${path}.type`, `tool type ${JSON.stringify(tool.type)} cannot be translated for this model (function tools, namespaces of them, and web search, left out)`);
   if (typeof tool.name !== "string" || tool.name === "") fail(`${path}.name`, "a non-empty string is required");
-  const fn: Record<string, unknown> = { name: tool.name };
+  const fn: ChatTool["function"] = { name: tool.name };
   if (typeof tool.description === "string") fn.description = tool.description;
   if (tool.parameters !== undefined && tool.parameters !== null) fn.parameters = tool.parameters;
   if (typeof tool.strict === "boolean") fn.strict = tool.strict;

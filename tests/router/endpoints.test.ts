@@ -190,7 +190,7 @@ describe("model routes and endpoints", () => {
     expect((await gw.request("/v1/embeddings", post("/", JSON.stringify({ model: "embed-only", input: "x" })))).status).toBe(200);
     const models = (await json(await gw.request("/v1/models"))).data;
     expect(models.find((m: { id: string }) => m.id === "embed-only").endpoints).toEqual(["embeddings"]);
-    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual(["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech"]);
+    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual(["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "responses"]);
   });
 
   test("the model field of an upload is replaced by the target's name, the file passed through byte for byte", async () => {
@@ -266,6 +266,7 @@ describe("metrics and docs", () => {
       "/v1/audio/transcriptions": "createTranscription",
       "/v1/audio/translations": "createTranslation",
       "/v1/audio/speech": "createSpeech",
+      "/v1/responses": "createResponse",
     };
     for (const [path, id] of Object.entries(operations)) {
       const op = doc.paths[path].post;

@@ -1,13 +1,14 @@
 /**
  * The only stand-in in the test suite: a small OpenAI-compatible model server speaking the real
  * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk,
- * and the other model endpoints of ./mock-endpoints.ts).
+ * the other model endpoints of ./mock-endpoints.ts, and /v1/responses of ./mock-responses.ts).
  * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
+import { chatToolAnswer, responsesAnswer, type ResponsesBehaviour } from "./mock-responses";
 import { completionAnswer, embeddingAnswer, MOCK_PATHS, readUploadSeen, rerankAnswer, speechAnswer, transcriptionAnswer } from "./mock-endpoints";
 
-export interface MockBehaviour {
+export interface MockBehaviour extends ResponsesBehaviour {
   /** Answer every chat request with this status and an OpenAI error body. */
   failWith?: number;
   /** Wait before sending headers (ms). */
@@ -68,7 +69,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         const ids = behaviour.models ?? ["mock-small", "mock-large"];
         return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
       }
-      if (MOCK_PATHS.includes(url.pathname) && request.method === "POST") return otherEndpoint(url.pathname, request);
+      if ((MOCK_PATHS.includes(url.pathname) || url.pathname === "/v1/responses") && request.method === "POST") return otherEndpoint(url.pathname, request);
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
@@ -85,6 +86,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         );
       }
       const words = behaviour.words ?? DEFAULT_WORDS;
+      if (behaviour.callTools || behaviour.reasoning) return chatToolAnswer(body, { ...behaviour, words });
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
       const generated = behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
       const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
@@ -118,6 +120,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
     }
     const options = { words: behaviour.words ?? DEFAULT_WORDS, usage: behaviour.usage, noUsage: behaviour.noUsage, speechBytes: behaviour.speechBytes };
     if (seen) return transcriptionAnswer(seen, path.endsWith("translations"));
+    if (path === "/v1/responses") return responsesAnswer(body, { ...behaviour, words: options.words });
     if (path === "/v1/completions") return completionAnswer(body, options);
     if (path === "/v1/embeddings") return embeddingAnswer(body, options);
     if (path === "/v1/audio/speech") return speechAnswer(body, options);

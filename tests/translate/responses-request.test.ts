@@ -127,8 +127,18 @@ describe("responsesToChat: malformed or untranslatable requests are 400s naming 
   });
 
   test("a hosted tool type is named", () => {
-    const err = errorOf({ model: "m", input: "x", tools: [{ type: "web_search_preview" }] });
-    expect(err).toEqual({ message: 'tools[0].type: tool type "web_search_preview" cannot be translated for this model (only function tools)', param: "tools[0].type", status: 400, code: "invalid_request_error" } as never);
+    const err = errorOf({ model: "m", input: "x", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] });
+    expect(err).toEqual({ message: 'tools[0].type: tool type "file_search" cannot be translated for this model (function tools, namespaces of them, and web search, left out)', param: "tools[0].type", status: 400, code: "invalid_request_error" } as never);
+    expect(errorOf({ model: "m", input: "x", tools: [{ type: "computer_use_preview" }] }).param).toBe("tools[0].type");
+  });
+
+  test("Codex's tools: a namespace's functions offered by name, web search left out unless required", () => {
+    const fn = (name: string) => ({ type: "function", name, parameters: { type: "object" }, strict: false });
+    const tools = [fn("exec_command"), { type: "namespace", name: "multi_agent_v1", tools: [fn("spawn_agent"), fn("wait")] }, { type: "web_search", external_web_access: false }];
+    const { chat } = translated({ input: "x", tools, tool_choice: "auto" });
+    expect((chat.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(["exec_command", "spawn_agent", "wait"]);
+    expect(errorOf({ model: "m", input: "x", tools: [{ type: "web_search" }], tool_choice: "required" }).param).toBe("tool_choice");
+    expect(errorOf({ model: "m", input: "x", tools: [{ type: "namespace", name: "n", tools: [{ type: "web_search" }] }] }).param).toBe("tools[0].tools[0].type");
   });
 
   test("an untranslatable tool_choice or text format is named", () => {

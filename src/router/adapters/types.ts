@@ -7,10 +7,14 @@
  * A translating endpoint (one API's shape in, chat completions upstream) is an adapter whose
  * check translates (keeping what it needs per call, keyed by the body), whose payload builds the
  * chat body, whose upstreamPath is chat's, and whose transforms and renderError speak its API.
+ * Such an endpoint may also have a native form (NativeForm): a target whose upstream lists the
+ * endpoint in its `native` config is sent the API's own request instead, and its answer relayed.
  */
 import type { EndpointName } from "../../config/schema";
 import type { Reserve } from "../../credits/reservation";
 import type { GatewayError } from "../../errors";
+import type { Identity } from "../../auth/types";
+import type { StreamDialect } from "../sse";
 import type { ModelRoute, Target } from "../registry";
 import type { Usage } from "../usage";
 
@@ -33,6 +37,22 @@ export interface EstimateInput {
   completionTokens: number;
 }
 
+/**
+ * How an endpoint is sent to a target whose upstream serves its API itself (`native = [name]` in
+ * the upstream's config): passed through, not translated. The pipeline chooses per target, so a
+ * route may mix native and translated targets and fail over between them.
+ */
+export interface NativeForm {
+  /** Under each such upstream's base_url. */
+  readonly upstreamPath: string;
+  /** The JSON the target is sent: the client's request naming `target.model`, with a priced completion's `tokenLimit`. */
+  payload(body: CallBody, target: Target, tokenLimit: number | null): Record<string, unknown>;
+  /** The usage a whole answer reports; null when it reports none. */
+  usage(text: string): Usage | null;
+  /** How the relay reads the API's own event stream (../sse.ts). */
+  readonly stream: StreamDialect;
+}
+
 export interface EndpointAdapter {
   readonly name: EndpointName;
   /** The paths clients call (the first is the documented one). */
@@ -46,6 +66,14 @@ export interface EndpointAdapter {
   check(body: unknown): asserts body is CallBody;
   /** Refusals that depend on the route the model names (a limit no reservation covers). */
   checkRoute?(body: CallBody, route: ModelRoute): void;
+  /**
+   * Called once the call is admitted, before any target is sent anything: throws the GatewayError
+   * of a refusal that depends on who calls (nothing is charged for it). What it keeps per call is
+   * keyed by the body, as with check.
+   */
+  admitted?(body: CallBody, identity: Identity): void;
+  /** The endpoint's native form, for targets whose upstream serves its API itself. */
+  readonly native?: NativeForm;
   /**
    * The JSON one target is sent, naming its model (`target.model`): the body amended in place, or
    * a translation of it (then the client's body keeps the model the client named, and a streamed
@@ -66,11 +94,23 @@ export interface EndpointAdapter {
   renderError?(error: GatewayError, headers: Record<string, string>): Response;
   /**
    * A whole (JSON) answer of success, rewritten for the client (a translation back); `body` is the
-   * client's, whose identity can key what the adapter kept of it when it checked it (a WeakMap).
+   * client's, whose identity can key what the adapter kept of it when it checked it (a WeakMap);
+   * `target` the one that answered (whether it was sent the native form: servesNatively).
    */
-  transformWhole?(text: string, body: CallBody): string;
-  /** An event stream of success, rewritten for the client, after the usage is read (`body` as for transformWhole). */
-  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody): ReadableStream<Uint8Array>;
+  transformWhole?(text: string, body: CallBody, target: Target): string;
+  /** An event stream of success, rewritten for the client, after the usage is read (`body` and `target` as for transformWhole). */
+  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody, target: Target): ReadableStream<Uint8Array>;
+  /**
+   * A rewriter of an event stream of success for the client, given the complete events as the relay
+   * sends them (../sse.ts RelayOptions.rewrite): cheaper than transformStream, as it adds no stream
+   * to the relay's. `body` and `target` as for transformWhole; null sends the events as they are.
+   */
+  rewriteEvents?(body: CallBody, target: Target): ((events: string) => string) | null;
   /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
   readonly keepUsageChunk?: boolean;
+}
+
+/** Whether `target` is sent the adapter's native form: the adapter has one, and the target's upstream lists the endpoint as native. */
+export function servesNatively(adapter: EndpointAdapter, target: Target): boolean {
+  return adapter.native !== undefined && (target.upstream.config.native as readonly string[]).includes(adapter.name);
 }
