@@ -50,12 +50,15 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   });
   const stops: Array<() => void | Promise<void>> = [];
   let exitCode = 0;
+  // Replicas share limits, replay records and key changes through Redis; one process keeps them in memory.
+  const cluster = config.cluster.redis_url ? await (await import("./cluster")).startCluster(config, { db: database.db, log }) : null;
+  if (cluster) stops.push(cluster.close);
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
-  const limiter = createMemoryLimiter({ now: Date.now });
+  const limiter = cluster?.limiter ?? createMemoryLimiter({ now: Date.now });
   // Loaded only when configured: viem alone costs ~20 MB of memory and ~30 ms of start-up.
   const spendAuth = spendAuthMode(config) === "off"
     ? null
-    : (await import("./spendauth/setup")).setupSpendAuth({ config, db: database.db, now: Date.now, limiter, log });
+    : (await import("./spendauth/setup")).setupSpendAuth({ config, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
@@ -84,6 +87,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     beforeMetricsRender: () => finished.flush(),
     statusSections: [
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
+      cluster ? cluster.statusSection : () => ({}),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
       () => webhookStatus?.() ?? {},
     ],

@@ -22,8 +22,8 @@
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import type { RateLimiter, RatePolicy } from "../ratelimit/types";
-import { policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
+import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
+import { limitsUnavailable, policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
 import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
@@ -124,21 +124,53 @@ export function createGate(deps: GateDeps): Gate {
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
+  const rateLimited = (identity: Identity, decision: RateDecision, headers: Record<string, string>, who: string): IdentifiedDenial =>
+    new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
+
   /**
    * `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model
    * needs it; `key`: an API key's, whose policy applies (./key-limits.ts).
    */
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError {
-    const decision = limiter.take(identity.subject, policy);
-    const headers = rateLimitHeaders(decision);
-    if (!decision.allowed) {
-      return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
-    }
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
+    const decided = limiter.take(identity.subject, policy);
+    if (decided instanceof Promise) return admitShared(decided, input, identity, policy, knownBalance, who, key);
+    const headers = rateLimitHeaders(decided);
+    if (!decided.allowed) return rateLimited(identity, decided, headers, who);
     const taken = key === undefined ? null : keyLimits.take(key, headers);
     if (taken instanceof GatewayError) {
       limiter.giveBack(identity.subject, policy);
       return taken;
     }
+    return admitLimited(input, identity, policy, knownBalance, headers, taken as TakenLimits | null, key);
+  }
+
+  /**
+   * The same with a shared limiter: the key's own limit and its ceilings are asked together (one
+   * round trip), and a store that cannot answer refuses the request (503), never lets it through.
+   */
+  async function admitShared(decided: Promise<RateDecision>, input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Promise<Admission | GatewayError> {
+    const ceilingHeaders: Record<string, string> = {};
+    const ceilings = key === undefined ? null : keyLimits.take(key, ceilingHeaders);
+    const [decision, taken] = await Promise.all([decided, ceilings]).catch(() => [null, null] as const);
+    if (decision === null) {
+      const unavailable = limitsUnavailable();
+      return new IdentifiedDenial(identity, unavailable.code, unavailable.message, unavailable.options);
+    }
+    const headers = rateLimitHeaders(decision);
+    if (!decision.allowed) {
+      if (taken !== null && !(taken instanceof GatewayError)) taken.giveBack();
+      return rateLimited(identity, decision, headers, who);
+    }
+    if (taken instanceof GatewayError) {
+      limiter.giveBack(identity.subject, policy);
+      // The ceiling's numbers over the key's, as in the in-memory path.
+      Object.assign(taken.options.headers!, { ...headers, ...ceilingHeaders });
+      return taken;
+    }
+    return admitLimited(input, identity, policy, knownBalance, headers, taken, key);
+  }
+
+  function admitLimited(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {
     const { route } = input;
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (route.free) return { identity, headers, settle: giveBack };
@@ -193,7 +225,7 @@ export function createGate(deps: GateDeps): Gate {
     return check.session;
   }
 
-  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
+  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError | Promise<Admission | GatewayError> {
     const check = verifyKey(authorization);
     if (check instanceof GatewayError) return check;
     const { row } = check;
@@ -203,19 +235,24 @@ export function createGate(deps: GateDeps): Gate {
     return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
-  function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
+  function admitSession(input: AdmitInput, token: string): Admission | GatewayError | Promise<Admission | GatewayError> {
     const session = verifySession(input.request, token);
     if (session instanceof GatewayError) return session;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
     return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
   }
 
-  function admitAnonymous(input: AdmitInput): Admission | GatewayError {
+  function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
     if (!input.route.free) {
       return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
     }
     const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${addressSubject(input.clientIp())}` };
-    const decision = limiter.take(identity.subject, policies.anonymous);
+    const decided = limiter.take(identity.subject, policies.anonymous);
+    if (decided instanceof Promise) return decided.then((decision) => anonymousDecided(identity, decision), () => limitsUnavailable());
+    return anonymousDecided(identity, decided);
+  }
+
+  function anonymousDecided(identity: Identity, decision: RateDecision): Admission | GatewayError {
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       const per = decision.binding === "bucket" ? "minute" : "day";
