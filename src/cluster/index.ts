@@ -61,3 +61,14 @@ export async function startCluster(config: Config, options: { db: Db; log: Log }
     close: () => link.close(),
   };
 }
+
+/** Tells every replica to forget its cached keys: what `key revoke` and `key update` do from the CLI. */
+export async function publishKeyChange(url: string, options: { timeoutMs: number }): Promise<void> {
+  const link = createRedisLink(url, options);
+  try {
+    await link.ready();
+    await link.send("PUBLISH", [KEYS_CHANNEL, "changed"]);
+  } finally {
+    link.close();
+  }
+}
