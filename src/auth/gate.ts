@@ -5,7 +5,8 @@
  *   2. Authorization       -> API key (`Bearer sk-mg-...`), limited per key
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
- * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too),
+ * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too;
+ * a shared limiter's answers are judged in ./shared-limits.ts),
  * then, for API key and session callers on non-free models, credits (paused with a 503 while the
  * database has refused debits for more than DEBITS_STALLED_MS): the balance left after in-flight
  * reservations must cover the request's reservation (../credits/reservation.ts), its completion
@@ -31,6 +32,7 @@ import { costMicro } from "../router/usage";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier } from "./key-verifier";
 import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
+import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
@@ -124,50 +126,28 @@ export function createGate(deps: GateDeps): Gate {
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
-  const rateLimited = (identity: Identity, decision: RateDecision, headers: Record<string, string>, who: string): IdentifiedDenial =>
-    new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
-
   /**
    * `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model
    * needs it; `key`: an API key's, whose policy applies (./key-limits.ts).
    */
   function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
     const decided = limiter.take(identity.subject, policy);
-    if (decided instanceof Promise) return admitShared(decided, input, identity, policy, knownBalance, who, key);
+    if (decided instanceof Promise) {
+      const ceilingHeaders: Record<string, string> = {};
+      const ceilings = key === undefined ? null : keyLimits.take(key, ceilingHeaders);
+      return judgeSharedLimits({ identity, who, decided, ceilings, ceilingHeaders, giveBackOwn: () => limiter.giveBack(identity.subject, policy) }).then((judged) =>
+        judged instanceof GatewayError ? judged : admitLimited(input, identity, policy, knownBalance, judged.headers, judged.taken, key),
+      );
+    }
     const headers = rateLimitHeaders(decided);
-    if (!decided.allowed) return rateLimited(identity, decided, headers, who);
+    if (!decided.allowed) return requestLimitDenial(identity, decided, headers, who);
     const taken = key === undefined ? null : keyLimits.take(key, headers);
     if (taken instanceof GatewayError) {
       limiter.giveBack(identity.subject, policy);
       return taken;
     }
+    // A limiter that answered the key's own limit at once answered its ceilings so too.
     return admitLimited(input, identity, policy, knownBalance, headers, taken as TakenLimits | null, key);
-  }
-
-  /**
-   * The same with a shared limiter: the key's own limit and its ceilings are asked together (one
-   * round trip), and a store that cannot answer refuses the request (503), never lets it through.
-   */
-  async function admitShared(decided: Promise<RateDecision>, input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Promise<Admission | GatewayError> {
-    const ceilingHeaders: Record<string, string> = {};
-    const ceilings = key === undefined ? null : keyLimits.take(key, ceilingHeaders);
-    const [decision, taken] = await Promise.all([decided, ceilings]).catch(() => [null, null] as const);
-    if (decision === null) {
-      const unavailable = limitsUnavailable();
-      return new IdentifiedDenial(identity, unavailable.code, unavailable.message, unavailable.options);
-    }
-    const headers = rateLimitHeaders(decision);
-    if (!decision.allowed) {
-      if (taken !== null && !(taken instanceof GatewayError)) taken.giveBack();
-      return rateLimited(identity, decision, headers, who);
-    }
-    if (taken instanceof GatewayError) {
-      limiter.giveBack(identity.subject, policy);
-      // The ceiling's numbers over the key's, as in the in-memory path.
-      Object.assign(taken.options.headers!, { ...headers, ...ceilingHeaders });
-      return taken;
-    }
-    return admitLimited(input, identity, policy, knownBalance, headers, taken, key);
   }
 
   function admitLimited(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {

@@ -32,9 +32,15 @@ beforeAll(async () => {
   upstream = startMockUpstream();
   held = startMockUpstream({ holdUntil: new Promise<void>((resolve) => (release = resolve)) });
   dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-"));
+  // The daily window beside the default 60 a minute holds the count still while a burst takes more
+  // than a second to arrive on a loaded machine (the bucket refills one a second); replicas
+  // counting each on their own would let 180 through either way.
   config = `
 [cluster]
 redis_url = "env:TEST_REDIS_URL"
+
+[limits]
+api_key = { per_minute = 60, per_day = 60 }
 
 [[upstreams]]
 name = "mock"
@@ -83,7 +89,7 @@ function chat(url: string, key: string): Promise<Response> {
 }
 
 describe("three replicas sharing Redis", () => {
-  test("1,000 simultaneous requests on a fresh key, spread over the replicas, let exactly 60 through", async () => {
+  test("1,000 simultaneous requests on a fresh key, spread over the replicas, let exactly 60 through (60 a minute, 60 a day)", async () => {
     const { key } = await createUserKey(replicas[0], { email: "burst@example.com" });
     const before = upstream.chatCount();
     const responses = await Promise.all(
@@ -99,7 +105,7 @@ describe("three replicas sharing Redis", () => {
     expect(upstream.chatCount() - before).toBe(60);
     expect(ok.map((r) => Number(r.remaining)).sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
     for (const r of limited) {
-      expect(r.retryAfter).toBe("1");
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
       expect(JSON.parse(r.body).error.code).toBe("rate_limit_exceeded");
     }
   }, 60_000);
