@@ -80,7 +80,8 @@ export function createRedisLink(url: string, options: RedisLinkOptions): RedisLi
     if (closed || retry !== null || dialing !== null) return;
     retry = setTimeout(() => {
       retry = null;
-      void dial();
+      // A failed dial has scheduled the next one (wentDown); nobody else waits for this one.
+      dial().catch(() => {});
     }, RECONNECT_MS);
     retry.unref?.();
   }

@@ -81,12 +81,19 @@ describe("Redis limiter", () => {
     link.close();
   });
 
-  test("Redis unreachable: take() rejects, it never allows", async () => {
+  test("Redis unreachable: take() rejects, it never allows; the link keeps dialing without unhandled rejections", async () => {
+    const unhandled: unknown[] = [];
+    const note = (reason: unknown): void => void unhandled.push(reason);
+    process.on("unhandledRejection", note);
     const link = createRedisLink("redis://127.0.0.1:1", { timeoutMs: 200 });
     await link.ready().catch(() => {});
     const limiter = createRedisLimiter(link);
     await expect(limiter.take("key:x", perMinute)).rejects.toBeInstanceOf(RedisUnavailable);
     expect(link.status().connected).toBe(false);
+    // Long enough for the link to dial again a few times (every 250 ms) and fail each time.
+    await Bun.sleep(800);
     link.close();
+    process.off("unhandledRejection", note);
+    expect(unhandled).toEqual([]);
   });
 });
