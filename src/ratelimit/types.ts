@@ -8,7 +8,6 @@
  */
 import { GatewayError } from "../errors";
 
-
 export interface RatePolicy {
   /** Bucket capacity; the bucket refills continuously at `limit` per `periodMs`. */
   limit: number;
