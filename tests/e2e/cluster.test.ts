@@ -174,3 +174,24 @@ describe("three replicas sharing Redis", () => {
     expect(recovered.cluster.redis).toBe("up");
   }, 60_000);
 });
+
+describe("a replica started while Redis is down", () => {
+  test("starts, refuses with 503 until Redis answers, then serves without a restart", async () => {
+    const later = await startRedis();
+    await later.stop();
+    const gw = await startGateway(`[cluster]\nredis_url = "${later.url}"\n[[upstreams]]\nname = "mock"\nbase_url = "${upstream.url}"\n[[models]]\nid = "free-model"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`);
+    try {
+      const { key } = await createUserKey(gw, { email: "early@example.com" });
+      expect((await chat(gw.url, key)).status).toBe(503);
+      expect(gw.output()).toContain("cannot be reached");
+      await later.start();
+      const deadline = Date.now() + 10_000;
+      let status = 0;
+      while (Date.now() < deadline && (status = (await chat(gw.url, key)).status) !== 200) await Bun.sleep(50);
+      expect(status).toBe(200);
+    } finally {
+      await gw.stop();
+      await later.stop();
+    }
+  }, 30_000);
+});
