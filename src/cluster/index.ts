@@ -35,6 +35,7 @@ export async function startCluster(config: Config, options: { db: Db; log: Log }
   const { db, log } = options;
   const forgetKeys = (): void => verifiedKeyCache(db).clear();
   link.subscribe(KEYS_CHANNEL, forgetKeys);
+  link.onDown((reason) => log("error", `cluster: Redis at ${where} stopped answering; requests are refused (503) until it answers again`, { error: reason }));
   link.onReconnect(() => {
     forgetKeys();
     log("info", `cluster: Redis at ${where} is back; shared rate limits apply again`);
@@ -53,9 +54,10 @@ export async function startCluster(config: Config, options: { db: Db; log: Log }
   return {
     link,
     limiter: createRedisLimiter(link),
+    // /api/status is public: whether Redis answers and since when, not where it is or what it said (the log has both).
     statusSection() {
       const redis = link.status();
-      const cluster = { redis: redis.connected ? "up" : "down", redis_url: where, down_since: redis.down_since === null ? null : new Date(redis.down_since).toISOString(), error: redis.last_error };
+      const cluster = { redis: redis.connected ? "up" : "down", down_since: redis.down_since === null ? null : new Date(redis.down_since).toISOString() };
       return redis.connected ? { cluster } : { status: "degraded", cluster };
     },
     close: () => link.close(),

@@ -32,6 +32,8 @@ export interface RedisLink {
   subscribe(channel: string, listener: (message: string) => void): void;
   /** After the link comes back up (messages sent meanwhile are lost). */
   onReconnect(listener: () => void): void;
+  /** When a working link goes down, with the reason. */
+  onDown(listener: (reason: string) => void): void;
   /** Resolves once connected (or rejects after `timeoutMs`): start-up waits for it to say so in the log. */
   ready(): Promise<void>;
   status(): RedisLinkStatus;
@@ -53,6 +55,7 @@ export function createRedisLink(url: string, options: RedisLinkOptions): RedisLi
   const now = options.now ?? Date.now;
   const subscriptions = new Map<string, (message: string) => void>();
   const reconnected: Array<() => void> = [];
+  const downs: Array<(reason: string) => void> = [];
   let closed = false;
   let everConnected = false;
   let downSince: number | null = now();
@@ -65,8 +68,11 @@ export function createRedisLink(url: string, options: RedisLinkOptions): RedisLi
   const clientOptions = { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: options.timeoutMs, enableAutoPipelining: true };
 
   function wentDown(error: unknown): void {
-    if (downSince === null) downSince = now();
     lastError = String((error as Error)?.message ?? error).split("\n")[0];
+    if (downSince === null) {
+      downSince = now();
+      for (const listener of downs) listener(lastError);
+    }
     for (const c of [client, subscriber]) {
       if (c === null) continue;
       c.onclose = null;
@@ -158,6 +164,9 @@ export function createRedisLink(url: string, options: RedisLinkOptions): RedisLi
     },
     onReconnect(listener) {
       reconnected.push(listener);
+    },
+    onDown(listener) {
+      downs.push(listener);
     },
     ready() {
       if (client !== null) return Promise.resolve();

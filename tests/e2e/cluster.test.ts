@@ -162,6 +162,7 @@ describe("three replicas sharing Redis", () => {
     const status = (await (await fetch(`${replicas[2].url}/api/status`)).json()) as { status: string; cluster: { redis: string } };
     expect(status).toMatchObject({ status: "degraded", cluster: { redis: "down" } });
     expect((await fetch(`${replicas[2].url}/api/health`)).status).toBe(200);
+    expect(replicas[2].output()).toContain("stopped answering; requests are refused (503)");
 
     await redis.start();
     for (const replica of replicas) {
@@ -172,6 +173,7 @@ describe("three replicas sharing Redis", () => {
     }
     const recovered = (await (await fetch(`${replicas[2].url}/api/status`)).json()) as { status: string; cluster: { redis: string } };
     expect(recovered.cluster.redis).toBe("up");
+    expect(replicas[2].output()).toContain("is back; shared rate limits apply again");
   }, 60_000);
 });
 
