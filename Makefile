@@ -11,7 +11,7 @@ SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
 # The build's commit, stamped into the binary (`modelgate version`, /api/health, /api/status).
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: run build test bench ab install migrations check clean
+.PHONY: run build test bench bench-cluster ab install migrations check clean
 
 run: build
 	./dist/modelgate serve
@@ -45,7 +45,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 	$@ --version
 
 test: check build
-	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager
+	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager redis-server:redis-server
 	bash scripts/test.sh "$(BUN)"
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
@@ -53,6 +53,12 @@ bench: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium}
 	$(BUN) bench/run.ts
+
+# Replicas sharing Redis against one process in memory (docs/benchmarks.md, "Scaling out").
+bench-cluster: build
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	bash scripts/ensure-debian.sh redis-server:redis-server
+	$(BUN) bench/cluster.ts
 
 # Two builds served at once on one core: `make ab A=path/to/other/modelgate` (B defaults to this build).
 B ?= dist/modelgate

@@ -14,6 +14,7 @@ export const RESTART_ONLY: readonly string[] = [
   "server.data_dir",
   "server.request_log_days",
   "server.response_store_days",
+  "cluster",
   "log",
   "metrics.enabled",
   "spend_auth",

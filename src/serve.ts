@@ -61,12 +61,15 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const stops: Array<() => void | Promise<void>> = [];
   let exitCode = 0;
   const graceMs = (): number => serving?.generation.config.server.shutdown_grace_ms ?? started.server.shutdown_grace_ms;
+  // Replicas share limits, replay records and key changes through Redis; one process keeps them in memory.
+  const cluster = started.cluster.redis_url ? await (await import("./cluster")).startCluster(started, { db: database.db, log }) : null;
+  if (cluster) stops.push(cluster.close);
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
-  const limiter = createMemoryLimiter({ now: Date.now });
+  const limiter = cluster?.limiter ?? createMemoryLimiter({ now: Date.now });
   // Loaded only when configured: viem alone costs ~20 MB of memory and ~30 ms of start-up.
   const spendAuth = spendAuthMode(started) === "off"
     ? null
-    : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, log });
+    : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
@@ -101,6 +104,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     statusSections: [
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
       () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),
+      cluster ? cluster.statusSection : () => ({}),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
       () => webhooks?.status() ?? {},
     ],

@@ -59,9 +59,18 @@ export interface VerifiedKey {
 /** The request path's cache of verified keys by key hash, one per database (./key-verifier.ts). */
 export const verifiedKeyCache = mapPerDatabase<string, VerifiedKey>();
 
+/** Who is told when this process changes a key or its owner (the cluster tells the other replicas). */
+const keyChangeListeners = mapPerDatabase<string, () => void>();
+
+/** Calls `listener` after each forgetVerifiedKeys(db), under `name` (one per name). */
+export function onKeysChanged(db: Db, name: string, listener: () => void): void {
+  keyChangeListeners(db).set(name, listener);
+}
+
 /** Empties that cache: call after changing a key or its owner's state. */
 export function forgetVerifiedKeys(db: Db): void {
   verifiedKeyCache(db).clear();
+  for (const listener of keyChangeListeners(db).values()) listener();
 }
 
 export interface ApiKeyInfo extends PolicyColumns {

@@ -5,7 +5,8 @@
  *   2. Authorization       -> API key (`Bearer sk-mg-...`), limited per key
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
- * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too),
+ * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too;
+ * a shared limiter's answers are judged in ./shared-limits.ts),
  * then, for API key and session callers on non-free models, credits (paused with a 503 while the
  * database has refused debits for more than DEBITS_STALLED_MS): the balance left after in-flight
  * reservations must cover the request's reservation (../credits/reservation.ts), its completion
@@ -22,8 +23,8 @@
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import type { RateLimiter, RatePolicy } from "../ratelimit/types";
-import { policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
+import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
+import { limitsUnavailable, policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
 import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
@@ -31,6 +32,7 @@ import { costMicro } from "../router/usage";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
+import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
@@ -131,17 +133,27 @@ export function createGate(deps: GateDeps): Gate {
    * `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model
    * needs it; `key`: an API key's, whose policy applies (./key-limits.ts).
    */
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError {
-    const decision = limiter.take(identity.subject, policy);
-    const headers = rateLimitHeaders(decision);
-    if (!decision.allowed) {
-      return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s`, { headers });
+  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
+    const decided = limiter.take(identity.subject, policy);
+    if (decided instanceof Promise) {
+      const ceilingHeaders: Record<string, string> = {};
+      const ceilings = key === undefined ? null : keyLimits.take(key, ceilingHeaders);
+      return judgeSharedLimits({ identity, who, decided, ceilings, ceilingHeaders, giveBackOwn: () => limiter.giveBack(identity.subject, policy) }).then((judged) =>
+        judged instanceof GatewayError ? judged : admitLimited(input, identity, policy, knownBalance, judged.headers, judged.taken, key),
+      );
     }
+    const headers = rateLimitHeaders(decided);
+    if (!decided.allowed) return requestLimitDenial(identity, decided, headers, who);
     const taken = key === undefined ? null : keyLimits.take(key, headers);
     if (taken instanceof GatewayError) {
       limiter.giveBack(identity.subject, policy);
       return taken;
     }
+    // A limiter that answered the key's own limit at once answered its ceilings so too.
+    return admitLimited(input, identity, policy, knownBalance, headers, taken as TakenLimits | null, key);
+  }
+
+  function admitLimited(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {
     const { route } = input;
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (route.free) return { identity, headers, settle: giveBack };
@@ -196,7 +208,7 @@ export function createGate(deps: GateDeps): Gate {
     return check.session;
   }
 
-  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError {
+  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError | Promise<Admission | GatewayError> {
     const check = verifyKey(authorization);
     if (check instanceof GatewayError) return check;
     const { row } = check;
@@ -206,19 +218,24 @@ export function createGate(deps: GateDeps): Gate {
     return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
-  function admitSession(input: AdmitInput, token: string): Admission | GatewayError {
+  function admitSession(input: AdmitInput, token: string): Admission | GatewayError | Promise<Admission | GatewayError> {
     const session = verifySession(input.request, token);
     if (session instanceof GatewayError) return session;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
     return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
   }
 
-  function admitAnonymous(input: AdmitInput): Admission | GatewayError {
+  function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
     if (!input.route.free) {
       return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
     }
     const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${addressSubject(input.clientIp())}` };
-    const decision = limiter.take(identity.subject, policies.anonymous);
+    const decided = limiter.take(identity.subject, policies.anonymous);
+    if (decided instanceof Promise) return decided.then((decision) => anonymousDecided(identity, decision), () => limitsUnavailable());
+    return anonymousDecided(identity, decided);
+  }
+
+  function anonymousDecided(identity: Identity, decision: RateDecision): Admission | GatewayError {
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       const per = decision.binding === "bucket" ? "minute" : "day";
@@ -228,7 +245,7 @@ export function createGate(deps: GateDeps): Gate {
   }
 
   /** A triage job's call (see Gate.admitInProcess): limited as the user's sessions, or as one API key for the service. */
-  function admitInProcess(input: AdmitInput, asUser: string | null): Admission | GatewayError {
+  function admitInProcess(input: AdmitInput, asUser: string | null): Promise<Admission | GatewayError> | Admission | GatewayError {
     if (asUser === null) {
       if (!input.route.free) return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: a job without as_user may use free models only; set as_user to call it as a user`);
       const identity: Identity = { kind: "job", userId: null, keyId: null, subject: "service:jobs" };

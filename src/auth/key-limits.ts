@@ -18,8 +18,8 @@
 import type { Config } from "../config/schema";
 import type { CreditMeter } from "../credits/meter";
 import { GatewayError } from "../errors";
-import type { RateLimiter, RatePolicy } from "../ratelimit/types";
-import { MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
+import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
+import { decidedNow, MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
 import type { Usage } from "../router/usage";
 import type { VerifiedKey } from "./apikey";
 import type { KeyVerifier } from "./key-verifier";
@@ -53,10 +53,20 @@ interface Plan {
 }
 const NOTHING: Plan = { limits: [] };
 
+function denial(identity: VerifiedKey["identity"], limit: Plan["limits"][number], decision: RateDecision, headers: Record<string, string>): IdentifiedDenial {
+  if (limit.tokens) tokenLimitHeaders(decision, headers);
+  else Object.assign(headers, rateLimitHeaders(decision));
+  const what = limit.tokens ? "Token rate limit" : "Rate limit";
+  return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
+}
+
 export interface KeyLimits {
   refusal(input: AdmitInput, key: VerifiedKey): GatewayError | null;
-  /** null: nothing beyond the key's own request limit applies. */
-  take(key: VerifiedKey, headers: Record<string, string>): TakenLimits | IdentifiedDenial | null;
+  /**
+   * null: nothing beyond the key's own request limit applies. A promise when the limiter is shared
+   * (it rejects when the store cannot be asked); a denial's headers are written into `headers`.
+   */
+  take(key: VerifiedKey, headers: Record<string, string>): TakenLimits | IdentifiedDenial | null | Promise<TakenLimits | IdentifiedDenial>;
   budgetLeft(key: VerifiedKey): BudgetLeft | null;
 }
 
@@ -79,6 +89,31 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     return limits.length === 0 ? NOTHING : { limits };
   };
 
+  function charging(limits: Plan["limits"]): TakenLimits["charge"] {
+    return (usage) => {
+      if (usage === null) return;
+      // take() counted one token already.
+      const used = usage.prompt_tokens + usage.completion_tokens - 1;
+      for (const limit of limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
+    };
+  }
+
+  /**
+   * Every limit of the plan asked at once (one round trip to a shared store), then judged in order:
+   * when one refuses, those that allowed are given back, as the in-memory path never takes them.
+   */
+  async function takeShared(identity: VerifiedKey["identity"], plan: Plan, first: Promise<RateDecision>, headers: Record<string, string>): Promise<TakenLimits | IdentifiedDenial> {
+    const limits = plan.limits;
+    const decisions = await Promise.all([first, ...limits.slice(1).map((limit) => limiter.take(limit.subject, limit.policy))]);
+    const refused = decisions.findIndex((decision) => !decision.allowed);
+    const giveBack = (): void => {
+      for (let i = 0; i < limits.length; i++) if (decisions[i].allowed) limiter.giveBack(limits[i].subject, limits[i].policy);
+    };
+    if (refused === -1) return { giveBack, charge: charging(limits) };
+    giveBack();
+    return denial(identity, limits[refused], decisions[refused], headers);
+  }
+
   return {
     refusal(input, key) {
       const policy = key.policy;
@@ -97,31 +132,22 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       let plan = plans.get(key);
       if (plan === undefined) plans.set(key, (plan = planFor(key)));
       if (plan === NOTHING) return null;
-      const { identity } = key;
+      const first = limiter.take(plan.limits[0].subject, plan.limits[0].policy);
+      if (first instanceof Promise) return takeShared(key.identity, plan, first, headers);
       let taken = 0;
+      const limits = plan.limits;
       const giveBack = (): void => {
-        for (let i = 0; i < taken; i++) limiter.giveBack(plan.limits[i].subject, plan.limits[i].policy);
+        for (let i = 0; i < taken; i++) limiter.giveBack(limits[i].subject, limits[i].policy);
       };
-      for (const limit of plan.limits) {
-        const decision = limiter.take(limit.subject, limit.policy);
+      for (let i = 0; i < limits.length; i++) {
+        const decision = i === 0 ? first : decidedNow(limiter.take(limits[i].subject, limits[i].policy));
         if (!decision.allowed) {
           giveBack();
-          if (limit.tokens) tokenLimitHeaders(decision, headers);
-          else Object.assign(headers, rateLimitHeaders(decision));
-          const what = limit.tokens ? "Token rate limit" : "Rate limit";
-          return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
+          return denial(key.identity, limits[i], decision, headers);
         }
         taken += 1;
       }
-      return {
-        giveBack,
-        charge(usage) {
-          if (usage === null) return;
-          // take() counted one token already.
-          const used = usage.prompt_tokens + usage.completion_tokens - 1;
-          for (const limit of plan.limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
-        },
-      };
+      return { giveBack, charge: charging(limits) };
     },
 
     budgetLeft(key) {

@@ -93,7 +93,7 @@ export interface Gate {
    * email is `asUser` (their limits and credits, as their sessions), or with null as the built-in
    * service identity, which may use free models only.
    */
-  admitInProcess?(input: AdmitInput, asUser: string | null): Admission | GatewayError;
+  admitInProcess?(input: AdmitInput, asUser: string | null): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** Which models the request's credential may use, for GET /v1/models: null when every one (no valid key with an allowlist). */
   modelFilter?(request: Request): ((route: ModelRoute) => boolean) | null;
 }

@@ -1,6 +1,7 @@
 /**
  * CLI for API keys, on the same database the server uses (a change here applies from the server's
- * next request, through its key cache's data_version poll):
+ * next request, through its key cache's data_version poll; with `[cluster] redis_url`, `update`
+ * and `revoke` also publish it to every replica, wherever its database is):
  *   key create --user EMAIL [--name N] [--expires 30d|12h|2027-01-01] [KEY POLICY FLAGS]
  *   key update KEY_ID|KEY [KEY POLICY FLAGS]
  *   key list [--user EMAIL] [--json] | key revoke KEY_ID|KEY
@@ -16,6 +17,8 @@ import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState,
 import { describePolicy, parsePolicyFlags, type PolicyChange } from "../auth/key-policy";
 import { activeKeyCount, resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
 import { DEFAULT_KEYS_PER_USER } from "../config/schema";
+import { resolveEnvIfSet } from "../config/secrets";
+import { publishKeyChange } from "../cluster";
 import { date, parseExpiry, requireUser, withDb } from "./users";
 
 const POLICY_FLAGS = ["models", "budget", "per-minute", "tokens-per-minute", "allow-ip"] as const;
@@ -48,7 +51,21 @@ function requireKeyId(ctx: CliContext, operand: string): string {
   throw new UsageError(`no API key with ${what} in ${ctx.databaseFile()} (see: modelgate key list)`);
 }
 
-export const keyCommand = command((ctx) => {
+/** Publishes a key change to the replicas when the config names Redis; a failure is a note, the change is made. */
+async function announceKeyChange(ctx: CliContext): Promise<void> {
+  const cluster = ctx.rawConfig().cluster as { redis_url?: unknown; redis_timeout_ms?: unknown } | undefined;
+  if (cluster?.redis_url === undefined) return;
+  const url = resolveEnvIfSet(cluster.redis_url, "cluster.redis_url", process.env);
+  const timeoutMs = typeof cluster.redis_timeout_ms === "number" ? cluster.redis_timeout_ms : 1_000;
+  try {
+    if (typeof url !== "string") throw new Error("cluster.redis_url names an unset variable");
+    await publishKeyChange(url, { timeoutMs });
+  } catch (error) {
+    console.error(`note: the change is saved, but could not be published through Redis (${(error as Error).message}); replicas sharing this database see it within a moment through its change poll`);
+  }
+}
+
+export const keyCommand = command(async (ctx) => {
   const [, sub, operand] = ctx.args.positionals;
   if (sub === "create") {
     const email = requireFlag(ctx.args, "user");
@@ -78,6 +95,7 @@ export const keyCommand = command((ctx) => {
     if (Object.keys(change).length === 0) throw new UsageError(`key update: give at least one of ${POLICY_FLAGS.map((f) => `--${f}`).join(", ")}`);
     const id = requireKeyId(ctx, operand);
     withDb(ctx, (db) => updateKeyPolicy(db, id, change));
+    await announceKeyChange(ctx);
     const key = withDb(ctx, (db) => listApiKeys(db).find((k) => k.id === id));
     ctx.print(`updated ${id}: ${key ? describePolicy(key) : "-"}`);
     return 0;
@@ -97,6 +115,7 @@ export const keyCommand = command((ctx) => {
   if (sub === "revoke" && operand) {
     const id = requireKeyId(ctx, operand);
     const result = withDb(ctx, (db) => revokeApiKey(db, id));
+    if (result === "revoked") await announceKeyChange(ctx);
     ctx.print(result === "revoked" ? `revoked ${id}` : `${id} was already revoked`);
     return 0;
   }

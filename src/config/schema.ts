@@ -223,6 +223,19 @@ const Metrics = T.Object(
   { additionalProperties: false, default: {} },
 );
 
+/**
+ * `[cluster]`: what one process holds in memory, held in Redis instead, for replicas behind a load
+ * balancer. Without `redis_url` everything stays in this process's memory.
+ */
+const Cluster = T.Object(
+  {
+    redis_url: T.Optional(T.String({ pattern: "^(redis|rediss|valkey|valkeys)://" })),
+    /** How long a Redis command may take before the request it serves is refused (503). */
+    redis_timeout_ms: T.Integer({ default: 1_000, minimum: 10, maximum: MAX_TIMER_MS }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 const Log = T.Object(
   {
     level: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error")], {
@@ -243,6 +256,7 @@ export const ConfigSchema = T.Object(
     auth: Auth,
     spend_auth: SpendAuth,
     metrics: Metrics,
+    cluster: Cluster,
     log: Log,
     webhooks: WebhooksSection,
     jobs: JobsSection,
@@ -263,4 +277,5 @@ export const SECRET_KEYS = new Set([
   "operator_key",
   "token",
   "pull_token",
+  "redis_url",
 ]);

@@ -39,7 +39,12 @@ class Entry {
   }
 }
 
-export function createMemoryLimiter(options: MemoryLimiterOptions = {}): RateLimiter {
+/** A limiter that decides at once (what the sign-in throttle and tests rely on). */
+export interface MemoryLimiter extends RateLimiter {
+  take(subject: string, policy: RatePolicy): RateDecision;
+}
+
+export function createMemoryLimiter(options: MemoryLimiterOptions = {}): MemoryLimiter {
   const now = options.now ?? Date.now;
   const maxSubjects = options.maxSubjects ?? 250_000;
   const entries = new Map<string, Entry>();

@@ -1,9 +1,12 @@
 /**
- * The rate-limiter seam. A limiter answers one question synchronously: may `subject` make one more
- * request under `policy` now? It counts the request only when the answer is yes. The in-memory
- * implementation (memory.ts) is the one in use; a shared store can implement the same interface.
+ * The rate-limiter seam. A limiter answers one question: may `subject` make one more request under
+ * `policy` now? It counts the request only when the answer is yes. The in-memory implementation
+ * (memory.ts) answers at once; the Redis one (redis.ts, replicas sharing limits) answers with a
+ * promise, which rejects when Redis cannot be asked (the caller refuses the request: 503). Callers
+ * test for a promise, so the in-memory path stays synchronous.
  * Also here: the x-ratelimit-* / Retry-After headers a decision produces, in OpenAI's format.
  */
+import { GatewayError } from "../errors";
 
 export interface RatePolicy {
   /** Bucket capacity; the bucket refills continuously at `limit` per `periodMs`. */
@@ -26,8 +29,17 @@ export interface RateDecision {
   retryAfterMs: number;
 }
 
+/** A decision now (in memory), or later (a shared store). */
+export type Decided = RateDecision | Promise<RateDecision>;
+
+/** A decision from a limiter that answered a first take at once: it answers every take so. */
+export function decidedNow(decided: Decided): RateDecision {
+  if (decided instanceof Promise) throw new TypeError("a rate limiter answered one take at once and the next one later");
+  return decided;
+}
+
 export interface RateLimiter {
-  take(subject: string, policy: RatePolicy): RateDecision;
+  take(subject: string, policy: RatePolicy): Decided;
   /**
    * Takes `amount` more from the subject's bucket after the fact, into debt if need be (tokens per
    * minute: a request is admitted while the bucket is not empty, and charged what it used when it ends).
@@ -35,11 +47,26 @@ export interface RateLimiter {
   charge(subject: string, policy: RatePolicy, amount: number): void;
   /** Returns one request that take() allowed but nobody served (an outage): to the bucket and to the window. */
   giveBack(subject: string, policy: RatePolicy): void;
-  /** Number of subjects currently held in memory (for /api/status and tests). */
+  /** Number of subjects currently held in this process's memory (for tests; 0 for a shared store). */
   size(): number;
   /** Drops state that no longer affects any decision (full buckets, closed windows). */
   sweep(): void;
   close(): void;
+}
+
+/** Seconds a client is told to wait when the shared limits cannot be asked. */
+const UNAVAILABLE_RETRY_S = 1;
+
+/**
+ * The 503 for a request whose limit could not be checked (Redis unreachable or late): refused,
+ * never let through unlimited, and not counted anywhere.
+ */
+export function limitsUnavailable(): GatewayError {
+  return new GatewayError(
+    "service_unavailable",
+    "Rate limits are kept in Redis ([cluster] redis_url), which this gateway cannot reach just now; the request was refused, not served. Retry shortly",
+    { headers: { "retry-after": String(UNAVAILABLE_RETRY_S) }, extra: { reason: "rate_limits_unavailable" } },
+  );
 }
 
 export const MINUTE_MS = 60_000;

@@ -38,7 +38,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     route,
     reserve: adapter.reserve,
   });
-  // Only SpendAuth admits asynchronously; awaiting a plain value would still cost a turn.
+  // Only SpendAuth and a shared limiter admit asynchronously; awaiting a plain value would still cost a turn.
   const admission = admitted instanceof Promise ? await admitted : admitted;
   if (admission instanceof GatewayError) {
     const denied = record(ctx.requestId, refusedIdentity(admission, ctx.request), unanswered(ctx, admission.status), performance.now() - ctx.startedAt);

@@ -4,7 +4,8 @@
  *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
  *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
  *   6 replay: (commitment, nonce) recorded atomically in SQLite, committed before the upstream is
- *     called; the records of one event-loop turn share one commit (../db/group-commit.ts)
+ *     called; the records of one event-loop turn share one commit (../db/group-commit.ts); with
+ *     `[cluster] redis_url`, in Redis too (./shared-nonces.ts), and Redis unreachable is a 503
  *   7 with rpc_url, the account: it exists and the signer is its spending key
  *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
  *   9 with rpc_url, the nonce is one the contract can take and the balance covers the amount
@@ -26,6 +27,7 @@ import type { AccountReader } from "./chain";
 import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
 import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
 import { createNonceStore, type NonceStore, type Recorded } from "./nonces";
+import type { SharedNonceClaim, SharedNonces } from "./shared-nonces";
 import { groupPerTurn } from "../db/group-commit";
 import { Reservations } from "./reservations";
 import { checkBinding, checkTime, recoverSpendSigner, requiredAmount, spendDomain } from "./verify";
@@ -34,8 +36,8 @@ import { accountOf, invalidSpendAuth, spendRefusal } from "./account";
 
 export const SPEND_AUTH_HEADER = "x-payment-signature";
 
-/** Headers to add to the response, or the 429 to return. */
-export type SpendRateLimit = (commitment: string) => Record<string, string> | GatewayError;
+/** Headers to add to the response, or the 429 to return (later, from a shared limiter). */
+export type SpendRateLimit = (commitment: string) => Record<string, string> | GatewayError | Promise<Record<string, string> | GatewayError>;
 
 export interface SpendAuthDeps {
   db: Db;
@@ -45,6 +47,8 @@ export interface SpendAuthDeps {
   accounts?: AccountReader;
   rateLimit?: SpendRateLimit;
   nonces?: NonceStore;
+  /** The replay records other replicas see too (`[cluster] redis_url`). */
+  sharedNonces?: SharedNonces;
   reservations?: Reservations;
   /** Where served authorizations go; default: written at once (tests, the CLI). */
   settlements?: Pick<SettlementWriter, "push">;
@@ -70,6 +74,10 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const allowed = new Set(cfg.allowed_signers.map((a) => a.toLowerCase()));
   const unitsPerCredit = BigInt(cfg.units_per_credit);
   const nonces = deps.nonces ?? createNonceStore(deps.db);
+  const releaseNonce = (claim: SharedNonceClaim): void => {
+    nonces.release(claim.commitment, claim.nonce, deps.now());
+    deps.sharedNonces?.release(claim);
+  };
   const record = groupPerTurn(nonces.recordAll);
   const reservations = deps.reservations ?? new Reservations();
 
@@ -105,8 +113,15 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     } catch {
       return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
     }
-    if (recorded === null) {
-      return new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
+    const replay = (): GatewayError => new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
+    if (recorded === null) return replay();
+    const claim = { commitment, nonce, keepUntilMs, replacing: recorded === "replacing" };
+    if (deps.sharedNonces) {
+      const claimed = await deps.sharedNonces.claim(claim).catch(() => null);
+      if (claimed !== true) {
+        nonces.release(commitment, nonce, deps.now());
+        return claimed === false ? replay() : new GatewayError("service_unavailable", "This authorization cannot be recorded right now (Redis, where replicas share replay records, cannot be reached); send it again shortly", { headers: { "retry-after": "1" } });
+      }
     }
     // Reserved before the account is read, in the same synchronous step as reading what others
     // reserved: concurrent requests on one commitment each see the ones admitted before them
@@ -115,21 +130,21 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
     const undo = (refusal: GatewayError): GatewayError => {
       reservations.remove(commitment, nonce);
-      nonces.release(commitment, nonce, deps.now());
+      releaseNonce(claim);
       return refusal;
     };
     const account = mode === "chain" ? await accountOf(deps.accounts!, commitment, signer) : null;
     if (account instanceof GatewayError) return undo(account);
     // Once the signer is known to be the account's: a forged header naming someone's commitment
     // must not use up that commitment's limit.
-    const limited = deps.rateLimit?.(commitment) ?? {};
+    const limited = (await deps.rateLimit?.(commitment)) ?? {};
     if (limited instanceof GatewayError) return undo(limited);
     const refused = account && spendRefusal(account, auth, reserved, reservations);
     if (refused) {
       refused.options.headers = { ...limited, ...refused.options.headers };
       return undo(refused);
     }
-    return admission(deps, auth, { nonces, reservations, requestId: input.requestId, headers: limited, replacing: recorded === "replacing" });
+    return admission(deps, auth, { release: () => releaseNonce(claim), reservations, requestId: input.requestId, headers: limited, replacing: claim.replacing });
   };
 
   /** A free model's request: the caller proven as above (and on-chain), limited per commitment; nothing recorded, reserved or settled. */
@@ -138,7 +153,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       const account = await accountOf(deps.accounts!, commitment, signer);
       if (account instanceof GatewayError) return account;
     }
-    const limited = deps.rateLimit?.(commitment) ?? {};
+    const limited = (await deps.rateLimit?.(commitment)) ?? {};
     if (limited instanceof GatewayError) return limited;
     return { identity: spendAuthIdentity(commitment), headers: limited, settle() {} };
   }
@@ -147,7 +162,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
 function admission(
   deps: SpendAuthDeps,
   auth: SpendAuthorization,
-  ctx: { nonces: NonceStore; reservations: Reservations; requestId: string; headers: Record<string, string>; replacing: boolean },
+  ctx: { release: () => void; reservations: Reservations; requestId: string; headers: Record<string, string>; replacing: boolean },
 ): Admission {
   const nonce = auth.nonce.toString();
   let settled = false;
@@ -184,7 +199,7 @@ function admission(
           queue();
         } else {
           ctx.reservations.remove(auth.commitment, nonce);
-          ctx.nonces.release(auth.commitment, nonce, deps.now());
+          ctx.release();
         }
       } catch (err) {
         log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });

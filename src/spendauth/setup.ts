@@ -7,8 +7,11 @@ import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { IdentifiedDenial, type SpendAuthHook } from "../auth/types";
-import type { RateLimiter } from "../ratelimit/types";
-import { policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
+import type { GatewayError } from "../errors";
+import type { RateDecision, RateLimiter } from "../ratelimit/types";
+import { limitsUnavailable, policyFromLimit, rateLimitHeaders } from "../ratelimit/types";
+import type { RedisCommands } from "../ratelimit/redis";
+import { createSharedNonces } from "./shared-nonces";
 import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendRateLimit } from "./admit";
 import { createNonceStore } from "./nonces";
 import { Reservations } from "./reservations";
@@ -34,6 +37,8 @@ export interface SpendAuthSetupOptions {
   now: () => number;
   /** The gateway's limiter; SpendAuth takes limits.spend_auth from it per commitment. */
   limiter?: RateLimiter;
+  /** `[cluster] redis_url`'s connection: replay records are kept there too, for every replica. */
+  redis?: RedisCommands;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -78,7 +83,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
       worker = startSettlementWorker({ db: options.db, settler, reservations, accounts, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log, beforeTick: settlements.flush });
     }
   }
-  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, reservations, settlements });
+  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, sharedNonces: options.redis && createSharedNonces(options.redis), reservations, settlements });
   const pruner = setInterval(() => {
     reservations.sweep(options.now());
     try {
@@ -108,8 +113,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
 /** limits.spend_auth per commitment, through the shared limiter (x-ratelimit-* headers included). */
 export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limits">): SpendRateLimit {
   const policy = policyFromLimit(config.limits.spend_auth);
-  return (commitment) => {
-    const decision = limiter.take(`commitment:${commitment}`, policy);
+  const decided = (commitment: string, decision: RateDecision): Record<string, string> | GatewayError => {
     const headers = rateLimitHeaders(decision);
     if (decision.allowed) return headers;
     return new IdentifiedDenial(
@@ -118,5 +122,10 @@ export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limi
       `Rate limit reached for this commitment: ${decision.limit} requests per ${decision.binding === "bucket" ? "minute" : "day"}; retry after ${headers["retry-after"]} s with the same authorization`,
       { headers },
     );
+  };
+  return (commitment) => {
+    const decision = limiter.take(`commitment:${commitment}`, policy);
+    if (decision instanceof Promise) return decision.then((d) => decided(commitment, d), () => limitsUnavailable());
+    return decided(commitment, decision);
   };
 }
