@@ -68,8 +68,9 @@ describe("SpendAuth's layout", () => {
   });
 
   test("what the binary loads before it knows SpendAuth is on has no viem", () => {
-    // The CLI's commands (settlements among them) load at every start, `serve` included.
-    const loaded = [...eagerClosure("src/main.ts"), ...eagerClosure("src/cli/commands.ts")];
+    // The CLI's commands (settlements among them) load at every start; `serve` loads the server
+    // (src/serve.ts) when it runs, before it reads whether SpendAuth is on.
+    const loaded = [...eagerClosure("src/main.ts"), ...eagerClosure("src/serve.ts")];
     expect(loaded).toContain("src/spendauth/mode.ts");
     expect(loaded).toContain("src/spendauth/settlements.ts");
     expect(loaded.filter((name) => name === "viem" || name.startsWith("viem/"))).toEqual([]);
