@@ -9,7 +9,7 @@
  */
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { BodyBudget, declaredLength, parseJsonBody, readBodyText } from "../body";
+import { BodyBudget, declaredLength, readJsonBody } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { handleCall } from "./pipeline";
@@ -45,11 +45,10 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       const declared = declaredLength(request);
       if (adapter.input === "json") {
         if (isMultipart(request.headers.get("content-type"))) throw expectsJson();
-        const text = await readBodyText(request, maxBody, declared, budget);
-        const parsed = parseJsonBody(text, maxBody);
-        bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
-        adapter.check(parsed);
-        body = parsed;
+        const read = await readJsonBody(request, maxBody, declared, budget);
+        bodyBytes = read.bytes;
+        adapter.check(read.value);
+        body = read.value;
       } else {
         upload = await readUpload(request, maxBody);
         body = { model: upload.model };
