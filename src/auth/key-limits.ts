@@ -48,10 +48,39 @@ export interface BudgetLeft {
   resetsAt: number | null;
 }
 
+type Limit = { subject: string; policy: RatePolicy; tokens: boolean; who: string };
+
+/**
+ * The limits a key's requests count against, in order, and what an admitted request took: all of
+ * them, so one TakenLimits per key serves every request (nothing is allocated per request).
+ */
 interface Plan {
-  limits: Array<{ subject: string; policy: RatePolicy; tokens: boolean; who: string }>;
+  limits: Limit[];
+  taken: TakenLimits;
 }
-const NOTHING: Plan = { limits: [] };
+
+/** Returns the first `count` of `limits` to the limiter. */
+function giveBackFirst(limiter: RateLimiter, limits: Limit[], count: number): void {
+  for (let i = 0; i < count; i++) limiter.giveBack(limits[i].subject, limits[i].policy);
+}
+
+class TakenAll implements TakenLimits {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly limits: Limit[],
+  ) {}
+
+  giveBack(): void {
+    giveBackFirst(this.limiter, this.limits, this.limits.length);
+  }
+
+  charge(usage: Usage | null): void {
+    if (usage === null) return;
+    // take() counted one token already.
+    const used = usage.prompt_tokens + usage.completion_tokens - 1;
+    for (const limit of this.limits) if (limit.tokens) this.limiter.charge(limit.subject, limit.policy, used);
+  }
+}
 
 export interface KeyLimits {
   refusal(input: AdmitInput, key: VerifiedKey): GatewayError | null;
@@ -68,15 +97,15 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
   const periods: Partial<Record<BudgetPeriod, { start: number; resetsAt: number | null }>> = {};
   const ceilings = userRequests !== null || userTokens !== null || defaultTokens !== undefined;
   /** Per verified key (the verifier keeps one object per cached key): the limits take() counts, in order. */
-  const plans = new WeakMap<VerifiedKey, Plan>();
-  const planFor = (key: VerifiedKey): Plan => {
+  const plans = new WeakMap<VerifiedKey, Plan | null>();
+  const planFor = (key: VerifiedKey): Plan | null => {
     const perKey = key.policy?.tokensPerMinute ?? defaultTokens;
     const userId = key.identity.userId;
-    const limits: Plan["limits"] = [];
+    const limits: Limit[] = [];
     if (userRequests !== null) limits.push({ subject: `keys-of-user:${userId}`, policy: userRequests, tokens: false, who: "this account's API keys together" });
     if (perKey !== undefined) limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
     if (userTokens !== null) limits.push({ subject: `tokens-of-user:${userId}`, policy: userTokens, tokens: true, who: "this account's API keys together" });
-    return limits.length === 0 ? NOTHING : { limits };
+    return limits.length === 0 ? null : { limits, taken: new TakenAll(limiter, limits) };
   };
 
   return {
@@ -96,32 +125,20 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       if (!ceilings && key.policy?.tokensPerMinute === undefined) return null;
       let plan = plans.get(key);
       if (plan === undefined) plans.set(key, (plan = planFor(key)));
-      if (plan === NOTHING) return null;
-      const { identity } = key;
-      let taken = 0;
-      const giveBack = (): void => {
-        for (let i = 0; i < taken; i++) limiter.giveBack(plan.limits[i].subject, plan.limits[i].policy);
-      };
-      for (const limit of plan.limits) {
+      if (plan === null) return null;
+      const { limits } = plan;
+      for (let i = 0; i < limits.length; i++) {
+        const limit = limits[i];
         const decision = limiter.take(limit.subject, limit.policy);
         if (!decision.allowed) {
-          giveBack();
+          giveBackFirst(limiter, limits, i);
           if (limit.tokens) tokenLimitHeaders(decision, headers);
           else Object.assign(headers, rateLimitHeaders(decision));
           const what = limit.tokens ? "Token rate limit" : "Rate limit";
-          return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
+          return new IdentifiedDenial(key.identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
         }
-        taken += 1;
       }
-      return {
-        giveBack,
-        charge(usage) {
-          if (usage === null) return;
-          // take() counted one token already.
-          const used = usage.prompt_tokens + usage.completion_tokens - 1;
-          for (const limit of plan.limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
-        },
-      };
+      return plan.taken;
     },
 
     budgetLeft(key) {
