@@ -51,22 +51,22 @@ export class BodyBudget {
   }
 }
 
-/** A JSON body parsed, and its size in bytes as received. */
+/** A streamed JSON body, parsed as it was counted, and its size in bytes as received. */
 export interface JsonBody {
   value: unknown;
   bytes: number;
 }
 
 /**
- * The body parsed as JSON (parseJsonBody's refusals), refused early when its declared length
- * (declaredLength) is over `limit`. Up to UNCOUNTED_BODY_BYTES it is read whole by the request's
- * own text(); a larger or chunked body is counted as it arrives, against `limit` and `budget`, and
- * its nesting too (readLimited), so a body nested too deep is known from its first chunks.
+ * A JSON body as read, refused early when its declared length (declaredLength) is over `limit`. Up
+ * to UNCOUNTED_BODY_BYTES: its text, from the request's own text() promise (no wrapper to await
+ * on the usual path), for parseJsonBody. Larger or chunked: counted as it arrives against `limit`
+ * and `budget`, its nesting too (readLimited), so a body nested too deep is known from its first
+ * chunks; it comes back parsed.
  */
-export function readJsonBody(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<JsonBody> {
+export function readJsonBody(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<string | JsonBody> {
   if (declared > limit) return refuseAfterReading(request, declared, limit, discards);
-  if (declared <= UNCOUNTED_BODY_BYTES) return request.text().then((text) => ({ value: parseJsonBody(text, limit), bytes: declared }));
-  return readLimited(request, limit, budget, discards);
+  return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget, discards);
 }
 
 /**
@@ -95,7 +95,7 @@ export async function refuseAfterReading(request: Request, declared: number, lim
 export const MAX_JSON_DEPTH = 64;
 
 /** The body text as JSON; GatewayError (400, 413) when it is too large, empty, nested too deeply or not JSON. */
-function parseJsonBody(text: string, limit: number): unknown {
+export function parseJsonBody(text: string, limit: number): unknown {
   if (text.length > limit) throw tooLarge(limit);
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep();
   return parseJson(text);

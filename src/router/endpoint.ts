@@ -9,7 +9,7 @@
  */
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { BodyBudget, declaredLength, readJsonBody } from "../body";
+import { BodyBudget, declaredLength, parseJsonBody, readJsonBody } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { handleCall } from "./pipeline";
@@ -46,9 +46,11 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       if (adapter.input === "json") {
         if (isMultipart(request.headers.get("content-type"))) throw expectsJson();
         const read = await readJsonBody(request, maxBody, declared, budget);
-        bodyBytes = read.bytes;
-        adapter.check(read.value);
-        body = read.value;
+        const parsed = typeof read === "string" ? parseJsonBody(read, maxBody) : read.value;
+        // Text comes only from a body whose length was declared (up to 64 KiB).
+        bodyBytes = typeof read === "string" ? declared : read.bytes;
+        adapter.check(parsed);
+        body = parsed;
       } else {
         upload = await readUpload(request, maxBody);
         body = { model: upload.model };
