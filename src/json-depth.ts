@@ -84,7 +84,8 @@ export class NestingCounter {
     }
     let close = bytes.indexOf(QUOTE, start);
     while (close !== -1) {
-      if (backslashesBefore(bytes, close, start) % 2 === 0) return close;
+      // Most quotes have no backslash before them: no count to make.
+      if (close === start || bytes[close - 1] !== BACKSLASH || backslashesBefore(bytes, close, start) % 2 === 0) return close;
       close = bytes.indexOf(QUOTE, close + 1);
     }
     this.escapeNext = backslashesBefore(bytes, bytes.length, start) % 2 === 1;
