@@ -1,7 +1,7 @@
 /**
  * What a key policy costs the gate, in isolation: admit() and settle() of a paid request, in
  * process, for a key with no policy and one with every policy set (none binding), interleaved in
- * rounds; prints the median ns per request of each and their difference. The client address is
+ * rounds; prints ns per request of each and their difference, for the fastest round and the median. The client address is
  * what the server would give (a function returning the socket's address), so the socket's own
  * cost (server.requestIP, a getpeername(2) per call) is not in it; `make ab` with AB_POLICY_B=1
  * measures the whole path.
