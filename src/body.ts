@@ -1,10 +1,12 @@
 /**
  * Reads a JSON request body without ever holding more than `limit` bytes, whether or not the
  * client sent Content-Length (chunked bodies are counted as they arrive), and parses it only when
- * it is nested at most MAX_JSON_DEPTH deep.
+ * it is nested at most MAX_JSON_DEPTH deep (./json-depth.ts; a streamed body is counted as it
+ * arrives, so one too deep is neither kept nor decoded).
  */
 import { GatewayError } from "./errors";
 import { DISCARDS, type DiscardBudget } from "./discard-budget";
+import { NestingCounter, nestedDeeperThan } from "./json-depth";
 
 /**
  * How much of a body over the limit is still read, and dropped, before the 413: a client that is
@@ -49,14 +51,22 @@ export class BodyBudget {
   }
 }
 
+/** A streamed JSON body, parsed as it was counted, and its size in bytes as received. */
+export interface JsonBody {
+  value: unknown;
+  bytes: number;
+}
+
 /**
- * The body as text, refused early when its declared length (declaredLength) is over `limit`. Up
- * to UNCOUNTED_BODY_BYTES, this is the request's own text() promise (no wrapper to await); a larger
- * or chunked body is counted as it arrives, against `limit` and `budget`.
+ * A JSON body as read, refused early when its declared length (declaredLength) is over `limit`. Up
+ * to UNCOUNTED_BODY_BYTES: its text, from the request's own text() promise (no wrapper to await
+ * on the usual path), for parseJsonBody. Larger or chunked: counted as it arrives against `limit`
+ * and `budget`, its nesting too (readLimited), so a body nested too deep is known from its first
+ * chunks; it comes back parsed.
  */
-export function readBodyText(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<string> {
+export function readJsonBody(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<string | JsonBody> {
   if (declared > limit) return refuseAfterReading(request, declared, limit, discards);
-  return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget);
+  return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget, discards);
 }
 
 /**
@@ -66,8 +76,9 @@ export function readBodyText(request: Request, limit: number, declared: number, 
 export async function refuseAfterReading(request: Request, declared: number, limit: number, discards: DiscardBudget = DISCARDS): Promise<never> {
   // (A client that sent `Expect: 100-continue` is sent on by Bun itself before the handler runs.)
   if (declared <= MAX_DISCARDED_BYTES && request.body && discards.take(declared)) {
+    const reader = request.body.getReader();
     try {
-      for await (const _ of request.body as unknown as AsyncIterable<Uint8Array>);
+      while (!(await reader.read()).done);
     } catch {
       // The client left: the 413 is recorded all the same.
     }
@@ -86,10 +97,13 @@ export const MAX_JSON_DEPTH = 64;
 /** The body text as JSON; GatewayError (400, 413) when it is too large, empty, nested too deeply or not JSON. */
 export function parseJsonBody(text: string, limit: number): unknown {
   if (text.length > limit) throw tooLarge(limit);
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep();
+  return parseJson(text);
+}
+
+/** Text whose nesting was counted, parsed. */
+function parseJson(text: string): unknown {
   if (text.length === 0) throw new GatewayError("invalid_request_error", "The request body is empty; send a JSON object");
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new GatewayError("invalid_request_error", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
-  }
   try {
     return JSON.parse(text);
   } catch {
@@ -98,57 +112,48 @@ export function parseJsonBody(text: string, limit: number): unknown {
 }
 
 /**
- * Whether `text` opens more than `max` arrays and objects inside one another, counted in one pass
- * over the text before it is parsed (brackets inside strings do not count). Text that is not JSON
- * may be counted wrongly: JSON.parse refuses it either way.
+ * The 400 for a body nested deeper than MAX_JSON_DEPTH. `headers`: `connection: close` when the
+ * rest of the body was not read (the discard budget was spent), so no request is read from it.
  */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      i = stringEnd(text, i);
-      if (i === -1) return false;
-    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > max) return true;
-    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
-  }
-  return false;
+function tooDeep(headers?: Record<string, string>): GatewayError {
+  return new GatewayError("invalid_request_error", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, { headers });
 }
 
-/** The index of the quote that closes the string opened at `open`, or -1 (found with indexOf, which is far faster than a loop). */
-function stringEnd(text: string, open: number): number {
-  let close = text.indexOf('"', open + 1);
-  while (close !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return close;
-    close = text.indexOf('"', close + 1);
-  }
-  return -1;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-
-async function readLimited(request: Request, limit: number, budget: BodyBudget): Promise<string> {
-  if (!request.body) return "";
+/**
+ * A body read chunk by chunk: counted against `limit` and the in-flight `budget`, and its nesting
+ * counted as it arrives. Once it is over the limit, or nested too deep, nothing more of it is kept:
+ * the rest is read and dropped (while `discards` has room, up to MAX_DISCARDED_BYTES in all) and
+ * then refused, so the client sees the answer; past that it is refused at once and the connection
+ * closes unread. A bomb is thus never joined, decoded or scanned twice.
+ */
+async function readLimited(request: Request, limit: number, budget: BodyBudget, discards: DiscardBudget): Promise<JsonBody> {
+  if (!request.body) return { value: parseJson(""), bytes: 0 };
+  const nesting = new NestingCounter(MAX_JSON_DEPTH);
   const chunks: Uint8Array[] = [];
   let size = 0;
   let seen = 0;
+  let refusal: "too_large" | "too_deep" | null = null;
+  let cut = false;
+  // A reader's read() in a loop, not `for await` over the stream: a third less CPU per chunk.
+  const reader = request.body.getReader();
+  let done = false;
   try {
-    for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    for (;;) {
+      const next = await reader.read();
+      if ((done = next.done)) break;
+      const chunk = next.value;
       seen += chunk.byteLength;
-      if (seen > limit) {
-        // Over the limit: what was kept goes, and the rest is read and dropped before the 413.
+      // Over the limit is a 413 even when the body was already known to nest too deep.
+      if (seen > limit) refusal = "too_large";
+      else if (refusal === null && nesting.deeperAfter(chunk)) refusal = "too_deep";
+      if (refusal !== null) {
         budget.give(size);
         size = 0;
         chunks.length = 0;
-        if (seen > MAX_DISCARDED_BYTES || !DISCARDS.take(chunk.byteLength)) break;
+        if (seen > MAX_DISCARDED_BYTES || !discards.take(chunk.byteLength)) {
+          cut = true;
+          break;
+        }
         continue;
       }
       if (!budget.take(chunk.byteLength)) throw busyReading();
@@ -157,9 +162,12 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget):
     }
   } finally {
     budget.give(size);
+    // Left unread (cut off, or refused as busy): the stream is cancelled, as leaving a `for await` does.
+    if (!done) await reader.cancel().catch(() => {});
   }
-  if (seen > limit) throw tooLarge(limit);
-  return Buffer.concat(chunks).toString("utf8");
+  if (refusal === "too_large") throw tooLarge(limit);
+  if (refusal === "too_deep") throw tooDeep(cut ? { connection: "close" } : undefined);
+  return { value: parseJson(Buffer.concat(chunks).toString("utf8")), bytes: seen };
 }
 
 /** The 503 for a body whose next piece would pass server.max_body_bytes_in_flight; not read on, so the connection closes after it. */

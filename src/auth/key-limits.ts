@@ -48,10 +48,39 @@ export interface BudgetLeft {
   resetsAt: number | null;
 }
 
+type Limit = { subject: string; policy: RatePolicy; tokens: boolean; who: string };
+
+/**
+ * The limits a key's requests count against, in order, and what an admitted request took: all of
+ * them, so one TakenLimits per key serves every request (nothing is allocated per request).
+ */
 interface Plan {
-  limits: Array<{ subject: string; policy: RatePolicy; tokens: boolean; who: string }>;
+  limits: Limit[];
+  taken: TakenLimits;
 }
-const NOTHING: Plan = { limits: [] };
+
+/** Returns the first `count` of `limits` to the limiter. */
+function giveBackFirst(limiter: RateLimiter, limits: Limit[], count: number): void {
+  for (let i = 0; i < count; i++) limiter.giveBack(limits[i].subject, limits[i].policy);
+}
+
+class TakenAll implements TakenLimits {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly limits: Limit[],
+  ) {}
+
+  giveBack(): void {
+    giveBackFirst(this.limiter, this.limits, this.limits.length);
+  }
+
+  charge(usage: Usage | null): void {
+    if (usage === null) return;
+    // take() counted one token already.
+    const used = usage.prompt_tokens + usage.completion_tokens - 1;
+    for (const limit of this.limits) if (limit.tokens) this.limiter.charge(limit.subject, limit.policy, used);
+  }
+}
 
 function denial(identity: VerifiedKey["identity"], limit: Plan["limits"][number], decision: RateDecision, headers: Record<string, string>): IdentifiedDenial {
   if (limit.tokens) tokenLimitHeaders(decision, headers);
@@ -78,25 +107,16 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
   const periods: Partial<Record<BudgetPeriod, { start: number; resetsAt: number | null }>> = {};
   const ceilings = userRequests !== null || userTokens !== null || defaultTokens !== undefined;
   /** Per verified key (the verifier keeps one object per cached key): the limits take() counts, in order. */
-  const plans = new WeakMap<VerifiedKey, Plan>();
-  const planFor = (key: VerifiedKey): Plan => {
+  const plans = new WeakMap<VerifiedKey, Plan | null>();
+  const planFor = (key: VerifiedKey): Plan | null => {
     const perKey = key.policy?.tokensPerMinute ?? defaultTokens;
     const userId = key.identity.userId;
-    const limits: Plan["limits"] = [];
+    const limits: Limit[] = [];
     if (userRequests !== null) limits.push({ subject: `keys-of-user:${userId}`, policy: userRequests, tokens: false, who: "this account's API keys together" });
     if (perKey !== undefined) limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
     if (userTokens !== null) limits.push({ subject: `tokens-of-user:${userId}`, policy: userTokens, tokens: true, who: "this account's API keys together" });
-    return limits.length === 0 ? NOTHING : { limits };
+    return limits.length === 0 ? null : { limits, taken: new TakenAll(limiter, limits) };
   };
-
-  function charging(limits: Plan["limits"]): TakenLimits["charge"] {
-    return (usage) => {
-      if (usage === null) return;
-      // take() counted one token already.
-      const used = usage.prompt_tokens + usage.completion_tokens - 1;
-      for (const limit of limits) if (limit.tokens) limiter.charge(limit.subject, limit.policy, used);
-    };
-  }
 
   /**
    * Every limit of the plan asked at once (one round trip to a shared store), then judged in order:
@@ -109,7 +129,7 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     const giveBack = (): void => {
       for (let i = 0; i < limits.length; i++) if (decisions[i].allowed) limiter.giveBack(limits[i].subject, limits[i].policy);
     };
-    if (refused === -1) return { giveBack, charge: charging(limits) };
+    if (refused === -1) return plan.taken;
     giveBack();
     return denial(identity, limits[refused], decisions[refused], headers);
   }
@@ -131,23 +151,18 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       if (!ceilings && key.policy?.tokensPerMinute === undefined) return null;
       let plan = plans.get(key);
       if (plan === undefined) plans.set(key, (plan = planFor(key)));
-      if (plan === NOTHING) return null;
-      const first = limiter.take(plan.limits[0].subject, plan.limits[0].policy);
+      if (plan === null) return null;
+      const { limits } = plan;
+      const first = limiter.take(limits[0].subject, limits[0].policy);
       if (first instanceof Promise) return takeShared(key.identity, plan, first, headers);
-      let taken = 0;
-      const limits = plan.limits;
-      const giveBack = (): void => {
-        for (let i = 0; i < taken; i++) limiter.giveBack(limits[i].subject, limits[i].policy);
-      };
       for (let i = 0; i < limits.length; i++) {
         const decision = i === 0 ? first : decidedNow(limiter.take(limits[i].subject, limits[i].policy));
         if (!decision.allowed) {
-          giveBack();
+          giveBackFirst(limiter, limits, i);
           return denial(key.identity, limits[i], decision, headers);
         }
-        taken += 1;
       }
-      return { giveBack, charge: charging(limits) };
+      return plan.taken;
     },
 
     budgetLeft(key) {

@@ -9,7 +9,7 @@
  */
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { BodyBudget, declaredLength, parseJsonBody, readBodyText } from "../body";
+import { BodyBudget, declaredLength, parseJsonBody, readJsonBody } from "../body";
 import { requestMeta, type RequestMeta } from "../request-meta";
 import { trustedProxies } from "../client-address";
 import { handleCall } from "./pipeline";
@@ -45,9 +45,10 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
       const declared = declaredLength(request);
       if (adapter.input === "json") {
         if (isMultipart(request.headers.get("content-type"))) throw expectsJson();
-        const text = await readBodyText(request, maxBody, declared, budget);
-        const parsed = parseJsonBody(text, maxBody);
-        bodyBytes = Number.isFinite(declared) ? declared : Buffer.byteLength(text);
+        const read = await readJsonBody(request, maxBody, declared, budget);
+        const parsed = typeof read === "string" ? parseJsonBody(read, maxBody) : read.value;
+        // Text comes only from a body whose length was declared (up to 64 KiB).
+        bodyBytes = typeof read === "string" ? declared : read.bytes;
         adapter.check(parsed);
         body = parsed;
       } else {

@@ -4,7 +4,7 @@
  */
 import { expect, test } from "bun:test";
 import { DiscardBudget } from "../../src/discard-budget";
-import { readBodyText, BodyBudget } from "../../src/body";
+import { readJsonBody, BodyBudget } from "../../src/body";
 
 const MiB = 1024 * 1024;
 
@@ -28,7 +28,7 @@ test("past the budget, an oversized upload is refused with the 413 without its b
   const body = new ReadableStream<Uint8Array>({ pull: () => void (pulled += 1) });
   const request = new Request("http://gateway/v1/chat/completions", { method: "POST", body, headers: { "content-length": String(11 * MiB) } });
   const exhausted = new DiscardBudget(() => 0, 1 * MiB, 1 * MiB);
-  const refused = await readBodyText(request, 10 * MiB, 11 * MiB, new BodyBudget(1 << 30), exhausted).catch((err: unknown) => err);
+  const refused = await readJsonBody(request, 10 * MiB, 11 * MiB, new BodyBudget(1 << 30), exhausted).catch((err: unknown) => err);
   expect((refused as { status?: number }).status).toBe(413);
   expect(pulled).toBeLessThanOrEqual(1);
 });
