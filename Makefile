@@ -46,6 +46,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 
 test: check build
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager redis-server:redis-server
+	bash scripts/ensure-postgres.sh >/dev/null
 	bash scripts/test.sh "$(BUN)"
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
@@ -67,11 +68,11 @@ ab: build
 	test -n "$(A)" || (echo "usage: make ab A=BINARY [B=BINARY] [AB_PATH=paid|key|anonymous]" && exit 2)
 	$(BUN) bench/ab.ts "$(A)" "$(B)"
 
-# After a change to src/db/schema.ts: `make migrations NAME=what_changed` adds the next migration
-# under drizzle/ and embeds them all (databases already in use apply only the new one).
+# After a change to src/db/schema.ts and src/db/schema-pg.ts: `make migrations NAME=what_changed` adds the next migration
+# under drizzle/ (SQLite) and drizzle/pg/ (Postgres) and embeds them all (databases already in use apply only the new one).
 migrations: node_modules/.installed
 	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)
-	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) scripts/embed-migrations.ts
+	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) x drizzle-kit generate --config drizzle.pg.config.ts --name $(NAME) && $(BUN) scripts/embed-migrations.ts
 
 # Types, then the import rules of .dependency-cruiser.cjs (no cycles; layers point down). --bun runs
 # dependency-cruiser on bun's runtime: it refuses a Node older than 22, which a machine may have.
