@@ -15,6 +15,7 @@ export const RESTART_ONLY: readonly string[] = [
   "server.request_log_days",
   "server.response_store_days",
   "cluster",
+  "database",
   "log",
   "metrics.enabled",
   "spend_auth",

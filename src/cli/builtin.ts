@@ -3,26 +3,23 @@
  * version and help, with the usage text. serve loads the server (Elysia, the dashboard, the
  * router) only when it runs, so that the other commands start without it.
  */
+import { ConfigError } from "../config/errors";
 import { redactedConfig } from "../config/redact";
 import { COMMIT, INTERFACE_VERSION, VERSION } from "../version";
 import { stringFlag, UsageError, type Args } from "./args";
-import { command, type CommandEntry } from "./registry";
+import { migrateCommand } from "./migrate";
+import { command, POSTGRES_NOT_SERVED, type CommandEntry } from "./registry";
 
 export const BUILT_IN: Readonly<Record<string, CommandEntry>> = {
   serve: command(async (ctx) => {
     const serviceId = parseServiceId(ctx.args);
     const loaded = ctx.config();
+    if (loaded.config.database.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
     const { serve } = await import("../serve");
     await serve({ loaded, serviceId });
     return null;
   }, { "": { flags: ["service-id"], words: 1 } }),
-  migrate: command((ctx) => {
-    const db = ctx.openDb({ create: true }); // opening applies the embedded migrations
-    const applied = db.applied;
-    db.close();
-    ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${applied.length > 0 ? `, applied ${applied.join(", ")}` : ""}`);
-    return 0;
-  }, { "": { flags: [], words: 1 } }),
+  migrate: migrateCommand,
   config: command(async (ctx) => {
     if (ctx.args.positionals[1] !== "check") throw new UsageError("usage: modelgate config check [--config FILE]");
     const loaded = ctx.config();
@@ -61,7 +58,7 @@ function parseServiceId(args: Args): number {
 export const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text; --version: version)
   serve [--service-id N]                       run the gateway (default command)
   reload                                       check the config, then have the running server read it again
-  migrate                                      apply embedded database migrations
+  migrate [--from-sqlite FILE]                 apply embedded database migrations; copy a SQLite database into [database] url
   backup FILE [--force]                        copy the database to FILE while the server runs
   restore FILE                                 put a backup in place of the database (server stopped)
   config check                                 validate and print the resolved config (secrets redacted)

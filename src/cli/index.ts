@@ -12,7 +12,7 @@ import { normalizeStoredEmails } from "../auth/users";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
-import { OTHER_DATA_DIR, type CliContext } from "./registry";
+import { OTHER_DATA_DIR, POSTGRES_NOT_SERVED, type CliContext } from "./registry";
 import { COMMANDS } from "./commands";
 import { USAGE } from "./builtin";
 
@@ -68,6 +68,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
       rawConfig: () => readConfigFile(file()),
       databaseFile: () => join(resolve(context.dataDir()), "modelgate.db"),
       openDb: (options = {}) => {
+        if ((context.rawConfig().database as { url?: unknown } | undefined)?.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
         const database = context.databaseFile();
         if (!options.create && !existsSync(database)) {
           throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`);

@@ -236,6 +236,18 @@ const Cluster = T.Object(
   { additionalProperties: false, default: {} },
 );
 
+/**
+ * `[database]`: where the tables live. Without `url`, SQLite in server.data_dir. A Postgres `url`
+ * is taken by `modelgate migrate` (and `migrate --from-sqlite FILE`); serve and the other commands
+ * do not run on Postgres yet and refuse such a config (docs/scaling.md).
+ */
+const DatabaseSection = T.Object(
+  {
+    url: T.Optional(T.String({ pattern: "^postgres(ql)?://" })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 const Log = T.Object(
   {
     level: T.Union([T.Literal("debug"), T.Literal("info"), T.Literal("warn"), T.Literal("error")], {
@@ -257,6 +269,7 @@ export const ConfigSchema = T.Object(
     spend_auth: SpendAuth,
     metrics: Metrics,
     cluster: Cluster,
+    database: DatabaseSection,
     log: Log,
     webhooks: WebhooksSection,
     jobs: JobsSection,
@@ -279,3 +292,6 @@ export const SECRET_KEYS = new Set([
   "pull_token",
   "redis_url",
 ]);
+
+/** Secrets by their whole path, where the key's name alone (`url`) is a secret elsewhere only in part. */
+export const SECRET_PATHS = new Set(["database.url"]);

@@ -5,7 +5,7 @@
  * `[[jobs]]` commands' environments.
  */
 import { ConfigError, UnsetVariableError, type UnsetVariable } from "./errors";
-import { SECRET_KEYS } from "./schema";
+import { SECRET_KEYS, SECRET_PATHS } from "./schema";
 
 export interface Secrets {
   paths: Set<string>;
@@ -42,7 +42,7 @@ function resolveAlone(value: unknown, path: string, env: Record<string, string |
 
 export function resolveSecrets(value: unknown, path: string, env: Record<string, string | undefined>, secrets: Secrets): unknown {
   if (typeof value === "string") {
-    if (SECRET_KEYS.has(path.slice(path.lastIndexOf(".") + 1))) {
+    if (SECRET_KEYS.has(path.slice(path.lastIndexOf(".") + 1)) || SECRET_PATHS.has(path)) {
       secrets.paths.add(path);
       if (!value.startsWith("env:") && value.length >= MIN_REDACTED) secrets.values.add(value);
     }
