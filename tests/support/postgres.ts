@@ -71,7 +71,7 @@ export async function startPostgres(): Promise<RunningPostgres> {
     async stop() {
       for (const sql of clients.splice(0)) await sql.close();
       runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-w", "stop"]);
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }
