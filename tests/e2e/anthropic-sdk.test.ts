@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { MOCK_TOOL_INPUT } from "../support/mock-anthropic";
+import { eventually } from "../support/eventually";
 
 let mock: MockUpstream;
 let broken: MockUpstream;
@@ -113,6 +114,16 @@ async function failure(call: PromiseLike<unknown>): Promise<Error & { status?: n
   throw new Error("the call succeeded");
 }
 
+/** The user's request-log rows, once `count` are written (they are written behind the answers). */
+async function usageRows(email: string, count: number): Promise<Array<Record<string, unknown>>> {
+  let rows: Array<Record<string, unknown>> = [];
+  await eventually(async () => {
+    rows = JSON.parse((await gw.cli(["usage", "export", "--user", email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    return rows.length >= count;
+  }, 5_000, 100);
+  return rows;
+}
+
 const hello = [{ role: "user" as const, content: "Hello" }];
 const weather = [{ name: "get_weather", description: "The weather in a city", input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] } }];
 
@@ -136,6 +147,10 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const before = mock.requests.length;
     await client().messages.stream({ model: mode, max_tokens: 100, messages: hello, metadata: { user_id: "u-1" } }).finalMessage();
     const sent = mock.requests[before].body;
+    // The SDK's anthropic-version goes on to a native upstream, which needs it to read the body.
+    const version = mock.requests[before].headers["anthropic-version"];
+    if (mode === "native") expect(version).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    else expect(version).toBeUndefined();
     if (mode === "native") expect(sent).toEqual({ model: "mock-small", max_tokens: 100, messages: hello, metadata: { user_id: "u-1" }, stream: true });
     else expect(sent).toMatchObject({ model: "mock-small", messages: hello, user: "u-1", stream: true, stream_options: { include_usage: true } });
   });
@@ -190,7 +205,7 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const counted = await client(user.key).messages.countTokens({ model: mode, messages: hello, system: "Be brief." });
     expect(counted.input_tokens).toBeGreaterThan(0);
     expect(mock.requests.slice(before).map((r) => r.path)).toEqual(mode === "native" ? ["/v1/messages/count_tokens"] : []);
-    const rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    const rows = await usageRows(user.email, 1);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ endpoint: "messages", status: 200 });
     expect((await gw.cli(["credits", "balance", "--user", user.email])).stdout.trim()).toBe(`${user.email}: 1.000000 credits`);
@@ -268,7 +283,7 @@ describe("/v1/messages as Claude Code calls it", () => {
       await Bun.sleep(100);
     }
     expect(shown).toContain(expected);
-    const rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    const rows = await usageRows(user.email, 1);
     expect(rows.map((row) => row.endpoint)).toEqual(["messages"]);
   });
 });
