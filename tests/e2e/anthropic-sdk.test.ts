@@ -248,6 +248,8 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     expect(error.status).toBe(402);
     expect(error.error?.error.type).toBe("billing_error");
     expect(mock.requests.length).toBe(calls);
+    // count_tokens reserves and charges nothing, so it needs no balance.
+    expect((await client(poor.key).messages.countTokens({ model: mode, messages: hello })).input_tokens).toBeGreaterThan(0);
   });
 });
 
@@ -262,6 +264,21 @@ describe("/v1/messages as Claude Code calls it", () => {
     const bad = await fetch(`${gw.url}/v1/messages?beta=true`, { method: "POST", headers: { ...headers, "x-api-key": "sk-mg-wrong" }, body });
     expect(bad.status).toBe(401);
     expect(await bad.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
+    // Judged before the body and the model, as a bad bearer token is.
+    const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { ...headers, "x-api-key": "sk-mg-wrong" }, body: body.replace('"translated"', '"nope"') });
+    expect(unknown.status).toBe(401);
+    const anonymous = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers, body });
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as { error: { type: string } }).error.type).toBe("authentication_error");
+  });
+
+  test("x-api-key is a key on every /v1 model route, chat included; a bad one is 401 there too", async () => {
+    const body = JSON.stringify({ model: "translated", messages: [{ role: "user", content: "hi" }] });
+    const ok = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body });
+    expect(ok.status).toBe(200);
+    const bad = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-mg-wrong" }, body });
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
   });
 
   test("a server tool cannot be translated: a 400 naming it, nothing sent upstream", async () => {
