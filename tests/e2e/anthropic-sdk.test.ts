@@ -289,9 +289,9 @@ describe("/v1/messages as Claude Code calls it", () => {
     expect(mock.requests.length).toBe(calls);
   });
 
-  test("a translated call is debited from the translated usage and logged as endpoint messages", async () => {
+  test.each(MODES)("a %s call, streamed, is debited from the usage the client was told and logged as endpoint messages", async (mode) => {
     const user = await createUserKey(gw, { name: "debit", credits: "10" });
-    const message = await client(user.key).messages.create({ model: "translated", max_tokens: 50, messages: hello });
+    const message = await client(user.key).messages.stream({ model: mode, max_tokens: 50, messages: hello }).finalMessage();
     const cost = message.usage.input_tokens * 1000 + message.usage.output_tokens * 2000;
     const expected = String((10_000_000 - cost) / 1_000_000);
     let shown = "";
