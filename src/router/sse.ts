@@ -164,11 +164,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         if (!options.clientWantsUsage && endedOnUsage) continue;
       } else if (event.includes("data:")) endedOnUsage = false;
       // Cheap test first: only an event that names "error" is parsed for one.
-      if (event.includes('"error"')) {
-        if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
-        const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
-        if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
-      }
+      if (event.includes('"error"')) event = noteError(event);
       out += event;
       if (DONE.test(event)) {
         // The end of the answer: nothing after it is relayed.
@@ -182,6 +178,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     return out;
   };
 
+  /** An event that names "error", less the upstream's secrets; keeps the first error object it carries. */
+  const noteError = (event: string): string => {
+    const clean = options.upstreamSecrets ? withoutSecrets(event, options.upstreamSecrets) : event;
+    const error = upstreamErrorEvent === null ? parseData(clean)?.error : null;
+    if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
+    return clean;
+  };
+
   /** One event of another API's stream, read as its dialect says: the text to forward. */
   const dialectEvent = (d: EventDialect, event: string): string => {
     if (!finishSeen) finishSeen = d.finished.test(event);
@@ -189,11 +193,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       const parsed = parseData(event);
       if (parsed !== null) usage = d.usage(parsed, usage);
     }
-    if (event.includes('"error"')) {
-      if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
-      const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
-      if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
-    }
+    if (event.includes('"error"')) event = noteError(event);
     if (d.end.test(event)) sawDone = true;
     else events += 1;
     return event;
