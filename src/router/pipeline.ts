@@ -59,7 +59,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     // with a native form sends the client's body only in that form, where chat's option has no place.
     const native = adapter.native;
     if (streamed && native === undefined) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-    /** Whether the last target sent anything (the one that answered, once forward returns) got the native form. */
+    /** Whether the target last sent the request (the one that answered, once forward returns) got the native form. */
     let sentNative = false;
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;

@@ -155,7 +155,8 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
         endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);
-        if (!options.clientWantsUsage && endedOnUsage) continue;
+        // Chat's usage chunk only: another API's events are its own, usage or not.
+        if (!options.clientWantsUsage && endedOnUsage && !dialect) continue;
       } else if (event.includes("data:")) endedOnUsage = false;
       // Cheap test first: only an event that names "error" is parsed for one.
       if (event.includes('"error"')) {

@@ -77,7 +77,7 @@ describe("relaySse with the Messages dialect (a native stream)", () => {
   async function relayed(text: string): Promise<{ out: string; result: RelayResult }> {
     let result: RelayResult | null = null;
     const upstream = new Response(text).body!;
-    const stream = relaySse(upstream, { clientWantsUsage: true, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (result = r), dialect: MESSAGES_EVENTS });
+    const stream = relaySse(upstream, { clientWantsUsage: false, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (result = r), dialect: MESSAGES_EVENTS });
     const out = await new Response(stream).text();
     return { out, result: result! };
   }

@@ -88,7 +88,7 @@ export const messagesAdapter: EndpointAdapter = {
   },
   transformStream: (stream, body, target) =>
     servesNatively(messagesAdapter, target) ? stream : messagesFromChatStream(stream, { model: body.model, stopSequences: stopSequences(body) }),
-  // The translation reads the chat stream's usage chunk; a native stream's message_delta (usage, no choices) must not be dropped either.
+  // The translation reads the chat stream's usage chunk.
   keepUsageChunk: true,
   transformError: anthropicErrorText,
 };
