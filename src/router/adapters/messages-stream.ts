@@ -14,6 +14,8 @@ import { isRecord } from "../../translate/chat";
 export const PING_INTERVAL_MS = 10_000;
 
 const encoder = new TextEncoder();
+/** Shared: it decodes whole events only, so it keeps no state between calls. */
+const decoder = new TextDecoder();
 
 export interface TranslatedStreamOptions {
   /** The model the client named. */
@@ -24,7 +26,6 @@ export interface TranslatedStreamOptions {
 
 export function messagesFromChatStream(chat: ReadableStream<Uint8Array>, options: TranslatedStreamOptions): ReadableStream<Uint8Array> {
   const reader = chat.getReader();
-  const decoder = new TextDecoder();
   const events = createMessagesStream({ model: options.model, id: `msg_${crypto.randomUUID().replaceAll("-", "")}`, stopSequences: options.stopSequences });
   let pending = "";
   let ended = false;
