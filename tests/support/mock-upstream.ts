@@ -1,7 +1,7 @@
 /**
  * The only stand-in in the test suite: a small OpenAI-compatible model server speaking the real
  * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk,
- * and the other model endpoints of ./mock-endpoints.ts).
+ * the other model endpoints of ./mock-endpoints.ts, and Anthropic's /v1/messages of ./mock-anthropic.ts).
  * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
