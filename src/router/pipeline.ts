@@ -24,7 +24,7 @@ import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
 import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
-import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
+import { answeredLocally, outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
 
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
@@ -218,18 +218,6 @@ function passedHeaders(request: Request, names: readonly string[]): Record<strin
     if (value !== null) (passed ??= {})[name] = value;
   }
   return passed;
-}
-
-/** An answer the adapter gives without an upstream (an estimate): admitted, recorded, charged nothing. */
-async function answeredLocally(served: Served, text: string): Promise<Response> {
-  const { ctx, admission } = served;
-  served.finish(unanswered(ctx, 200));
-  if (served.committed) await served.committed;
-  const headers = admission.headers;
-  headers["x-request-id"] = ctx.requestId;
-  headers["content-type"] = "application/json";
-  headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt);
-  return new Response(text, { status: 200, headers });
 }
 
 /** Audio relayed as it arrives, with the upstream's type; settled when it ends. */
