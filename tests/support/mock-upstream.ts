@@ -38,6 +38,8 @@ export interface MockBehaviour {
   ownDefaultMaxTokens?: number;
   /** Bytes of audio /v1/audio/speech streams back. */
   speechBytes?: number;
+  /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
+  answer?: (body: Record<string, any>) => Response | undefined;
 }
 
 export interface MockUpstream {
@@ -84,6 +86,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           { status: behaviour.failWith },
         );
       }
+      const scripted = behaviour.answer?.(body);
+      if (scripted) return scripted;
       const words = behaviour.words ?? DEFAULT_WORDS;
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
       const generated = behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
