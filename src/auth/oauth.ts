@@ -18,7 +18,8 @@ import { CodeChallengeMethod, OAuth2Client, generateCodeVerifier, generateState 
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { oauthAccounts } from "../db/schema";
-import { createUser, findUserByEmail, findUserById, normalizeEmail, signupRefusal, type User } from "./users";
+import { createUser, findUserByEmail, findUserById, signupRefusal, type User } from "./users";
+import { normalizeEmail } from "./email";
 import { equalSecrets } from "./tokens";
 import type { RefusalCode } from "./refusal";
 import { exchangeCode, PROVIDER_TIMEOUT_MS, readProfile, type OAuthProfile, type Provider, type ProviderEndpoints } from "./oauth-calls";

@@ -12,7 +12,8 @@
  */
 import type { Config } from "../config/schema";
 import { GatewayError, type ErrorCode } from "../errors";
-import { allowedDomains, PASSWORD_MAX, PASSWORD_MIN } from "./users";
+import { allowedDomains } from "./email";
+import { PASSWORD_MAX, PASSWORD_MIN } from "./password";
 
 const MESSAGES = {
   credentials: "The email or password is incorrect.",

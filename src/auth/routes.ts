@@ -24,7 +24,9 @@ import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../c
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
 import { createPasswordSession, createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
-import { checkPassword, createUser, findUserByEmail, normalizeEmail, PASSWORD_MAX, passwordProblem, signupRefusal, type User } from "./users";
+import { checkPassword, createUser, findUserByEmail, signupRefusal, type User } from "./users";
+import { normalizeEmail } from "./email";
+import { PASSWORD_MAX, passwordProblem } from "./password";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
 import { incorrect, refusal, refusalMessage, safeNext, type Back, type Refusal } from "./refusal";

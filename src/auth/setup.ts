@@ -16,7 +16,9 @@ import { setupTokens, users } from "../db/schema";
 import { randomToken, sha256Hex } from "./tokens";
 import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
-import { findUserByEmail, hashPassword, hasAdmin, normalizeEmail, passwordProblem, type User } from "./users";
+import { findUserByEmail, hasAdmin, type User } from "./users";
+import { normalizeEmail } from "./email";
+import { hashPassword, passwordProblem } from "./password";
 
 const LIFETIME_MS = 86_400_000;
 

@@ -1,9 +1,7 @@
 /**
- * Users and their passwords, as plain functions over a database handle (server and CLI).
- * Emails are stored in one form (normalizeEmail: NFKC, trimmed, lower-cased, NFKC again; each
- * ASCII-encoded domain label, `xn--…`, in its Unicode form), so lookups are exact. Passwords are
- * argon2id (Bun.password); only the hash is stored. A user without a password signs in through
- * OAuth.
+ * Users, as plain functions over a database handle (server and CLI). Emails are stored in the one
+ * form ./email.ts gives them, so lookups are exact; passwords are hashed as ./password.ts says. A
+ * user without a password signs in through OAuth.
  *
  *   createUser(db, { email, password?, isAdmin?, emailUnverified? }) -> User | UserError
  *   findUserByEmail(db, email) / findUserById(db, id) / findUserByStoredEmail(db, email) -> User | null
@@ -13,97 +11,27 @@
  *   hasAdmin(db), setAdmin(db, userId), setPassword(db, userId, password)
  *   disableUser(db, userId, { now? }) / enableUser(db, userId) -> what happened
  *   signupRefusal(config.auth, email) -> null | reason
- *   allowedDomains(config.auth) -> auth.allowed_domains in the form emails are stored in
  *   normalizeStoredEmails(db) -> the accounts whose stored email cannot be put in its lookup form
  *   proveEmail(db, userId) -> an operator vouches for an account's address (it was unproven)
  *
  * A disabled user keeps their row, keys and ledger. Disabling ends their sessions in the same
  * transaction and empties the verified-key cache, so their API keys are refused from the next
  * request on (from another process: within the cache's poll, see key-verifier.ts). Enabling lets
- * the keys work again;
- * sessions stay ended (the user signs in again).
+ * the keys work again; sessions stay ended (the user signs in again).
  */
-import { domainToUnicode } from "node:url";
 import { and, eq } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { users } from "../db/schema";
 import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
+import { allowedDomains, normalizeEmail } from "./email";
+import { hashPassword, passwordMatches, passwordProblem, verifyAgainstNothing } from "./password";
 
 export type User = typeof users.$inferSelect;
 export interface UserError {
   error: string;
   param: "email" | "password";
-}
-
-/**
- * local@domain.tld without spaces, control characters, characters that show as nothing (format
- * characters, variation selectors, fillers: Unicode's default-ignorable code points, and the blank
- * braille pattern), any of which would make a second account that looks like the first, or a
- * second "@".
- */
-const EMAIL = /^[^\s@\p{Cc}\p{Cf}\p{DI}\u2800]{1,64}@[^\s@\p{Cc}\p{Cf}\p{DI}\u2800]{1,253}\.[^\s@.\p{Cc}\p{Cf}\p{DI}\u2800]{1,63}$/u;
-export const PASSWORD_MIN = 8;
-/** argon2 hashes whatever it is given; a bound keeps one request from costing seconds. */
-export const PASSWORD_MAX = 256;
-const ARGON2 = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as const;
-/** Verified against when the user does not exist, so the timing does not tell. */
-let dummyHash: Promise<string> | null = null;
-
-export function normalizeEmail(input: unknown): string | null {
-  if (typeof input !== "string") return null;
-  const folded = foldCase(input).trim();
-  const at = folded.lastIndexOf("@");
-  const email = at === -1 ? folded : folded.slice(0, at + 1) + unicodeLabels(folded.slice(at + 1));
-  return email.length <= 320 && EMAIL.test(email) ? email : null;
-}
-
-/**
- * NFKC, lower-cased, then NFKC again: a fullwidth or otherwise compatible spelling is the same
- * address, not a lookalike second one; and lower-casing can leave a sequence that NFKC composes
- * (`T` + U+0308 becomes `t` + U+0308, which is `ẗ`), so without the second pass a normalized
- * address would not be its own normal form.
- */
-function foldCase(text: string): string {
-  return text.normalize("NFKC").toLowerCase().normalize("NFKC");
-}
-
-/**
- * A domain as emails are stored: case-folded, and each ASCII-encoded label (`xn--bcher-kva`) in
- * its Unicode form (`bücher`), as both name one domain. Only such labels are decoded, one at a
- * time (domainToUnicode on a whole domain would also cut it at `/` and drop invisible characters
- * that the address check must see); one that does not decode cleanly stays as it is.
- */
-function normalizeDomain(domain: string): string {
-  return unicodeLabels(foldCase(domain));
-}
-
-/** A case-folded domain with each `xn--` label decoded (see normalizeDomain). */
-function unicodeLabels(folded: string): string {
-  return folded.includes("xn--") ? folded.split(".").map(decodedLabel).join(".") : folded;
-}
-
-function decodedLabel(label: string): string {
-  if (!/^xn--[a-z0-9-]+$/.test(label)) return label;
-  const unicode = domainToUnicode(label);
-  return unicode === "" || unicode.includes("\ufffd") || unicode.includes(".") || unicode.startsWith("xn--") ? label : foldCase(unicode);
-}
-
-export function passwordProblem(password: unknown): string | null {
-  if (password === undefined || password === null) return "a password is required";
-  if (typeof password !== "string") return "the password must be a string of characters";
-  // A lone UTF-16 surrogate (only JSON's \ud800 escapes make one) is hashed as U+FFFD, so every
-  // such password would match every other of the same length.
-  if (!password.isWellFormed()) return "the password holds an unpaired surrogate (\\ud800-\\udfff), which is not a character";
-  const characters = [...password].length; // code points: an emoji is one character, not two
-  if (characters < PASSWORD_MIN) return `the password must be at least ${PASSWORD_MIN} characters`;
-  if (characters > PASSWORD_MAX) return `the password must be at most ${PASSWORD_MAX} characters`;
-  return null;
-}
-
-export function hashPassword(password: string): Promise<string> {
-  return Bun.password.hash(password, ARGON2);
 }
 
 export async function createUser(
@@ -151,11 +79,10 @@ export type PasswordCheck = { ok: true; user: User & { passwordHash: string } } 
 export async function checkPassword(db: Db, email: string, password: string): Promise<PasswordCheck> {
   const user = findUserByEmail(db, email);
   if (user === null || user.passwordHash === null) {
-    dummyHash ??= hashPassword("modelgate timing equaliser");
-    await Bun.password.verify(password, await dummyHash).catch(() => false);
+    await verifyAgainstNothing(password);
     return { ok: false, reason: "credentials" };
   }
-  const ok = await Bun.password.verify(password, user.passwordHash).catch(() => false);
+  const ok = await passwordMatches(password, user.passwordHash);
   if (!ok) return { ok: false, reason: "credentials" };
   return user.disabledAt === null ? { ok: true, user: { ...user, passwordHash: user.passwordHash } } : { ok: false, reason: "disabled" };
 }
@@ -220,11 +147,6 @@ export function signupRefusal(auth: Config["auth"], email: string): string | nul
   const domain = email.slice(email.lastIndexOf("@") + 1);
   const allowed = allowedDomains(auth);
   return allowed.includes(domain) ? null : `sign-up is limited to addresses at ${allowed.join(", ") || "(no domains configured)"}`;
-}
-
-/** `auth.allowed_domains` in the form the domains of stored emails take (an `@` in front is allowed). */
-export function allowedDomains(auth: Pick<Config["auth"], "allowed_domains">): string[] {
-  return auth.allowed_domains.map((d) => normalizeDomain(d.trim().replace(/^@/, "")));
 }
 
 /**

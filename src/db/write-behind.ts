@@ -7,11 +7,12 @@
  * `accept` sees every row once, in order, at the first flush after its push (counting, logging),
  * however often its write is tried. A batch that fails to write is dropped, or, with `keepFailed`,
  * kept ahead of newer rows (at most `maxKept`; the oldest beyond that are dropped) and tried again
- * after a backoff that doubles from `intervalMs` up to MAX_BACKOFF_MS: a database locked elsewhere
+ * after a backoff that doubles from `intervalMs` up to MAX_BACKOFF_MS (../backoff.ts): a database locked elsewhere
  * costs the event loop one short attempt every few seconds, not one per flush. Failures are logged
  * when they start, when rows are dropped and when writes work again, not once per attempt.
  */
 import { log } from "../log";
+import { backoffDelay } from "../backoff";
 
 export interface WriteBehind<T> {
   push(row: T): void;
@@ -39,6 +40,8 @@ export interface WriteBehindOptions<T> {
   accept?: (rows: T[]) => void;
   label: string;
   now?: () => number;
+  /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
+  random?: () => number;
 }
 
 export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteBehindOptions<T>): WriteBehind<T> {
@@ -77,7 +80,7 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
     } catch (err) {
       failures += 1;
       firstFailureAt ??= now();
-      retryAt = now() + Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** (failures - 1));
+      retryAt = now() + backoffDelay(failures, { firstMs: intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
       if (!options.keepFailed) return report(`write failed, ${rows.length} row(s) dropped`, err);
       pending = rows.length > maxKept ? rows.slice(rows.length - maxKept) : rows;
       if (failures === 1) report(`write failed, ${rows.length} row(s) kept to retry`, err);

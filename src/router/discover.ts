@@ -13,6 +13,7 @@
  * 1 s, doubling up to discover_interval_s, then every interval once it answers.
  */
 import type { UpstreamConfig } from "../config/schema";
+import { backoffDelay } from "../backoff";
 import { log as serviceLog, type Logger } from "../log";
 import type { ModelRegistry } from "./registry";
 import { responseText } from "../response-text";
@@ -120,18 +121,18 @@ export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfi
   const log = options.log ?? serviceLog;
   const timers = new Map<string, Timer>();
   let stopped = false;
-  const poll = async (upstream: UpstreamConfig, retryMs: number): Promise<void> => {
+  const poll = async (upstream: UpstreamConfig, failedBefore: number): Promise<void> => {
     const ok = await discoverOnce(registry, upstream, log);
     if (stopped) return; // the database may be closed by now
     if (ok) options.discovered?.(upstream.name, registry.discoveredIds(upstream.name));
     const intervalMs = upstream.discover_interval_s * 1000;
-    const delay = ok ? intervalMs : Math.min(retryMs, intervalMs);
-    const next = ok ? FIRST_RETRY_MS : Math.min(retryMs * 2, intervalMs);
-    const timer = setTimeout(() => void poll(upstream, next), delay);
+    const failures = ok ? 0 : failedBefore + 1;
+    const delay = ok ? intervalMs : backoffDelay(failures, { firstMs: FIRST_RETRY_MS, maxMs: intervalMs });
+    const timer = setTimeout(() => void poll(upstream, failures), delay);
     timer.unref?.();
     timers.set(upstream.name, timer);
   };
-  const ready = Promise.all(upstreams.filter((u) => u.discover).map((u) => poll(u, FIRST_RETRY_MS))).then(() => {});
+  const ready = Promise.all(upstreams.filter((u) => u.discover).map((u) => poll(u, 0))).then(() => {});
   return {
     ready,
     stop: () => {

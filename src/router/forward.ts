@@ -8,6 +8,7 @@
  * seen a byte, so a retry can never duplicate a partial answer.
  */
 import type { Config } from "../config/schema";
+import { backoffDelay } from "../backoff";
 import { GatewayError } from "../errors";
 import { checkConnect } from "./connect";
 import type { ModelRoute, Target } from "./registry";
@@ -80,7 +81,7 @@ export async function forward(input: ForwardInput): Promise<Forwarded | Unforwar
       if (routing.retry_backoff_ms > 0) {
         // Waiting to try upstreams again is upstream time, not the gateway's own.
         const slept = performance.now();
-        await Bun.sleep(routing.retry_backoff_ms * 2 ** (round - 1));
+        await Bun.sleep(backoffDelay(round, { firstMs: routing.retry_backoff_ms, maxMs: Number.POSITIVE_INFINITY }));
         upstreamMs += performance.now() - slept;
       }
     }

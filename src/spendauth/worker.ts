@@ -8,6 +8,7 @@
  * lost), so a restart or a retry never pays twice: the contract itself refuses a double claim.
  */
 import type { Db } from "../db/client";
+import { backoffDelay } from "../backoff";
 import type { SpendAuthorization } from "./header";
 import type { Reservations } from "./reservations";
 import { spendAuthHash } from "./abi";
@@ -26,6 +27,8 @@ export interface SettlementWorkerOptions {
   intervalMs: number;
   maxAttempts: number;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
+  random?: () => number;
 }
 
 export interface SettlementWorker {
@@ -113,7 +116,7 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
 function fail(options: SettlementWorkerOptions, row: SettlementRow, error: string, how: { dead: boolean }): boolean {
   const attempts = row.attempts + 1;
   const dead = how.dead || attempts >= options.maxAttempts;
-  const backoff = Math.min(MAX_BACKOFF_MS, options.intervalMs * 2 ** (attempts - 1));
+  const backoff = backoffDelay(attempts, { firstMs: options.intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
   updateSettlement(options.db, row.id, { state: dead ? "dead" : row.state, authHash: row.authHash, attempts, nextAttemptAt: options.now() + backoff, lastError: error }, options.now());
   if (dead) options.reservations.remove(row.commitment, row.nonce);
   options.log(dead ? "error" : "warn", dead ? "settlement: dead" : "settlement: will retry", { id: row.id, commitment: row.commitment, nonce: row.nonce, attempts, error });

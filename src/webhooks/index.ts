@@ -45,10 +45,11 @@ export interface WebhooksService {
   stop(): Promise<void>;
 }
 
-export function outboxFor(config: Config, file: string, options: { now?: () => number; redact?: Redact } = {}): Outbox {
+export function outboxFor(config: Config, file: string, options: { now?: () => number; random?: () => number; redact?: Redact } = {}): Outbox {
   const w = config.webhooks;
   return new Outbox(file, {
     now: options.now,
+    random: options.random,
     redact: options.redact,
     dedupeWindowMs: dedupeWindowMs(w),
     leaseMs: w.lease_ms,

@@ -30,6 +30,8 @@ export interface OutboxOptions {
   maxAttempts: number;
   backoffMs: number;
   backoffMaxMs: number;
+  /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
+  random?: () => number;
   /** How long a write waits for another process's lock (e.g. `jobs retry`) before failing. */
   busyTimeoutMs?: number;
   /** The most body bytes of undelivered (pending or leased) calls; default unbounded. */
@@ -170,6 +172,7 @@ export class Outbox {
         maxAttempts: this.options.maxAttempts,
         backoffMs: this.options.backoffMs,
         backoffMaxMs: this.options.backoffMaxMs,
+        random: this.options.random,
         error: this.options.redact ? this.options.redact(error) : error,
       }),
     );

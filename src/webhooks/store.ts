@@ -16,6 +16,7 @@
  *   whose last lease ran out (killExpiredLeases, and any claim).
  */
 import type { Database, Statement } from "bun:sqlite";
+import { backoffDelay } from "../backoff";
 
 export type JobState = "pending" | "leased" | "done" | "dead";
 
@@ -63,6 +64,8 @@ export interface FailOptions {
   maxAttempts: number;
   backoffMs: number;
   backoffMaxMs: number;
+  /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
+  random?: () => number;
   error: string;
 }
 
@@ -215,7 +218,7 @@ export function failCall(sqlite: Database, callId: number, attempt: number, opti
   const s = statements(sqlite);
   // The backoff grows with the deliveries since the last retry, as the budget does.
   const since = attempt - (s.base.get(callId)?.attempt_base ?? 0);
-  const delay = backoffDelay(since, options.backoffMs, options.backoffMaxMs);
+  const delay = backoffDelay(since, { firstMs: options.backoffMs, maxMs: options.backoffMaxMs, random: options.random });
   const row = s.fail.get(callId, attempt, options.maxAttempts, options.now + delay, options.error.slice(0, 2000));
   return row ? row.state : null;
 }
@@ -244,7 +247,3 @@ export function pruneDone(sqlite: Database, before: number): number {
   return statements(sqlite).prune.run(before).changes;
 }
 
-/** base * 2^(attempt-1), capped. */
-export function backoffDelay(attempt: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
-}

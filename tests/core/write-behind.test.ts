@@ -28,7 +28,7 @@ function recording(keepFailed: boolean, maxBatch = 4, more: { maxKept?: number; 
       batches.push([...rows]);
       if (failing.now) throw new Error("disk I/O error");
     },
-    { label: "test", maxBatch, intervalMs: 60_000, keepFailed, accept: (rows) => void accepted.push([...rows]), now: () => clock, ...more },
+    { label: "test", maxBatch, intervalMs: 60_000, keepFailed, accept: (rows) => void accepted.push([...rows]), now: () => clock, random: () => 0, ...more },
   );
   const lines = (): string[] => captured!.lines();
   return { queue, batches, accepted, failing, lines };

@@ -183,7 +183,7 @@ describe("failover before the first byte", () => {
       routing: { max_attempts: 3, retry_backoff_ms: 100, cooldown_failures: 10 },
     });
     expect((await retried.chat({ model: "m", messages: HELLO })).status).toBe(502);
-    expect(retried.records[0].upstreamMs).toBeGreaterThanOrEqual(300); // 100 + 200 ms of backoff
+    expect(retried.records[0].upstreamMs).toBeGreaterThanOrEqual(240); // 100 + 200 ms of backoff, less at most a fifth of jitter
   });
 
   test("a first-byte timeout moves on to the next target", async () => {

@@ -113,7 +113,7 @@ describe("settlement worker failures", () => {
     const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000 }), {
       rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000, operatorKey: KEYS.operator,
     });
-    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => now, intervalMs: 3_600_000, maxAttempts: 3, log: () => {} });
+    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => now, intervalMs: 3_600_000, maxAttempts: 3, log: () => {}, random: () => 0 });
     expect(await worker.runOnce()).toBe(0);
     let [row] = listSettlements(db);
     expect(row).toMatchObject({ state: "pending", attempts: 1 });

@@ -43,7 +43,7 @@ export function buildTestGateway(webhooks: Record<string, unknown>, options: { j
   const { config, secretValues } = buildConfig(raw, { env: options.env ?? {}, baseDir: dir });
   const main = openDatabase(dir);
   const clock = testClock();
-  const outbox = outboxFor(config, join(dir, "modelgate.db"), { now: options.realClock ? Date.now : clock.now, redact: secretRedactor(secretValues) });
+  const outbox = outboxFor(config, join(dir, "modelgate.db"), { now: options.realClock ? Date.now : clock.now, random: options.realClock ? undefined : () => 0, redact: secretRedactor(secretValues) });
   const gateway = new WebhookGateway({ config: config.webhooks, outbox, serviceId: options.serviceId ?? 42 });
   const request = (path: string, init?: RequestInit) => gateway.fetch(new Request(`http://localhost${path}`, init));
   return {

@@ -9,7 +9,7 @@
  * configured providers. (The first-run admin form is ./setup.ts.)
  */
 import type { Config } from "../../config/schema";
-import { allowedDomains } from "../../auth/users";
+import { allowedDomains } from "../../auth/email";
 import { emailInput, html, type Html } from "../html";
 
 export interface SignedOutView {
