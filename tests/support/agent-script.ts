@@ -6,7 +6,7 @@
  * servers send them), and usage when the request asks for it.
  */
 
-export interface ScriptedCall {
+interface ScriptedCall {
   /** The tool's name as the agent offers it (Claude Code's `Read`, Codex's `exec_command`). */
   name: string;
   arguments: Record<string, unknown>;

@@ -59,7 +59,7 @@ export async function runCodex(options: AgentOptions): Promise<AgentRun> {
 }
 
 /** The config.toml block of docs/agents.md, with Codex's retries off (a test wants the first answer). */
-export function codexConfig(options: { baseUrl: string; model: string }): string {
+function codexConfig(options: { baseUrl: string; model: string }): string {
   return `model = "${options.model}"
 model_provider = "modelgate"
 
