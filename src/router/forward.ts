@@ -21,8 +21,8 @@ import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordT
 
 export interface ForwardInput {
   route: ModelRoute;
-  /** Under each upstream's base_url (`chat/completions`). */
-  upstreamPath: string;
+  /** Under each upstream's base_url (`chat/completions`), or per target (an API some upstreams serve natively). */
+  upstreamPath: string | ((target: Target) => string);
   /**
    * What one target is sent: JSON text, or an upload's stream with `contentType`; null when it
    * cannot be sent (JSON nested too deeply, or an upload already sent to an earlier target).
@@ -160,7 +160,7 @@ async function attempt(target: Target, payload: string | ReadableStream<Uint8Arr
     }
     if (reach !== "ok") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (${reach === "refused" ? "connection refused" : "its host name did not resolve"})` };
   }
-  const exchange = upstream.post(input.upstreamPath, payload, input.contentType);
+  const exchange = upstream.post(typeof input.upstreamPath === "string" ? input.upstreamPath : input.upstreamPath(target), payload, input.contentType);
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;

@@ -37,7 +37,8 @@ export function createFrontDoor(deps: AppDeps): FrontDoor {
           return response;
         }
       : endpoint;
-    byName.set(adapter.name, served);
+    // An endpoint's first adapter is the one its name stands for (count_tokens shares messages').
+    if (!byName.has(adapter.name)) byName.set(adapter.name, served);
     for (const path of adapter.paths) {
       byPath.set(path, served);
       routes[path] = cors ? { POST: served, OPTIONS: async (request) => cors.preflight(request, requestMeta(request, trusted).id) } : { POST: served };

@@ -22,7 +22,8 @@ import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
-import type { CallBody } from "./adapters/types";
+import type { CallBody, EndpointAdapter, Wire } from "./adapters/types";
+import type { Target } from "./registry";
 import { relayBytes } from "./bytes";
 import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
@@ -51,27 +52,32 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // One function, so the hot path pays for no extra async frame: anything unexpected below is
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
+    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(target, adapter))) return await answeredLocally(served, adapter.answerLocally(ctx.body));
     const completion = adapter.answer === "completion";
-    const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
-    // The parsed body is ours: amend it in place rather than copying it per request.
-    if (streamed) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    /** Per target, when some may serve the adapter's API natively; else the adapter is every target's wire. */
+    const wireOf = adapter.native === undefined ? null : (target: Target): Wire => (servesNatively(target, adapter) ? adapter.native! : adapter);
+    // The parsed body is ours: amend it in place rather than copying it per request (a body that
+    // may be passed through to another API as it came is left as it came).
+    if (streamed && wireOf === null) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;
     const forwarded = await forward({
       route,
-      upstreamPath: adapter.upstreamPath,
+      upstreamPath: wireOf === null ? adapter.upstreamPath : (target) => wireOf(target).upstreamPath,
       payload: upload
         ? (target) => upload.take(target.model)
         : (target) => {
-            if (!adapter.payload) {
+            const wire = wireOf === null ? adapter : wireOf(target);
+            if (!wire.payload) {
               // The body is the gateway's own parse of the request: set the target's model name in place.
               ctx.body.model = target.model;
               return serialize(ctx.body);
             }
-            const sent = adapter.payload(ctx.body, target, tokenLimit);
+            const sent = wire.payload(ctx.body, target, tokenLimit);
             // A translation is a body of its own: it asks for the stream's usage as the client's body does.
-            if (streamed && sent !== ctx.body) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
+            if (streamed && sent !== ctx.body && wire.events === undefined) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
             return serialize(sent);
           },
       contentType: upload?.contentType,
@@ -90,6 +96,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     }
     const { reply, target } = forwarded;
     const upstream = target.upstream;
+    const wire = wireOf === null ? adapter : wireOf(target);
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
     const headers = admission.headers;
@@ -154,10 +161,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = adapter.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
+      const usage = wire.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
-      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body);
+      if (wire.transformWhole) text = wire.transformWhole(text, ctx.body, reply.status);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -169,7 +176,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     if (bytes) return relayedBytes(deps, served, forwarded, headers, done);
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
-      clientWantsUsage,
+      clientWantsUsage: clientWantsUsage || wire.keepUsageChunk === true,
+      dialect: wire.events,
       idleTimeoutMs,
       streamTimeoutMs: upstream.config.stream_timeout_ms,
       abortUpstream: forwarded.abort,
@@ -193,11 +201,28 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body) : stream, { status: 200, headers });
+    return new Response(wire.transformStream ? wire.transformStream(stream, ctx.body) : stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/** Whether the target's upstream serves the adapter's API itself (its `native` list names it). */
+function servesNatively(target: Target, adapter: EndpointAdapter): boolean {
+  return (target.upstream.config.native as readonly string[]).includes(adapter.name);
+}
+
+/** An answer the adapter gives without an upstream (an estimate): admitted, recorded, charged nothing. */
+async function answeredLocally(served: Served, text: string): Promise<Response> {
+  const { ctx, admission } = served;
+  served.finish(unanswered(ctx, 200));
+  if (served.committed) await served.committed;
+  const headers = admission.headers;
+  headers["x-request-id"] = ctx.requestId;
+  headers["content-type"] = "application/json";
+  headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt);
+  return new Response(text, { status: 200, headers });
 }
 
 /** Audio relayed as it arrives, with the upstream's type; settled when it ends. */

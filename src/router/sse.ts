@@ -16,6 +16,9 @@
  *   at once, and the client's next read gets the error ending;
  * - one incomplete event holds at most MAX_EVENT_CHARS: an upstream that never ends an event is
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
+ * Another API's stream passed through as it came (Anthropic Messages, OpenAI Responses) is read
+ * by its EventDialect instead: its own end event, usage and error ending, nothing dropped, no
+ * `[DONE]` added.
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
@@ -36,6 +39,20 @@ export interface RelayOptions {
   onEnd: (result: RelayResult) => Promise<void> | void;
   /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
   upstreamSecrets?: readonly string[];
+  /** How the events are read when they are not chat completions' (absent: chat's). */
+  dialect?: EventDialect;
+}
+
+/** The events of an API other than chat completions, as the relay reads them. */
+export interface EventDialect {
+  /** An event that ends the answer, as chat's `data: [DONE]` does: nothing after it is relayed. */
+  readonly end: RegExp;
+  /** An event that says the model finished, for a stream that closes without its end event. */
+  readonly finished: RegExp;
+  /** The usage so far, from the parsed data of an event that names "usage" (some APIs report it in parts). */
+  usage(data: Record<string, unknown>, before: Usage | null): Usage | null;
+  /** The event a stream the relay cuts short ends with, saying `message`. */
+  errorEvent(message: string): string;
 }
 
 export interface RelayResult {
@@ -75,6 +92,7 @@ class EndedUnfinished extends Error {}
 type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
+  const dialect = options.dialect;
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
   let pending = "";
@@ -128,6 +146,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
+      if (dialect !== undefined) {
+        out += dialectEvent(dialect, event);
+        if (sawDone) {
+          pending = "";
+          return out;
+        }
+        continue;
+      }
       if (!finishSeen) finishSeen = FINISHED.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
@@ -154,6 +180,23 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     }
     pending = text.slice(start);
     return out;
+  };
+
+  /** One event of another API's stream, read as its dialect says: the text to forward. */
+  const dialectEvent = (d: EventDialect, event: string): string => {
+    if (!finishSeen) finishSeen = d.finished.test(event);
+    if (USAGE_PATTERN.test(event)) {
+      const parsed = parseData(event);
+      if (parsed !== null) usage = d.usage(parsed, usage);
+    }
+    if (event.includes('"error"')) {
+      if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
+      const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
+      if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
+    }
+    if (d.end.test(event)) sawDone = true;
+    else events += 1;
+    return event;
   };
 
   /**
@@ -194,7 +237,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             }
             await finishFirst({ outcome: "complete" });
             if (last) controller.enqueue(encoder.encode(last));
-            if (!sawDone) controller.enqueue(DONE_EVENT);
+            if (!sawDone && dialect === undefined) controller.enqueue(DONE_EVENT);
             controller.close();
             return;
           }
@@ -239,8 +282,12 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           : overdue ? overdueMessage
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
-        controller.enqueue(encoder.encode(errorEvent(`${message} before the answer was complete`)));
-        controller.enqueue(DONE_EVENT);
+        const ending = `${message} before the answer was complete`;
+        if (dialect !== undefined) controller.enqueue(encoder.encode(dialect.errorEvent(ending)));
+        else {
+          controller.enqueue(encoder.encode(errorEvent(ending)));
+          controller.enqueue(DONE_EVENT);
+        }
         controller.close();
       }
     },
@@ -254,7 +301,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 }
 
 /** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
-function parseData(event: string): { usage?: unknown; choices?: unknown; error?: unknown } | null {
+function parseData(event: string): Record<string, unknown> | null {
   let data: string | null = null;
   for (const line of event.split("\n")) {
     if (!line.startsWith("data:")) continue;
@@ -264,7 +311,7 @@ function parseData(event: string): { usage?: unknown; choices?: unknown; error?:
   if (data === null) return null;
   try {
     const parsed: unknown = JSON.parse(data);
-    return typeof parsed === "object" && parsed !== null ? parsed : null;
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : null;
   } catch {
     return null;
   }

@@ -5,6 +5,7 @@
  * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
+import { anthropicAnswer, ANTHROPIC_PATHS, chatToolCallAnswer } from "./mock-anthropic";
 import { completionAnswer, embeddingAnswer, MOCK_PATHS, readUploadSeen, rerankAnswer, speechAnswer, transcriptionAnswer } from "./mock-endpoints";
 
 export interface MockBehaviour {
@@ -38,6 +39,8 @@ export interface MockBehaviour {
   ownDefaultMaxTokens?: number;
   /** Bytes of audio /v1/audio/speech streams back. */
   speechBytes?: number;
+  /** Call the first tool a request offers, unless it ends with a tool's answer (./mock-anthropic.ts). */
+  callTool?: boolean;
   /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
   answer?: (body: Record<string, any>) => Response | undefined;
 }
@@ -71,6 +74,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
       }
       if (MOCK_PATHS.includes(url.pathname) && request.method === "POST") return otherEndpoint(url.pathname, request);
+      if (ANTHROPIC_PATHS.includes(url.pathname) && request.method === "POST") return anthropicAnswer(url.pathname, request, behaviour, (body, text) => requests.length < RECORDED_LIMIT && requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) }));
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
@@ -86,6 +90,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           { status: behaviour.failWith },
         );
       }
+      const toolCall = chatToolCallAnswer(body, behaviour);
+      if (toolCall) return toolCall;
       const scripted = behaviour.answer?.(body);
       if (scripted) return scripted;
       const words = behaviour.words ?? DEFAULT_WORDS;
