@@ -1,12 +1,13 @@
 /**
  * Claude Code and Codex CLI, unmodified, through the compiled binary: `claude -p` with
  * ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (POST /v1/messages) and `codex exec` with the gateway as
- * its model provider (POST /v1/responses), in front of the mock upstream. Translated: the upstream
- * speaks only chat completions. Each agent answers a plain prompt with the mock's text, and runs a
- * tool loop: the scripted mock calls the agent's own file tool (Claude Code's Read, Codex's
- * exec_command), the agent runs it in a temporary directory and sends the result back, and prints
- * the mock's final text. The user is debited what the upstream reported, and the request log names
- * the endpoint. What the agents send is written up in docs/agents.md.
+ * its model provider (POST /v1/responses), in front of the mock upstream.
+ * Translated (the upstream speaks only chat completions): each agent answers a plain prompt with
+ * the mock's text, and runs a tool loop: the scripted mock calls the agent's own file tool (Claude
+ * Code's Read, Codex's exec_command), the agent runs it in a temporary directory and sends the
+ * result back, and prints the mock's final text. Native (the upstream lists the API in `native`):
+ * a plain prompt passed through as the agent sent it. Either way the user is debited what the
+ * upstream reported, and the request log names the endpoint. What the agents send: docs/agents.md.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -21,12 +22,15 @@ import { AGENT_RUN_TIMEOUT_MS, runClaude, runCodex, type AgentOptions, type Agen
 const PRICE = { prompt: 1000, completion: 2000 };
 const GRANT = 1000;
 const PLAIN_WORDS = ["Plain", " answer", " from", " the", " chat", " mock."];
+const NATIVE_WORDS = ["Native", " answer", " passed", " through."];
 
 let mock: MockUpstream;
+let nativeMock: MockUpstream;
 let gw: RunningGateway;
 
 beforeAll(async () => {
   mock = startMockUpstream({ words: PLAIN_WORDS });
+  nativeMock = startMockUpstream({ words: NATIVE_WORDS });
   gw = await startGateway(`
 [routing]
 retry_backoff_ms = 0
@@ -39,25 +43,48 @@ base_url = "${mock.url}"
 id = "agent-model"
 targets = [{ upstream = "chat-only", model = "mock-small" }]
 price = { prompt = ${PRICE.prompt}, completion = ${PRICE.completion} }
+
+[[upstreams]]
+name = "speaks-both"
+base_url = "${nativeMock.url}"
+native = ["messages", "responses"]
+
+[[models]]
+id = "agent-native"
+targets = [{ upstream = "speaks-both", model = "mock-large" }]
+price = { prompt = ${PRICE.prompt}, completion = ${PRICE.completion} }
 `);
 });
 
 afterAll(async () => {
   await gw?.stop();
   mock?.stop();
+  nativeMock?.stop();
 });
 
 interface Agent {
   name: string;
   run: (options: AgentOptions) => Promise<AgentRun>;
   endpoint: string;
-  /** The prompt as the upstream finds it in a chat message. */
-  prompt: string;
+  /** Where a native upstream is sent the agent's request, and the usage it reports for it. */
+  native: { path: string; reported: (body: Record<string, any>) => [number, number] };
 }
 
+const PROMPT = "Say something plain.";
+
 const AGENTS: Agent[] = [
-  { name: "Claude Code", run: runClaude, endpoint: "messages", prompt: "Say something plain." },
-  { name: "Codex", run: runCodex, endpoint: "responses", prompt: "Say something plain." },
+  {
+    name: "Claude Code",
+    run: runClaude,
+    endpoint: "messages",
+    native: { path: "/v1/messages", reported: (body) => [Math.max(1, JSON.stringify(body.messages).length >> 2), NATIVE_WORDS.length] },
+  },
+  {
+    name: "Codex",
+    run: runCodex,
+    endpoint: "responses",
+    native: { path: "/v1/responses", reported: (body) => [Math.max(1, JSON.stringify(body.input).length >> 2), NATIVE_WORDS.length] },
+  },
 ];
 
 /** A workspace with a note whose text only the agent's tool can have read. */
@@ -68,14 +95,13 @@ function workspace(): { cwd: string; secret: string } {
   return { cwd, secret };
 }
 
-function chatRequestsSince(start: number): Array<Record<string, any>> {
-  return mock.requests.slice(start).filter((request) => request.path === "/v1/chat/completions").map((request) => request.body);
+/** The bodies an upstream was sent at `path` since it had `start` requests. */
+function sentSince(upstream: MockUpstream, start: number, path: string): Array<Record<string, any>> {
+  return upstream.requests.slice(start).filter((request) => request.path === path).map((request) => request.body);
 }
 
-/** The text of every message of a chat request, whatever its content's shape. */
-function messageText(body: Record<string, any>): string {
-  return JSON.stringify(body.messages ?? []);
-}
+/** The usage the chat mock reports for a request (its words, or the script's answer). */
+const chatPromptTokens = (body: Record<string, any>): number => JSON.stringify(body.messages).length >> 2;
 
 interface UsageRow {
   endpoint: string;
@@ -85,45 +111,52 @@ interface UsageRow {
   credits: string;
 }
 
-/** The user's rows of the request log, once there are `count` (writes are behind the answers). */
-async function usageRows(user: UserKey, count: number): Promise<UsageRow[]> {
-  let rows: UsageRow[] = [];
-  for (let i = 0; i < 100 && rows.length < count; i++) {
-    const exported = await gw.cli(["usage", "export", "--user", user.email, "--format", "json"]);
-    rows = JSON.parse(exported.stdout) as UsageRow[];
-    if (rows.length < count) await Bun.sleep(100);
-  }
-  return rows;
-}
-
-async function balance(user: UserKey): Promise<string> {
-  return (await gw.cli(["credits", "balance", "--user", user.email])).stdout.trim();
-}
-
 const micro = (credits: string): number => Math.round(Number(credits) * 1_000_000);
+
+/**
+ * The user's request log holds one row per upstream answer, under the agent's endpoint, with the
+ * [prompt, completion] tokens the upstream reported, each charged at the route's price, and the
+ * balance is the grant less their sum. Log rows and debits are written behind the answers.
+ */
+async function expectChargedAsReported(user: UserKey, endpoint: string, reported: Array<[number, number]>): Promise<void> {
+  let rows: UsageRow[] = [];
+  for (let i = 0; i < 100 && rows.length < reported.length; i++) {
+    rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as UsageRow[];
+    if (rows.length < reported.length) await Bun.sleep(100);
+  }
+  expect(rows.map((row) => [row.endpoint, row.status, row.tokens_in, row.tokens_out])).toEqual(reported.map(([input, output]) => [endpoint, 200, input, output]));
+  for (const row of rows) expect(micro(row.credits)).toBe(row.tokens_in * PRICE.prompt + row.tokens_out * PRICE.completion);
+  const spent = rows.reduce((sum, row) => sum + micro(row.credits), 0);
+  expect(spent).toBeGreaterThan(0);
+  const expected = `${((GRANT * 1_000_000 - spent) / 1_000_000).toFixed(6)} credits`;
+  let balance = "";
+  for (let i = 0; i < 50 && !balance.includes(expected); i++) {
+    balance = (await gw.cli(["credits", "balance", "--user", user.email])).stdout;
+    if (!balance.includes(expected)) await Bun.sleep(100);
+  }
+  expect(balance).toContain(expected);
+}
 
 /** The agent's output, for a failing assertion to show. */
 const shown = (run: AgentRun): string => `exit ${run.code}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr.slice(-3000)}`;
 
 describe.each(AGENTS)("$name through the gateway, upstream speaking only chat completions", (agent) => {
   let user: UserKey;
-  const start = { requests: 0 };
+  let start = 0;
 
   beforeAll(async () => {
     user = await createUserKey(gw, { credits: String(GRANT) });
   });
 
   test("a plain prompt is answered with the upstream's text", async () => {
-    mock.behaviour.answer = undefined;
-    start.requests = mock.requests.length;
-    const { cwd } = workspace();
-    const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: agent.prompt, cwd });
+    start = mock.requests.length;
+    const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
     expect(run.code, shown(run)).toBe(0);
     expect(run.stdout, shown(run)).toContain(PLAIN_WORDS.join(""));
-    const sent = chatRequestsSince(start.requests);
+    const sent = sentSince(mock, start, "/v1/chat/completions");
     expect(sent.length).toBe(1);
     expect(sent[0]!.model).toBe("mock-small");
-    expect(messageText(sent[0]!)).toContain(agent.prompt);
+    expect(JSON.stringify(sent[0]!.messages)).toContain(PROMPT);
   }, AGENT_RUN_TIMEOUT_MS + 5_000);
 
   test("a tool loop: the upstream calls the agent's tool, gets its result back, and its final text is printed", async () => {
@@ -144,7 +177,7 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
     } finally {
       mock.behaviour.answer = undefined;
     }
-    const sent = chatRequestsSince(before);
+    const sent = sentSince(mock, before, "/v1/chat/completions");
     expect(sent.length).toBe(2);
     const toolMessages = (sent[1]!.messages as Array<{ role: string; tool_call_id?: string; content: unknown }>).filter((m) => m.role === "tool");
     expect(toolMessages.length).toBe(1);
@@ -153,22 +186,25 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
   }, AGENT_RUN_TIMEOUT_MS + 5_000);
 
   test("each request is charged the usage the upstream reported, and logged under the agent's endpoint", async () => {
-    const sent = chatRequestsSince(start.requests);
+    const sent = sentSince(mock, start, "/v1/chat/completions");
     expect(sent.length).toBe(3);
-    const rows = await usageRows(user, 3);
-    expect(rows.map((row) => [row.endpoint, row.status])).toEqual(Array(3).fill([agent.endpoint, 200]));
-    const reportedPrompt = sent.map((body) => JSON.stringify(body.messages).length >> 2);
-    expect(rows.map((row) => row.tokens_in)).toEqual(reportedPrompt);
-    expect(rows.map((row) => row.tokens_out)).toEqual([PLAIN_WORDS.length, SCRIPTED_COMPLETION_TOKENS, SCRIPTED_COMPLETION_TOKENS]);
-    for (const row of rows) expect(micro(row.credits)).toBe(row.tokens_in * PRICE.prompt + row.tokens_out * PRICE.completion);
-    const spent = rows.reduce((sum, row) => sum + micro(row.credits), 0);
-    expect(spent).toBeGreaterThan(0);
-    let shownBalance = "";
-    const expected = ((GRANT * 1_000_000 - spent) / 1_000_000).toFixed(6);
-    for (let i = 0; i < 50 && !shownBalance.includes(expected); i++) {
-      shownBalance = await balance(user);
-      await Bun.sleep(100);
-    }
-    expect(shownBalance).toContain(expected);
+    const completions = [PLAIN_WORDS.length, SCRIPTED_COMPLETION_TOKENS, SCRIPTED_COMPLETION_TOKENS];
+    await expectChargedAsReported(user, agent.endpoint, sent.map((body, i) => [chatPromptTokens(body), completions[i]!]));
   });
+});
+
+describe.each(AGENTS)("$name through the gateway, upstream serving its API natively", (agent) => {
+  test("a plain prompt is passed through as the agent sent it, answered with the upstream's text, charged and logged", async () => {
+    const user = await createUserKey(gw, { credits: String(GRANT) });
+    const start = nativeMock.requests.length;
+    const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-native", prompt: PROMPT, cwd: workspace().cwd });
+    expect(run.code, shown(run)).toBe(0);
+    expect(run.stdout, shown(run)).toContain(NATIVE_WORDS.join(""));
+    const sent = sentSince(nativeMock, start, agent.native.path);
+    expect(sent.length).toBe(1);
+    expect(sent[0]!.model).toBe("mock-large");
+    expect(JSON.stringify(sent[0])).toContain(PROMPT);
+    expect(nativeMock.requests.slice(start).every((request) => request.path === agent.native.path)).toBe(true);
+    await expectChargedAsReported(user, agent.endpoint, [agent.native.reported(sent[0]!)]);
+  }, AGENT_RUN_TIMEOUT_MS + 5_000);
 });
