@@ -152,6 +152,7 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
     start = mock.requests.length;
     const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
     expect(run.code, shown(run)).toBe(0);
+    expect(run.outside).toEqual([]);
     expect(run.stdout, shown(run)).toContain(PLAIN_WORDS.join(""));
     const sent = sentSince(mock, start, "/v1/chat/completions");
     expect(sent.length).toBe(1);
@@ -173,6 +174,7 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
     try {
       const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: "What does note.txt say?", cwd });
       expect(run.code, shown(run)).toBe(0);
+    expect(run.outside).toEqual([]);
       expect(run.stdout, shown(run)).toContain(finalText);
     } finally {
       mock.behaviour.answer = undefined;
@@ -199,6 +201,7 @@ describe.each(AGENTS)("$name through the gateway, upstream serving its API nativ
     const start = nativeMock.requests.length;
     const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-native", prompt: PROMPT, cwd: workspace().cwd });
     expect(run.code, shown(run)).toBe(0);
+    expect(run.outside).toEqual([]);
     expect(run.stdout, shown(run)).toContain(NATIVE_WORDS.join(""));
     const sent = sentSince(nativeMock, start, agent.native.path);
     expect(sent.length).toBe(1);

@@ -3,13 +3,13 @@
  * ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, and Codex (`codex exec`) with a model provider in its
  * own CODEX_HOME. Both are devDependencies (`make install` puts Claude Code's native binary in
  * place). Every run gets a fresh HOME, a clean environment, no retries and a bounded time; any
- * connection it tries beyond loopback goes to a proxy port that refuses, so an agent never reaches
- * the internet nor waits on it.
+ * connection it tries beyond loopback goes through a proxy that refuses it at once and notes it,
+ * so an agent never reaches the internet nor waits on it, and a test can see that it tried.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort } from "./binary";
 
 const BIN = resolve(import.meta.dir, "../../node_modules/.bin");
 
@@ -20,6 +20,8 @@ export interface AgentRun {
   code: number;
   stdout: string;
   stderr: string;
+  /** The first line of every request the agent sent beyond loopback (through its proxy), e.g. `CONNECT host:443 HTTP/1.1`. */
+  outside: string[];
 }
 
 export interface AgentOptions {
@@ -76,18 +78,37 @@ stream_max_retries = 0
 async function run(argv: string[], options: { cwd: string; env: Record<string, string> }): Promise<AgentRun> {
   const home = mkdtempSync(join(tmpdir(), "agent-home-"));
   mkdirSync(options.cwd, { recursive: true });
-  const refused = `http://127.0.0.1:${freePort()}`;
+  const proxy = await refusingProxy();
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: home,
     TMPDIR: tmpdir(),
-    HTTP_PROXY: refused,
-    HTTPS_PROXY: refused,
-    ALL_PROXY: refused,
+    HTTP_PROXY: proxy.url,
+    HTTPS_PROXY: proxy.url,
+    ALL_PROXY: proxy.url,
     NO_PROXY: "127.0.0.1,localhost",
     ...options.env,
   };
-  const child = Bun.spawn(argv, { cwd: options.cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: AGENT_RUN_TIMEOUT_MS, killSignal: "SIGTERM" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { code, stdout, stderr };
+  try {
+    const child = Bun.spawn(argv, { cwd: options.cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: AGENT_RUN_TIMEOUT_MS, killSignal: "SIGTERM" });
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    return { code, stdout, stderr, outside: proxy.seen };
+  } finally {
+    proxy.close();
+  }
+}
+
+/** A loopback HTTP proxy that answers every request, CONNECT included, with 403 and notes its first line. */
+async function refusingProxy(): Promise<{ url: string; seen: string[]; close: () => void }> {
+  const seen: string[] = [];
+  const server = createServer((socket) => {
+    socket.once("data", (data) => {
+      seen.push(data.toString("latin1").split("\r\n", 1)[0]!);
+      socket.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+    socket.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, seen, close: () => server.close() };
 }
