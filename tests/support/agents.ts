@@ -60,7 +60,11 @@ export async function runCodex(options: AgentOptions): Promise<AgentRun> {
   return await run([join(BIN, "codex"), "exec", "--skip-git-repo-check", options.prompt], { cwd: options.cwd, env });
 }
 
-/** The config.toml block of docs/agents.md, with Codex's retries off (a test wants the first answer). */
+/**
+ * The config.toml of docs/agents.md: the provider block, with Codex's retries off (a test wants the
+ * first answer), and the two switches that keep it from fetching plugins (GitHub, chatgpt.com) and
+ * sending analytics (ab.chatgpt.com).
+ */
 function codexConfig(options: { baseUrl: string; model: string }): string {
   return `model = "${options.model}"
 model_provider = "modelgate"
@@ -72,6 +76,12 @@ env_key = "MODELGATE_API_KEY"
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
 `;
 }
 
