@@ -18,7 +18,7 @@
 import { Database } from "bun:sqlite";
 import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./registry";
+import { OTHER_DATA_DIR, command, type CliContext } from "./registry";
 import { UsageError } from "./args";
 import { migrations } from "../db/migrations.gen";
 
@@ -162,5 +162,5 @@ function restore(ctx: CliContext): number {
   return 0;
 }
 
-registerCommand("backup", backup, { "": { flags: ["force"], words: 2 } });
-registerCommand("restore", restore, { "": { flags: [], words: 2 } });
+export const backupCommand = command(backup, { "": { flags: ["force"], words: 2 } });
+export const restoreCommand = command(restore, { "": { flags: [], words: 2 } });

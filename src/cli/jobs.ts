@@ -5,7 +5,7 @@
  */
 import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/admin";
 import type { JobState } from "../webhooks/store";
-import { registerCommand, type CliContext } from "./registry";
+import { command, type CliContext } from "./registry";
 import { idOperand, stringFlag, UsageError } from "./args";
 import { formatTable } from "./table";
 
@@ -75,7 +75,7 @@ function retry(ctx: CliContext): number {
   }
 }
 
-registerCommand("jobs", (ctx) => {
+export const jobsCommand = command((ctx) => {
   const sub = ctx.args.positionals[1];
   if (sub === "list") return list(ctx);
   if (sub === "retry") return retry(ctx);

@@ -9,7 +9,7 @@
  * `key create` prints the key alone on stdout (shown this once); notes go to stderr. A key pasted
  * in place of an id is looked up by its hash and never printed back.
  */
-import { registerCommand, type CliContext } from "./registry";
+import { command, type CliContext } from "./registry";
 import { requireFlag, stringFlag, UsageError, type Args } from "./args";
 import { formatTable, printable } from "./table";
 import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
@@ -48,7 +48,7 @@ function requireKeyId(ctx: CliContext, operand: string): string {
   throw new UsageError(`no API key with ${what} in ${ctx.databaseFile()} (see: modelgate key list)`);
 }
 
-registerCommand("key", (ctx) => {
+export const keyCommand = command((ctx) => {
   const [, sub, operand] = ctx.args.positionals;
   if (sub === "create") {
     const email = requireFlag(ctx.args, "user");

@@ -1,7 +1,7 @@
 /**
- * The CLI's command table: what a command is given (CliContext), what it accepts (its shape), and
- * the table itself. Feature modules register here, below cli/index.ts, so that index.ts can load
- * them without an import cycle.
+ * What a command of the CLI is: what it is given (CliContext), what it accepts (its shapes), and
+ * the row it is in the command table (./commands.ts). Below the commands and the table, so that
+ * each command module and the table import it without a cycle.
  */
 import type { LoadedConfig } from "../config/load";
 import type { OpenedDb } from "../db/client";
@@ -43,13 +43,13 @@ export type CommandShapes = Record<string, CommandShape>;
 /** For a message about a database that lacks what was asked for: it may be another directory's. */
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
-/** Every command by name: index.ts adds the built-in ones, feature modules the rest. */
-export const commands: Record<string, Command> = {};
-/** Every command's shapes by name, as `commands`. */
-export const shapes: Record<string, CommandShapes> = {};
+/** A command and the shapes it accepts: one row of the command table (./commands.ts). */
+export interface CommandEntry {
+  run: Command;
+  shapes: CommandShapes;
+}
 
-/** Feature modules add their commands here (user, key, credits, jobs, ...). */
-export function registerCommand(name: string, command: Command, commandShapes: CommandShapes): void {
-  commands[name] = command;
-  shapes[name] = commandShapes;
+/** A row of the command table. */
+export function command(run: Command, shapes: CommandShapes): CommandEntry {
+  return { run, shapes };
 }

@@ -4,7 +4,7 @@
  * waiting for the pipe to take each, so the export's size never decides the memory it needs.
  * --from is inclusive, --to exclusive; a bare day as --to means up to the end of that day (UTC).
  */
-import { registerCommand } from "./registry";
+import { command } from "./registry";
 import { stringFlag, UsageError } from "./args";
 import { requireUser } from "./users";
 import { resolveKeyId } from "../auth/key-updates";
@@ -23,7 +23,7 @@ function parseBound(flag: "from" | "to", text: string): number {
   return flag === "to" && DAY_RE.test(trimmed) ? ms + 86_400_000 : ms;
 }
 
-registerCommand("usage", async (ctx) => {
+export const usageCommand = command(async (ctx) => {
   if (ctx.args.positionals[1] !== "export") throw new UsageError(USAGE);
   const format = stringFlag(ctx.args, "format") ?? "csv";
   if (format !== "csv" && format !== "json") throw new UsageError(`--format: csv or json`);

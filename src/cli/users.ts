@@ -7,7 +7,7 @@
  * `user enable` lets the keys work again.
  */
 import { strictUtf8 } from "../config/text-file";
-import { OTHER_DATA_DIR, registerCommand, type CliContext } from "./registry";
+import { OTHER_DATA_DIR, command, type CliContext } from "./registry";
 import { requireFlag, stringFlag, UsageError } from "./args";
 import type { Db } from "../db/client";
 import { createUser, disableUser, enableUser, findUserByEmail, findUserByStoredEmail, proveEmail, setAdmin, setPassword, type User } from "../auth/users";
@@ -94,7 +94,7 @@ async function readPassword(): Promise<string> {
 
 const USER_USAGE = "usage: modelgate user add EMAIL [--admin] [--password-stdin] | user password EMAIL (the new one on stdin) | user disable EMAIL | user enable EMAIL | user verify EMAIL";
 
-registerCommand("user", async (ctx) => {
+export const userCommand = command(async (ctx) => {
   const [, sub, email] = ctx.args.positionals;
   if (!email) throw new UsageError(USER_USAGE);
   if (sub === "disable") {
@@ -166,7 +166,7 @@ registerCommand("user", async (ctx) => {
   verify: { flags: [], words: 3 },
 });
 
-registerCommand("credits", (ctx) => {
+export const creditsCommand = command((ctx) => {
   const sub = ctx.args.positionals[1];
   const email = stringFlag(ctx.args, "user");
   if (sub === "grant" && email) {

@@ -3,14 +3,14 @@
  * `modelgate settlements retry ID`: the settlement queue from the command line, over the same
  * database the server uses.
  */
-import { registerCommand } from "../cli/registry";
+import { command } from "../cli/registry";
 import { idOperand, stringFlag, UsageError } from "../cli/args";
 import { formatTable } from "../cli/table";
 import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, type SettlementState } from "./settlements";
 
 const USAGE = "usage: modelgate settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID";
 
-registerCommand("settlements", (ctx) => {
+export const settlementsCommand = command((ctx) => {
   const sub = ctx.args.positionals[1];
   // Usage errors come before the database is opened (or created).
   if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE);
