@@ -12,10 +12,11 @@ import { MOCK_TOOL_INPUT } from "../support/mock-anthropic";
 
 let mock: MockUpstream;
 let broken: MockUpstream;
+let breaking: MockUpstream;
 let gw: RunningGateway;
 let key: string;
 
-const config = (url: string, brokenUrl: string) => `
+const config = (url: string, brokenUrl: string, breakingUrl: string) => `
 [limits]
 api_key = { per_minute = 10000 }
 
@@ -40,6 +41,25 @@ native = ["messages"]
 [[upstreams]]
 name = "broken-chat"
 base_url = "${brokenUrl}"
+
+[[upstreams]]
+name = "breaking-native"
+base_url = "${breakingUrl}"
+native = ["messages"]
+
+[[upstreams]]
+name = "breaking-chat"
+base_url = "${breakingUrl}"
+
+[[models]]
+id = "native-breaks"
+targets = [{ upstream = "breaking-native", model = "mock-small" }]
+free = true
+
+[[models]]
+id = "translated-breaks"
+targets = [{ upstream = "breaking-chat", model = "mock-small" }]
+free = true
 
 [[models]]
 id = "native"
@@ -67,7 +87,8 @@ const MODES = ["native", "translated"] as const;
 beforeAll(async () => {
   mock = startMockUpstream({ callTool: true });
   broken = startMockUpstream({ failWith: 500 });
-  gw = await startGateway(config(mock.url, broken.url));
+  breaking = startMockUpstream({ breakAfterChunks: 2, chunkDelayMs: 20 });
+  gw = await startGateway(config(mock.url, broken.url, breaking.url));
   key = (await createUserKey(gw, { name: "anthropic", credits: "100" })).key;
 });
 
@@ -75,6 +96,7 @@ afterAll(async () => {
   await gw?.stop();
   mock?.stop();
   broken?.stop();
+  breaking?.stop();
 });
 
 function client(apiKey = key): Anthropic {
@@ -107,6 +129,15 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const sent = mock.requests.slice(before);
     expect(sent.map((r) => r.path)).toEqual([mode === "native" ? "/v1/messages" : "/v1/chat/completions"]);
     expect(sent[0].body.model).toBe("mock-small");
+    expect(sent[0].body.max_tokens).toBe(100);
+  });
+
+  test("a streamed call's upstream body: native as it came (no stream_options added), translated as chat asking for usage", async () => {
+    const before = mock.requests.length;
+    await client().messages.stream({ model: mode, max_tokens: 100, messages: hello, metadata: { user_id: "u-1" } }).finalMessage();
+    const sent = mock.requests[before].body;
+    if (mode === "native") expect(sent).toEqual({ model: "mock-small", max_tokens: 100, messages: hello, metadata: { user_id: "u-1" }, stream: true });
+    else expect(sent).toMatchObject({ model: "mock-small", messages: hello, user: "u-1", stream: true, stream_options: { include_usage: true } });
   });
 
   test("messages.stream with finalMessage(): the full event sequence", async () => {
@@ -142,9 +173,27 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     expect(second.content[0]).toEqual({ type: "text", text: "Hello from the mock upstream." });
   });
 
-  test("countTokens answers input_tokens and charges nothing", async () => {
-    const counted = await client().messages.countTokens({ model: mode, messages: hello });
+  test("a stream that breaks after it began ends with an Anthropic error event", async () => {
+    const stream = client().messages.stream({ model: `${mode}-breaks`, max_tokens: 100, messages: hello });
+    const texts: string[] = [];
+    stream.on("text", (text) => texts.push(text));
+    const error = await failure(stream.finalMessage());
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error.message).toContain("api_error");
+    expect(error.message).toContain("before the answer was complete");
+    expect(texts.join("")).toBe("Hello from");
+  });
+
+  test("countTokens answers input_tokens, asked of the upstream only when it serves Messages, and charges nothing", async () => {
+    const user = await createUserKey(gw, { name: `count-${mode}`, credits: "1" });
+    const before = mock.requests.length;
+    const counted = await client(user.key).messages.countTokens({ model: mode, messages: hello, system: "Be brief." });
     expect(counted.input_tokens).toBeGreaterThan(0);
+    expect(mock.requests.slice(before).map((r) => r.path)).toEqual(mode === "native" ? ["/v1/messages/count_tokens"] : []);
+    const rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ endpoint: "messages", status: 200 });
+    expect((await gw.cli(["credits", "balance", "--user", user.email])).stdout.trim()).toBe(`${user.email}: 1.000000 credits`);
   });
 
   test("errors in Anthropic's shape, each the SDK's class", async () => {
