@@ -187,6 +187,17 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
     expect(JSON.stringify(toolMessages[0]!.content)).toContain(secret);
   }, AGENT_RUN_TIMEOUT_MS + 5_000);
 
+  test("a key without credits: the agent prints the gateway's 402 and its reason, and stops; the upstream is not called", async () => {
+    const broke = await createUserKey(gw, {});
+    const before = mock.requests.length;
+    const run = await agent.run({ gateway: gw.url, key: broke.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
+    expect(run.code, shown(run)).not.toBe(0);
+    expect(run.outside).toEqual([]);
+    expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("402");
+    expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("Your credit balance is 0.000000");
+    expect(mock.requests.length).toBe(before);
+  }, AGENT_RUN_TIMEOUT_MS + 5_000);
+
   test("each request is charged the usage the upstream reported, and logged under the agent's endpoint", async () => {
     const sent = sentSince(mock, start, "/v1/chat/completions");
     expect(sent.length).toBe(3);
