@@ -49,7 +49,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 	$@ --version
 
 test: check build
-	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze
+	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager
 	bash scripts/test.sh "$(BUN)"
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.

@@ -47,7 +47,7 @@ async function sanityCheck(target: Target): Promise<string | null> {
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
   const sections: string[] = [];
-  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"]];
+  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"], ["triage.ts", "runTriageBench"]];
   for (const [file, exportName] of modules) {
     const path = join(import.meta.dir, file);
     if (!existsSync(path)) continue;

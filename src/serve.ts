@@ -106,7 +106,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   stops.push(discovery.stop);
   if (config.webhooks.enabled) {
     const { startWebhooks } = await import("./webhooks");
-    const webhooks = startWebhooks(config, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv });
+    const { createModelCaller } = await import("./router/in-process");
+    const webhooks = startWebhooks(config, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel: createModelCaller(deps) });
     stops.push(webhooks.stop);
     webhookStatus = webhooks.status;
     metrics.registerGauge(webhooks.outboxGauge);

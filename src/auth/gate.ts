@@ -36,6 +36,7 @@ import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
 import { createSessionValidator, originAllowed, readSessionCookie } from "./session";
+import { findUserByEmail } from "./users";
 
 export interface GateDeps {
   db: Db;
@@ -227,7 +228,21 @@ export function createGate(deps: GateDeps): Gate {
     return { identity, headers, settle: givingBackUnserved(identity.subject, policies.anonymous) };
   }
 
+  /** A triage job's call (see Gate.admitInProcess): limited as the user's sessions, or as one API key for the service. */
+  function admitInProcess(input: AdmitInput, asUser: string | null): Admission | GatewayError {
+    if (asUser === null) {
+      if (!input.route.free) return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: a job without as_user may use free models only; set as_user to call it as a user`);
+      const identity: Identity = { kind: "job", userId: null, keyId: null, subject: "service:jobs" };
+      return admitIdentified(input, identity, policies.api_key, null, "the gateway's jobs");
+    }
+    const user = findUserByEmail(deps.db, asUser);
+    if (user === null || user.disabledAt !== null) return new GatewayError("invalid_api_key", `as_user "${asUser}" ${user === null ? "is no user of this gateway" : "is disabled"}`);
+    const identity: Identity = { kind: "job", userId: user.id, keyId: null, subject: `user:${user.id}` };
+    return admitIdentified(input, identity, policies.session, null, `${asUser}'s sessions and jobs`);
+  }
+
   return {
+    admitInProcess,
     credentialRefusal(request) {
       const credential = presented(request);
       let check: unknown = null;

@@ -8,7 +8,8 @@ import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../router/usage";
 import type { Reserve } from "../credits/reservation";
 
-export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous";
+/** `job`: a call the gateway makes for itself (a triage job), as a user or as its built-in service identity. */
+export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous" | "job";
 
 export interface Identity {
   kind: IdentityKind;
@@ -81,6 +82,12 @@ export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
   credentialRefusal?(request: Request): GatewayError | null;
+  /**
+   * Admits a call the gateway makes for itself, with no credential to present: as the user whose
+   * email is `asUser` (their limits and credits, as their sessions), or with null as the built-in
+   * service identity, which may use free models only.
+   */
+  admitInProcess?(input: AdmitInput, asUser: string | null): Admission | GatewayError;
   /** Which models the request's credential may use, for GET /v1/models: null when every one (no valid key with an allowlist). */
   modelFilter?(request: Request): ((route: ModelRoute) => boolean) | null;
 }

@@ -113,7 +113,7 @@ function checkedConfig(merged: Record<string, unknown>, env: Record<string, stri
   if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
   // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
   refuseNonArrayLists(resolved);
-  checkWebhooks(resolved);
+  checkWebhooks(resolved, options.baseDir ?? process.cwd());
   const mistake = shapeMistake(ConfigSchema, resolved);
   if (mistake !== null) throw new ConfigError(mistake);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));

@@ -82,7 +82,7 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
 export const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
 
 /** Config keys whose URL's path is usually a credential (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`). */
-export const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward)$/;
+export const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward|jobs\[\d+\]\.notify\[\d+\]\.url)$/;
 
 /**
  * Of an http(s) config value, the parts `config check` hides that carry credentials, kept as

@@ -56,11 +56,51 @@ export const WebhooksSection = T.Object(
   { additionalProperties: false, default: {} },
 );
 
+export const NOTIFIER_KINDS = ["slack", "discord", "ntfy", "gotify", "matrix", "webhook"] as const;
+
+/** Where a triaged alert is sent; which keys each kind needs is checked in src/webhooks/config.ts. */
+export const Notifier = T.Object(
+  {
+    kind: T.Union(NOTIFIER_KINDS.map((kind) => T.Literal(kind))),
+    /** slack, discord, webhook: the webhook URL; ntfy: the topic's URL; gotify: the server's base URL. */
+    url: T.Optional(T.String({ pattern: "^https?://" })),
+    /** gotify: an application token; matrix: an access token; ntfy: an access token (optional). */
+    token: T.Optional(T.String({ minLength: 1 })),
+    /** matrix: the homeserver's base URL and the room id (`!abc:example.org`). */
+    homeserver: T.Optional(T.String({ pattern: "^https?://" })),
+    room: T.Optional(T.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+/** A `triage` job: the alert read, summarised by a model, and sent to the job's `notify` targets. */
+export const Triage = T.Object(
+  {
+    /** A model route id or alias, called in-process as `as_user` (or the built-in service identity, free models only). */
+    model: T.String({ minLength: 1 }),
+    as_user: T.Optional(T.String({ minLength: 1 })),
+    /** The prompt template: text, or `file:PATH` (relative to the config file); built-in per kind when absent. */
+    prompt: T.Optional(T.String({ minLength: 1 })),
+    /** How long the model may take (retries included) before the alert goes out without a summary. */
+    wait_ms: T.Integer({ default: 30_000, minimum: 1, maximum: MAX_TIMER_MS }),
+    max_tokens: T.Integer({ default: 400, minimum: 1 }),
+    /** More alert groups than this in a minute on one endpoint are held for one digest. */
+    storm_per_minute: T.Integer({ default: 20, minimum: 1 }),
+    /** How long a digest collects held alerts before it is sent. */
+    digest_window_s: T.Integer({ default: 60, minimum: 1, maximum: 86_400 }),
+    /** Attempts per notifier delivery before it is dead-lettered (backoff as webhooks.backoff_ms). */
+    delivery_attempts: T.Integer({ default: 8, minimum: 1 }),
+  },
+  { additionalProperties: false },
+);
+
 export const JobHandler = T.Object(
   {
     job_id: T.Integer({ minimum: 0 }),
     command: T.Optional(T.Array(T.String(), { minItems: 1 })),
     forward: T.Optional(T.String({ pattern: "^https?://" })),
+    triage: T.Optional(Triage),
+    notify: T.Optional(T.Array(Notifier, { minItems: 1 })),
     timeout_ms: T.Integer({ default: 30_000, minimum: 1, maximum: MAX_TIMER_MS }),
     /** How many calls of this job run at once. */
     concurrency: T.Integer({ default: 1, minimum: 1, maximum: 256 }),
@@ -73,3 +113,6 @@ export const JobsSection = T.Array(JobHandler, { default: [] });
 export type WebhooksConfig = Static<typeof WebhooksSection>;
 export type WebhookEndpointConfig = Static<typeof WebhookEndpoint>;
 export type JobHandlerConfig = Static<typeof JobHandler>;
+export type TriageConfig = Static<typeof Triage>;
+export type NotifierConfig = Static<typeof Notifier>;
+export type NotifierKind = (typeof NOTIFIER_KINDS)[number];

@@ -27,6 +27,8 @@ import { createKeyReveals, type CreatedKey } from "./key-reveals";
 import { parsePolicyFlags } from "../auth/key-policy";
 import { policyFlagsOf, policyFormFields, policyMessage } from "./pages/key-policy";
 import { usageRoutes } from "./usage-routes";
+import { alertsPage, recentAlerts } from "./pages/alerts";
+import { retryDeliveries } from "../webhooks/triage/store";
 
 /** A posted form's fields: only string values are kept (a JSON body may carry anything). */
 type Form = Record<string, string | undefined>;
@@ -233,6 +235,21 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       if (!accounts.updateKeyPolicy(params.id, change, {})) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
       return redirect("/dashboard/admin?done=policy");
     }, hidden)
+    .get("/dashboard/alerts", ({ request, query }) => {
+      const g = guard(request, { admin: true });
+      if (g instanceof Response) return g;
+      const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
+      return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
+    }, hidden)
+    .post("/dashboard/alerts/:id/retry", ({ request, body, params }) => {
+      const g = guardForm(request, body, { admin: true });
+      if (g instanceof Response) return g;
+      const id = userIdOf(params.id);
+      if (id === null || retryDeliveries(deps.db.$client, id, deps.now()) === 0) {
+        return page(g, { title: "Alerts", active: "alerts", status: 404, notice: { kind: "error", text: "That alert has no dead delivery." } }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
+      }
+      return redirect("/dashboard/alerts?done=retry");
+    }, hidden)
     .get("/dashboard/*", ({ request }) => {
       const g = guard(request);
       if (g instanceof Response) return g;
@@ -251,7 +268,7 @@ const ADMIN_NOTICES: Record<string, string> = {
   policy: "The key's policy was saved; it applies from the key's next request.",
 };
 
-/** A user id as the admin forms write it (decimal digits, no sign or spaces), else null. */
+/** A user (or alert) id as the admin forms write it (decimal digits, no sign or spaces), else null. */
 function userIdOf(text: string): number | null {
   return /^[1-9][0-9]{0,14}$/.test(text) ? Number(text) : null;
 }
@@ -262,5 +279,6 @@ function asset(text: string, type: string): Response {
 
 /** The page a dashboard form is on, from the path it posts to (`/dashboard/admin/credits` is on /dashboard/admin). */
 function formPage(action: string): string {
+  if (action.startsWith("/dashboard/alerts")) return "/dashboard/alerts";
   return action.startsWith("/dashboard/admin") ? "/dashboard/admin" : "/dashboard/keys";
 }

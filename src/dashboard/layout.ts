@@ -13,7 +13,7 @@ export interface PageUser {
   isAdmin: boolean;
 }
 
-export type NavKey = "keys" | "usage" | "requests" | "models" | "playground" | "admin";
+export type NavKey = "keys" | "usage" | "requests" | "models" | "playground" | "alerts" | "admin";
 
 export interface PageOptions {
   title: string;
@@ -31,6 +31,7 @@ const NAV: Array<{ key: NavKey; href: string; label: string; admin?: boolean }> 
   { key: "requests", href: "/dashboard/requests", label: "Request log" },
   { key: "models", href: "/dashboard/models", label: "Models" },
   { key: "playground", href: "/dashboard/playground", label: "Playground" },
+  { key: "alerts", href: "/dashboard/alerts", label: "Alerts", admin: true },
   { key: "admin", href: "/dashboard/admin", label: "Admin", admin: true },
 ];
 

@@ -4,6 +4,7 @@ import m1 from "../../drizzle/0001_email_unverified.sql" with { type: "text" };
 import m2 from "../../drizzle/0002_webhook_attempt_base.sql" with { type: "text" };
 import m3 from "../../drizzle/0003_discovered_routes.sql" with { type: "text" };
 import m4 from "../../drizzle/0004_key_policy.sql" with { type: "text" };
+import m5 from "../../drizzle/0005_triage.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0000_init", when: 1795320266897, sql: m0 },
@@ -11,4 +12,5 @@ export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0002_webhook_attempt_base", when: 1795443730736, sql: m2 },
   { tag: "0003_discovered_routes", when: 1795838252241, sql: m3 },
   { tag: "0004_key_policy", when: 1795843614261, sql: m4 },
+  { tag: "0005_triage", when: 1795846249582, sql: m5 },
 ];

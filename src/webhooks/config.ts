@@ -18,6 +18,7 @@ import { ConfigError, invalidToml } from "../config/errors";
 import { AUTH_MODES } from "../config/webhooks-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { ID_HEADER, SECRET_PREFIX, standardWebhooksKey } from "./standard-webhooks";
+import { checkTriage } from "./triage/config";
 
 type Raw = Record<string, unknown>;
 
@@ -107,8 +108,8 @@ function checkFileEndpoints(endpoints: unknown[], file: string, env: Record<stri
   if (resolved !== undefined) checkEndpoints(resolved, `${file}: endpoints`);
 }
 
-/** Structural checks with clear messages; type and range errors are left to the schema. */
-export function checkWebhooks(raw: Raw): void {
+/** Structural checks with clear messages; type and range errors are left to the schema. `baseDir`: where a `file:` prompt is read from. */
+export function checkWebhooks(raw: Raw, baseDir: string = process.cwd()): void {
   const section = raw.webhooks;
   if (isObject(section)) {
     if ("service_id" in section) {
@@ -121,7 +122,7 @@ export function checkWebhooks(raw: Raw): void {
       throw new ConfigError("webhooks.endpoints: at least one endpoint is required when webhooks are enabled");
     }
   }
-  if (Array.isArray(raw.jobs)) checkJobs(raw.jobs);
+  if (Array.isArray(raw.jobs)) checkJobs(raw.jobs, baseDir);
 }
 
 function checkEndpoints(endpoints: unknown[], label: string): void {
@@ -180,12 +181,13 @@ function checkStandardWebhooks(endpoint: Raw, at: string): void {
   }
 }
 
-function checkJobs(jobs: unknown[]): void {
+function checkJobs(jobs: unknown[], baseDir: string): void {
   const seen = new Set<unknown>();
   jobs.forEach((job, i) => {
     if (!isObject(job)) return;
-    const actions = [job.command, job.forward].filter((a) => a !== undefined).length;
-    if (actions !== 1) throw new ConfigError(`jobs[${i}]: set exactly one of "command" or "forward"`);
+    const actions = [job.command, job.forward, job.triage].filter((a) => a !== undefined).length;
+    if (actions !== 1) throw new ConfigError(`jobs[${i}]: set exactly one of "command", "forward" or "triage"`);
+    checkTriage(job, `jobs[${i}]`, baseDir);
     if (seen.has(job.job_id)) throw new ConfigError(`jobs[${i}].job_id: another [[jobs]] handler already takes job ${job.job_id}`);
     seen.add(job.job_id);
   });

@@ -14,6 +14,7 @@ import { Outbox } from "./outbox";
 import { DEFAULT_TOLERANCE_S, standardWebhooksWindowMs } from "./standard-webhooks";
 import type { OutboxStats } from "./admin";
 import type { GaugeSource } from "../metrics/gateway";
+import { startTriage, type ModelCaller } from "./triage";
 
 export { WebhookGateway } from "./gateway";
 export { WebhookProducer, type JobCall, type ProducerOptions } from "./producer";
@@ -87,6 +88,8 @@ export interface WebhooksOptions {
   /** From the loaded config: kept out of job failures' reasons, and out of commands' environment. */
   secretValues?: ReadonlySet<string>;
   secretEnv?: ReadonlySet<string>;
+  /** The server's own model router, for `triage` jobs (src/router/in-process.ts). */
+  callModel?: ModelCaller;
 }
 
 /** Jobs that endpoints feed but nothing in the server consumes: no [[jobs]] handler and no pull API. */
@@ -101,11 +104,13 @@ export function unconsumedJobs(config: Pick<Config, "webhooks" | "jobs">): Array
 export function startWebhooks(config: Config, options: WebhooksOptions): WebhooksService {
   const { log, serviceId } = options;
   const w = config.webhooks;
-  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"), { redact: secretRedactor(options.secretValues ?? new Set()) });
+  const redact = secretRedactor(options.secretValues ?? new Set());
+  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"), { redact });
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
-  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv });
+  const triage = options.callModel ? startTriage(config, { outbox, callModel: options.callModel, redact, log }) : null;
+  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv, triage: triage?.deps });
   const retainMs = doneRetentionMs(w);
   const prune = (): void => {
     outbox.prune(retainMs).then(
@@ -164,7 +169,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
       // Side by side: a stop takes one grace, not one for the requests and another for the jobs.
-      await Promise.all([gateway.stop(config.server.shutdown_grace_ms), runner.stop(config.server.shutdown_grace_ms)]);
+      await Promise.all([gateway.stop(config.server.shutdown_grace_ms), runner.stop(config.server.shutdown_grace_ms), triage?.stop(config.server.shutdown_grace_ms)]);
       outbox.close();
     },
   };

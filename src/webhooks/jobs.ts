@@ -10,6 +10,8 @@
  *   kills the groups still running after its grace.
  * - `forward = "https://..."`: POSTs the body with the metadata as headers; a 2xx acks, anything
  *   else (or no answer within `timeout_ms`) fails the attempt.
+ * - `triage = { model, ... }` with `notify = [...]`: ./triage/handler.ts; acks once the alert, the
+ *   model's answer and the deliveries are stored (the deliveries go out on their own).
  * A command's environment is the gateway's, less the variables the config reads secrets from
  * (`env:VAR`), plus the metadata. A failed attempt's reason (a command's stderr, a forward error)
  * has the config's secret values redacted before it is logged or stored as `last_error`.
@@ -22,6 +24,7 @@ import { redactedUrl } from "../config/redact";
 import type { JobHandlerConfig } from "../config/webhooks-schema";
 import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
+import { runTriage, type TriageDeps, type TriageJob } from "./triage/handler";
 
 export type Outcome = { ok: true } | { ok: false; error: string };
 
@@ -33,6 +36,8 @@ export interface JobRunnerOptions {
   secretValues?: ReadonlySet<string>;
   /** Environment variables a command does not inherit (those the config reads secrets from). */
   secretEnv?: ReadonlySet<string>;
+  /** What `triage` jobs need (the model caller); without it a triage job's calls fail. */
+  triage?: TriageDeps;
 }
 
 /** What running a handler needs besides the call. */
@@ -48,6 +53,7 @@ interface HandlerContext {
   stopping: boolean;
   /** Aborted when the grace of a stop has run out: forwards still waiting give their attempts back too. */
   stopped: AbortController;
+  triage?: TriageDeps;
 }
 
 export interface JobRunner {
@@ -159,8 +165,15 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number, stoppe
   }
 }
 
+async function triageCall(handler: TriageJob, call: JobCall, context: HandlerContext): Promise<Outcome> {
+  if (!context.triage) return { ok: false, error: "triage jobs need the server's model router (run by `modelgate serve`)" };
+  await runTriage(handler, call, context.triage);
+  return { ok: true };
+}
+
 function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerContext): Promise<Outcome> {
   if (handler.command) return runCommand(handler.command, call, handler.timeout_ms, context);
+  if (handler.triage) return triageCall(handler as TriageJob, call, context);
   return forwardCall(handler.forward!, call, handler.timeout_ms, context.stopped.signal);
 }
 
@@ -173,7 +186,7 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   for (const name of options.secretEnv ?? []) delete env[name];
   // The metadata variables come from the call alone: X_WEBHOOK_NAME is absent for an unnamed endpoint, not inherited.
   for (const name of Object.keys(env)) if (name.startsWith("X_WEBHOOK_") || name.startsWith("X_GATEWAY_")) delete env[name];
-  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false, stopped: new AbortController() };
+  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false, stopped: new AbortController(), triage: options.triage };
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });

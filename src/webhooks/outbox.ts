@@ -189,6 +189,14 @@ export class Outbox {
     return this.write(() => releaseCall(this.sqlite, callId, attempt));
   }
 
+  /**
+   * Runs `run` in the next group commit, beside the outbox's own writes (a triage job's rows):
+   * resolves after it committed, rejects (and keeps nothing of it) when the commit fails.
+   */
+  transact<T>(run: () => T): Promise<T> {
+    return this.write(run);
+  }
+
   /** Marks dead the calls whose last lease has run out (see killExpiredLeases in ./store.ts). */
   killExpiredLeases(): Promise<number> {
     return this.write(() => killExpiredLeases(this.sqlite, this.now(), this.options.maxAttempts));

@@ -162,7 +162,7 @@ describe("validation errors name the path", () => {
     ["a name with a line break", on([{ path: "/x", job_id: 1, name: "a\r\nX-Injected: yes" }]), "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header"],
     // Regression: a table (not a list) was reported as "at least one endpoint is required".
     ["endpoints written as a table", { webhooks: { enabled: true, endpoints: { path: "/x", job_id: 1 } } }, "webhooks.endpoints: expected a list"],
-    ["job handler with two actions", { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] }, 'jobs[0]: set exactly one of "command" or "forward"'],
+    ["job handler with two actions", { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] }, 'jobs[0]: set exactly one of "command", "forward" or "triage"'],
     ["job handler with no action", { jobs: [{ job_id: 1 }] }, "jobs[0]: set exactly one"],
     ["two handlers for one job", { jobs: [{ job_id: 1, command: ["true"] }, { job_id: 1, command: ["true"] }] }, "jobs[1].job_id: another [[jobs]] handler"],
   ];

@@ -1,0 +1,163 @@
+/**
+ * Recognises what a stored webhook body is and reads it into one shape, an AlertGroup: an
+ * Alertmanager v4 or Grafana alert group, an Uptime Kuma notification, a GitHub event, or else any
+ * JSON or text. Nothing here throws: a body no reader recognises (or that is not UTF-8 or JSON at
+ * all) is triaged as text, never dropped. Every value is narrowed before use (the body is the
+ * sender's, unchecked).
+ *
+ * `groupKey` names what later notifications of the same thing share (Alertmanager's groupKey, a
+ * Kuma monitor); `dedupeKey` names this notification's content (status and the alerts'
+ * fingerprints): a repeat of the last one for its group is not sent again.
+ */
+export type AlertKind = "alertmanager" | "grafana" | "uptime-kuma" | "github" | "json" | "text" | "digest";
+export type AlertStatus = "firing" | "resolved" | "info";
+export type Severity = "critical" | "warning" | "info";
+
+export interface AlertLine {
+  status: string;
+  name: string;
+  severity: Severity | null;
+  summary: string | null;
+  /** The labels other than alertname and severity, `k=v, …`. */
+  labels: string | null;
+  fingerprint: string | null;
+}
+
+export interface AlertGroup {
+  kind: AlertKind;
+  status: AlertStatus;
+  groupKey: string | null;
+  dedupeKey: string | null;
+  title: string;
+  severity: Severity | null;
+  alerts: AlertLine[];
+}
+
+type Raw = Record<string, unknown>;
+
+function isObject(value: unknown): value is Raw {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === "string" && value !== "" ? value : typeof value === "number" ? String(value) : null;
+}
+
+/** A sender's severity word as one of three (Alertmanager's `severity` label, Grafana's, a priority). */
+export function severityOf(value: unknown): Severity | null {
+  const word = str(value)?.toLowerCase();
+  if (word === undefined || word === null) return null;
+  if (/^(critical|crit|page|high|error|emergency|fatal|p1|disaster)$/.test(word)) return "critical";
+  if (/^(warning|warn|medium|average|p2|p3)$/.test(word)) return "warning";
+  return "info";
+}
+
+const RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
+
+function highest(severities: Array<Severity | null>): Severity | null {
+  let top: Severity | null = null;
+  for (const s of severities) if (s !== null && (top === null || RANK[s] > RANK[top])) top = s;
+  return top;
+}
+
+export interface ParseInput {
+  body: Uint8Array;
+  contentType: string | null;
+}
+
+export function parseAlert(input: ParseInput): AlertGroup {
+  const text = new TextDecoder("utf-8", { fatal: false }).decode(input.body);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return textGroup(text);
+  }
+  if (isObject(json)) {
+    if (Array.isArray(json.alerts) && (str(json.groupKey) !== null || "orgId" in json)) return alertGroup(json);
+    if ("heartbeat" in json && "monitor" in json) return kumaGroup(json);
+    if (isObject(json.sender) && (isObject(json.repository) || isObject(json.organization) || "hook_id" in json)) return githubGroup(json);
+  }
+  return { kind: "json", status: "info", groupKey: null, dedupeKey: null, title: jsonTitle(json), severity: isObject(json) ? severityOf(json.severity ?? json.priority ?? json.level) : null, alerts: [] };
+}
+
+function textGroup(text: string): AlertGroup {
+  const first = text.trim().split("\n", 1)[0] ?? "";
+  return { kind: "text", status: "info", groupKey: null, dedupeKey: null, title: first.slice(0, 200) || "(empty body)", severity: null, alerts: [] };
+}
+
+function jsonTitle(json: unknown): string {
+  if (isObject(json)) {
+    for (const key of ["title", "subject", "summary", "message", "text", "event", "name"]) {
+      const value = str(json[key]);
+      if (value !== null) return value.split("\n", 1)[0].slice(0, 200);
+    }
+  }
+  return "JSON notification";
+}
+
+/** Alertmanager's webhook (version 4) or Grafana's (the same alert group, with orgId, title, state and message). */
+function alertGroup(json: Raw): AlertGroup {
+  const grafana = "orgId" in json || str(json.version) === "1";
+  const alerts: AlertLine[] = [];
+  for (const alert of json.alerts as unknown[]) {
+    if (!isObject(alert)) continue;
+    const labels = isObject(alert.labels) ? alert.labels : {};
+    const annotations = isObject(alert.annotations) ? alert.annotations : {};
+    const rest = Object.entries(labels).filter(([k]) => k !== "alertname" && k !== "severity").map(([k, v]) => `${k}=${String(v)}`);
+    alerts.push({
+      status: str(alert.status) ?? "firing",
+      name: str(labels.alertname) ?? "alert",
+      severity: severityOf(labels.severity),
+      summary: str(annotations.summary) ?? str(annotations.description) ?? str(annotations.message),
+      labels: rest.length > 0 ? rest.join(", ") : null,
+      fingerprint: str(alert.fingerprint),
+    });
+  }
+  const status: AlertStatus = str(json.status) === "resolved" ? "resolved" : "firing";
+  const groupLabels = isObject(json.groupLabels) ? Object.values(json.groupLabels).map(String) : [];
+  const names = [...new Set(alerts.map((a) => a.name))];
+  const title = str(json.title) ?? `${names.slice(0, 3).join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""}${groupLabels.length > 0 ? ` (${groupLabels.join(", ")})` : ""}`;
+  const fingerprints = alerts.map((a) => `${a.fingerprint ?? a.name}:${a.status}`).sort().join(",");
+  const groupKey = str(json.groupKey) ?? `${str(json.orgId) ?? ""}:${names.join(",")}`;
+  return {
+    kind: grafana ? "grafana" : "alertmanager",
+    status,
+    groupKey,
+    dedupeKey: `${status}|${fingerprints}`,
+    title: title || "alert group",
+    severity: highest(alerts.map((a) => a.severity)),
+    alerts,
+  };
+}
+
+/** Uptime Kuma: `heartbeat.status` 0 is down, 1 up; a test notification has neither heartbeat nor monitor. */
+function kumaGroup(json: Raw): AlertGroup {
+  const monitor = isObject(json.monitor) ? json.monitor : null;
+  const heartbeat = isObject(json.heartbeat) ? json.heartbeat : null;
+  const name = str(monitor?.name) ?? "monitor";
+  const beat = heartbeat ? heartbeat.status : null;
+  const status: AlertStatus = beat === 0 ? "firing" : beat === 1 ? "resolved" : "info";
+  const message = str(heartbeat?.msg) ?? str(json.msg);
+  const id = str(monitor?.id);
+  return {
+    kind: "uptime-kuma",
+    status,
+    groupKey: id === null ? null : `kuma:${id}`,
+    dedupeKey: id === null ? null : `${status}|${str(heartbeat?.time) ?? ""}`,
+    title: status === "firing" ? `${name} is down` : status === "resolved" ? `${name} is up` : str(json.msg) ?? name,
+    severity: status === "firing" ? "critical" : "info",
+    alerts: monitor ? [{ status, name, severity: status === "firing" ? "critical" : null, summary: message, labels: str(monitor.url) ?? str(monitor.hostname), fingerprint: id }] : [],
+  };
+}
+
+function githubGroup(json: Raw): AlertGroup {
+  const repository = isObject(json.repository) ? str(json.repository.full_name) : null;
+  const action = str(json.action);
+  const sender = isObject(json.sender) ? str(json.sender.login) : null;
+  const subject = ["pull_request", "issue", "release", "workflow_run", "check_run", "alert"].find((key) => isObject(json[key]));
+  const item = subject ? (json[subject] as Raw) : null;
+  const what = str(item?.title) ?? str(item?.name) ?? ("hook_id" in json ? "ping" : null);
+  const title = [repository, subject?.replaceAll("_", " "), action, what ? `"${what}"` : null, sender ? `by ${sender}` : null].filter(Boolean).join(" ");
+  return { kind: "github", status: "info", groupKey: null, dedupeKey: null, title: title || "GitHub event", severity: null, alerts: [] };
+}
