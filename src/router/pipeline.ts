@@ -81,6 +81,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
             return serialize(sent);
           },
       contentType: upload?.contentType,
+      headersFor: wireOf === null ? undefined : (target) => passedHeaders(ctx.request, wireOf(target).passHeaders),
       bodyFailure: upload ? upload.failure : undefined,
       client,
       routing: deps.config.routing,
@@ -206,6 +207,17 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/** The client's headers a wire passes on, those present; undefined when none. */
+function passedHeaders(request: Request, names: readonly string[] | undefined): Record<string, string> | undefined {
+  if (names === undefined) return undefined;
+  let passed: Record<string, string> | undefined;
+  for (const name of names) {
+    const value = request.headers.get(name);
+    if (value !== null) (passed ??= {})[name] = value;
+  }
+  return passed;
 }
 
 /** Whether the target's upstream serves the adapter's API itself (its `native` list names it). */

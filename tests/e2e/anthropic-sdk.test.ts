@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
 import { MOCK_TOOL_INPUT } from "../support/mock-anthropic";
+import { eventually } from "../support/eventually";
 
 let mock: MockUpstream;
 let broken: MockUpstream;
@@ -82,7 +83,7 @@ targets = [{ upstream = "broken-chat", model = "mock-small" }]
 free = true
 `;
 
-const MODES = ["native", "translated"] as const;
+const MODES: Array<"native" | "translated"> = ["native", "translated"];
 
 beforeAll(async () => {
   mock = startMockUpstream({ callTool: true });
@@ -113,6 +114,16 @@ async function failure(call: PromiseLike<unknown>): Promise<Error & { status?: n
   throw new Error("the call succeeded");
 }
 
+/** The user's request-log rows, once `count` are written (they are written behind the answers). */
+async function usageRows(email: string, count: number): Promise<Array<Record<string, unknown>>> {
+  let rows: Array<Record<string, unknown>> = [];
+  await eventually(async () => {
+    rows = JSON.parse((await gw.cli(["usage", "export", "--user", email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    return rows.length >= count;
+  }, 5_000, 100);
+  return rows;
+}
+
 const hello = [{ role: "user" as const, content: "Hello" }];
 const weather = [{ name: "get_weather", description: "The weather in a city", input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] } }];
 
@@ -122,7 +133,7 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const message = await client().messages.create({ model: mode, max_tokens: 100, messages: hello });
     expect(message.type).toBe("message");
     expect(message.model).toBe(mode === "native" ? "mock-small" : "translated");
-    expect(message.content).toEqual([{ type: "text", text: "Hello from the mock upstream." }]);
+    expect(message.content).toMatchObject([{ type: "text", text: "Hello from the mock upstream." }]);
     expect(message.stop_reason).toBe("end_turn");
     expect(message.usage.output_tokens).toBe(6);
     expect(message.usage.input_tokens).toBeGreaterThan(0);
@@ -136,6 +147,10 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const before = mock.requests.length;
     await client().messages.stream({ model: mode, max_tokens: 100, messages: hello, metadata: { user_id: "u-1" } }).finalMessage();
     const sent = mock.requests[before].body;
+    // The SDK's anthropic-version goes on to a native upstream, which needs it to read the body.
+    const version = mock.requests[before].headers["anthropic-version"];
+    if (mode === "native") expect(version).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    else expect(version).toBeUndefined();
     if (mode === "native") expect(sent).toEqual({ model: "mock-small", max_tokens: 100, messages: hello, metadata: { user_id: "u-1" }, stream: true });
     else expect(sent).toMatchObject({ model: "mock-small", messages: hello, user: "u-1", stream: true, stream_options: { include_usage: true } });
   });
@@ -145,7 +160,7 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const types: string[] = [];
     stream.on("streamEvent", (event) => types.push(event.type));
     const message = await stream.finalMessage();
-    expect(message.content).toEqual([{ type: "text", text: "Hello from the mock upstream." }]);
+    expect(message.content).toMatchObject([{ type: "text", text: "Hello from the mock upstream." }]);
     expect(message.stop_reason).toBe("end_turn");
     expect(message.usage.output_tokens).toBe(6);
     expect(types[0]).toBe("message_start");
@@ -170,7 +185,7 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
       ],
     });
     expect(second.stop_reason).toBe("end_turn");
-    expect(second.content[0]).toEqual({ type: "text", text: "Hello from the mock upstream." });
+    expect(second.content[0]).toMatchObject({ type: "text", text: "Hello from the mock upstream." });
   });
 
   test("a stream that breaks after it began ends with an Anthropic error event", async () => {
@@ -190,7 +205,7 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const counted = await client(user.key).messages.countTokens({ model: mode, messages: hello, system: "Be brief." });
     expect(counted.input_tokens).toBeGreaterThan(0);
     expect(mock.requests.slice(before).map((r) => r.path)).toEqual(mode === "native" ? ["/v1/messages/count_tokens"] : []);
-    const rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    const rows = await usageRows(user.email, 1);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ endpoint: "messages", status: 200 });
     expect((await gw.cli(["credits", "balance", "--user", user.email])).stdout.trim()).toBe(`${user.email}: 1.000000 credits`);
@@ -233,6 +248,8 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     expect(error.status).toBe(402);
     expect(error.error?.error.type).toBe("billing_error");
     expect(mock.requests.length).toBe(calls);
+    // count_tokens reserves and charges nothing, so it needs no balance.
+    expect((await client(poor.key).messages.countTokens({ model: mode, messages: hello })).input_tokens).toBeGreaterThan(0);
   });
 });
 
@@ -247,6 +264,21 @@ describe("/v1/messages as Claude Code calls it", () => {
     const bad = await fetch(`${gw.url}/v1/messages?beta=true`, { method: "POST", headers: { ...headers, "x-api-key": "sk-mg-wrong" }, body });
     expect(bad.status).toBe(401);
     expect(await bad.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
+    // Judged before the body and the model, as a bad bearer token is.
+    const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { ...headers, "x-api-key": "sk-mg-wrong" }, body: body.replace('"translated"', '"nope"') });
+    expect(unknown.status).toBe(401);
+    const anonymous = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers, body });
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as { error: { type: string } }).error.type).toBe("authentication_error");
+  });
+
+  test("x-api-key is a key on every /v1 model route, chat included; a bad one is 401 there too", async () => {
+    const body = JSON.stringify({ model: "translated", messages: [{ role: "user", content: "hi" }] });
+    const ok = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body });
+    expect(ok.status).toBe(200);
+    const bad = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-mg-wrong" }, body });
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
   });
 
   test("a server tool cannot be translated: a 400 naming it, nothing sent upstream", async () => {
@@ -257,9 +289,9 @@ describe("/v1/messages as Claude Code calls it", () => {
     expect(mock.requests.length).toBe(calls);
   });
 
-  test("a translated call is debited from the translated usage and logged as endpoint messages", async () => {
+  test.each(MODES)("a %s call, streamed, is debited from the usage the client was told and logged as endpoint messages", async (mode) => {
     const user = await createUserKey(gw, { name: "debit", credits: "10" });
-    const message = await client(user.key).messages.create({ model: "translated", max_tokens: 50, messages: hello });
+    const message = await client(user.key).messages.stream({ model: mode, max_tokens: 50, messages: hello }).finalMessage();
     const cost = message.usage.input_tokens * 1000 + message.usage.output_tokens * 2000;
     const expected = String((10_000_000 - cost) / 1_000_000);
     let shown = "";
@@ -268,7 +300,7 @@ describe("/v1/messages as Claude Code calls it", () => {
       await Bun.sleep(100);
     }
     expect(shown).toContain(expected);
-    const rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+    const rows = await usageRows(user.email, 1);
     expect(rows.map((row) => row.endpoint)).toEqual(["messages"]);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * POST /v1/messages and POST /v1/messages/count_tokens, Anthropic's Messages API, on every model
  * route. A target whose upstream lists "messages" in `native` is sent the body as it came (its
- * model and, on a priced route, the reserved max_tokens set) at base_url + /messages, and its
- * answer relayed as it came, usage read from Anthropic's fields. Any other target gets the
+ * model and, on a priced route, the reserved max_tokens set) at base_url + /messages, with the
+ * client's anthropic-version and anthropic-beta headers, and its answer relayed as it came, usage
+ * read from Anthropic's fields. Any other target gets the
  * request translated to chat completions (../../translate/anthropic-request.ts) and its answer
  * translated back, whole or streamed (./messages-stream.ts). A route with any translated target
  * refuses, before anything is charged, a request that cannot be translated (a server tool, an
@@ -29,6 +30,9 @@ const TRANSLATION = Symbol("chat translation");
 /** count_tokens' estimate, made once by checkRoute. */
 const ESTIMATE = Symbol("input token estimate");
 
+/** What an Anthropic client says of the API version and the beta features its body uses; a native upstream needs them to read it. */
+const ANTHROPIC_HEADERS = ["anthropic-version", "anthropic-beta"];
+
 type Kept = CallBody & { [TRANSLATION]?: Extract<MessagesTranslation, { chat: unknown }>; [ESTIMATE]?: number };
 
 function allNative(route: ModelRoute): boolean {
@@ -54,6 +58,7 @@ const nativeMessages: Wire = {
   usage: anthropicUsageFromJson,
   events: MESSAGES_EVENTS,
   transformWhole: errorsInAnthropicShape,
+  passHeaders: ANTHROPIC_HEADERS,
 };
 
 export const messagesAdapter: EndpointAdapter = {
@@ -117,6 +122,7 @@ export const countTokensAdapter: EndpointAdapter = {
     payload: (body, target) => ({ ...body, model: target.model }),
     usage: () => NOTHING,
     transformWhole: errorsInAnthropicShape,
+    passHeaders: ANTHROPIC_HEADERS,
   },
   answerLocally: (body) => JSON.stringify({ input_tokens: (body as Kept)[ESTIMATE] ?? 0 }),
 };

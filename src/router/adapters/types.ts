@@ -62,6 +62,8 @@ export interface Wire {
   transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody): ReadableStream<Uint8Array>;
   /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
   readonly keepUsageChunk?: boolean;
+  /** Headers of the client's request sent on to the target when present (lower case; a native API's version and feature flags). */
+  readonly passHeaders?: readonly string[];
 }
 
 export interface EndpointAdapter extends Wire {
