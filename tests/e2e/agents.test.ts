@@ -66,8 +66,11 @@ interface Agent {
   name: string;
   run: (options: AgentOptions) => Promise<AgentRun>;
   endpoint: string;
-  /** Where a native upstream is sent the agent's request, and the usage it reports for it. */
-  native: { path: string; reported: (body: Record<string, any>) => [number, number] };
+  /**
+   * Where a native upstream is sent the agent's request, the usage it reports for it, and request
+   * headers of the agent's the upstream needs to read the body (each with a part of its value).
+   */
+  native: { path: string; reported: (body: Record<string, any>) => [number, number]; headers: Record<string, string> };
 }
 
 const PROMPT = "Say something plain.";
@@ -77,13 +80,18 @@ const AGENTS: Agent[] = [
     name: "Claude Code",
     run: runClaude,
     endpoint: "messages",
-    native: { path: "/v1/messages", reported: (body) => [Math.max(1, JSON.stringify(body.messages).length >> 2), NATIVE_WORDS.length] },
+    native: {
+      path: "/v1/messages",
+      reported: (body) => [Math.max(1, JSON.stringify(body.messages).length >> 2), NATIVE_WORDS.length],
+      // Claude Code's body uses beta features (context_management, effort, deferred tools).
+      headers: { "anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219" },
+    },
   },
   {
     name: "Codex",
     run: runCodex,
     endpoint: "responses",
-    native: { path: "/v1/responses", reported: (body) => [Math.max(1, JSON.stringify(body.input).length >> 2), NATIVE_WORDS.length] },
+    native: { path: "/v1/responses", reported: (body) => [Math.max(1, JSON.stringify(body.input).length >> 2), NATIVE_WORDS.length], headers: {} },
   },
 ];
 
@@ -209,7 +217,7 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
 describe.each(AGENTS)("$name through the gateway, upstream serving its API natively", (agent) => {
   // The native mocks may answer with a call of the first tool offered before their text (the
   // Responses mock always does): every turn must then pass through natively too.
-  test("the agent's requests are passed through as it sent them, its text printed, each charged and logged", async () => {
+  test("the agent's requests are passed through as it sent them, with the headers the body needs; its text printed, each charged and logged", async () => {
     const user = await createUserKey(gw, { credits: String(GRANT) });
     const start = nativeMock.requests.length;
     const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-native", prompt: PROMPT, cwd: workspace().cwd });
@@ -217,6 +225,9 @@ describe.each(AGENTS)("$name through the gateway, upstream serving its API nativ
     expect(run.outside).toEqual([]);
     expect(run.stdout, shown(run)).toContain(NATIVE_WORDS.join(""));
     expect(nativeMock.requests.slice(start).map((request) => request.path)).toEqual(Array(nativeMock.requests.length - start).fill(agent.native.path));
+    for (const request of nativeMock.requests.slice(start)) {
+      for (const [name, part] of Object.entries(agent.native.headers)) expect(`${name}: ${request.headers[name] ?? "(not sent)"}`).toContain(part);
+    }
     const sent = sentSince(nativeMock, start, agent.native.path);
     expect(sent.length).toBeGreaterThan(0);
     for (const body of sent) {
