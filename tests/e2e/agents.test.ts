@@ -3,11 +3,13 @@
  * ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (POST /v1/messages) and `codex exec` with the gateway as
  * its model provider (POST /v1/responses), in front of the mock upstream.
  * Translated (the upstream speaks only chat completions): each agent answers a plain prompt with
- * the mock's text, and runs a tool loop: the scripted mock calls the agent's own file tool (Claude
- * Code's Read, Codex's exec_command), the agent runs it in a temporary directory and sends the
- * result back, and prints the mock's final text. Native (the upstream lists the API in `native`):
- * a plain prompt passed through as the agent sent it. Either way the user is debited what the
- * upstream reported, and the request log names the endpoint. What the agents send: docs/agents.md.
+ * the mock's text; runs a tool loop (the scripted mock calls the agent's own file tool, Claude
+ * Code's Read or Codex's exec_command, the agent runs it in a temporary directory, sends the result
+ * back and prints the mock's final text); and, with a key without credits, prints the gateway's
+ * 402 and stops. Native (the upstream lists the API in `native`): the agent's requests pass
+ * through as it sent them. Either way the user is debited what the upstream reported, the request
+ * log names the endpoint, and the agent reaches nothing beyond loopback. What they send:
+ * docs/agents.md.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -108,7 +110,7 @@ function sentSince(upstream: MockUpstream, start: number, path: string): Array<R
   return upstream.requests.slice(start).filter((request) => request.path === path).map((request) => request.body);
 }
 
-/** The usage the chat mock reports for a request (its words, or the script's answer). */
+/** The prompt tokens the chat mock reports for a request (its scripted answers count them the same way). */
 const chatPromptTokens = (body: Record<string, any>): number => JSON.stringify(body.messages).length >> 2;
 
 interface UsageRow {
