@@ -1,8 +1,9 @@
 /**
  * The one place AppDeps are assembled from a config: the model registry, the gateway metrics,
- * the gate, and where finished requests go. `serve` and the tests' app builder
- * (tests/support/app.ts) both call it, injecting the database and the clock, so the app a test
- * exercises is put together as the server's is.
+ * the gate, and where finished requests go. `serve` (through ./generation.ts, once per config it
+ * loads) and the tests' app builder (tests/support/app.ts) both call it, injecting the database
+ * and the clock, so the app a test exercises is put together as the server's is. Nothing in the
+ * deps changes once built: a reload builds new ones.
  */
 import type { Config } from "./config/schema";
 import type { Db } from "./db/client";
@@ -27,6 +28,10 @@ export interface ComposeOptions {
   /** Handed to the metrics: called before /metrics renders (flushes queued observations). */
   beforeMetricsRender?: () => void;
   statusSections?: AppDeps["statusSections"];
+  /** Metrics that outlive this composition (a reloading server's); made here, over this registry, when absent. */
+  metrics?: GatewayMetrics;
+  /** The registry of the config this one replaces: what its unchanged upstreams learnt carries over. */
+  previous?: ModelRegistry;
 }
 
 export interface Composition {
@@ -35,9 +40,9 @@ export interface Composition {
 }
 
 export function buildDeps(config: Config, options: ComposeOptions): Composition {
-  const registry = new ModelRegistry(config, { random: options.random });
-  const metrics = createGatewayMetrics({
-    registry,
+  const registry = new ModelRegistry(config, { random: options.random, previous: options.previous });
+  const metrics = options.metrics ?? createGatewayMetrics({
+    registry: () => registry,
     version: options.version,
     startedAt: options.startedAt,
     now: options.now,

@@ -1,30 +1,34 @@
 /**
  * `modelgate serve`: the composition root. Loads the config, opens the database (migrations run
- * from inside the binary), builds the deps and the app, listens, and shuts down gracefully on
- * SIGTERM/SIGINT/SIGHUP: stop accepting, let in-flight requests and streams finish (bounded by
- * server.shutdown_grace_ms), flush write-behind queues (retrying for up to the grace while the
- * database refuses), close the database.
+ * from inside the binary), builds what lasts as long as the process (the database, rate limits,
+ * queued debits, metrics, the request log), listens, then serves one generation of the config at
+ * a time (./generation.ts). SIGHUP (`modelgate reload`) reads the config file again and serves a
+ * new generation (./reload.ts says what waits for a restart); a config that fails its checks is
+ * refused and the running one serves on. SIGTERM/SIGINT stop gracefully: stop accepting, let
+ * in-flight requests and streams finish (bounded by server.shutdown_grace_ms), flush write-behind
+ * queues (retrying for up to the grace while the database refuses), close the database.
  */
-import type { LoadedConfig } from "./config/load";
+import { ConfigError, loadConfig, type LoadedConfig } from "./config/load";
 import { openDatabase } from "./db/client";
 import { normalizeStoredEmails } from "./auth/users";
 import { stampLegacyLinks } from "./auth/oauth";
-import { createApp } from "./app";
-import { buildDeps } from "./compose";
-import { buildIdentities } from "./auth/wire";
+import { createIdentityState } from "./auth/wire";
 import { createMemoryLimiter } from "./ratelimit/memory";
 import { spendAuthMode } from "./spendauth/mode";
 import { issueSetupLink } from "./auth/setup";
-import { startDiscovery } from "./router/discover";
 import { createRouteMemory } from "./router/remembered-routes";
 import { createRequestLog } from "./request-log";
 import { createRequestSink } from "./request-sink";
 import { createLogger, log, setLogger } from "./log";
-import { metricsRoutes } from "./metrics/routes";
-import { dashboardRoutes } from "./dashboard";
+import { createGatewayMetrics } from "./metrics/gateway";
+import { createKeyReveals } from "./dashboard/key-reveals";
 import { COMMIT, VERSION } from "./version";
 import { formatCredits } from "./credits/amount";
-import { listenNaming, listenUrl, parseAddress, reachableUrl, stopWithin } from "./listen";
+import { listenNaming, listenUrl, parseAddress, stopWithin } from "./listen";
+import { composeGeneration, serveGeneration, type Generation, type Lasting, type Serving } from "./generation";
+import { servedConfig, type Bound } from "./reload";
+import { writePidFile, writeReloadOutcome } from "./pid-file";
+import type { WebhooksService } from "./webhooks";
 
 export interface ServeOptions {
   loaded: LoadedConfig;
@@ -32,40 +36,45 @@ export interface ServeOptions {
 }
 
 export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> {
-  const { config } = loaded;
-  const logger = createLogger(config.log);
+  const started = loaded.config;
+  const logger = createLogger(started.log);
   setLogger(logger);
-  const database = openDatabase(config.server.data_dir);
+  const database = openDatabase(started.server.data_dir);
   for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { file: database.sqlite.filename });
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
   }
-  const stamped = stampLegacyLinks(database.db, config);
+  const stamped = stampLegacyLinks(database.db, started);
   if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
-  const requestLog = createRequestLog(database.db, { retainDays: config.server.request_log_days, now: Date.now });
+  const requestLog = createRequestLog(database.db, { retainDays: started.server.request_log_days, now: Date.now });
+  const startedAt = Date.now();
+  // Every generation's registry in turn: the metrics outlive reloads, the routes do not.
+  let serving: Serving | null = null;
+  const metrics = createGatewayMetrics({ registry: () => serving!.generation.deps.registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
   const finished = createRequestSink({
-    observe: config.metrics.enabled ? (record) => metrics.observe(record) : null,
+    observe: started.metrics.enabled ? (record) => metrics.observe(record) : null,
     logLines: logger.requests,
     insert: requestLog.insert,
   });
   const stops: Array<() => void | Promise<void>> = [];
   let exitCode = 0;
+  const graceMs = (): number => serving?.generation.config.server.shutdown_grace_ms ?? started.server.shutdown_grace_ms;
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
   const limiter = createMemoryLimiter({ now: Date.now });
   // Loaded only when configured: viem alone costs ~20 MB of memory and ~30 ms of start-up.
-  const spendAuth = spendAuthMode(config) === "off"
+  const spendAuth = spendAuthMode(started) === "off"
     ? null
-    : (await import("./spendauth/setup")).setupSpendAuth({ config, db: database.db, now: Date.now, limiter, log });
+    : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
       if ((await spendAuth.stop()) > 0) exitCode = 1;
     });
   }
-  const identities = buildIdentities({ db: database.db, config, now: Date.now, limiter, spendAuth: spendAuth?.hook });
+  const identities = createIdentityState({ db: database.db, config: () => serving?.generation.config ?? started, now: Date.now, limiter });
   stops.push(async () => {
     // A debit the database still refuses after the grace is lost: say so, and exit non-zero.
-    const unwritten = await identities.close(config.server.shutdown_grace_ms);
+    const unwritten = await identities.close(graceMs());
     if (unwritten.length === 0) return;
     exitCode = 1;
     const micro = unwritten.reduce((sum, d) => sum + d.micro, 0);
@@ -73,80 +82,126 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       users: [...new Set(unwritten.map((d) => d.userId))],
     });
   });
-  let webhookStatus: (() => Record<string, unknown>) | null = null;
-  const { deps, metrics } = buildDeps(config, {
+  let webhooks: WebhooksService | null = null;
+  let loadedAt = Date.now();
+  let reloads = 0;
+  const lasting: Lasting = {
     db: database.db,
     now: Date.now,
     version: VERSION,
-    startedAt: Date.now(),
-    gate: identities.gate,
-    requestDone: () => finished.push,
-    beforeMetricsRender: () => finished.flush(),
+    startedAt,
+    identities,
+    spendAuth: spendAuth?.hook,
+    metrics,
+    requestDone: finished.push,
+    routeMemory: createRouteMemory(database.db, { now: Date.now, log }),
+    reveals: createKeyReveals(Date.now),
     statusSections: [
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
+      () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
-      () => webhookStatus?.() ?? {},
+      () => webhooks?.status() ?? {},
     ],
-  });
-  const { registry } = deps;
-  // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
-  const routeMemory = createRouteMemory(database.db, { now: Date.now, log });
-  routeMemory.restore(registry, config.upstreams);
-  const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, metrics), dashboardRoutes(deps)]);
-  const { hostname, port } = parseAddress(config.server.listen);
-  // Elysia asks for SO_REUSEPORT and development mode by default: a second server on the same port
-  // would then share its connections (and split the rate limits and reservations), and an error
-  // escaping a handler would be answered with a stack trace. Bun's own body cap answers 413
-  // without a body; the app refuses a declared length over max_body_bytes before reading, and
-  // counts a chunked chat body as it arrives (src/app.ts, src/body.ts), so Bun's is out of reach.
-  listenNaming("server.listen", config.server.listen, () =>
-    app.listen({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255 }),
+  };
+  const { hostname, port } = parseAddress(started.server.listen);
+  // Listening comes first: a port of 0 is chosen by the system, and the links and Origin checks
+  // of the first generation follow it. Nothing is answered before that generation is served: it is
+  // composed within the same turn. Elysia would ask for SO_REUSEPORT and development mode: a
+  // second server on the same port would then share its connections (and split the rate limits
+  // and reservations), and an error escaping a handler would be answered with a stack trace.
+  // Bun's own body cap answers 413 without a body; the app refuses a declared length over
+  // max_body_bytes before reading, and counts a chunked chat body as it arrives (src/app.ts,
+  // src/body.ts), so Bun's is out of reach.
+  const server = listenNaming("server.listen", started.server.listen, () =>
+    Bun.serve({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255, fetch: () => new Response(null, { status: 503 }) }),
   );
-  const discovery = startDiscovery(registry, config.upstreams, { discovered: routeMemory.remember });
-  stops.push(discovery.stop);
-  if (config.webhooks.enabled) {
+  const bound: Bound = { hostname, port: server.port ?? port };
+  const first = servedConfig(loaded, bound, null).config;
+  serving = serveGeneration(server, composeGeneration(first, lasting, null), lasting);
+  stops.push(() => serving!.stop());
+  if (started.webhooks.enabled) {
     const { startWebhooks } = await import("./webhooks");
     const { createModelCaller } = await import("./router/in-process");
-    const webhooks = startWebhooks(config, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel: createModelCaller(deps) });
+    // Triage calls the models of whichever config serves when the call runs (a reload swaps it).
+    const callModel = createModelCaller(() => serving!.generation.deps);
+    webhooks = startWebhooks(first, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel });
     stops.push(webhooks.stop);
-    webhookStatus = webhooks.status;
     metrics.registerGauge(webhooks.outboxGauge);
   }
-  const listening = app.server?.port ?? port;
-  // A port of 0 was chosen by the system just now: links (the setup link, OAuth callbacks) and
-  // Origin checks follow it (they read public_url per request; only its scheme is read before).
-  if (port === 0 && loaded.linksFollowListen) config.server.public_url = reachableUrl(hostname, listening);
-  const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: config.server.public_url });
+  const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
-  log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, listening)}`, {
+  log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, bound.port)}`, {
     config: loaded.source ?? "(embedded defaults)",
-    data_dir: config.server.data_dir,
-    configured_models: registry.list().length,
+    data_dir: started.server.data_dir,
+    configured_models: serving.generation.deps.registry.list().length,
   });
 
+  /** Reads the config file again and serves it; what is logged is also the outcome `modelgate reload` prints. */
+  const reload = (): { ok: boolean; message: string } => {
+    const refused = (reason: string): { ok: boolean; message: string } => {
+      const message = `reload refused, the config loaded at ${new Date(loadedAt).toISOString()} serves on: ${reason}`;
+      log("error", message, { config: loaded.source });
+      return { ok: false, message };
+    };
+    if (loaded.source === null) return refused("there is no config file to read again (the server runs on the embedded defaults)");
+    let next: LoadedConfig;
+    try {
+      next = loadConfig(loaded.source);
+    } catch (error) {
+      return refused(error instanceof ConfigError ? `config error: ${error.message}` : String((error as Error)?.message ?? error));
+    }
+    const previous = serving!;
+    const { config, waiting } = servedConfig(next, bound, previous.generation.config);
+    let generation: Generation;
+    try {
+      generation = composeGeneration(config, lasting, previous.generation);
+    } catch (error) {
+      return refused(String((error as Error)?.message ?? error));
+    }
+    serving = serveGeneration(server, generation, lasting);
+    previous.stop();
+    webhooks?.reload(config, { secretValues: next.secretValues, secretEnv: next.secretEnv });
+    loadedAt = Date.now();
+    reloads += 1;
+    const wait = waiting.length > 0 ? `restart to apply ${waiting.join(", ")} (changed in the file); until then the running values are kept` : null;
+    if (wait) log("warn", `reload: ${wait}`);
+    const message = `config read again from ${loaded.source}; new requests are served by it, those under way finish on the one before`;
+    log("info", `reload: ${message}`, { reloads, configured_models: generation.deps.registry.list().length, upstreams: config.upstreams.length });
+    return { ok: true, message: wait ? `${message}\n${wait}` : message };
+  };
+  let attempts = 0;
+
+  let removePidFile: (() => void) | null = null;
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    log("info", `${signal}: draining (up to ${config.server.shutdown_grace_ms} ms)`);
-    await stopWithin(app.server!, config.server.shutdown_grace_ms);
+    log("info", `${signal}: draining (up to ${graceMs()} ms)`);
+    await stopWithin(server, graceMs());
     // Everything written behind (debits, settlements, the request log) retries side by side, each
     // for up to the grace, so a stop under a lock takes one grace, not one per part.
-    const [, unlogged] = await Promise.all([Promise.all(stops.map((stop) => stop())), finished.closeWithin(config.server.shutdown_grace_ms)]);
+    const [, unlogged] = await Promise.all([Promise.all(stops.map((stop) => stop())), finished.closeWithin(graceMs())]);
     if (unlogged.length > 0) {
       exitCode = 1;
       log("error", `request log: ${unlogged.length} row(s) could not be written before the stop and are lost`);
     }
     requestLog.close();
     database.close();
+    removePidFile?.();
     log("info", "stopped");
     process.exit(exitCode);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
-  // A closing terminal, or a unit's `kill -HUP`: there is no reload, and the default would exit
-  // at once, losing the queued debits and request-log rows. It stops like SIGTERM.
-  process.on("SIGHUP", () => void shutdown("SIGHUP"));
+  // Also what a closing terminal sends; the default would exit at once, losing what is queued.
+  process.on("SIGHUP", () => {
+    if (stopping) return;
+    attempts += 1;
+    writeReloadOutcome(started.server.data_dir, { pid: process.pid, attempt: attempts, ...reload() });
+  });
+  // Last: `modelgate reload` signals only a server that has its SIGHUP handler (the default would end it).
+  removePidFile = writePidFile(started.server.data_dir);
+  process.on("exit", removePidFile);
 }
 
 

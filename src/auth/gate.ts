@@ -30,7 +30,7 @@ import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
-import { createKeyVerifier } from "./key-verifier";
+import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
@@ -47,6 +47,8 @@ export interface GateDeps {
   lastUsed: { touch(keyId: string): void };
   /** Verifies X-Payment-Signature (src/spendauth/admit.ts); absent when SpendAuth is off. */
   spendAuth?: SpendAuthHook;
+  /** The key check, made here when absent; a server hands every config's gate the same one (it polls the database). */
+  keys?: KeyVerifier;
 }
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
@@ -96,7 +98,7 @@ function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMicro: num
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
-  const keys = createKeyVerifier(deps.db, deps.now);
+  const keys = deps.keys ?? createKeyVerifier(deps.db, deps.now);
   const keyLimits = createKeyLimits({ config, limiter, meter, keys, now: deps.now });
   const validateSession = createSessionValidator(deps.db, { now: deps.now, durationMs: config.auth.session_days * 86_400_000 });
   const policies = {

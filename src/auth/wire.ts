@@ -1,8 +1,9 @@
 /**
- * Builds identities, credits and rate limits for one server process: the Gate, the auth
- * controller (routes.ts), and the in-memory parts behind them (rate limiter, credit meter,
- * last-used queue, sign-in throttle) and the hourly prune of ended sessions. close() flushes what
- * is written behind; serve.ts calls it after the listener has drained.
+ * Builds identities, credits and rate limits for one server process: the in-memory parts (rate
+ * limiter, credit meter, last-used queue, sign-in throttle) and the hourly prune of ended
+ * sessions, built once (createIdentityState); and over them, per config, the Gate and the auth
+ * controller (routes.ts), built again at each reload (identitiesFor). close() flushes what is
+ * written behind; serve.ts calls it after the listener has drained.
  *
  * SpendAuth plugs in by passing `spendAuth`; to share the limiter with it, create the limiter
  * first (createMemoryLimiter()) and pass it here too.
@@ -15,6 +16,7 @@ import { createCreditMeter, type CreditMeter } from "../credits/meter";
 import type { Debit } from "../credits/ledger";
 import type { Gate, SpendAuthHook } from "./types";
 import { createGate } from "./gate";
+import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { createLastUsed } from "./apikey";
 import { authRoutes } from "./routes";
 import { createSignInThrottle } from "./throttle";
@@ -35,23 +37,34 @@ export interface IdentitiesInput {
   firstSessionPruneMs?: number;
 }
 
-export interface Identities {
-  gate: Gate;
-  routes: ReturnType<typeof authRoutes>;
+/**
+ * The in-memory parts that outlive a config reload: buckets, queued debits and last-used times,
+ * sign-in failures, the key check (its cache and database poll), the session prune. `config` is
+ * read at each prune (auth.session_days), so the prune follows a reload too.
+ */
+export interface IdentityState {
   limiter: RateLimiter;
   meter: CreditMeter;
+  lastUsed: ReturnType<typeof createLastUsed>;
+  throttle: ReturnType<typeof createSignInThrottle>;
+  keys: KeyVerifier;
   /** Stops the in-memory parts; the debits still unwritten after retrying for up to `graceMs` (see CreditMeter.close). */
   close(graceMs?: number): Promise<Debit[]>;
 }
 
-export function buildIdentities(input: IdentitiesInput): Identities {
-  const { db, config, now } = input;
+export interface Identities extends Omit<IdentityState, "lastUsed" | "throttle" | "keys"> {
+  gate: Gate;
+  routes: ReturnType<typeof authRoutes>;
+}
+
+export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spendAuth"> & { config: () => Config }): IdentityState {
+  const { db, now } = input;
   const limiter = input.limiter ?? createMemoryLimiter({ now });
   const meter = createCreditMeter(db, { now });
   const lastUsed = createLastUsed(db, now);
   const throttle = createSignInThrottle({ now });
-  const gate = createGate({ db, config, now, limiter, meter, lastUsed, spendAuth: input.spendAuth });
-  const pruneSessions = brieflyLocked(db.$client, () => pruneEndedSessions(db, { now: now(), durationMs: config.auth.session_days * 86_400_000 }));
+  const keys = createKeyVerifier(db, now);
+  const pruneSessions = brieflyLocked(db.$client, () => pruneEndedSessions(db, { now: now(), durationMs: input.config().auth.session_days * 86_400_000 }));
   const prune = (): void => {
     try {
       pruneSessions();
@@ -64,10 +77,11 @@ export function buildIdentities(input: IdentitiesInput): Identities {
   first.unref?.();
   pruner.unref?.();
   return {
-    gate,
-    routes: authRoutes({ db, config, now, throttle }),
     limiter,
     meter,
+    lastUsed,
+    throttle,
+    keys,
     close(graceMs = 0) {
       clearTimeout(first);
       clearInterval(pruner);
@@ -77,4 +91,20 @@ export function buildIdentities(input: IdentitiesInput): Identities {
       return meter.close(graceMs);
     },
   };
+}
+
+/** The gate and the auth controller for one config, over the state they share with the configs before and after it. */
+export function identitiesFor(state: IdentityState, input: Pick<IdentitiesInput, "db" | "config" | "now" | "spendAuth">): Pick<Identities, "gate" | "routes"> {
+  const { db, config, now } = input;
+  const { limiter, meter, lastUsed, throttle, keys } = state;
+  return {
+    gate: createGate({ db, config, now, limiter, meter, lastUsed, keys, spendAuth: input.spendAuth }),
+    routes: authRoutes({ db, config, now, throttle }),
+  };
+}
+
+/** Both at once, for one config that never changes (the in-process tests). */
+export function buildIdentities(input: IdentitiesInput): Identities {
+  const state = createIdentityState({ ...input, config: () => input.config });
+  return { ...identitiesFor(state, input), limiter: state.limiter, meter: state.meter, close: state.close };
 }

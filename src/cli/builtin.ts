@@ -60,6 +60,7 @@ function parseServiceId(args: Args): number {
 
 export const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate help, or --help: this text; --version: version)
   serve [--service-id N]                       run the gateway (default command)
+  reload                                       check the config, then have the running server read it again
   migrate                                      apply embedded database migrations
   backup FILE [--force]                        copy the database to FILE while the server runs
   restore FILE                                 put a backup in place of the database (server stopped)

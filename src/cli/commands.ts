@@ -7,12 +7,14 @@ import { backupCommand, restoreCommand } from "./backup";
 import { BUILT_IN } from "./builtin";
 import { jobsCommand } from "./jobs";
 import { keyCommand } from "./keys";
+import { reloadCommand } from "./reload";
 import type { CommandEntry } from "./registry";
 import { usageCommand } from "./usage";
 import { creditsCommand, userCommand } from "./users";
 
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   ...BUILT_IN,
+  reload: reloadCommand,
   backup: backupCommand,
   restore: restoreCommand,
   user: userCommand,

@@ -126,7 +126,7 @@ function checkedConfig(merged: Record<string, unknown>, env: Record<string, stri
   checkAddress("server.listen", config.server.listen);
   checkAddress("webhooks.bind_address", config.webhooks.bind_address);
   // Unwritten, links follow listen (a changed port still gets a setup link that opens); a port of
-  // 0 is known once the server listens (serve.ts).
+  // 0 is known once the server listens, and the config it serves follows it (servedConfig, reload.ts).
   const linksFollowListen = server?.public_url === undefined;
   if (linksFollowListen && config.server.listen.includes("%")) {
     throw new ConfigError(`server.public_url: required when server.listen names an IPv6 zone ("${config.server.listen.slice(0, 80)}"): a URL cannot carry one`);

@@ -23,7 +23,7 @@ import { adminPage, type AdminView } from "./pages/admin";
 import { AMOUNT_RULE, parseCredits } from "../credits/amount";
 import { authRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
-import { createKeyReveals, type CreatedKey } from "./key-reveals";
+import { createKeyReveals, type CreatedKey, type KeyReveals } from "./key-reveals";
 import { parsePolicyFlags } from "../auth/key-policy";
 import { policyFlagsOf, policyFormFields, policyMessage } from "./pages/key-policy";
 import { usageRoutes } from "./usage-routes";
@@ -37,9 +37,10 @@ interface Guarded extends SignedIn {
   csrf: string;
 }
 
-export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts } = {}) {
+export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts; reveals?: KeyReveals } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);
-  const reveals = createKeyReveals(deps.now);
+  // A server hands every config the same store: a key created just before a reload is still shown once after it.
+  const reveals = options.reveals ?? createKeyReveals(deps.now);
 
   /** The signed-in caller, or the response that turns them away. */
   function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {

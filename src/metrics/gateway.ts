@@ -27,7 +27,8 @@ export interface GatewayMetrics {
 }
 
 export interface GatewayMetricsOptions {
-  registry: ModelRegistry;
+  /** The routes served now: a reload swaps the registry, and the counters outlive it. */
+  registry: () => ModelRegistry;
   version: string;
   /** Process start, epoch ms. */
   startedAt: number;
@@ -80,10 +81,11 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
   function render(): string {
     options.beforeRender?.();
     // One list of the routes per scrape: its series, the count and the targets all read the same.
-    const routes = options.registry.list();
+    const registry = options.registry();
+    const routes = registry.list();
     forgetGoneModels(routes);
     const now = options.now();
-    const ups = [...options.registry.upstreams.values()];
+    const ups = [...registry.upstreams.values()];
     const each = <T>(f: (u: (typeof ups)[number]) => T): Array<{ labels: Record<string, string>; value: T }> =>
       ups.map((u) => ({ labels: { upstream: u.name }, value: f(u) }));
     let out = renderSamples("modelgate_build_info", "Version of the running gateway.", "gauge", [{ labels: { version: options.version }, value: 1 }]);

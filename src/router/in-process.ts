@@ -19,9 +19,11 @@ function mayPass(status: number): boolean {
   return status >= 500 || status === 429 || status === 408;
 }
 
-export function createModelCaller(deps: AppDeps): (call: ModelCall) => Promise<ModelAnswer> {
+/** `current`: the deps of the config serving now (a reload replaces them). */
+export function createModelCaller(current: () => AppDeps): (call: ModelCall) => Promise<ModelAnswer> {
   let calls = 0;
   return async function callModel(call) {
+    const deps = current();
     const route = deps.registry.resolve(call.model);
     if (!route) return { ok: false, retry: true, error: `no model "${call.model}" (yet: a discovered model may appear)` };
     const gate: Gate = {

@@ -39,6 +39,16 @@ export interface Price {
   request: number;
 }
 
+export interface RegistryOptions {
+  /** The random source of the weighted strategy; Math.random when absent. */
+  random?: () => number;
+  /**
+   * The registry this one replaces (a reload): upstreams whose settings are unchanged keep their
+   * state, and a route's target on the same upstream and model keeps its circuit and latency.
+   */
+  previous?: ModelRegistry;
+}
+
 export class ModelRegistry {
   readonly upstreams = new Map<string, UpstreamState>();
   private configured = new Map<string, ModelRoute>();
@@ -47,9 +57,14 @@ export class ModelRegistry {
   /** The random source of the weighted strategy (tests inject a seeded one). */
   readonly random: () => number;
 
-  constructor(config: Pick<Config, "upstreams" | "models">, options: { random?: () => number } = {}) {
+  constructor(config: Pick<Config, "upstreams" | "models">, options: RegistryOptions = {}) {
     this.random = options.random ?? Math.random;
-    for (const u of config.upstreams) this.upstreams.set(u.name, createUpstreamState(u));
+    const previous = options.previous;
+    for (const u of config.upstreams) {
+      // A reload keeps what an unchanged upstream has learnt (its circuit, counters, latency).
+      const kept = previous?.upstreams.get(u.name);
+      this.upstreams.set(u.name, kept !== undefined && Bun.deepEquals(kept.config, u) ? kept : createUpstreamState(u));
+    }
     // In config order from the start: of two upstreams listing one id, the first written wins,
     // whichever poll comes back first.
     for (const u of config.upstreams) if (u.discover) this.discovered.set(u.name, new Map());
@@ -59,13 +74,12 @@ export class ModelRegistry {
         free: m.free,
         price: { prompt: m.price.prompt, completion: m.price.completion, request: m.price.request },
         endpoints: m.endpoints,
-        targets: m.targets.map((t) => ({
-          upstream: this.upstreams.get(t.upstream)!,
-          model: t.model ?? m.id,
-          weight: t.weight,
-          circuit: closedCircuit(),
-          ttfbEwmaMs: null,
-        })),
+        targets: m.targets.map((t) => {
+          const upstream = this.upstreams.get(t.upstream)!;
+          const model = t.model ?? m.id;
+          const kept = previous?.configured.get(m.id)?.targets.find((p) => p.upstream === upstream && p.model === model);
+          return { upstream, model, weight: t.weight, circuit: kept?.circuit ?? closedCircuit(), ttfbEwmaMs: kept?.ttfbEwmaMs ?? null };
+        }),
         strategy: m.strategy,
         aliases: m.aliases,
         source: "config",

@@ -55,26 +55,36 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 export class WebhookGateway {
-  private readonly routes = new Map<string, Route>();
-  private readonly pull: ((request: Request, path: string) => Promise<Response>) | null;
+  // Replaced whole by reconfigure(); a request reads each once, before its first await.
+  private routes = new Map<string, Route>();
+  private pull: ((request: Request, path: string) => Promise<Response>) | null = null;
   private server: Server<undefined> | null = null;
-  private readonly retryAfter: string;
+  private retryAfter = "";
   /** When a full outbox was last logged: once a minute at most, however many requests it refuses. */
   private fullLoggedAt = -Infinity;
-  private readonly maxBody: number;
-  private readonly budget: BodyBudget;
+  private maxBody = 0;
+  private budget = new BodyBudget(0);
 
   constructor(private readonly options: GatewayOptions) {
-    const { config } = options;
+    this.reconfigure(options.config);
+  }
+
+  /**
+   * Serves the endpoints, pull token and limits of `config` from the next request on (a reload);
+   * requests under way finish with those they began with. bind_address is the one given at start.
+   */
+  reconfigure(config: WebhooksConfig): void {
+    const routes = new Map<string, Route>();
     for (const endpoint of config.endpoints) {
-      this.routes.set(endpoint.path, {
+      routes.set(endpoint.path, {
         endpoint,
-        verifier: createVerifier(endpoint, { now: options.outbox.now }),
+        verifier: createVerifier(endpoint, { now: this.options.outbox.now }),
         name: endpoint.name ?? null,
         dedupeHeader: dedupeHeaderOf(endpoint),
       });
     }
-    this.pull = config.pull_token ? createPullApi(options.outbox, config.pull_token) : null;
+    this.routes = routes;
+    this.pull = config.pull_token ? createPullApi(this.options.outbox, config.pull_token) : null;
     this.retryAfter = String(config.retry_after_s);
     this.maxBody = config.max_body_bytes;
     this.budget = new BodyBudget(config.max_body_bytes_in_flight);
@@ -125,14 +135,15 @@ export class WebhookGateway {
     const route = this.routes.get(path);
     if (route === undefined) return this.other(request, path);
     if (request.method !== "POST") return json(405, { error: "method_not_allowed" }, { allow: "POST" });
+    const { maxBody, budget } = this;
     const declared = request.headers.get("content-length");
-    if (declared !== null && Number(declared) > this.maxBody) return this.tooLarge();
+    if (declared !== null && Number(declared) > maxBody) return this.tooLarge();
     const { verifier } = route;
     const early = verifier.refusal(request.headers, null);
     if (early !== null) return this.unauthorized(path, early, id);
     let body: Uint8Array | null;
     try {
-      body = await readBody(request, this.maxBody, this.budget);
+      body = await readBody(request, maxBody, budget);
     } catch (error) {
       return error === BUSY ? this.unavailable({ connection: "close" }) : json(400, { error: "bad_request" });
     }

@@ -1,7 +1,8 @@
 /**
  * The webhook feature as serve.ts starts it when `[webhooks] enabled = true`: the outbox on its
- * own connection to modelgate.db, the WebhookGateway on bind_address, the `[[jobs]]` runner, and
- * an hourly prune of done calls older than retain_done_hours. Also the library entry point:
+ * own connection to modelgate.db, the WebhookGateway on bind_address, the `[[jobs]]` runners, and
+ * an hourly prune of done calls older than retain_done_hours. A reload swaps the endpoints and
+ * the handlers; the outbox and the listener stay as started. Also the library entry point:
  * TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
  */
 import { join } from "node:path";
@@ -9,12 +10,13 @@ import { secretRedactor, type Redact } from "./redact";
 import type { Config } from "../config/schema";
 import { WebhookGateway } from "./gateway";
 import { listenNaming, listenUrl, parseAddress } from "../listen";
-import { startJobRunner } from "./jobs";
+import { startJobRunner, type JobRunner, type JobRunnerOptions } from "./jobs";
+import type { JobHandlerConfig } from "../config/webhooks-schema";
 import { Outbox } from "./outbox";
 import { DEFAULT_TOLERANCE_S, standardWebhooksWindowMs } from "./standard-webhooks";
 import type { OutboxStats } from "./admin";
 import type { GaugeSource } from "../metrics/gateway";
-import { startTriage, type ModelCaller } from "./triage";
+import { startTriage, triageJobs, type ModelCaller, type TriageService } from "./triage";
 
 export { WebhookGateway } from "./gateway";
 export { WebhookProducer, type JobCall, type ProducerOptions } from "./producer";
@@ -43,6 +45,11 @@ export interface WebhooksService {
   status(): Record<string, unknown>;
   /** Calls per undone state, for /metrics. */
   outboxGauge: GaugeSource;
+  /**
+   * Serves the endpoints and runs the `[[jobs]]` handlers of `config` from now on (a reload).
+   * bind_address and the outbox's settings stay those of the start.
+   */
+  reload(config: Config, secrets: Pick<WebhooksOptions, "secretValues" | "secretEnv">): void;
   stop(): Promise<void>;
 }
 
@@ -109,8 +116,11 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
-  const triage = options.callModel ? startTriage(config, { outbox, callModel: options.callModel, redact, log }) : null;
-  const runner = startJobRunner(outbox, config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv, triage: triage?.deps });
+  const startTriageFor = (served: Config): TriageService | null => (options.callModel ? startTriage(served, { outbox, callModel: options.callModel, redact, log }) : null);
+  let triage = startTriageFor(config);
+  const handlers = startHandlers(outbox);
+  handlers.set(config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv, triage: triage?.deps });
+  let current = config;
   const retainMs = doneRetentionMs(w);
   const prune = (): void => {
     outbox.prune(retainMs).then(
@@ -133,15 +143,18 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
     // Only a Blueprint deployment correlates job calls with a service instance: not a warning.
     log("info", "webhooks: service_id is 0 (a Blueprint deployment sets --service-id or $MODELGATE_SERVICE_ID to correlate job calls with its service instance)");
   }
-  for (const job of unconsumedJobs(config)) {
-    log("warn", `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`);
-  }
-  log("info", `webhook gateway listening on ${listenUrl(address.hostname, port)}`, {
-    endpoints: w.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),
-    jobs: config.jobs.map((j) => j.job_id),
-    pull_api: w.pull_token !== undefined,
-    service_id: serviceId,
-  });
+  const describe = (served: Config): Record<string, unknown> => {
+    for (const job of unconsumedJobs(served)) {
+      log("warn", `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`);
+    }
+    return {
+      endpoints: served.webhooks.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),
+      jobs: served.jobs.map((j) => j.job_id),
+      pull_api: served.webhooks.pull_token !== undefined,
+      service_id: serviceId,
+    };
+  };
+  log("info", `webhook gateway listening on ${listenUrl(address.hostname, port)}`, describe(config));
   return {
     gateway,
     outbox,
@@ -165,12 +178,46 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
         return (["pending", "leased", "dead"] as const).map((state) => ({ labels: { state }, value: stats[state] }));
       },
     },
+    reload(next, secrets) {
+      current = next;
+      gateway.reconfigure(next.webhooks);
+      if (triage) triage.setJobs(triageJobs(next));
+      else triage = startTriageFor(next);
+      handlers.set(next.jobs, { leaseMs: w.lease_ms, log, ...secrets, triage: triage?.deps });
+      log("info", "webhooks: reloaded", describe(next));
+    },
     async stop() {
       clearInterval(pruneTimer);
       clearInterval(sweepTimer);
+      const graceMs = current.server.shutdown_grace_ms;
       // Side by side: a stop takes one grace, not one for the requests and another for the jobs.
-      await Promise.all([gateway.stop(config.server.shutdown_grace_ms), runner.stop(config.server.shutdown_grace_ms), triage?.stop(config.server.shutdown_grace_ms)]);
+      await Promise.all([gateway.stop(graceMs), handlers.stop(graceMs), triage?.stop(graceMs)]);
       outbox.close();
+    },
+  };
+}
+
+/**
+ * The `[[jobs]]` handlers, a runner each. set() keeps a handler written the same as before (its
+ * workers and running calls untouched), drains one that changed or went (calls already running end
+ * under the table they began with, and it takes no more), and starts the new ones. A table is
+ * compared whole, whatever kind of handler it describes.
+ */
+function startHandlers(outbox: Outbox): { set(handlers: readonly JobHandlerConfig[], options: JobRunnerOptions): void; stop(graceMs: number): Promise<void> } {
+  let running: Array<{ handler: JobHandlerConfig; runner: JobRunner }> = [];
+  const draining = new Set<JobRunner>();
+  return {
+    set(handlers, options) {
+      const next = handlers.map((handler) => running.find((r) => Bun.deepEquals(r.handler, handler)) ?? { handler, runner: startJobRunner(outbox, [handler], options) });
+      for (const { runner } of running) {
+        if (next.some((r) => r.runner === runner)) continue;
+        draining.add(runner);
+        void runner.drain().then(() => draining.delete(runner));
+      }
+      running = next;
+    },
+    async stop(graceMs) {
+      await Promise.all([...running.map((r) => r.runner), ...draining].map((runner) => runner.stop(graceMs)));
     },
   };
 }

@@ -59,6 +59,8 @@ interface HandlerContext {
 export interface JobRunner {
   /** Stops taking calls and waits up to `graceMs` for running ones. */
   stop(graceMs: number): Promise<void>;
+  /** Stops taking calls; resolves when the running ones have ended, however long they take (a reload retiring a handler). */
+  drain(): Promise<void>;
 }
 
 /** Metadata as environment variables: header names with `-` turned into `_`. */
@@ -195,6 +197,10 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
     }
   }
   return {
+    async drain() {
+      for (const producer of producers) producer.close();
+      await Promise.all(workers);
+    },
     async stop(graceMs) {
       for (const producer of producers) producer.close();
       await Promise.race([Promise.all(workers), Bun.sleep(graceMs)]);

@@ -174,12 +174,13 @@ test("restore after a server died with kill -9: its -wal is folded into the kept
   gateway.proc.kill("SIGKILL");
   await gateway.proc.exited;
   const data = join(dir, "data");
-  expect(readdirSync(data).sort()).toEqual(["modelgate.db", "modelgate.db-shm", "modelgate.db-wal"]);
+  // A killed server leaves its pid file behind (`modelgate reload` checks the process it names).
+  expect(readdirSync(data).sort()).toEqual(["modelgate.db", "modelgate.db-shm", "modelgate.db-wal", "modelgate.pid"]);
 
   const restored = await gateway.cli(["restore", file]);
   expect(restored).toMatchObject({ code: 0, stderr: "" });
   const kept = readdirSync(data).find((f) => f.startsWith("modelgate.db.before-restore-"))!;
-  expect(readdirSync(data).sort()).toEqual(["modelgate.db", kept]);
+  expect(readdirSync(data).sort()).toEqual(["modelgate.db", kept, "modelgate.pid"].sort());
   expect(snapshot(join(data, "modelgate.db")).keys).toEqual([before.id]);
   // What the server wrote before it died was in its -wal: it is in the kept database.
   expect(snapshot(join(data, kept)).keys).toEqual([before.id, after.id].sort());

@@ -69,8 +69,9 @@ describe("request sink", () => {
 
   test("a metrics scrape includes requests still queued", () => {
     const { config } = buildConfig({ upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }] }] }, { env: {} });
+    const registry = new ModelRegistry(config);
     let sink: ReturnType<typeof createRequestSink> | null = null;
-    const metrics = createGatewayMetrics({ registry: new ModelRegistry(config), version: "t", startedAt: 0, now: Date.now, beforeRender: () => sink!.flush() });
+    const metrics = createGatewayMetrics({ registry: () => registry, version: "t", startedAt: 0, now: Date.now, beforeRender: () => sink!.flush() });
     sink = createRequestSink({ observe: metrics.observe, logLines: () => {}, insert: () => {} });
     sink.push(record(1));
     sink.push({ ...record(2), status: 429, upstream: null });

@@ -249,7 +249,7 @@ test("the address logged at start is a URL for IPv6 hosts too (regression: http:
 });
 
 describe("signals and a lost log reader", () => {
-  test("a log reader that went away does not stop the API; a hangup stops it the careful way, rows written (regressions: EPIPE killed the server with a stack trace; SIGHUP lost the queued rows)", async () => {
+  test("a log reader that went away does not stop the API; a hangup reloads, and a stop is the careful way, rows written (regressions: EPIPE killed the server with a stack trace; SIGHUP lost the queued rows)", async () => {
     const mock = startMockUpstream();
     const dir = mkdtempSync(join(tmpdir(), "modelgate-epipe-"));
     const port = freePort();
@@ -268,8 +268,11 @@ describe("signals and a lost log reader", () => {
         await Bun.sleep(150); // past a flush, whose log lines meet the closed pipe
       }
       expect(proc.exitCode).toBeNull();
-      expect((await chat()).status).toBe(200); // queued, not yet written: the hangup must write it
+      // A closing terminal's hangup reads the config again (its log lines meet the closed pipe too).
       proc.kill("SIGHUP");
+      expect(await eventually(() => fetch(`${url}/api/status`).then(async (r) => ((await r.json()) as { config_reloads: number }).config_reloads === 1, () => false), 10_000)).toBe(true);
+      expect((await chat()).status).toBe(200); // queued, not yet written: the stop must write it
+      proc.kill("SIGTERM");
       expect(await proc.exited).toBe(0);
       const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });
       expect(db.query<{ n: number }, []>("SELECT count(*) AS n FROM request_log").get()!.n).toBe(4);

@@ -57,7 +57,8 @@ describe("a database locked by another process", () => {
     expect(await eventually(() => rows() === 3 && debits(lock).rows > 0, 5_000)).toBe(true);
     const after = debits(lock);
     expect(after.balance).toBe(after.sum);
-    expect(gw.output()).toContain("request log: write failed, 3 row(s) kept to retry");
+    // How many rows the first refused write held depends on where the 100 ms flush falls among the answers.
+    expect(gw.output()).toMatch(/request log: write failed, [123] row\(s\) kept to retry/);
     expect(gw.output()).toContain("request log: written again after");
     expect(gw.output()).not.toContain("dropped");
     lock.close();

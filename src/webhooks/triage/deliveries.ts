@@ -30,6 +30,8 @@ export interface DeliveryOptions {
 export interface DeliverySender {
   /** New deliveries were stored: look now. */
   wake(): void;
+  /** The jobs (and their notify targets) deliveries are sent by from now on: a reloaded config's. */
+  setJobs(jobs: readonly TriageJob[]): void;
   stop(graceMs: number): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ const POLL_MS = 1_000;
 
 export function startDeliveries(options: DeliveryOptions): DeliverySender {
   const { outbox } = options;
-  const jobs = new Map(options.jobs.map((job) => [job.job_id, job]));
+  let jobs = new Map(options.jobs.map((job) => [job.job_id, job]));
   const inFlight = new Set<string>();
   const sending = new Set<Promise<void>>();
   const stopped = new AbortController();
@@ -112,6 +114,9 @@ export function startDeliveries(options: DeliveryOptions): DeliverySender {
   look();
   return {
     wake: () => queueMicrotask(look),
+    setJobs(next) {
+      jobs = new Map(next.map((job) => [job.job_id, job]));
+    },
     async stop(graceMs) {
       closed = true;
       if (timer !== null) clearTimeout(timer);

@@ -14,6 +14,8 @@ export type { ModelCaller, ModelCall, ModelAnswer } from "./model";
 
 export interface TriageService {
   deps: TriageDeps;
+  /** The triage jobs of a reloaded config: deliveries go to their notify targets from now on. */
+  setJobs(jobs: readonly TriageJob[]): void;
   stop(graceMs: number): Promise<void>;
 }
 
@@ -35,6 +37,7 @@ export function startTriage(config: Pick<Config, "jobs" | "webhooks">, options: 
   const sender = startDeliveries({ outbox: options.outbox, jobs, backoffMs: config.webhooks.backoff_ms, backoffMaxMs: config.webhooks.backoff_max_ms, redact: options.redact, log: options.log });
   return {
     deps: { outbox: options.outbox, callModel: options.callModel, delivered: sender.wake },
+    setJobs: (next) => sender.setJobs(next),
     stop: (graceMs) => sender.stop(graceMs),
   };
 }
