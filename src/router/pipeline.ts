@@ -22,8 +22,7 @@ import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
-import type { CallBody, EndpointAdapter, Wire } from "./adapters/types";
-import type { Target } from "./registry";
+import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
 import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
@@ -52,36 +51,38 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // One function, so the hot path pays for no extra async frame: anything unexpected below is
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
-    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(target, adapter))) return await answeredLocally(served, adapter.answerLocally(ctx.body));
+    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(adapter, target))) return await answeredLocally(served, adapter.answerLocally(ctx.body));
     const completion = adapter.answer === "completion";
-    const clientWantsUsage = (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
-    /** Per target, when some may serve the adapter's API natively; else the adapter is every target's wire. */
-    const wireOf = adapter.native === undefined ? null : (target: Target): Wire => (servesNatively(target, adapter) ? adapter.native! : adapter);
-    // The parsed body is ours: amend it in place rather than copying it per request (a body that
-    // may be passed through to another API as it came is left as it came).
-    if (streamed && wireOf === null) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    // The parsed body is ours: amend it in place rather than copying it per request. An adapter
+    // with a native form sends the client's body only in that form, where chat's option has no place.
+    const native = adapter.native;
+    if (streamed && native === undefined) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
+    /** Whether the target last sent the request (the one that answered, once forward returns) got the native form. */
+    let sentNative = false;
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
     const upload = ctx.upload;
     const forwarded = await forward({
       route,
-      upstreamPath: wireOf === null ? adapter.upstreamPath : (target) => wireOf(target).upstreamPath,
+      upstreamPath: native === undefined ? adapter.upstreamPath : (target) => (servesNatively(adapter, target) ? native.upstreamPath : adapter.upstreamPath),
       payload: upload
         ? (target) => upload.take(target.model)
         : (target) => {
-            const wire = wireOf === null ? adapter : wireOf(target);
-            if (!wire.payload) {
+            sentNative = native !== undefined && servesNatively(adapter, target);
+            if (sentNative) return serialize(native!.payload(ctx.body, target, tokenLimit));
+            if (!adapter.payload) {
               // The body is the gateway's own parse of the request: set the target's model name in place.
               ctx.body.model = target.model;
               return serialize(ctx.body);
             }
-            const sent = wire.payload(ctx.body, target, tokenLimit);
+            const sent = adapter.payload(ctx.body, target, tokenLimit);
             // A translation is a body of its own: it asks for the stream's usage as the client's body does.
-            if (streamed && sent !== ctx.body && wire.events === undefined) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
+            if (streamed && sent !== ctx.body) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
             return serialize(sent);
           },
       contentType: upload?.contentType,
-      headersFor: wireOf === null ? undefined : (target) => passedHeaders(ctx.request, wireOf(target).passHeaders),
+      headersFor: native?.passHeaders === undefined ? undefined : (target) => (servesNatively(adapter, target) ? passedHeaders(ctx.request, native.passHeaders!) : undefined),
       bodyFailure: upload ? upload.failure : undefined,
       client,
       routing: deps.config.routing,
@@ -97,7 +98,6 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     }
     const { reply, target } = forwarded;
     const upstream = target.upstream;
-    const wire = wireOf === null ? adapter : wireOf(target);
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
     const headers = admission.headers;
@@ -162,10 +162,11 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = wire.usage(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
+      const usage = (sentNative ? native!.usage : adapter.usage)(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
-      if (wire.transformWhole) text = wire.transformWhole(text, ctx.body, reply.status);
+      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body, target);
+      else if (reply.status >= 400 && adapter.transformError) text = adapter.transformError(text, reply.status);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -177,12 +178,12 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     if (bytes) return relayedBytes(deps, served, forwarded, headers, done);
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {
-      clientWantsUsage: clientWantsUsage || wire.keepUsageChunk === true,
-      dialect: wire.events,
+      clientWantsUsage,
       idleTimeoutMs,
       streamTimeoutMs: upstream.config.stream_timeout_ms,
       abortUpstream: forwarded.abort,
       upstreamSecrets: upstream.secrets,
+      dialect: sentNative ? native!.stream : undefined,
       onEnd: (result) => {
         if (result.outcome === "upstream_error") recordTargetFailure(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         // Answering, but for too long: counted against this model, as a first-byte timeout is.
@@ -202,27 +203,21 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(wire.transformStream ? wire.transformStream(stream, ctx.body) : stream, { status: 200, headers });
+    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body, target) : stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
 }
 
-/** The client's headers a wire passes on, those present; undefined when none. */
-function passedHeaders(request: Request, names: readonly string[] | undefined): Record<string, string> | undefined {
-  if (names === undefined) return undefined;
+/** The client's headers named, those present; undefined when none is. */
+function passedHeaders(request: Request, names: readonly string[]): Record<string, string> | undefined {
   let passed: Record<string, string> | undefined;
   for (const name of names) {
     const value = request.headers.get(name);
     if (value !== null) (passed ??= {})[name] = value;
   }
   return passed;
-}
-
-/** Whether the target's upstream serves the adapter's API itself (its `native` list names it). */
-function servesNatively(target: Target, adapter: EndpointAdapter): boolean {
-  return (target.upstream.config.native as readonly string[]).includes(adapter.name);
 }
 
 /** An answer the adapter gives without an upstream (an estimate): admitted, recorded, charged nothing. */

@@ -5,6 +5,8 @@
  * breaks or stalls mid-answer into an SSE error event in OpenAI's shape followed by `[DONE]`. A
  * stream that ends without `[DONE]` is whole only if the model said it finished (a finish_reason,
  * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
+ * Another API's stream (a native /v1/responses) is read as its StreamDialect says, and ends in its
+ * own failure event.
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -16,12 +18,23 @@
  *   at once, and the client's next read gets the error ending;
  * - one incomplete event holds at most MAX_EVENT_CHARS: an upstream that never ends an event is
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
- * Another API's stream passed through as it came (Anthropic Messages, OpenAI Responses) is read
- * by its EventDialect instead: its own end event, usage and error ending, nothing dropped, no
- * `[DONE]` added.
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
+
+/**
+ * An API's own event stream where it is not chat completions' (a native /v1/responses): how the
+ * relay reads its usage and its end, and how it ends it when it breaks. Such a stream gets no
+ * `[DONE]`, which is chat's alone.
+ */
+export interface StreamDialect {
+  /** Matches an event (its text) that says the answer ended. */
+  readonly finished: RegExp;
+  /** The usage in an event's data (one that names a usage object), or null; `before` is the stream's so far (an API may report it in parts). */
+  usage(data: Record<string, unknown>, before: Usage | null): Usage | null;
+  /** The event a stream that broke ends with, in the API's shape. */
+  failure(message: string): string;
+}
 
 export interface RelayOptions {
   /** The client set stream_options.include_usage itself; keep the usage chunk. */
@@ -39,20 +52,8 @@ export interface RelayOptions {
   onEnd: (result: RelayResult) => Promise<void> | void;
   /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
   upstreamSecrets?: readonly string[];
-  /** How the events are read when they are not chat completions' (absent: chat's). */
-  dialect?: EventDialect;
-}
-
-/** The events of an API other than chat completions, as the relay reads them. */
-export interface EventDialect {
-  /** An event that ends the answer, as chat's `data: [DONE]` does: nothing after it is relayed. */
-  readonly end: RegExp;
-  /** An event that says the model finished, for a stream that closes without its end event. */
-  readonly finished: RegExp;
-  /** The usage so far, from the parsed data of an event that names "usage" (some APIs report it in parts). */
-  usage(data: Record<string, unknown>, before: Usage | null): Usage | null;
-  /** The event a stream the relay cuts short ends with, saying `message`. */
-  errorEvent(message: string): string;
+  /** The stream's API, when it is not chat completions. */
+  dialect?: StreamDialect;
 }
 
 export interface RelayResult {
@@ -92,8 +93,9 @@ class EndedUnfinished extends Error {}
 type Ending = Omit<RelayResult, "usage" | "events" | "errorEvent">;
 
 export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
-  const dialect = options.dialect;
   const reader = upstream.getReader();
+  const dialect = options.dialect;
+  const finished = dialect?.finished ?? FINISHED;
   const decoder = new TextDecoder();
   let pending = "";
   /** A read that ended in "\r": held back, in case the next read starts with the "\n" of a CRLF. */
@@ -146,22 +148,15 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", start)) {
       let event = text.slice(start, end + 2);
       start = end + 2;
-      if (dialect !== undefined) {
-        out += dialectEvent(dialect, event);
-        if (sawDone) {
-          pending = "";
-          return out;
-        }
-        continue;
-      }
-      if (!finishSeen) finishSeen = FINISHED.test(event);
+      if (!finishSeen) finishSeen = finished.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
-        usage = readUsage(parsed?.usage) ?? usage;
+        usage = (dialect ? parsed && dialect.usage(parsed, usage) : readUsage(parsed?.usage)) ?? usage;
         // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
         endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);
-        if (!options.clientWantsUsage && endedOnUsage) continue;
+        // Chat's usage chunk only: another API's events are its own, usage or not.
+        if (!options.clientWantsUsage && endedOnUsage && !dialect) continue;
       } else if (event.includes("data:")) endedOnUsage = false;
       // Cheap test first: only an event that names "error" is parsed for one.
       if (event.includes('"error"')) {
@@ -180,23 +175,6 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     }
     pending = text.slice(start);
     return out;
-  };
-
-  /** One event of another API's stream, read as its dialect says: the text to forward. */
-  const dialectEvent = (d: EventDialect, event: string): string => {
-    if (!finishSeen) finishSeen = d.finished.test(event);
-    if (USAGE_PATTERN.test(event)) {
-      const parsed = parseData(event);
-      if (parsed !== null) usage = d.usage(parsed, usage);
-    }
-    if (event.includes('"error"')) {
-      if (options.upstreamSecrets) event = withoutSecrets(event, options.upstreamSecrets);
-      const error = upstreamErrorEvent === null ? parseData(event)?.error : null;
-      if (error !== null && typeof error === "object") upstreamErrorEvent = JSON.stringify(error);
-    }
-    if (d.end.test(event)) sawDone = true;
-    else events += 1;
-    return event;
   };
 
   /**
@@ -237,7 +215,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
             }
             await finishFirst({ outcome: "complete" });
             if (last) controller.enqueue(encoder.encode(last));
-            if (!sawDone && dialect === undefined) controller.enqueue(DONE_EVENT);
+            if (!sawDone && !dialect) controller.enqueue(DONE_EVENT);
             controller.close();
             return;
           }
@@ -282,12 +260,9 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
           : overdue ? overdueMessage
           : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
-        const ending = `${message} before the answer was complete`;
-        if (dialect !== undefined) controller.enqueue(encoder.encode(dialect.errorEvent(ending)));
-        else {
-          controller.enqueue(encoder.encode(errorEvent(ending)));
-          controller.enqueue(DONE_EVENT);
-        }
+        const why = `${message} before the answer was complete`;
+        controller.enqueue(encoder.encode(dialect ? dialect.failure(why) : errorEvent(why)));
+        if (!dialect) controller.enqueue(DONE_EVENT);
         controller.close();
       }
     },

@@ -9,10 +9,10 @@
  * `stop_sequence`. count_tokens validates with maxTokens "optional" (its body has none).
  *
  * Mapping: `system` (a string or text blocks) becomes the first system message, and a turn of
- * role `system` in `messages` (Claude Code sends its environment so) a system message in place; text blocks
- * become text parts; images (base64 or url) become `image_url` parts (base64 as a data: URL);
- * `tool_use` blocks become the assistant's `tool_calls`; each `tool_result` becomes a `tool`
- * message placed before the rest of its user turn (chat wants tool answers right after the
+ * role `system` in `messages` (Claude Code sends its environment so) a system message in place;
+ * text blocks become text parts; images (base64 or url) become `image_url` parts (base64 as a
+ * data: URL); `tool_use` blocks become the assistant's `tool_calls`; each `tool_result` becomes a
+ * `tool` message placed before the rest of its user turn (chat wants tool answers right after the
  * call); `thinking` blocks go back as the assistant's `reasoning_content`. `stop_sequences` ->
  * `stop`, `metadata.user_id` -> `user`, `top_k` passed on (vLLM, llama.cpp, Ollama read it),
  * tools -> function tools, `tool_choice` auto/any/tool/none -> auto/required/{function}/none and

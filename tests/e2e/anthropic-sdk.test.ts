@@ -281,6 +281,11 @@ describe("/v1/messages as Claude Code calls it", () => {
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
   });
 
+  test("the OpenAPI document lists both paths, with x-api-key among their ways to authenticate", async () => {
+    const doc = (await (await fetch(`${gw.url}/swagger/json`)).json()) as { paths: Record<string, { post?: { security: unknown[] } }> };
+    for (const path of ["/v1/messages", "/v1/messages/count_tokens"]) expect(doc.paths[path]?.post?.security).toContainEqual({ anthropicKey: [] });
+  });
+
   test("a server tool cannot be translated: a 400 naming it, nothing sent upstream", async () => {
     const calls = mock.requests.length;
     const error = await failure(client().messages.create({ model: "translated", max_tokens: 10, messages: hello, tools: [{ type: "web_search_20250305", name: "web_search" }] as never }));

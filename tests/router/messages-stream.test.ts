@@ -1,10 +1,12 @@
 /**
  * The translated Messages stream (src/router/adapters/messages-stream.ts) over a chat stream as the
  * relay hands it on: message_start at once, ping events while the upstream is silent, the relay's
- * error ending as Anthropic's error event.
+ * error ending as Anthropic's error event. And the relay reading a native Messages stream.
  */
 import { describe, expect, test } from "bun:test";
 import { messagesFromChatStream } from "../../src/router/adapters/messages-stream";
+import { MESSAGES_EVENTS } from "../../src/router/adapters/anthropic-wire";
+import { relaySse, type RelayResult } from "../../src/router/sse";
 
 const encoder = new TextEncoder();
 const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
@@ -63,5 +65,35 @@ describe("messagesFromChatStream", () => {
     const text = await readAll(messagesFromChatStream(upstream.stream, { model: "my-route", stopSequences: ["END"] }));
     expect(text).toContain('"model":"my-route"');
     expect(text).toContain('"stop_reason":"stop_sequence","stop_sequence":"END"');
+  });
+});
+
+describe("relaySse with the Messages dialect (a native stream)", () => {
+  const event = (name: string, data: Record<string, unknown>): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+  const start = event("message_start", { message: { id: "msg_1", usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 1 } } });
+  const delta = event("content_block_delta", { index: 0, delta: { type: "text_delta", text: "Hi" } });
+  const finish = event("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: 7 } });
+
+  async function relayed(text: string): Promise<{ out: string; result: RelayResult }> {
+    let result: RelayResult | null = null;
+    const upstream = new Response(text).body!;
+    const stream = relaySse(upstream, { clientWantsUsage: false, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (result = r), dialect: MESSAGES_EVENTS });
+    const out = await new Response(stream).text();
+    return { out, result: result! };
+  }
+
+  test("usage from message_start and message_delta (cached prompt tokens counted); events relayed as they came, no [DONE] added", async () => {
+    const text = start + delta + finish + event("message_stop", {});
+    const { out, result } = await relayed(text);
+    expect(out).toBe(text);
+    expect(result.outcome).toBe("complete");
+    expect(result.usage).toEqual({ prompt_tokens: 15, completion_tokens: 7 });
+  });
+
+  test("a stream closed before the model finished ends with Anthropic's error event", async () => {
+    const { out, result } = await relayed(start + delta);
+    expect(result.outcome).toBe("unfinished");
+    expect(out.startsWith(start + delta)).toBe(true);
+    expect(out.slice((start + delta).length)).toMatch(/^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"the upstream ended its stream before the answer was complete"\}\}\n\n$/);
   });
 });

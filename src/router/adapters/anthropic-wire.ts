@@ -8,7 +8,7 @@ import { GatewayError } from "../../errors";
 import { anthropicError } from "../../translate/anthropic-errors";
 import { isRecord } from "../../translate/chat";
 import { MAX_COUNTED_TOKENS, usageFromJson, type Usage } from "../usage";
-import type { EventDialect } from "../sse";
+import type { StreamDialect } from "../sse";
 import type { CallBody } from "./types";
 
 /** The checks of a Messages body that hold for a native target too (which reads the rest itself). */
@@ -74,12 +74,11 @@ export function anthropicUsageFromJson(text: string): Usage | null {
 
 /**
  * A native Messages stream: `message_start` reports the prompt (and a first output count),
- * `message_delta` the output so far (and, from some servers, the input again); `message_stop`
- * ends it, and a `stop_reason` that is set says the model finished.
+ * `message_delta` the output so far (and, from some servers, the input again); a `stop_reason`
+ * that is set, or `message_stop`, says the model finished.
  */
-export const MESSAGES_EVENTS: EventDialect = {
-  end: /"type"\s*:\s*"message_stop"/,
-  finished: /"stop_reason"\s*:\s*"/,
+export const MESSAGES_EVENTS: StreamDialect = {
+  finished: /"stop_reason"\s*:\s*"|"type"\s*:\s*"message_stop"/,
   usage(data, before) {
     const usage = data.type === "message_start" && isRecord(data.message) ? data.message.usage : data.usage;
     if (!isRecord(usage)) return before;
@@ -87,7 +86,7 @@ export const MESSAGES_EVENTS: EventDialect = {
     const completion = count(usage.output_tokens) ?? before?.completion_tokens ?? 0;
     return { prompt_tokens: prompt, completion_tokens: completion };
   },
-  errorEvent(message) {
+  failure(message) {
     return `event: error\ndata: ${JSON.stringify(anthropicError(502, message).body)}\n\n`;
   },
 };

@@ -14,7 +14,6 @@ import { isRecord } from "../../translate/chat";
 export const PING_INTERVAL_MS = 10_000;
 
 const encoder = new TextEncoder();
-const SILENCE = Symbol("silence");
 
 export interface TranslatedStreamOptions {
   /** The model the client named. */
@@ -28,12 +27,8 @@ export function messagesFromChatStream(chat: ReadableStream<Uint8Array>, options
   const decoder = new TextDecoder();
   const events = createMessagesStream({ model: options.model, id: `msg_${crypto.randomUUID().replaceAll("-", "")}`, stopSequences: options.stopSequences });
   let pending = "";
-  let reading: ReturnType<typeof reader.read> | null = null;
-  let wake: () => void = () => {};
-  let silence = new Promise<typeof SILENCE>((resolve) => (wake = () => resolve(SILENCE)));
-  const timer = setTimeout(function silent() {
-    wake();
-  }, options.pingIntervalMs ?? PING_INTERVAL_MS);
+  let ended = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
 
   /** The Anthropic events for the complete chat events in `text`; keeps the incomplete rest. */
   const translate = (text: string): string => {
@@ -61,33 +56,45 @@ export function messagesFromChatStream(chat: ReadableStream<Uint8Array>, options
     if (isRecord(parsed.error)) return events.fail(typeof parsed.error.message === "string" ? parsed.error.message : "the upstream reported an error");
     return events.chunk(parsed);
   };
-  const stop = (): void => clearTimeout(timer);
+  const stop = (): void => {
+    ended = true;
+    clearTimeout(timer);
+  };
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(encoder.encode(events.start()));
+      // Refreshed by every read from the upstream, so it fires only after a silence; a ping may
+      // be queued while a pull waits on the upstream (a pending pull is no obstacle to enqueue).
+      timer = setTimeout(function ping() {
+        if (ended) return;
+        controller.enqueue(encoder.encode(events.ping()));
+        timer!.refresh();
+      }, options.pingIntervalMs ?? PING_INTERVAL_MS);
     },
     async pull(controller) {
       for (;;) {
-        reading ??= reader.read();
-        const got = await Promise.race([reading, silence]);
-        if (got === SILENCE) {
-          silence = new Promise((resolve) => (wake = () => resolve(SILENCE)));
-          timer.refresh();
-          controller.enqueue(encoder.encode(events.ping()));
+        let got: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          got = await reader.read();
+        } catch {
+          // The relay ends every failure with an error event and closes; this is only a guard.
+          stop();
+          controller.enqueue(encoder.encode(events.fail("the upstream connection broke before the answer was complete")));
+          controller.close();
           return;
         }
-        reading = null;
-        timer.refresh();
+        timer!.refresh();
         if (got.done) {
           stop();
-          const rest = pending + decoder.decode();
+          const rest = pending;
           const out = (rest.trim() ? translate(`${rest}\n\n`) : "") + events.end();
           if (out) controller.enqueue(encoder.encode(out));
           controller.close();
           return;
         }
-        const text = decoder.decode(got.value, { stream: true });
+        // The relay hands on whole events only, so a read never ends inside a character.
+        const text = decoder.decode(got.value);
         const out = translate(pending + (text.includes("\r") ? text.replaceAll("\r\n", "\n") : text));
         if (out) {
           controller.enqueue(encoder.encode(out));

@@ -3,12 +3,11 @@
  * route. A target whose upstream lists "messages" in `native` is sent the body as it came (its
  * model and, on a priced route, the reserved max_tokens set) at base_url + /messages, with the
  * client's anthropic-version and anthropic-beta headers, and its answer relayed as it came, usage
- * read from Anthropic's fields. Any other target gets the
- * request translated to chat completions (../../translate/anthropic-request.ts) and its answer
- * translated back, whole or streamed (./messages-stream.ts). A route with any translated target
- * refuses, before anything is charged, a request that cannot be translated (a server tool, an
- * unknown block), so no failover can meet it halfway. Errors, the gateway's own and an upstream's
- * refusals, are in Anthropic's shape.
+ * read from Anthropic's fields. Any other target gets the request translated to chat completions
+ * (../../translate/anthropic-request.ts) and its answer translated back, whole or streamed
+ * (./messages-stream.ts). A route with any translated target refuses, before anything is charged,
+ * a request that cannot be translated (a server tool, an unknown block), so no failover can meet
+ * it halfway. Errors, the gateway's own and an upstream's refusals, are in Anthropic's shape.
  * count_tokens is asked of the upstream when every target serves Messages natively; otherwise it
  * is the documented estimate (../../translate/count-tokens.ts), answered by the gateway. It is
  * admitted like any call (identity, key policy, rate limits) and charged nothing.
@@ -23,32 +22,26 @@ import { estimatedCompletion } from "./chat";
 import { anthropicErrorText, anthropicUsageFromJson, checkMessagesBody, invalid, MESSAGES_EVENTS, renderAnthropicError } from "./anthropic-wire";
 import { messagesFromChatStream } from "./messages-stream";
 import type { ModelRoute } from "../registry";
-import type { CallBody, EndpointAdapter, Wire } from "./types";
+import { servesNatively, type CallBody, type EndpointAdapter, type NativeForm } from "./types";
 
 /** The chat translation of a body, made once by checkRoute (a symbol: never serialised). */
 const TRANSLATION = Symbol("chat translation");
 /** count_tokens' estimate, made once by checkRoute. */
 const ESTIMATE = Symbol("input token estimate");
-
 /** What an Anthropic client says of the API version and the beta features its body uses; a native upstream needs them to read it. */
 const ANTHROPIC_HEADERS = ["anthropic-version", "anthropic-beta"];
 
 type Kept = CallBody & { [TRANSLATION]?: Extract<MessagesTranslation, { chat: unknown }>; [ESTIMATE]?: number };
 
-function allNative(route: ModelRoute): boolean {
-  return route.targets.every((target) => (target.upstream.config.native as readonly string[]).includes("messages"));
+function allNative(adapter: EndpointAdapter, route: ModelRoute): boolean {
+  return route.targets.every((target) => servesNatively(adapter, target));
 }
 
 function stopSequences(body: CallBody): readonly string[] {
   return (body as Kept)[TRANSLATION]?.stopSequences ?? [];
 }
 
-/** An upstream's refusal in Anthropic's shape; a success as it came. */
-function errorsInAnthropicShape(text: string, _body: CallBody, status: number): string {
-  return status >= 400 ? anthropicErrorText(text, status) : text;
-}
-
-const nativeMessages: Wire = {
+const nativeMessages: NativeForm = {
   upstreamPath: "messages",
   payload(body, target, tokenLimit) {
     const sent: Record<string, unknown> = { ...body, model: target.model };
@@ -56,8 +49,7 @@ const nativeMessages: Wire = {
     return sent;
   },
   usage: anthropicUsageFromJson,
-  events: MESSAGES_EVENTS,
-  transformWhole: errorsInAnthropicShape,
+  stream: MESSAGES_EVENTS,
   passHeaders: ANTHROPIC_HEADERS,
 };
 
@@ -69,11 +61,12 @@ export const messagesAdapter: EndpointAdapter = {
   answer: "completion",
   check: (body) => checkMessagesBody(body, { maxTokens: "required" }),
   checkRoute(body, route) {
-    if (allNative(route)) return;
+    if (allNative(messagesAdapter, route)) return;
     const translated = messagesToChat(body);
     if ("error" in translated) throw invalid(translated.error.message, null);
     (body as Kept)[TRANSLATION] = translated;
   },
+  native: nativeMessages,
   payload(body, target, tokenLimit) {
     const sent: Record<string, unknown> = { ...(body as Kept)[TRANSLATION]!.chat, model: target.model };
     if (tokenLimit !== null) setTokenLimit(sent, target.upstream.config.token_limit_field, tokenLimit);
@@ -83,8 +76,8 @@ export const messagesAdapter: EndpointAdapter = {
   estimate: estimatedCompletion,
   reserve: reserveWithin,
   renderError: renderAnthropicError,
-  transformWhole(text, body, status) {
-    if (status >= 400) return anthropicErrorText(text, status);
+  transformWhole(text, body, target) {
+    if (servesNatively(messagesAdapter, target)) return text;
     let answer: unknown;
     try {
       answer = JSON.parse(text);
@@ -93,9 +86,11 @@ export const messagesAdapter: EndpointAdapter = {
     }
     return JSON.stringify(chatToMessage(answer as Record<string, unknown>, { model: body.model, stopSequences: stopSequences(body) }));
   },
-  transformStream: (stream, body) => messagesFromChatStream(stream, { model: body.model, stopSequences: stopSequences(body) }),
+  transformStream: (stream, body, target) =>
+    servesNatively(messagesAdapter, target) ? stream : messagesFromChatStream(stream, { model: body.model, stopSequences: stopSequences(body) }),
+  // The translation reads the chat stream's usage chunk.
   keepUsageChunk: true,
-  native: nativeMessages,
+  transformError: anthropicErrorText,
 };
 
 const NOTHING: Usage = { prompt_tokens: 0, completion_tokens: 0 };
@@ -108,21 +103,22 @@ export const countTokensAdapter: EndpointAdapter = {
   answer: "whole",
   check: (body) => checkMessagesBody(body, { maxTokens: "optional" }),
   checkRoute(body, route) {
-    if (allNative(route)) return;
+    if (allNative(countTokensAdapter, route)) return;
     const estimate = estimateInputTokens(body);
     if ("error" in estimate) throw invalid(estimate.error.message, null);
     (body as Kept)[ESTIMATE] = estimate.input_tokens;
+  },
+  native: {
+    upstreamPath: "messages/count_tokens",
+    payload: (body, target) => ({ ...body, model: target.model }),
+    usage: () => NOTHING,
+    stream: MESSAGES_EVENTS,
+    passHeaders: ANTHROPIC_HEADERS,
   },
   usage: () => NOTHING,
   estimate: () => NOTHING,
   reserve: () => ({ micro: 0, completionLimit: null }),
   renderError: renderAnthropicError,
-  native: {
-    upstreamPath: "messages/count_tokens",
-    payload: (body, target) => ({ ...body, model: target.model }),
-    usage: () => NOTHING,
-    transformWhole: errorsInAnthropicShape,
-    passHeaders: ANTHROPIC_HEADERS,
-  },
+  transformError: anthropicErrorText,
   answerLocally: (body) => JSON.stringify({ input_tokens: (body as Kept)[ESTIMATE] ?? 0 }),
 };

@@ -5,18 +5,17 @@
  * request is read and checked, what each target is sent and where, where the answer's usage is,
  * what a call may cost before it runs, how its errors look, and what kind of answer it relays.
  * A translating endpoint (one API's shape in, chat completions upstream) is an adapter whose
- * check translates (keeping what it needs per call on the body, which the transforms are given),
- * whose payload builds the chat body, whose upstreamPath is chat's, and whose transforms and
- * renderError speak its API. Its `native` wire is used instead for a target whose upstream serves
- * that API itself (`native = [...]` names the adapter): the body passed through, the answer read
- * in the API's own terms (usage, stream events) and relayed as it came.
+ * check translates (keeping what it needs per call, keyed by the body), whose payload builds the
+ * chat body, whose upstreamPath is chat's, and whose transforms and renderError speak its API.
+ * Such an endpoint may also have a native form (NativeForm): a target whose upstream lists the
+ * endpoint in its `native` config is sent the API's own request instead, and its answer relayed.
  */
 import type { EndpointName } from "../../config/schema";
 import type { Reserve } from "../../credits/reservation";
 import type { GatewayError } from "../../errors";
+import type { StreamDialect } from "../sse";
 import type { ModelRoute, Target } from "../registry";
 import type { Usage } from "../usage";
-import type { EventDialect } from "../sse";
 
 /** A request body the adapter has checked: an object naming a model. */
 export type CallBody = { model: string } & Record<string, unknown>;
@@ -37,10 +36,39 @@ export interface EstimateInput {
   completionTokens: number;
 }
 
-/** How one target is called and its answer read: the adapter's own, or its `native` wire. */
-export interface Wire {
+/**
+ * How an endpoint is sent to a target whose upstream serves its API itself (`native = [name]` in
+ * the upstream's config): passed through, not translated. The pipeline chooses per target, so a
+ * route may mix native and translated targets and fail over between them.
+ */
+export interface NativeForm {
+  /** Under each such upstream's base_url. */
+  readonly upstreamPath: string;
+  /** The JSON the target is sent: the client's request naming `target.model`, with a priced completion's `tokenLimit`. */
+  payload(body: CallBody, target: Target, tokenLimit: number | null): Record<string, unknown>;
+  /** The usage a whole answer reports; null when it reports none. */
+  usage(text: string): Usage | null;
+  /** How the relay reads the API's own event stream (../sse.ts). */
+  readonly stream: StreamDialect;
+  /** Headers of the client's request sent on to the target when present (lower case: the API's version and feature flags). */
+  readonly passHeaders?: readonly string[];
+}
+
+export interface EndpointAdapter {
+  readonly name: EndpointName;
+  /** The paths clients call (the first is the documented one). */
+  readonly paths: readonly string[];
   /** Under each upstream's base_url. */
   readonly upstreamPath: string;
+  /** json: a JSON object checked by `check`; multipart: an upload streamed through, its `model` field read on the way (../upload.ts). */
+  readonly input: "json" | "multipart";
+  readonly answer: AnswerKind;
+  /** Throws the GatewayError (400) for a JSON body this endpoint refuses. */
+  check(body: unknown): asserts body is CallBody;
+  /** Refusals that depend on the route the model names (a limit no reservation covers). */
+  checkRoute?(body: CallBody, route: ModelRoute): void;
+  /** The endpoint's native form, for targets whose upstream serves its API itself. */
+  readonly native?: NativeForm;
   /**
    * The JSON one target is sent, naming its model (`target.model`): the body amended in place, or
    * a translation of it (then the client's body keeps the model the client named, and a streamed
@@ -50,33 +78,6 @@ export interface Wire {
   payload?(body: CallBody, target: Target, tokenLimit: number | null): Record<string, unknown>;
   /** The usage an answer reports (a whole answer's text); null when it reports none. */
   usage(text: string): Usage | null;
-  /** How an event stream's events are read when they are not chat completions' (sse.ts); absent: chat's, and a streamed request is asked for its usage chunk. */
-  readonly events?: EventDialect;
-  /**
-   * A whole answer rewritten for the client (a translation back; `status` says whether it is one of
-   * success or the upstream's refusal); `body` is the client's, which carries what the adapter
-   * kept of it when it checked it.
-   */
-  transformWhole?(text: string, body: CallBody, status: number): string;
-  /** An event stream of success, rewritten for the client, after the usage is read (`body` as for transformWhole). */
-  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody): ReadableStream<Uint8Array>;
-  /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
-  readonly keepUsageChunk?: boolean;
-  /** Headers of the client's request sent on to the target when present (lower case; a native API's version and feature flags). */
-  readonly passHeaders?: readonly string[];
-}
-
-export interface EndpointAdapter extends Wire {
-  readonly name: EndpointName;
-  /** The paths clients call (the first is the documented one). */
-  readonly paths: readonly string[];
-  /** json: a JSON object checked by `check`; multipart: an upload streamed through, its `model` field read on the way (../upload.ts). */
-  readonly input: "json" | "multipart";
-  readonly answer: AnswerKind;
-  /** Throws the GatewayError (400) for a JSON body this endpoint refuses. */
-  check(body: unknown): asserts body is CallBody;
-  /** Refusals that depend on the route the model names (a limit no reservation covers). */
-  checkRoute?(body: CallBody, route: ModelRoute): void;
   /** What a successful answer that reported no usage is charged. */
   estimate(input: EstimateInput): Usage;
   /**
@@ -86,11 +87,26 @@ export interface EndpointAdapter extends Wire {
   reserve: Reserve;
   /** The error answer in this API's shape; OpenAI's when absent. */
   renderError?(error: GatewayError, headers: Record<string, string>): Response;
-  /** The wire to a target whose upstream lists this adapter's name in `native` (it serves the API itself). */
-  readonly native?: Wire;
   /**
-   * The answer given without any upstream, when no target of the route serves the API natively
-   * (an estimate the gateway can make itself); charged nothing.
+   * A whole (JSON) answer of success, rewritten for the client (a translation back); `body` is the
+   * client's, whose identity can key what the adapter kept of it when it checked it (a WeakMap);
+   * `target` the one that answered (whether it was sent the native form: servesNatively).
+   */
+  transformWhole?(text: string, body: CallBody, target: Target): string;
+  /** An event stream of success, rewritten for the client, after the usage is read (`body` and `target` as for transformWhole). */
+  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody, target: Target): ReadableStream<Uint8Array>;
+  /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
+  readonly keepUsageChunk?: boolean;
+  /** An upstream's refusal (status 400 and up), rewritten for the client in this API's error shape; relayed as it came when absent. */
+  transformError?(text: string, status: number): string;
+  /**
+   * The answer the gateway gives itself, without an upstream, when some target of the route does
+   * not serve the API natively (an estimate it can make); charged nothing.
    */
   answerLocally?(body: CallBody): string;
+}
+
+/** Whether `target` is sent the adapter's native form: the adapter has one, and the target's upstream lists the endpoint as native. */
+export function servesNatively(adapter: EndpointAdapter, target: Target): boolean {
+  return adapter.native !== undefined && (target.upstream.config.native as readonly string[]).includes(adapter.name);
 }
