@@ -42,6 +42,8 @@ export interface MockBehaviour extends ResponsesBehaviour {
   speechBytes?: number;
   /** Call the first tool a request offers, unless it ends with a tool's answer (./mock-anthropic.ts). */
   callTool?: boolean;
+  /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
+  answer?: (body: Record<string, any>) => Response | undefined;
 }
 
 export interface MockUpstream {
@@ -91,6 +93,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       }
       const toolCall = chatToolCallAnswer(body, behaviour);
       if (toolCall) return toolCall;
+      const scripted = behaviour.answer?.(body);
+      if (scripted) return scripted;
       const words = behaviour.words ?? DEFAULT_WORDS;
       if (behaviour.callTools || behaviour.reasoning) return chatToolAnswer(body, { ...behaviour, words });
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
