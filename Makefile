@@ -32,9 +32,13 @@ install: node_modules/.installed
 # bun runs no dependency's install script unless package.json trusts it, and says "Blocked 1
 # postinstall": that is @foundry-rs/anvil's download of its binary, which its platform package
 # (installed beside it, and what the tests run) already holds. Said plainly after the install.
+# Claude Code's postinstall downloads nothing: it puts the native binary of its platform package
+# (installed beside it) in place of the stub bin/claude.exe, so it is run here by hand. The
+# agents' end-to-end tests (tests/e2e/agents.test.ts) run that binary.
 node_modules/.installed: package.json bun.lock $(BUN)
 	$(BUN) install --frozen-lockfile
 	@$(BUN) pm untrusted 2>/dev/null | grep -q '@foundry-rs/anvil' && echo "note: the blocked postinstall is @foundry-rs/anvil's download of its binary; its platform package holds it already, nothing is missing" || true
+	cd node_modules/@anthropic-ai/claude-code && node install.cjs
 	touch $@
 
 # Install scripts are not run (recent npm skips them anyway, with a warning): the binary is copied

@@ -5,7 +5,7 @@
  * and the Portkey OSS gateway. Prints a markdown table with modelgate's ratios against the targets
  * of issue 2, and its footprint against issue 34's (idle RSS, RSS with 1,000 open streams from
  * bench/footprint.ts, exec to healthy), and writes it to bench/results.md, followed by the sections other
- * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, endpoints.ts, responses.ts, dashboard.ts, under-attack.ts,
+ * parts contribute (bench/webhooks.ts, spendauth.ts, routing.ts, endpoints.ts, messages.ts, responses.ts, dashboard.ts, under-attack.ts,
  * when present; each also runs alone: `bun bench/under-attack.ts`).
  * Invariants: every child process is ended on exit; every load run is bounded in time; servers and
  * the load generator are pinned to separate CPUs when taskset exists (BENCH_PIN=0 turns that off).
@@ -47,7 +47,7 @@ async function sanityCheck(target: Target): Promise<string | null> {
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
   const sections: string[] = [];
-  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["responses.ts", "runResponsesBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"], ["triage.ts", "runTriageBench"]];
+  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["messages.ts", "runMessagesBench"], ["responses.ts", "runResponsesBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"], ["triage.ts", "runTriageBench"]];
   for (const [file, exportName] of modules) {
     const path = join(import.meta.dir, file);
     if (!existsSync(path)) continue;

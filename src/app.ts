@@ -68,7 +68,7 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
     })
     .use(swaggerRoutes())
     .use(apiRoutes(deps))
-    .use(modelRoutes(deps, door.byName));
+    .use(modelRoutes(deps, door.byPath));
   for (const feature of features) app = app.use(feature);
   return app;
 }

@@ -78,6 +78,7 @@ export function swaggerRoutes() {
             },
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", bearerFormat: "API_KEY", description: "An API key (sk-mg-…) from the dashboard or `modelgate key create`" },
+              anthropicKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The same API key in the header Anthropic's clients send it in (any /v1 model endpoint takes it)" },
               session: {
                 type: "apiKey",
                 in: "cookie",

@@ -2,7 +2,8 @@
  * The Gate every /v1/chat/completions request passes (src/auth/types.ts). Identities are checked
  * in DESIGN.md's order, and a presented but invalid credential is a 401, never anonymous:
  *   1. X-Payment-Signature -> the SpendAuth hook (or 401 spend_auth_disabled without one)
- *   2. Authorization       -> API key (`Bearer sk-mg-...`), limited per key
+ *   2. Authorization       -> API key (`Bearer sk-mg-...`), limited per key; without it,
+ *      X-Api-Key              -> the same API key as Anthropic's clients send it (`sk-mg-...`)
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
  * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too;
@@ -68,6 +69,8 @@ function presented(request: Request): Presented {
   if (headers.has("x-payment-signature")) return SPEND_AUTH;
   const authorization = headers.get("authorization");
   if (authorization !== null) return { kind: "api_key", authorization };
+  const apiKey = headers.get("x-api-key");
+  if (apiKey !== null) return { kind: "api_key", authorization: `Bearer ${apiKey}` };
   const token = readSessionCookie(request);
   return token === null ? ANONYMOUS : { kind: "session", token };
 }

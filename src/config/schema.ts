@@ -136,7 +136,7 @@ const Price = T.Object(
 );
 
 /** The endpoints a model route may serve (`endpoints = [...]` narrows them; all by default). */
-export const ENDPOINT_NAMES = ["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "responses"] as const;
+export const ENDPOINT_NAMES = ["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "messages", "responses"] as const;
 export type EndpointName = (typeof ENDPOINT_NAMES)[number];
 
 const Model = T.Object(

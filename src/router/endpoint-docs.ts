@@ -12,6 +12,7 @@ import { CompletionRequest } from "./adapters/completions";
 import { EmbeddingRequest, RerankRequest } from "./adapters/embeddings";
 import { SpeechRequest } from "./adapters/audio";
 import { ResponsesRequest } from "./adapters/responses";
+import { CountTokensRequest, MessagesRequest } from "./adapters/messages-schema";
 
 const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
   "x-ratelimit-limit-requests": { description: "The caller's limit (per minute, or per day when that binds)", schema: { type: "integer" } },
@@ -96,7 +97,8 @@ function uploadBody(model: string, verb: string): OpenAPIV3.RequestBodyObject {
 }
 
 function operation(name: EndpointName, operationId: string, summary: string, requestBody: OpenAPIV3.RequestBodyObject, ok: OpenAPIV3.ResponseObject): OpenAPIV3.OperationObject {
-  return { operationId, summary, tags: [name === "chat" ? "chat" : name], security: SECURITY, requestBody, responses: { 200: ok, ...CALL_ERRORS } };
+  const security = name === "messages" ? [{ anthropicKey: [] }, ...SECURITY] : SECURITY;
+  return { operationId, summary, tags: [name === "chat" ? "chat" : name], security, requestBody, responses: { 200: ok, ...CALL_ERRORS } };
 }
 
 export function endpointDocs(deps: AppDeps): EndpointDoc[] {
@@ -186,6 +188,31 @@ export function endpointDocs(deps: AppDeps): EndpointDoc[] {
           "audio/mpeg": { schema: { type: "string", format: "binary" } },
           "application/octet-stream": { schema: { type: "string", format: "binary" } },
         }),
+      ),
+    },
+    {
+      name: "messages",
+      path: "/v1/messages",
+      detail: operation(
+        "messages",
+        "createMessage",
+        "Create a message, Anthropic's Messages API (native where the upstream serves it, else translated to chat; errors in Anthropic's shape)",
+        jsonBody(MessagesRequest, { model: model("messages"), max_tokens: 32, messages: [{ role: "user", content: "Say hello in five words." }] }),
+        success("The message: a JSON object, or an event stream (event: and data: lines, ending with message_stop) with stream: true", {
+          "application/json": ANY_JSON,
+          "text/event-stream": { schema: { type: "string" } },
+        }),
+      ),
+    },
+    {
+      name: "messages",
+      path: "/v1/messages/count_tokens",
+      detail: operation(
+        "messages",
+        "countMessageTokens",
+        "Count a message's input tokens: the upstream's count where every target serves Messages, else the gateway's estimate; charged nothing",
+        jsonBody(CountTokensRequest, { model: model("messages"), messages: [{ role: "user", content: "Say hello in five words." }] }),
+        success("The count", { "application/json": { schema: { type: "object", properties: { input_tokens: { type: "integer" } } } } }),
       ),
     },
     {

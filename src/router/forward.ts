@@ -29,6 +29,8 @@ export interface ForwardInput {
    */
   payload: (target: Target) => string | ReadableStream<Uint8Array> | null;
   contentType?: string;
+  /** Headers of the client's request sent on to a target (a native API's version and beta flags); none when absent or undefined. */
+  headersFor?: (target: Target) => Readonly<Record<string, string>> | undefined;
   /** Why the request's own body failed to go out (an upload over the limit, or cut off by its client): no target's fault. */
   bodyFailure?: () => GatewayError | null;
   /** Reports a client that went away; each attempt points its onGone at its own exchange. */
@@ -161,7 +163,7 @@ async function attempt(target: Target, payload: string | ReadableStream<Uint8Arr
     if (reach !== "ok") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (${reach === "refused" ? "connection refused" : "its host name did not resolve"})` };
   }
   const path = typeof input.upstreamPath === "string" ? input.upstreamPath : input.upstreamPath(target);
-  const exchange = upstream.post(path, payload, input.contentType);
+  const exchange = upstream.post(path, payload, input.contentType, input.headersFor?.(target));
   const abort = (reason: string): void => exchange.abort(reason);
   const client = input.client;
   client.onGone = abort;

@@ -19,8 +19,8 @@ export interface FrontDoor {
   routes: Record<string, Partial<Record<"POST" | "OPTIONS", ModelEndpoint>>>;
   /** The endpoint function for a request to one of the paths, or null. */
   match(request: Request): ModelEndpoint | null;
-  /** Each adapter's endpoint, by its name (the OpenAPI routes call them). */
-  byName: ReadonlyMap<string, ModelEndpoint>;
+  /** Each path's endpoint, CORS included (the OpenAPI routes call them). */
+  byPath: ReadonlyMap<string, ModelEndpoint>;
 }
 
 export function createFrontDoor(deps: AppDeps): FrontDoor {
@@ -28,7 +28,6 @@ export function createFrontDoor(deps: AppDeps): FrontDoor {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const routes: FrontDoor["routes"] = {};
   const byPath = new Map<string, ModelEndpoint>();
-  const byName = new Map<string, ModelEndpoint>();
   // The Responses endpoint keeps what it stores in the deps' database: built per app.
   for (const adapter of [...ADAPTERS, createResponsesAdapter(deps)]) {
     const endpoint = createEndpoint(deps, adapter);
@@ -39,7 +38,6 @@ export function createFrontDoor(deps: AppDeps): FrontDoor {
           return response;
         }
       : endpoint;
-    byName.set(adapter.name, served);
     for (const path of adapter.paths) {
       byPath.set(path, served);
       routes[path] = cors ? { POST: served, OPTIONS: async (request) => cors.preflight(request, requestMeta(request, trusted).id) } : { POST: served };
@@ -47,7 +45,7 @@ export function createFrontDoor(deps: AppDeps): FrontDoor {
   }
   return {
     routes,
-    byName,
+    byPath,
     match(request) {
       const method = request.method;
       if (method !== "POST" && !(method === "OPTIONS" && cors)) return null;

@@ -24,7 +24,7 @@ import { serialize, tokenLimitToSend } from "./upstream-body";
 import { completionsPriced } from "./adapters/chat";
 import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
-import { outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
+import { answeredLocally, outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
 
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
@@ -52,6 +52,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
     adapter.admitted?.(ctx.body, admission.identity);
+    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(adapter, target))) return await answeredLocally(served, adapter.answerLocally(ctx.body));
     const completion = adapter.answer === "completion";
     const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
@@ -82,6 +83,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
             return serialize(sent);
           },
       contentType: upload?.contentType,
+      headersFor: native?.passHeaders === undefined ? undefined : (target) => (servesNatively(adapter, target) ? passedHeaders(ctx.request, native.passHeaders!) : undefined),
       bodyFailure: upload ? upload.failure : undefined,
       client,
       routing: deps.config.routing,
@@ -165,6 +167,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
       if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body, target);
+      else if (reply.status >= 400 && adapter.transformError) text = adapter.transformError(text, reply.status);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -207,6 +210,16 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
+}
+
+/** The client's headers named, those present; undefined when none is. */
+function passedHeaders(request: Request, names: readonly string[]): Record<string, string> | undefined {
+  let passed: Record<string, string> | undefined;
+  for (const name of names) {
+    const value = request.headers.get(name);
+    if (value !== null) (passed ??= {})[name] = value;
+  }
+  return passed;
 }
 
 /** Audio relayed as it arrives, with the upstream's type; settled when it ends. */

@@ -111,7 +111,7 @@ export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelE
       },
     });
   for (const doc of endpointDocs(deps)) {
-    const endpoint = endpoints.get(doc.name)!;
+    const endpoint = endpoints.get(doc.path)!;
     // The endpoint reads and checks the body itself (./endpoint.ts); the schema is for the docs.
     app = app.post(doc.path, ({ request, server }) => endpoint(request, server), { parse: "none", detail: doc.detail as any }) as unknown as typeof app;
   }

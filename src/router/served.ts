@@ -1,7 +1,8 @@
 /**
  * An admitted call as the pipeline (./pipeline.ts) carries it: its context, how it ended (an
  * Outcome), and Served, which settles its admission and emits its request record exactly once,
- * whichever way the call ends first. Also the record of a request refused before admission.
+ * whichever way the call ends first. Also the record of a request refused before admission, and
+ * the answer to an admitted call the gateway gives itself (answeredLocally).
  */
 import { ERROR_STATUS, type GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
@@ -13,6 +14,7 @@ import { costMicro, type Usage } from "./usage";
 import type { CallBody, EndpointAdapter } from "./adapters/types";
 import type { EndpointName } from "../config/schema";
 import type { Upload } from "./upload";
+import { hundredths } from "../log";
 
 export interface CallContext {
   request: Request;
@@ -79,6 +81,18 @@ export class Served {
     this.deps.onRequestDone(record(this.ctx.requestId, this.admission.identity, outcome, latencyMs, charged));
     return latencyMs;
   }
+}
+
+/** An answer the adapter gives without an upstream (an estimate): admitted, recorded, charged nothing. */
+export async function answeredLocally(served: Served, text: string): Promise<Response> {
+  const { ctx, admission } = served;
+  served.finish(unanswered(ctx, 200));
+  if (served.committed) await served.committed;
+  const headers = admission.headers;
+  headers["x-request-id"] = ctx.requestId;
+  headers["content-type"] = "application/json";
+  headers["x-gateway-overhead-ms"] = hundredths(performance.now() - ctx.startedAt);
+  return new Response(text, { status: 200, headers });
 }
 
 /** Who a refusal was for: the identity a rate-limit or credit denial established, else the kind of credential presented (a bad key is not an anonymous caller). */

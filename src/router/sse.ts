@@ -30,8 +30,8 @@ import { withoutSecrets } from "./upstream-text";
 export interface StreamDialect {
   /** Matches an event (its text) that says the answer ended. */
   readonly finished: RegExp;
-  /** The usage in an event's data (one that names a usage object), or null. */
-  usage(data: Record<string, unknown>): Usage | null;
+  /** The usage in an event's data (one that names a usage object), or null; `before` is the stream's so far (an API may report it in parts). */
+  usage(data: Record<string, unknown>, before: Usage | null): Usage | null;
   /** The event a stream that broke ends with, in the API's shape. */
   failure(message: string): string;
 }
@@ -158,7 +158,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       if (!finishSeen) finishSeen = finished.test(event);
       if (USAGE_PATTERN.test(event)) {
         const parsed = parseData(event);
-        usage = (dialect ? parsed && dialect.usage(parsed) : readUsage(parsed?.usage)) ?? usage;
+        usage = (dialect ? parsed && dialect.usage(parsed, usage) : readUsage(parsed?.usage)) ?? usage;
         // The chunk that carries only usage (no choice, or no choices at all), not a content chunk with usage on it.
         const choices = parsed?.choices;
         endedOnUsage = parsed !== null && !(Array.isArray(choices) && choices.length > 0);

@@ -18,7 +18,8 @@ export interface PostSetup {
   postChat: (body: string) => UpstreamExchange;
 }
 
-export type UpstreamPost = (path: string, body: string | ReadableStream<Uint8Array>, contentType?: string) => UpstreamExchange;
+/** `extraHeaders`: headers of this one request beside the upstream's own (a client's, passed on to a native API). */
+export type UpstreamPost = (path: string, body: string | ReadableStream<Uint8Array>, contentType?: string, extraHeaders?: Readonly<Record<string, string>>) => UpstreamExchange;
 
 export function createPost(setup: PostSetup): UpstreamPost {
   // Answers other than chat's are of any type (audio, text), so any is accepted.
@@ -34,11 +35,13 @@ export function createPost(setup: PostSetup): UpstreamPost {
     }
     return known;
   };
-  return (path, body, contentType = "application/json") => {
-    if (path === "chat/completions" && typeof body === "string") return setup.postChat(body);
+  return (path, body, contentType = "application/json", extraHeaders) => {
+    if (path === "chat/completions" && typeof body === "string" && extraHeaders === undefined) return setup.postChat(body);
     const { url, requestHead } = pathFor(path);
-    if (typeof body === "string" && !setup.viaFetch) return http1Post(setup.origin, body, requestHead);
-    return fetchPost(setup.name, url.href, { ...headers, "content-type": contentType }, body);
+    // Header values came through Bun's Headers, which refuse CR, LF and NUL: a line each is safe.
+    const extra = extraHeaders === undefined ? "" : Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    if (typeof body === "string" && !setup.viaFetch) return http1Post(setup.origin, body, requestHead + extra);
+    return fetchPost(setup.name, url.href, { ...headers, "content-type": contentType, ...extraHeaders }, body);
   };
 }
 

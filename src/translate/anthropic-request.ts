@@ -8,10 +8,11 @@
  * `model` is kept for routing; `stopSequences` is what the answer translators need to report
  * `stop_sequence`. count_tokens validates with maxTokens "optional" (its body has none).
  *
- * Mapping: `system` (a string or text blocks) becomes the first system message; text blocks
- * become text parts; images (base64 or url) become `image_url` parts (base64 as a data: URL);
- * `tool_use` blocks become the assistant's `tool_calls`; each `tool_result` becomes a `tool`
- * message placed before the rest of its user turn (chat wants tool answers right after the
+ * Mapping: `system` (a string or text blocks) becomes the first system message, and a turn of
+ * role `system` in `messages` (Claude Code sends its environment so) a system message in place;
+ * text blocks become text parts; images (base64 or url) become `image_url` parts (base64 as a
+ * data: URL); `tool_use` blocks become the assistant's `tool_calls`; each `tool_result` becomes a
+ * `tool` message placed before the rest of its user turn (chat wants tool answers right after the
  * call); `thinking` blocks go back as the assistant's `reasoning_content`. `stop_sequences` ->
  * `stop`, `metadata.user_id` -> `user`, `top_k` passed on (vLLM, llama.cpp, Ollama read it),
  * tools -> function tools, `tool_choice` auto/any/tool/none -> auto/required/{function}/none and
@@ -100,10 +101,10 @@ function optionalStrings(value: unknown, path: string): string[] {
   return value;
 }
 
-function systemText(system: unknown): string {
+function systemText(system: unknown, path = "system"): string {
   if (typeof system === "string") return system;
-  if (!Array.isArray(system)) fail("system: must be a string or an array of text blocks");
-  return system.map((block, i) => textOf(block, `system.${i}`)).join("\n");
+  if (!Array.isArray(system)) fail(`${path}: must be a string or an array of text blocks`);
+  return system.map((block, i) => textOf(block, `${path}.${i}`)).join("\n");
 }
 
 function textOf(block: unknown, path: string): string {
@@ -116,7 +117,11 @@ function textOf(block: unknown, path: string): string {
 function appendMessage(out: ChatMessage[], message: unknown, path: string): void {
   if (!isRecord(message)) fail(`${path}: must be an object`);
   const { role, content } = message;
-  if (role !== "user" && role !== "assistant") fail(`${path}.role: must be "user" or "assistant"`);
+  if (role === "system") {
+    out.push({ role: "system", content: systemText(content, `${path}.content`) });
+    return;
+  }
+  if (role !== "user" && role !== "assistant") fail(`${path}.role: must be "user", "assistant" or "system"`);
   if (typeof content === "string") {
     out.push({ role, content });
     return;

@@ -190,7 +190,7 @@ describe("model routes and endpoints", () => {
     expect((await gw.request("/v1/embeddings", post("/", JSON.stringify({ model: "embed-only", input: "x" })))).status).toBe(200);
     const models = (await json(await gw.request("/v1/models"))).data;
     expect(models.find((m: { id: string }) => m.id === "embed-only").endpoints).toEqual(["embeddings"]);
-    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual(["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "responses"]);
+    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual(["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "messages", "responses"]);
   });
 
   test("the model field of an upload is replaced by the target's name, the file passed through byte for byte", async () => {

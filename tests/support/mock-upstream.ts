@@ -1,11 +1,12 @@
 /**
  * The only stand-in in the test suite: a small OpenAI-compatible model server speaking the real
  * wire format (GET /v1/models, POST /v1/chat/completions as JSON or SSE with optional usage chunk,
- * the other model endpoints of ./mock-endpoints.ts, and /v1/responses of ./mock-responses.ts).
+ * the other model endpoints of ./mock-endpoints.ts, /v1/responses of ./mock-responses.ts, and Anthropic's /v1/messages of ./mock-anthropic.ts).
  * Behaviour can be switched per instance to fail, stall or break streams, and it records requests.
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
 import { chatToolAnswer, responsesAnswer, type ResponsesBehaviour } from "./mock-responses";
+import { anthropicAnswer, ANTHROPIC_PATHS, chatToolCallAnswer } from "./mock-anthropic";
 import { completionAnswer, embeddingAnswer, MOCK_PATHS, readUploadSeen, rerankAnswer, speechAnswer, transcriptionAnswer } from "./mock-endpoints";
 
 export interface MockBehaviour extends ResponsesBehaviour {
@@ -39,6 +40,10 @@ export interface MockBehaviour extends ResponsesBehaviour {
   ownDefaultMaxTokens?: number;
   /** Bytes of audio /v1/audio/speech streams back. */
   speechBytes?: number;
+  /** Call the first tool a request offers, unless it ends with a tool's answer (./mock-anthropic.ts). */
+  callTool?: boolean;
+  /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
+  answer?: (body: Record<string, any>) => Response | undefined;
 }
 
 export interface MockUpstream {
@@ -70,6 +75,7 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
       }
       if ((MOCK_PATHS.includes(url.pathname) || url.pathname === "/v1/responses") && request.method === "POST") return otherEndpoint(url.pathname, request);
+      if (ANTHROPIC_PATHS.includes(url.pathname) && request.method === "POST") return anthropicAnswer(url.pathname, request, behaviour, (body, text) => requests.length < RECORDED_LIMIT && requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) }));
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
@@ -85,6 +91,10 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           { status: behaviour.failWith },
         );
       }
+      const toolCall = chatToolCallAnswer(body, behaviour);
+      if (toolCall) return toolCall;
+      const scripted = behaviour.answer?.(body);
+      if (scripted) return scripted;
       const words = behaviour.words ?? DEFAULT_WORDS;
       if (behaviour.callTools || behaviour.reasoning) return chatToolAnswer(body, { ...behaviour, words });
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;

@@ -31,6 +31,19 @@ describe("messagesToChat: system, content and parameters", () => {
     expect(chatOf({ system, messages: [{ role: "user", content: "hi" }] }).messages[0]).toEqual({ role: "system", content: "Rule one.\nRule two." });
   });
 
+  test("a system turn inside messages (as Claude Code sends its environment) is a system message in place, string or blocks", () => {
+    const messages = [
+      { role: "user", content: "hi" },
+      { role: "system", content: [{ type: "text", text: "# Environment", cache_control: { type: "ephemeral" } }] },
+      { role: "system", content: "Be brief." },
+    ];
+    expect(chatOf({ messages }).messages).toEqual([
+      { role: "user", content: "hi" },
+      { role: "system", content: "# Environment" },
+      { role: "system", content: "Be brief." },
+    ]);
+  });
+
   test("images: base64 becomes a data URL, url stays a URL, beside the text parts", () => {
     const content = [
       { type: "text", text: "Compare" },
@@ -127,7 +140,7 @@ describe("messagesToChat: malformed or untranslatable requests are 400s naming t
     ["max_tokens a string", { model: "m", max_tokens: "5", messages: user }, /max_tokens/],
     ["no messages", { ...base }, /messages/],
     ["empty messages", { ...base, messages: [] }, /messages/],
-    ["a system role in messages", { ...base, messages: [{ role: "system", content: "x" }] }, /messages\.0\.role/],
+    ["a tool role in messages", { ...base, messages: [{ role: "tool", content: "x" }] }, /messages\.0\.role/],
     ["content a number", { ...base, messages: [{ role: "user", content: 5 }] }, /messages\.0\.content/],
     ["temperature a string", { ...base, messages: user, temperature: "hot" }, /temperature/],
     ["stop_sequences a string", { ...base, messages: user, stop_sequences: "END" }, /stop_sequences/],

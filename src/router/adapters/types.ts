@@ -51,6 +51,8 @@ export interface NativeForm {
   usage(text: string): Usage | null;
   /** How the relay reads the API's own event stream (../sse.ts). */
   readonly stream: StreamDialect;
+  /** Headers of the client's request sent on to the target when present (lower case: the API's version and feature flags). */
+  readonly passHeaders?: readonly string[];
 }
 
 export interface EndpointAdapter {
@@ -66,14 +68,14 @@ export interface EndpointAdapter {
   check(body: unknown): asserts body is CallBody;
   /** Refusals that depend on the route the model names (a limit no reservation covers). */
   checkRoute?(body: CallBody, route: ModelRoute): void;
+  /** The endpoint's native form, for targets whose upstream serves its API itself. */
+  readonly native?: NativeForm;
   /**
    * Called once the call is admitted, before any target is sent anything: throws the GatewayError
    * of a refusal that depends on who calls (nothing is charged for it). What it keeps per call is
    * keyed by the body, as with check.
    */
   admitted?(body: CallBody, identity: Identity): void;
-  /** The endpoint's native form, for targets whose upstream serves its API itself. */
-  readonly native?: NativeForm;
   /**
    * The JSON one target is sent, naming its model (`target.model`): the body amended in place, or
    * a translation of it (then the client's body keeps the model the client named, and a streamed
@@ -108,6 +110,13 @@ export interface EndpointAdapter {
   rewriteEvents?(body: CallBody, target: Target): ((events: string) => string) | null;
   /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
   readonly keepUsageChunk?: boolean;
+  /** An upstream's refusal (status 400 and up), rewritten for the client in this API's error shape; relayed as it came when absent. */
+  transformError?(text: string, status: number): string;
+  /**
+   * The answer the gateway gives itself, without an upstream, when some target of the route does
+   * not serve the API natively (an estimate it can make); charged nothing.
+   */
+  answerLocally?(body: CallBody): string;
 }
 
 /** Whether `target` is sent the adapter's native form: the adapter has one, and the target's upstream lists the endpoint as native. */
