@@ -66,9 +66,12 @@ export async function runCli(argv: string[]): Promise<number | null> {
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
       rawConfig: () => readConfigFile(file()),
-      databaseFile: () => join(resolve(context.dataDir()), "modelgate.db"),
-      openDb: (options = {}) => {
+      databaseFile: () => {
+        // Every command on the SQLite file comes through here (backup and restore too).
         if ((context.rawConfig().database as { url?: unknown } | undefined)?.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
+        return join(resolve(context.dataDir()), "modelgate.db");
+      },
+      openDb: (options = {}) => {
         const database = context.databaseFile();
         if (!options.create && !existsSync(database)) {
           throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`);

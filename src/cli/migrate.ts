@@ -2,12 +2,13 @@
  * `modelgate migrate [--from-sqlite FILE]`: applies the embedded migrations to the configured
  * database (SQLite in server.data_dir, or Postgres with `[database] url`); with --from-sqlite,
  * then copies FILE (a single box's modelgate.db) into that Postgres database
- * (../db/copy-to-postgres.ts), which must be empty, and prints each table's row count.
+ * (../db/copy-to-postgres.ts), which must be empty, and prints each table's row count. The
+ * Postgres modules (Drizzle's pg-core, both schemas) load only then: every command starts with
+ * this table, serve among them.
  */
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
-import { copyToPostgres, CopyRefused } from "../db/copy-to-postgres";
-import { describe, openPostgres } from "../db/postgres";
+import type { PgDb } from "../db/postgres";
 import { stringFlag, UsageError } from "./args";
 import { command, type CliContext } from "./registry";
 
@@ -24,6 +25,7 @@ export const migrateCommand = command(async (ctx) => {
   }
   const source = from === undefined ? null : openSource(from);
   try {
+    const { describe, openPostgres } = await import("../db/postgres");
     const pg = await openPostgres(url, { max: 1 });
     try {
       ctx.print(`Postgres database ${describe(url)} is up to date${appliedText(pg.applied)}`);
@@ -51,7 +53,8 @@ function openSource(file: string): Database {
   }
 }
 
-async function copy(ctx: CliContext, options: { source: Database; pg: Parameters<typeof copyToPostgres>[1] }): Promise<number> {
+async function copy(ctx: CliContext, options: { source: Database; pg: PgDb }): Promise<number> {
+  const { copyToPostgres, CopyRefused } = await import("../db/copy-to-postgres");
   try {
     const copied = await copyToPostgres(options.source, options.pg);
     for (const { table, rows } of copied) ctx.print(`${table}: ${rows} row(s)`);

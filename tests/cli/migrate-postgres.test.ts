@@ -97,6 +97,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   const userAdd = await run(["user", "add", "b@example.com"], env);
   expect(userAdd.code).toBe(1);
   expect(userAdd.stderr).toContain("only `modelgate migrate` runs on Postgres");
+  const backup = await run(["backup", join(dir, "copy.db")], env);
+  expect(backup.code).toBe(1);
+  expect(backup.stderr).toContain("only `modelgate migrate` runs on Postgres");
   const shown = await run(["config", "check"], env);
   expect(shown.stdout).toContain(`"url": "<redacted>"`);
   expect(shown.stdout).not.toContain(String(pg.port));
