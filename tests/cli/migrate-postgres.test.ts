@@ -1,7 +1,7 @@
 /**
  * `modelgate migrate --from-sqlite FILE` against the compiled binary and a real PostgreSQL 15: a
- * single box's database (users, keys, a paid request's debit and log row, webhook jobs and their
- * bodies, a settlement) arrives whole, with its counts printed; call_ids continue past the highest
+ * single box's database (users, keys, a paid request's debit and log row, more log rows than one
+ * page of the copy, webhook jobs and their bodies, a settlement) arrives whole, with its counts printed; call_ids continue past the highest
  * SQLite ever gave; a second copy into the now non-empty database is refused and changes nothing;
  * and serve refuses a config with [database] url rather than serving from the SQLite file.
  */
@@ -57,10 +57,15 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   for (let i = 0; i < 3; i++) job.run(Buffer.from([0, 255, i]));
   sqlite.run("DELETE FROM webhook_jobs WHERE call_id = 3"); // AUTOINCREMENT never gives 3 again
   sqlite.run("INSERT INTO settlements (commitment, nonce, amount, expiry, authorization) VALUES ('0xc', '0x1', '5', 9, '{}')");
+  const logRow = sqlite.prepare("INSERT INTO request_log (request_id, created_at, identity, model, status) VALUES (?, ?, 'anonymous', 'paid', 200)");
+  sqlite.transaction(() => {
+    for (let i = 0; i < 1_200; i++) logRow.run(`r${i}`, i); // more than one page of the copy
+  })();
+  sqlite.run("DELETE FROM request_log WHERE request_id = 'r600'");
   const counts = Object.fromEntries(["users", "api_keys", "balances", "ledger", "request_log", "webhook_jobs", "settlements"].map((t) => [t, sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()!.n]));
   sqlite.close();
   expect(counts.ledger).toBe(2); // the grant and the paid request's debit
-  expect(counts.request_log).toBe(1);
+  expect(counts.request_log).toBe(1_200); // the paid request's row, and 1,199 more
 
   const pgConfig = join(dir, "pg.toml");
   writeFileSync(pgConfig, `[server]\ndata_dir = "${join(dir, "elsewhere")}"\n\n[database]\nurl = "env:DATABASE_URL"\n`);
@@ -88,6 +93,8 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   const again = await run(["migrate", "--from-sqlite", file], env);
   expect(again.code).toBe(2);
   expect(again.stderr).toContain("the Postgres database is not empty (");
+  const [logged] = await sql`SELECT count(DISTINCT request_id)::int AS n FROM request_log`;
+  expect(logged.n).toBe(1_200);
   const [users] = await sql`SELECT count(*)::int AS n FROM users`;
   expect(users.n).toBe(1);
 
