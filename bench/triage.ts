@@ -3,12 +3,14 @@
  * Alertmanager groups posted to the binary's webhook ingress, triaged with an instant mock model
  * as a user (`as_user`), and delivered to a local Slack receiver. Measures alerts per second end
  * to end (first post to last message received) and the gateway's CPU per alert (utime + stime
- * from /proc), next to the CPU of the same chat call made over HTTP with an API key, 1,000 times.
+ * from /proc), next to the CPU of the same chat call made over HTTP with an API key, 1,000 times;
+ * then the model call alone, in process against over the app with a key (./triage-call.ts).
  */
 import { readFileSync } from "node:fs";
 import { createUserKey, freePort, startGateway } from "../tests/support/binary";
 import { startMockUpstream } from "../tests/support/mock-upstream";
 import { startReceivers } from "../tests/webhooks/triage-support";
+import { measureModelCall } from "./triage-call";
 
 const ALERTS = Number(process.env.BENCH_TRIAGE_ALERTS ?? 1000);
 const SENDERS = 32;
@@ -90,6 +92,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const httpCpu = cpuSeconds(pid) - httpBefore;
     const perAlert = (triageCpu / ALERTS) * 1e6;
     const perHttp = (httpCpu / ALERTS) * 1e6;
+    const call = await measureModelCall();
     return `### Alert triage (bench/triage.ts)
 
 ${ALERTS} distinct Alertmanager groups, ${SENDERS} senders, instant mock model, one Slack receiver, job concurrency 8.
@@ -99,6 +102,8 @@ ${ALERTS} distinct Alertmanager groups, ${SENDERS} senders, instant mock model, 
 | alerts per second, end to end (post → message received) | ${(ALERTS / seconds).toFixed(0)} |
 | gateway CPU per alert (ingress, outbox, model call, delivery) | ${perAlert.toFixed(0)} µs |
 | gateway CPU per chat call over HTTP with an API key | ${perHttp.toFixed(0)} µs |
+| the model call alone, in process (createModelCaller, as_user) | ${call.inProcessUs.toFixed(0)} µs |
+| the same call through the app with the user's API key (app.handle, no socket) | ${call.withKeyUs.toFixed(0)} µs |
 `;
   } finally {
     await gateway.stop("SIGKILL");
