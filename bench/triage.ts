@@ -26,6 +26,12 @@ function cpuSeconds(pid: number): number {
   }
 }
 
+/** Outbox transactions committed since the gateway started (/api/status). */
+async function commits(url: string): Promise<number> {
+  const status = (await (await fetch(`${url}/api/status`)).json()) as { webhooks?: { commits_since_start?: number } };
+  return status.webhooks?.commits_since_start ?? Number.NaN;
+}
+
 function group(i: number): string {
   const alert = { status: "firing", labels: { alertname: `Bench${i}`, severity: "warning", instance: "api-1" }, annotations: { summary: "latency" }, startsAt: "2026-11-28T06:00:00Z", endsAt: "0001-01-01T00:00:00Z", fingerprint: `f${i}` };
   return JSON.stringify({ version: "4", groupKey: `{}:{alertname="Bench${i}"}`, status: "firing", receiver: "modelgate", groupLabels: { alertname: `Bench${i}` }, commonLabels: alert.labels, commonAnnotations: alert.annotations, externalURL: "http://am", alerts: [alert] });
@@ -70,6 +76,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const { key } = await createUserKey(gateway, { email: "bench@example.com" });
     const pid = gateway.proc.pid;
     const hooks = `http://127.0.0.1:${hooksPort}/hooks/am`;
+    const commitsBefore = await commits(gateway.url);
     const cpuBefore = cpuSeconds(pid);
     const started = performance.now();
     await inParallel(ALERTS, async (i) => {
@@ -82,6 +89,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     }
     const seconds = (performance.now() - started) / 1000;
     const triageCpu = cpuSeconds(pid) - cpuBefore;
+    const commitsPerAlert = ((await commits(gateway.url)) - commitsBefore) / ALERTS;
     const body = JSON.stringify({ model: "triage-model", messages: [{ role: "user", content: "x".repeat(600) }], max_tokens: 400 });
     const httpBefore = cpuSeconds(pid);
     await inParallel(ALERTS, async () => {
@@ -101,6 +109,7 @@ ${ALERTS} distinct Alertmanager groups, ${SENDERS} senders, instant mock model, 
 |---|---|
 | alerts per second, end to end (post → message received) | ${(ALERTS / seconds).toFixed(0)} |
 | gateway CPU per alert (ingress, outbox, model call, delivery) | ${perAlert.toFixed(0)} µs |
+| outbox transactions committed per alert (each one fsync; concurrent writes share one) | ${commitsPerAlert.toFixed(2)} |
 | gateway CPU per chat call over HTTP with an API key | ${perHttp.toFixed(0)} µs |
 | the model call alone, in process (createModelCaller, as_user) | ${call.inProcessUs.toFixed(0)} µs |
 | the same call through the app with the user's API key (app.handle, no socket) | ${call.withKeyUs.toFixed(0)} µs |
