@@ -26,7 +26,7 @@ import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
 import { runTriage, type TriageDeps, type TriageJob } from "./triage/handler";
 
-/** `acked`: the handler acked the call in a transaction of its own (a triage job), so the runner does not. */
+/** `acked`: the handler acked the call in the transaction of its own last write (a triage job), so the runner does not. */
 export type Outcome = { ok: true; acked?: "by the handler" } | { ok: false; error: string };
 
 export interface JobRunnerOptions {
@@ -231,8 +231,7 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
     try {
       if (outcome.ok) {
         if (outcome.acked === undefined) await call.ack();
-      }
-      else if (context.stopping) await call.release();
+      } else if (context.stopping) await call.release();
       else {
         const error = context.redact(outcome.error);
         const state = await call.fail(error);

@@ -35,7 +35,7 @@ function branchOf(ref: string | null): string | null {
 }
 
 /** What the event is about, in a few words: `push of 3 commits to main`, `pull request #4 "Fix"`. */
-function subjectOf(event: string, json: Raw): string | null {
+function subjectOf(event: string, json: Raw): string {
   const item = (key: string): Raw | null => (isObject(json[key]) ? (json[key] as Raw) : null);
   switch (event) {
     case "push": {

@@ -3,8 +3,8 @@
  * Alertmanager v4 or Grafana alert group, an Uptime Kuma notification, a GitHub event (by its
  * `X-GitHub-Event` header; by the body's shape only when the header is absent: ./github.ts), or
  * else any JSON or text. Nothing here throws: a body no reader recognises (or that is not UTF-8 or
- * JSON at all) is triaged as text, never dropped. Every value is narrowed before use (the body is the
- * sender's, unchecked).
+ * JSON at all) is triaged as text, never dropped. Every value is narrowed before use (the body is
+ * the sender's, unchecked).
  *
  * `groupKey` names what later notifications of the same thing share (Alertmanager's groupKey, a
  * Kuma monitor); `dedupeKey` names this notification's content (status and the alerts'
@@ -39,7 +39,6 @@ export interface AlertGroup {
   severity: Severity | null;
   alerts: AlertLine[];
 }
-
 
 /** A sender's severity word as one of three (Alertmanager's `severity` label, Grafana's, a priority). */
 export function severityOf(value: unknown): Severity | null {
