@@ -3,12 +3,14 @@
  * Alertmanager groups posted to the binary's webhook ingress, triaged with an instant mock model
  * as a user (`as_user`), and delivered to a local Slack receiver. Measures alerts per second end
  * to end (first post to last message received) and the gateway's CPU per alert (utime + stime
- * from /proc), next to the CPU of the same chat call made over HTTP with an API key, 1,000 times.
+ * from /proc), next to the CPU of the same chat call made over HTTP with an API key, 1,000 times;
+ * then the model call alone, in process against over the app with a key (./triage-call.ts).
  */
 import { readFileSync } from "node:fs";
 import { createUserKey, freePort, startGateway } from "../tests/support/binary";
 import { startMockUpstream } from "../tests/support/mock-upstream";
 import { startReceivers } from "../tests/webhooks/triage-support";
+import { measureModelCall } from "./triage-call";
 
 const ALERTS = Number(process.env.BENCH_TRIAGE_ALERTS ?? 1000);
 const SENDERS = 32;
@@ -22,6 +24,12 @@ function cpuSeconds(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Outbox transactions committed since the gateway started (/api/status). */
+async function commits(url: string): Promise<number> {
+  const status = (await (await fetch(`${url}/api/status`)).json()) as { webhooks?: { commits_since_start?: number } };
+  return status.webhooks?.commits_since_start ?? Number.NaN;
 }
 
 function group(i: number): string {
@@ -68,6 +76,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const { key } = await createUserKey(gateway, { email: "bench@example.com" });
     const pid = gateway.proc.pid;
     const hooks = `http://127.0.0.1:${hooksPort}/hooks/am`;
+    const commitsBefore = await commits(gateway.url);
     const cpuBefore = cpuSeconds(pid);
     const started = performance.now();
     await inParallel(ALERTS, async (i) => {
@@ -80,6 +89,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     }
     const seconds = (performance.now() - started) / 1000;
     const triageCpu = cpuSeconds(pid) - cpuBefore;
+    const commitsPerAlert = ((await commits(gateway.url)) - commitsBefore) / ALERTS;
     const body = JSON.stringify({ model: "triage-model", messages: [{ role: "user", content: "x".repeat(600) }], max_tokens: 400 });
     const httpBefore = cpuSeconds(pid);
     await inParallel(ALERTS, async () => {
@@ -90,6 +100,7 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const httpCpu = cpuSeconds(pid) - httpBefore;
     const perAlert = (triageCpu / ALERTS) * 1e6;
     const perHttp = (httpCpu / ALERTS) * 1e6;
+    const call = await measureModelCall();
     return `### Alert triage (bench/triage.ts)
 
 ${ALERTS} distinct Alertmanager groups, ${SENDERS} senders, instant mock model, one Slack receiver, job concurrency 8.
@@ -98,7 +109,10 @@ ${ALERTS} distinct Alertmanager groups, ${SENDERS} senders, instant mock model, 
 |---|---|
 | alerts per second, end to end (post → message received) | ${(ALERTS / seconds).toFixed(0)} |
 | gateway CPU per alert (ingress, outbox, model call, delivery) | ${perAlert.toFixed(0)} µs |
+| outbox transactions committed per alert (each one fsync; concurrent writes share one) | ${commitsPerAlert.toFixed(2)} |
 | gateway CPU per chat call over HTTP with an API key | ${perHttp.toFixed(0)} µs |
+| the model call alone, in process (createModelCaller, as_user) | ${call.inProcessUs.toFixed(0)} µs |
+| the same call through the app with the user's API key (app.handle, no socket) | ${call.withKeyUs.toFixed(0)} µs |
 `;
   } finally {
     await gateway.stop("SIGKILL");

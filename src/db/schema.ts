@@ -196,6 +196,8 @@ export const webhookJobs = sqliteTable(
     name: text("name"),
     body: blob("body", { mode: "buffer" }).notNull(),
     contentType: text("content_type"),
+    /** The request headers a handler may need (src/webhooks/headers.ts: a fixed allowlist, bounded), as a JSON object; null when none was sent. */
+    headers: text("headers"),
     /** `path NUL delivery-id` while inside the dedupe window; cleared when a later delivery reuses it. */
     dedupeKey: text("dedupe_key").unique(),
     state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),

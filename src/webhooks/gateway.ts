@@ -23,6 +23,7 @@ import { HEALTH_PATH, PULL_PREFIX } from "./config";
 import { AppendWithdrawnError, OutboxFullError, type Outbox } from "./outbox";
 import { WebhookProducer, type ProducerOptions } from "./producer";
 import { createPullApi } from "./pull-api";
+import { storedHeaders } from "./headers";
 import { parseAddress, stopWithin } from "../listen";
 import { BodyBudget, declaredLength, UNCOUNTED_BODY_BYTES } from "../body";
 import { nextRequestId } from "../request-meta";
@@ -164,6 +165,7 @@ export class WebhookGateway {
         name: route.name,
         body,
         contentType: request.headers.get("content-type"),
+        headers: storedHeaders(request.headers),
         dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
       }, { withdrawn: () => request.signal.aborted });
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });

@@ -26,7 +26,8 @@ import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
 import { runTriage, type TriageDeps, type TriageJob } from "./triage/handler";
 
-export type Outcome = { ok: true } | { ok: false; error: string };
+/** `acked`: the handler acked the call in the transaction of its own last write (a triage job), so the runner does not. */
+export type Outcome = { ok: true; acked?: "by the handler" } | { ok: false; error: string };
 
 export interface JobRunnerOptions {
   leaseMs: number;
@@ -170,7 +171,7 @@ async function forwardCall(url: string, call: JobCall, timeoutMs: number, stoppe
 async function triageCall(handler: TriageJob, call: JobCall, context: HandlerContext): Promise<Outcome> {
   if (!context.triage) return { ok: false, error: "triage jobs need the server's model router (run by `modelgate serve`)" };
   await runTriage(handler, call, context.triage);
-  return { ok: true };
+  return { ok: true, acked: "by the handler" };
 }
 
 function runHandler(handler: JobHandlerConfig, call: JobCall, context: HandlerContext): Promise<Outcome> {
@@ -228,8 +229,9 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
       clearInterval(heartbeat);
     }
     try {
-      if (outcome.ok) await call.ack();
-      else if (context.stopping) await call.release();
+      if (outcome.ok) {
+        if (outcome.acked === undefined) await call.ack();
+      } else if (context.stopping) await call.release();
       else {
         const error = context.redact(outcome.error);
         const state = await call.fail(error);

@@ -14,6 +14,7 @@
  */
 import type { Outbox } from "./outbox";
 import type { ClaimedRow, JobState } from "./store";
+import { readStoredHeaders, type StoredHeader } from "./headers";
 
 export const METADATA = {
   serviceId: "X-GATEWAY-SERVICE-ID",
@@ -21,6 +22,8 @@ export const METADATA = {
   path: "X-WEBHOOK-PATH",
   name: "X-WEBHOOK-NAME",
   origin: "X-WEBHOOK-ORIGIN",
+  githubEvent: "X-WEBHOOK-GITHUB-EVENT",
+  githubDelivery: "X-WEBHOOK-GITHUB-DELIVERY",
 } as const;
 
 export interface JobCall {
@@ -31,7 +34,12 @@ export interface JobCall {
   /** The request body, byte for byte. */
   body: Uint8Array;
   contentType: string | null;
-  /** X-GATEWAY-SERVICE-ID, X-GATEWAY-CALL-ID, X-WEBHOOK-PATH, X-WEBHOOK-NAME (if named), X-WEBHOOK-ORIGIN. */
+  /** The allowlisted request headers the sender sent (./headers.ts), names lower-case. */
+  headers: Partial<Record<StoredHeader, string>>;
+  /**
+   * X-GATEWAY-SERVICE-ID, X-GATEWAY-CALL-ID, X-WEBHOOK-PATH, X-WEBHOOK-NAME (if named),
+   * X-WEBHOOK-ORIGIN, and X-WEBHOOK-GITHUB-EVENT / X-WEBHOOK-GITHUB-DELIVERY when GitHub sent them.
+   */
   metadata: Record<string, string>;
   leaseUntil: number;
   /** Done. False when the lease was lost (the call may run again elsewhere). */
@@ -44,7 +52,12 @@ export interface JobCall {
   release(): Promise<boolean>;
 }
 
-export function jobMetadata(row: Pick<ClaimedRow, "serviceId" | "callId" | "path" | "name">): Record<string, string> {
+/**
+ * GitHub's event and delivery id are under the gateway's own X-WEBHOOK- prefix: a command's
+ * environment never inherits a variable of that prefix, so X_WEBHOOK_GITHUB_EVENT is always the
+ * sender's, and a forward target cannot mistake it for a request GitHub signed.
+ */
+export function jobMetadata(row: Pick<ClaimedRow, "serviceId" | "callId" | "path" | "name" | "headers">): Record<string, string> {
   const metadata: Record<string, string> = {
     [METADATA.serviceId]: String(row.serviceId),
     [METADATA.callId]: String(row.callId),
@@ -52,6 +65,9 @@ export function jobMetadata(row: Pick<ClaimedRow, "serviceId" | "callId" | "path
   };
   if (row.name !== null) metadata[METADATA.name] = row.name;
   metadata[METADATA.origin] = "webhook";
+  const headers = readStoredHeaders(row.headers);
+  if (headers["x-github-event"] !== undefined) metadata[METADATA.githubEvent] = headers["x-github-event"];
+  if (headers["x-github-delivery"] !== undefined) metadata[METADATA.githubDelivery] = headers["x-github-delivery"];
   return metadata;
 }
 
@@ -62,6 +78,7 @@ export function toJobCall(outbox: Outbox, row: ClaimedRow): JobCall {
     attempt: row.attempt,
     body: row.body,
     contentType: row.contentType,
+    headers: readStoredHeaders(row.headers),
     metadata: jobMetadata(row),
     leaseUntil: row.leaseUntil,
     ack: () => outbox.ack(row.callId, row.attempt),

@@ -27,6 +27,8 @@ export interface AppendInput {
   name: string | null;
   body: Uint8Array;
   contentType: string | null;
+  /** The allowlisted request headers as JSON (./headers.ts); none when absent. */
+  headers?: string | null;
   /** `path NUL delivery-id` when the endpoint dedupes, else null. */
   dedupeKey: string | null;
 }
@@ -45,6 +47,8 @@ export interface ClaimedRow {
   name: string | null;
   body: Uint8Array;
   contentType: string | null;
+  /** The allowlisted request headers as stored (./headers.ts), or null. */
+  headers: string | null;
   attempt: number;
   leaseUntil: number;
   createdAt: number;
@@ -92,6 +96,7 @@ interface RawRow {
   name: string | null;
   body: Uint8Array;
   content_type: string | null;
+  headers: string | null;
   attempts: number;
   lease_until: number;
   created_at: number;
@@ -104,8 +109,8 @@ function statements(sqlite: Database): Statements {
   if (found) return found;
   found = {
     insert: sqlite.prepare(
-      `INSERT INTO webhook_jobs (job_id, service_id, path, name, body, content_type, dedupe_key, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO webhook_jobs (job_id, service_id, path, name, body, content_type, headers, dedupe_key, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     findDedupe: sqlite.prepare("SELECT call_id, created_at FROM webhook_jobs WHERE dedupe_key = ?"),
     clearDedupe: sqlite.prepare("UPDATE webhook_jobs SET dedupe_key = NULL WHERE call_id = ?"),
@@ -118,7 +123,7 @@ function statements(sqlite: Database): Statements {
     lease: sqlite.prepare(
       `UPDATE webhook_jobs SET state = 'leased', attempts = attempts + 1, lease_until = ?2
        WHERE call_id = ?1
-       RETURNING call_id, job_id, service_id, path, name, body, content_type, attempts, lease_until, created_at`,
+       RETURNING call_id, job_id, service_id, path, name, body, content_type, headers, attempts, lease_until, created_at`,
     ),
     ack: sqlite.prepare(
       `UPDATE webhook_jobs SET state = 'done', done_at = ?3, lease_until = NULL, last_error = NULL
@@ -171,7 +176,7 @@ export function appendCall(sqlite: Database, input: AppendInput, now: number, de
     if (previous) s.clearDedupe.run(previous.callId);
   }
   const result = s.insert.run(
-    input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.dedupeKey, now,
+    input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.headers ?? null, input.dedupeKey, now,
   );
   return { callId: Number(result.lastInsertRowid), duplicate: false };
 }
@@ -202,6 +207,7 @@ function toClaimed(row: RawRow): ClaimedRow {
     name: row.name,
     body: row.body,
     contentType: row.content_type,
+    headers: row.headers,
     attempt: row.attempts,
     leaseUntil: row.lease_until,
     createdAt: row.created_at,

@@ -24,13 +24,14 @@ function start(name: string, ms: number, fired: Array<{ name: string; reason: st
 
 test("each attempt times out at its own deadline, never before; answered ones never", async () => {
   const fired: Array<{ name: string; reason: string; late: number }> = [];
-  const a = start("a", 80, fired);
+  // Deadlines far enough apart that a loaded machine's late timers cannot reorder them.
+  const a = start("a", 200, fired);
   await Bun.sleep(30);
-  const b = start("b", 80, fired);
-  const answered = start("answered", 80, fired);
+  const b = start("b", 200, fired);
+  const answered = start("answered", 200, fired);
   const short = start("short", 20, fired); // another timeout: its own queue, fires first
   answered.watch.answered();
-  await Bun.sleep(150);
+  await Bun.sleep(350);
   expect(fired.map((f) => f.name)).toEqual(["short", "a", "b"]);
   for (const f of fired) {
     expect(f.reason).toBe("timeout");

@@ -69,9 +69,17 @@ describe("idle_timeout_ms, not streamed", () => {
 
 describe("max_connections", () => {
   test("a request waiting for the only connection waits within first_byte_timeout_ms, and never reaches the upstream", async () => {
-    const { server, app } = appOver(() => {}, { max_connections: 1, first_byte_timeout_ms: 300 });
-    const [first, second] = await Promise.all([app.chat(ASK), app.chat(ASK)]);
-    expect([first.status, second.status]).toEqual([504, 504]);
+    // The first answer's body takes longer than the second request's whole wait, so the one
+    // connection is never free before the second's deadline.
+    const { server, app } = appOver(
+      (req) => {
+        req.conn.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n");
+        setTimeout(() => req.conn.write("{}"), 900);
+      },
+      { max_connections: 1, first_byte_timeout_ms: 300, idle_timeout_ms: 3_000 },
+    );
+    const [first, second] = await Promise.all([app.chat(ASK), Bun.sleep(20).then(() => app.chat(ASK))]);
+    expect([first.status, second.status]).toEqual([200, 504]);
     expect(((await second.json()) as { error: { code: string } }).error.code).toBe("upstream_timeout");
     expect(server.requests).toHaveLength(1);
     expect(server.conns).toHaveLength(1);

@@ -65,8 +65,8 @@ afterAll(async () => {
   t.close();
 });
 
-async function enqueue(path: string, body: string | Uint8Array): Promise<number> {
-  const response = await t.post(path, body, { "content-type": "text/plain" });
+async function enqueue(path: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<number> {
+  const response = await t.post(path, body, { "content-type": "text/plain", ...headers });
   expect(response.status).toBe(202);
   return ((await response.json()) as { call_id: number }).call_id;
 }
@@ -105,6 +105,13 @@ describe("command handlers", () => {
       "X_WEBHOOK_ORIGIN=webhook",
       "X_WEBHOOK_PATH=/cmd",
     ]);
+  });
+
+  test("GitHub's event and delivery id reach a command as X_WEBHOOK_GITHUB_EVENT and X_WEBHOOK_GITHUB_DELIVERY", async () => {
+    const callId = await enqueue("/cmd", "{}", { "x-github-event": "workflow_run", "x-github-delivery": "d-1", "x-hub-signature-256": "sha256=ab" });
+    await until(() => row(callId).state === "done", "the command call to finish");
+    const env = readFileSync(join(out, `${callId}.env`), "utf8").trim().split("\n");
+    expect(env.filter((line) => line.startsWith("X_WEBHOOK_GITHUB") || line.includes("SIGNATURE"))).toEqual(["X_WEBHOOK_GITHUB_DELIVERY=d-1", "X_WEBHOOK_GITHUB_EVENT=workflow_run"]);
   });
 
   test("a non-zero exit fails the attempt and the call is retried", async () => {

@@ -38,11 +38,31 @@ describe("recognising the sender", () => {
     expect([probe.status, probe.title, probe.groupKey]).toEqual(["info", "Uptime Kuma Webhook Testing", null]);
   });
 
-  test("a GitHub event", () => {
+  test("a GitHub event without its X-GitHub-Event header is guessed from the body", () => {
     const body = JSON.stringify({ action: "opened", pull_request: { title: "Fix the cache", number: 4 }, repository: { full_name: "acme/shop" }, sender: { login: "octocat" } });
     const group = parsed(body);
-    expect(group.kind).toBe("github");
-    expect(group.title).toBe('acme/shop pull request opened "Fix the cache" by octocat');
+    expect([group.kind, group.event]).toEqual(["github", "pull_request"]);
+    expect(group.title).toBe('acme/shop pull request #4 "Fix the cache" opened by octocat');
+  });
+
+  test("X-GitHub-Event decides, whatever the body looks like, and a form-encoded payload is read", () => {
+    const github = (event: string, body: string, contentType = "application/json") => parseAlert({ body: new TextEncoder().encode(body), contentType, headers: { "x-github-event": event } });
+    const run = { workflow_run: { name: "CI", head_branch: "main", status: "completed", conclusion: "failure" }, repository: { full_name: "acme/shop" }, sender: { login: "octocat" }, action: "completed" };
+    expect(github("workflow_run", JSON.stringify(run))).toMatchObject({ kind: "github", event: "workflow_run", status: "firing", severity: "warning", title: 'acme/shop workflow run "CI" on main: failure completed by octocat' });
+    const issue = { action: "opened", issue: { number: 12, title: "Checkout 500s" }, repository: { full_name: "acme/shop" }, sender: { login: "ana" } };
+    expect(github("issues", `payload=${encodeURIComponent(JSON.stringify(issue))}`, "application/x-www-form-urlencoded")).toMatchObject({ event: "issues", status: "info", title: 'acme/shop issue #12 "Checkout 500s" opened by ana' });
+    // An Alertmanager-shaped body sent with the header is still GitHub's (the header is what GitHub sets).
+    expect(github("ping", JSON.stringify({ alerts: [], groupKey: "g", zen: "Keep it logically awesome." }))).toMatchObject({ kind: "github", event: "ping", title: "ping (the webhook was set up)" });
+    expect(github("push", "not json")).toMatchObject({ kind: "github", event: "push", title: "push of 0 commits to ?" });
+  });
+
+  test("the GitHub prompt names the event and what to say about a common one; another event gets the template alone", () => {
+    const prompt = (event: string) => renderPrompt(undefined, { group: parseAlert({ body: new TextEncoder().encode("{}"), contentType: "application/json", headers: { "x-github-event": event } }), body: "{}", endpoint: "/hooks/gh", name: null });
+    expect(prompt("pull_request")).toContain("GitHub event: pull_request");
+    expect(prompt("pull_request")).toContain("whether a review is wanted");
+    expect(prompt("deployment_status")).toContain("GitHub event: deployment_status");
+    expect(prompt("constructor")).not.toContain("function");
+    expect(prompt("constructor").split("\n")[1]).toBe("");
   });
 
   test("other JSON, text, and bytes that are neither are triaged, never dropped", () => {
@@ -70,6 +90,11 @@ describe("config of a triage job", () => {
     const load = () => buildConfig(raw({ triage: { model: "m", prompt: "file:triage.md" }, notify: [{ kind: "slack", url: "https://hooks.slack.com/services/T/B/x" }] }), { env: {}, baseDir: dir });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(/jobs\[0\]\.triage\.prompt \(.*triage\.md\): unknown variable \{\{hostname\}\}/);
+  });
+
+  test("a prompt naming a property every object has ({{constructor}}) is refused as unknown", () => {
+    const load = () => buildConfig(raw({ triage: { model: "m", prompt: "{{title}} {{constructor}}" }, notify: [{ kind: "ntfy", url: "https://ntfy.sh/alerts" }] }), { env: {} });
+    expect(load).toThrow(/unknown variable \{\{constructor\}\}/);
   });
 
   test("a prompt file with known variables is read in place", () => {

@@ -10,8 +10,7 @@ import { ConfigError } from "../../config/errors";
 import { readConfigText } from "../../config/text-file";
 import { NOTIFIER_KINDS } from "../../config/webhooks-schema";
 import { PROMPT_VARIABLES, unknownVariables } from "./prompt";
-
-type Raw = Record<string, unknown>;
+import { isObject, type Raw } from "./narrow";
 
 const NEEDS: Record<(typeof NOTIFIER_KINDS)[number], readonly string[]> = {
   slack: ["url"],
@@ -21,10 +20,6 @@ const NEEDS: Record<(typeof NOTIFIER_KINDS)[number], readonly string[]> = {
   matrix: ["homeserver", "room", "token"],
   webhook: ["url"],
 };
-
-function isObject(value: unknown): value is Raw {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 export function checkTriage(job: Raw, at: string, baseDir: string): void {
   if (job.triage === undefined) {

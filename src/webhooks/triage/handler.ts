@@ -6,9 +6,11 @@
  *      `storm_per_minute` on its endpoint it is `held` in that endpoint's open digest, whose
  *      deliveries are due when the digest closes; otherwise it is `triaging`;
  *   2. the model is asked (retrying what may pass, up to `wait_ms`);
- *   3. its answer, or why there is none, is stored together with the deliveries, then the call is
- *      acked. A call delivered again (this process died) finds its row: a stored answer is never
- *      asked for twice, and deliveries already made are not made again.
+ *   3. its answer, or why there is none, is stored together with the deliveries.
+ * The call is acked in the transaction of its last step (the alert row of a repeat or a held
+ * alert, else the answer's), so the ack costs no commit of its own. A call delivered again (this
+ * process died) finds its row: a stored answer is never asked for twice, and deliveries already
+ * made are not made again.
  */
 import type { Database } from "bun:sqlite";
 import type { JobHandlerConfig, TriageConfig } from "../../config/webhooks-schema";
@@ -19,6 +21,7 @@ import { renderPrompt } from "./prompt";
 import { withoutThinking, type ModelCaller } from "./model";
 import { addDeliveries, alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
 import { backoffDelay } from "../../backoff";
+import { ackCall } from "../store";
 
 export interface TriageDeps {
   outbox: Outbox;
@@ -39,17 +42,28 @@ function origin(call: JobCall): { path: string; name: string | null } {
   return { path: call.metadata[METADATA.path] ?? "", name: call.metadata[METADATA.name] ?? null };
 }
 
+/** Runs the call to its end and acks it (see the header); the runner does not ack it again. */
 export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps): Promise<void> {
   const { outbox } = deps;
+  const ack = (): void => void ackCall(outbox.sqlite, call.callId, call.attempt, outbox.now());
   const group = parseAlert(call);
   const { path, name } = origin(call);
-  const row = alertByCall(outbox.sqlite, call.callId) ?? (await outbox.transact(() => recordAlert(outbox.sqlite, job, call, group, outbox.now())));
-  if (row.state !== "triaging") return;
+  const found = alertByCall(outbox.sqlite, call.callId);
+  const row = found ?? (await outbox.transact(() => {
+    const recorded = recordAlert(outbox.sqlite, job, call, group, outbox.now());
+    if (recorded.state !== "triaging") ack();
+    return recorded;
+  }));
+  if (row.state !== "triaging") {
+    if (found !== null) await outbox.transact(ack);
+    return;
+  }
   const prompt = renderPrompt(job.triage.prompt, { group, body: new TextDecoder().decode(call.body), endpoint: path, name });
   const answer = await askModel(job.triage, prompt, deps.callModel, outbox.now);
   await outbox.transact(() => {
     setSummary(outbox.sqlite, row.id, answer);
     addDeliveries(outbox.sqlite, row.id, job.notify.map((n) => n.kind), outbox.now());
+    ack();
   });
   deps.delivered();
 }
@@ -61,7 +75,7 @@ function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, group: Ale
   const base = alertFields(job, path, call.callId, group, now);
   if (last !== null && group.dedupeKey !== null && last.dedupe_key === group.dedupeKey) return insertAlert(sqlite, { ...base, state: "duplicate" });
   if (group.status === "resolved" && group.groupKey !== null) base.refers_to = lastOfGroup(sqlite, job.job_id, group.groupKey, "firing")?.id ?? null;
-  if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS) < job.triage.storm_per_minute) return insertAlert(sqlite, { ...base, state: "triaging" });
+  if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS, job.triage.storm_per_minute) < job.triage.storm_per_minute) return insertAlert(sqlite, { ...base, state: "triaging" });
   let digest = openDigest(sqlite, job.job_id, path, now);
   if (digest === null) {
     const dueAt = now + job.triage.digest_window_s * 1000;

@@ -1,14 +1,19 @@
 /**
  * Recognises what a stored webhook body is and reads it into one shape, an AlertGroup: an
- * Alertmanager v4 or Grafana alert group, an Uptime Kuma notification, a GitHub event, or else any
- * JSON or text. Nothing here throws: a body no reader recognises (or that is not UTF-8 or JSON at
- * all) is triaged as text, never dropped. Every value is narrowed before use (the body is the
- * sender's, unchecked).
+ * Alertmanager v4 or Grafana alert group, an Uptime Kuma notification, a GitHub event (by its
+ * `X-GitHub-Event` header; by the body's shape only when the header is absent: ./github.ts), or
+ * else any JSON or text. Nothing here throws: a body no reader recognises (or that is not UTF-8 or
+ * JSON at all) is triaged as text, never dropped. Every value is narrowed before use (the body is
+ * the sender's, unchecked).
  *
  * `groupKey` names what later notifications of the same thing share (Alertmanager's groupKey, a
  * Kuma monitor); `dedupeKey` names this notification's content (status and the alerts'
  * fingerprints): a repeat of the last one for its group is not sent again.
  */
+import type { StoredHeader } from "../headers";
+import { githubGroup, githubPayload, looksLikeGithub } from "./github";
+import { isObject, str, type Raw } from "./narrow";
+
 export type AlertKind = "alertmanager" | "grafana" | "uptime-kuma" | "github" | "json" | "text" | "digest";
 export type AlertStatus = "firing" | "resolved" | "info";
 export type Severity = "critical" | "warning" | "info";
@@ -25,22 +30,14 @@ export interface AlertLine {
 
 export interface AlertGroup {
   kind: AlertKind;
+  /** GitHub's event name (push, pull_request, …): its X-GitHub-Event header, else guessed from the body. */
+  event?: string;
   status: AlertStatus;
   groupKey: string | null;
   dedupeKey: string | null;
   title: string;
   severity: Severity | null;
   alerts: AlertLine[];
-}
-
-type Raw = Record<string, unknown>;
-
-function isObject(value: unknown): value is Raw {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function str(value: unknown): string | null {
-  return typeof value === "string" && value !== "" ? value : typeof value === "number" ? String(value) : null;
 }
 
 /** A sender's severity word as one of three (Alertmanager's `severity` label, Grafana's, a priority). */
@@ -63,10 +60,17 @@ function highest(severities: Array<Severity | null>): Severity | null {
 export interface ParseInput {
   body: Uint8Array;
   contentType: string | null;
+  /** The allowlisted request headers stored with the call. */
+  headers?: Partial<Record<StoredHeader, string>>;
 }
 
 export function parseAlert(input: ParseInput): AlertGroup {
   const text = new TextDecoder("utf-8", { fatal: false }).decode(input.body);
+  const event = input.headers?.["x-github-event"] ?? null;
+  if (event !== null) {
+    const payload = githubPayload(text, input.contentType);
+    return githubGroup(isObject(payload) ? payload : {}, event);
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -76,7 +80,7 @@ export function parseAlert(input: ParseInput): AlertGroup {
   if (isObject(json)) {
     if (Array.isArray(json.alerts) && (str(json.groupKey) !== null || "orgId" in json)) return alertGroup(json);
     if ("heartbeat" in json && "monitor" in json) return kumaGroup(json);
-    if (isObject(json.sender) && (isObject(json.repository) || isObject(json.organization) || "hook_id" in json)) return githubGroup(json);
+    if (looksLikeGithub(json)) return githubGroup(json, null);
   }
   return { kind: "json", status: "info", groupKey: null, dedupeKey: null, title: jsonTitle(json), severity: isObject(json) ? severityOf(json.severity ?? json.priority ?? json.level) : null, alerts: [] };
 }
@@ -149,15 +153,4 @@ function kumaGroup(json: Raw): AlertGroup {
     severity: status === "firing" ? "critical" : "info",
     alerts: monitor ? [{ status, name, severity: status === "firing" ? "critical" : null, summary: message, labels: str(monitor.url) ?? str(monitor.hostname), fingerprint: id }] : [],
   };
-}
-
-function githubGroup(json: Raw): AlertGroup {
-  const repository = isObject(json.repository) ? str(json.repository.full_name) : null;
-  const action = str(json.action);
-  const sender = isObject(json.sender) ? str(json.sender.login) : null;
-  const subject = ["pull_request", "issue", "release", "workflow_run", "check_run", "alert"].find((key) => isObject(json[key]));
-  const item = subject ? (json[subject] as Raw) : null;
-  const what = str(item?.title) ?? str(item?.name) ?? ("hook_id" in json ? "ping" : null);
-  const title = [repository, subject?.replaceAll("_", " "), action, what ? `"${what}"` : null, sender ? `by ${sender}` : null].filter(Boolean).join(" ");
-  return { kind: "github", status: "info", groupKey: null, dedupeKey: null, title: title || "GitHub event", severity: null, alerts: [] };
 }

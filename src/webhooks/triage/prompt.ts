@@ -9,6 +9,7 @@ import type { AlertGroup, AlertKind } from "./parse";
 /** Every variable a template may name, with what it holds (docs/triage.md lists the same). */
 export const PROMPT_VARIABLES = {
   kind: "what sent it: alertmanager, grafana, uptime-kuma, github, json or text",
+  event: "GitHub's event (push, pull_request, issues, workflow_run, …), or empty",
   status: "firing, resolved or info",
   title: "a one-line title (alert names, monitor name, GitHub event)",
   severity: "critical, warning, info, or empty",
@@ -43,6 +44,7 @@ const BUILT_IN: Record<AlertKind, string> = {
 {{alerts}}`,
   github: `Summarise this GitHub event for a team chat in at most three short lines: what happened, where, and whether anyone needs to act. Plain text.
 
+GitHub event: {{event}}
 {{title}}
 
 {{body}}`,
@@ -57,10 +59,27 @@ Received on {{endpoint}}:
   digest: "",
 };
 
+/**
+ * What the GitHub template asks about the common events, put after its first line; another event
+ * gets the template alone.
+ */
+const GITHUB_FOCUS: Record<string, string> = {
+  push: "Say which branch, how many commits and by whom; call out a force push or a push to the default branch.",
+  pull_request: "Say what happened to the pull request (opened, merged, closed), its title and author, and whether a review is wanted.",
+  pull_request_review: "Say who reviewed which pull request and the verdict (approved, changes requested).",
+  issues: "Say what happened to the issue, its title, and whether it reads like a bug report that needs someone.",
+  issue_comment: "Say who commented on which issue or pull request and whether a reply is needed.",
+  workflow_run: "Say which workflow on which branch finished and how; a failure needs someone to look at the run.",
+  workflow_job: "Say which job of which workflow finished and how; a failure needs someone to look at it.",
+  check_run: "Say which check on which branch finished and how; a failure needs someone to look at it.",
+  release: "Say which release was published and by whom.",
+  ping: "Say that GitHub confirmed the webhook is set up; nobody needs to act.",
+};
+
 /** The variables a template names that are not PROMPT_VARIABLES, each once, in order. */
 export function unknownVariables(template: string): string[] {
   const unknown = new Set<string>();
-  for (const match of template.matchAll(PLACE)) if (!(match[1] in PROMPT_VARIABLES)) unknown.add(match[1]);
+  for (const match of template.matchAll(PLACE)) if (!Object.hasOwn(PROMPT_VARIABLES, match[1])) unknown.add(match[1]);
   return [...unknown];
 }
 
@@ -74,12 +93,20 @@ export interface PromptInput {
 /** The template (the user's, else the kind's own) with its places filled. */
 export function renderPrompt(template: string | undefined, input: PromptInput): string {
   const values = promptValues(input);
-  return (template ?? BUILT_IN[input.group.kind]).replace(PLACE, (_, name: string) => values[name as PromptVariable] ?? "");
+  return (template ?? builtIn(input.group)).replace(PLACE, (_, name: string) => values[name as PromptVariable] ?? "");
+}
+
+function builtIn(group: PromptInput["group"]): string {
+  const focus = group.kind === "github" && group.event !== undefined && Object.hasOwn(GITHUB_FOCUS, group.event) ? GITHUB_FOCUS[group.event] : undefined;
+  if (focus === undefined) return BUILT_IN[group.kind];
+  const [first, ...rest] = BUILT_IN.github.split("\n");
+  return [first, focus, ...rest].join("\n");
 }
 
 function promptValues({ group, body, endpoint, name }: PromptInput): Record<PromptVariable, string> {
   return {
     kind: group.kind,
+    event: group.event ?? "",
     status: group.status,
     title: group.title,
     severity: group.severity ?? "",

@@ -62,11 +62,14 @@ export function lastOfGroup(sqlite: Database, jobId: number, groupKey: string, s
     .get(jobId, groupKey, status ?? null);
 }
 
-/** Alerts (not repeats, not digests) that arrived on `path` since `since`. */
-export function countSince(sqlite: Database, jobId: number, path: string, since: number): number {
+/**
+ * Alerts (not repeats, not digests) that arrived on `path` since `since`, counted up to `upTo`:
+ * the storm check needs no more, and a storm must not make each of its alerts count all the others.
+ */
+export function countSince(sqlite: Database, jobId: number, path: string, since: number, upTo: number): number {
   return sqlite
-    .query<{ n: number }, [string, number, number]>("SELECT count(*) AS n FROM triage_alerts WHERE path = ? AND created_at >= ? AND job_id = ? AND state NOT IN ('duplicate', 'digest')")
-    .get(path, since, jobId)!.n;
+    .query<{ n: number }, [string, number, number, number]>("SELECT count(*) AS n FROM (SELECT 1 FROM triage_alerts WHERE path = ? AND created_at >= ? AND job_id = ? AND state NOT IN ('duplicate', 'digest') LIMIT ?)")
+    .get(path, since, jobId, upTo)!.n;
 }
 
 /** The digest of `path` still collecting at `now`. */

@@ -1,0 +1,1 @@
+ALTER TABLE `webhook_jobs` ADD `headers` text;
