@@ -167,6 +167,7 @@ CREATE TABLE "webhook_jobs" (
 	"name" text,
 	"body" "bytea" NOT NULL,
 	"content_type" text,
+	"headers" text,
 	"dedupe_key" text,
 	"state" text DEFAULT 'pending' NOT NULL,
 	"attempts" bigint DEFAULT 0 NOT NULL,

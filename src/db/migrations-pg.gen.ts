@@ -2,5 +2,5 @@
 import m0 from "../../drizzle/pg/0000_init.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
-  { tag: "0000_init", when: 1795850462588, sql: m0 },
+  { tag: "0000_init", when: 1795852304099, sql: m0 },
 ];

@@ -180,6 +180,7 @@ export const webhookJobs = pgTable(
     name: text("name"),
     body: bytea("body").notNull(),
     contentType: text("content_type"),
+    headers: text("headers"),
     dedupeKey: text("dedupe_key").unique(),
     state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
     attempts: int("attempts").notNull().default(0),
