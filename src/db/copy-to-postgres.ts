@@ -71,9 +71,9 @@ export async function copyToPostgres(sqlite: Database, pg: PgDb): Promise<Copied
   checkSchema(sqlite);
   const source = drizzle(sqlite);
   const pairs = tablePairs();
-  const counters = new Map(sqlite.query<{ name: string; seq: number }, []>("SELECT name, seq FROM sqlite_sequence").all().map((r) => [r.name, Number(r.seq)]));
   sqlite.run("BEGIN");
   try {
+    const counters = new Map(sqlite.query<{ name: string; seq: number }, []>("SELECT name, seq FROM sqlite_sequence").all().map((r) => [r.name, Number(r.seq)]));
     return await pg.transaction(async (tx) => {
       for (const { name } of pairs) {
         const [found] = (await tx.execute(raw.raw(`SELECT count(*)::int AS n FROM "${name}"`))) as unknown as { n: number }[];

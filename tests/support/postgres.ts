@@ -42,15 +42,19 @@ export async function startPostgres(): Promise<RunningPostgres> {
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(asRoot ? "/tmp" : tmpdir(), "modelgate-pg-"));
   if (asRoot) {
-    const ids = Bun.spawnSync(["id", "-u", user]).stdout.toString().trim();
-    const gid = Bun.spawnSync(["id", "-g", user]).stdout.toString().trim();
-    chownSync(dir, Number(ids), Number(gid));
+    const id = (flag: string): number => Number(Bun.spawnSync(["id", flag, user]).stdout.toString().trim());
+    chownSync(dir, id("-u"), id("-g"));
   }
   const data = join(dir, "data");
   const port = freePort();
-  runAs(user, [`${BIN}/initdb`, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-  runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]);
+  try {
+    runAs(user, [`${BIN}/initdb`, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+    runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+    throw err;
+  }
   const base = `postgres://postgres@127.0.0.1:${port}`;
   const clients: SQL[] = [];
   const client = (database = "postgres"): SQL => {
