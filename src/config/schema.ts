@@ -6,6 +6,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
 import { MAX_TIMER_MS } from "./timer";
+import { ETH_ADDRESS, HTTP_URL, HTTP_URL_PATTERN } from "./patterns";
 
 /** `[limits] keys_per_user` when the config does not say: unrevoked keys one user may hold. */
 export const DEFAULT_KEYS_PER_USER = 100;
@@ -27,7 +28,7 @@ function limitEntry(defaults: { per_minute: number; per_day?: number }) {
 const Server = T.Object(
   {
     listen: T.String({ default: "0.0.0.0:8080" }),
-    public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
+    public_url: T.String({ default: "http://localhost:8080", ...HTTP_URL_PATTERN }),
     data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
     /** Chat bodies being read at once may declare at most this many bytes together (503 past it). */
@@ -77,7 +78,7 @@ const Limits = T.Object(
 const Upstream = T.Object(
   {
     name: T.String({ minLength: 1 }),
-    base_url: T.String({ pattern: "^https?://" }),
+    base_url: HTTP_URL,
     api_key: T.Optional(T.String()),
     discover: T.Boolean({ default: false }),
     /** Routes imported by `discover` are free-tier when true. */
@@ -194,14 +195,14 @@ const Auth = T.Object(
 const SpendAuth = T.Object(
   {
     chain_id: T.Integer({ default: 3799, minimum: 1 }),
-    verifying_contract: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
-    operator: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+    verifying_contract: T.Optional(ETH_ADDRESS),
+    operator: T.Optional(ETH_ADDRESS),
     service_id: T.Integer({ default: 1, minimum: 0 }),
-    rpc_url: T.Optional(T.String({ pattern: "^https?://" })),
-    allowed_signers: T.Array(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" }), { default: [] }),
+    rpc_url: T.Optional(HTTP_URL),
+    allowed_signers: T.Array(ETH_ADDRESS, { default: [] }),
     operator_key: T.Optional(T.String()),
     /** Credits to wei-like units: amount units charged per 1 credit of a model's price. */
-    units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$" }),
+    units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$", expected: "a whole number written in quotes (digits only)" }),
     /** Authorizations expiring further in the future are refused (bounds the replay table). */
     max_expiry_s: T.Integer({ default: 86_400, minimum: 60 }),
     /** How long an on-chain getAccount answer is reused. */
@@ -229,7 +230,7 @@ const Metrics = T.Object(
  */
 const Cluster = T.Object(
   {
-    redis_url: T.Optional(T.String({ pattern: "^(redis|rediss|valkey|valkeys)://" })),
+    redis_url: T.Optional(T.String({ pattern: "^(redis|rediss|valkey|valkeys)://", expected: "a redis://, rediss://, valkey:// or valkeys:// URL" })),
     /** How long a Redis command may take before the request it serves is refused (503). */
     redis_timeout_ms: T.Integer({ default: 1_000, minimum: 10, maximum: MAX_TIMER_MS }),
   },
