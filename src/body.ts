@@ -13,7 +13,7 @@ import { NestingCounter, nestedDeeperThan } from "./json-depth";
  * still sending when the answer comes and the connection closes (Node's fetch, the openai SDK under
  * Node) sees a broken pipe, not the 413, and retries the upload. A larger body is cut off.
  */
-export const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
+const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
 
 /** The request's Content-Length, NaN when it has none (a chunked body). */
 export function declaredLength(request: Request): number {
@@ -171,7 +171,7 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget, 
 }
 
 /** The 503 for a body whose next piece would pass server.max_body_bytes_in_flight; not read on, so the connection closes after it. */
-export function busyReading(): GatewayError {
+function busyReading(): GatewayError {
   return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
     headers: { "retry-after": "1", connection: "close" },
   });

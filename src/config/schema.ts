@@ -268,7 +268,6 @@ export const ConfigSchema = T.Object(
 export type Config = Static<typeof ConfigSchema>;
 export type UpstreamConfig = Static<typeof Upstream>;
 export type ModelConfig = Static<typeof Model>;
-export type LimitConfig = Static<ReturnType<typeof limitEntry>>;
 
 /** Keys whose values are secrets wherever they appear; `config check` prints them redacted. */
 export const SECRET_KEYS = new Set([

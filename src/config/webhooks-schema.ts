@@ -9,17 +9,14 @@ import { Type as T, type Static } from "@sinclair/typebox";
 import { MAX_TIMER_MS } from "./timer";
 import { HTTP_URL } from "./patterns";
 
-export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;
+const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;
 
-export const WebhookEndpoint = T.Object(
+const WebhookEndpoint = T.Object(
   {
     /** Starts with "/", as a request can carry it: checked in src/webhooks/config.ts. */
     path: T.String(),
     job_id: T.Integer({ minimum: 0 }),
-    auth: T.Union(
-      [T.Literal("none"), T.Literal("bearer"), T.Literal("hmac-sha256"), T.Literal("api-key"), T.Literal("standard-webhooks")],
-      { default: "none" },
-    ),
+    auth: T.Union(AUTH_MODES.map((mode) => T.Literal(mode)), { default: "none" }),
     secret: T.Optional(T.String()),
     api_key_header: T.Optional(T.String({ minLength: 1 })),
     name: T.Optional(T.String()),
@@ -62,10 +59,10 @@ export const WebhooksSection = T.Object(
   },
 );
 
-export const NOTIFIER_KINDS = ["slack", "discord", "ntfy", "gotify", "matrix", "webhook"] as const;
+const NOTIFIER_KINDS = ["slack", "discord", "ntfy", "gotify", "matrix", "webhook"] as const;
 
 /** Where a triaged alert is sent; which keys each kind needs is checked in src/webhooks/config.ts. */
-export const Notifier = T.Object(
+const Notifier = T.Object(
   {
     kind: T.Union(NOTIFIER_KINDS.map((kind) => T.Literal(kind))),
     /** slack, discord, webhook: the webhook URL; ntfy: the topic's URL; gotify: the server's base URL. */
@@ -80,7 +77,7 @@ export const Notifier = T.Object(
 );
 
 /** A `triage` job: the alert read, summarised by a model, and sent to the job's `notify` targets. */
-export const Triage = T.Object(
+const Triage = T.Object(
   {
     /** A model route id or alias, called in-process as `as_user` (or the built-in service identity, free models only). */
     model: T.String({ minLength: 1 }),
@@ -100,7 +97,7 @@ export const Triage = T.Object(
   { additionalProperties: false },
 );
 
-export const JobHandler = T.Object(
+const JobHandler = T.Object(
   {
     job_id: T.Integer({ minimum: 0 }),
     command: T.Optional(T.Array(T.String(), { minItems: 1 })),

@@ -54,7 +54,7 @@ export interface SpendAuthDeps {
   settlements?: Pick<SettlementWriter, "push">;
 }
 
-export { spendAuthMode, type SpendAuthMode } from "./mode";
+export { spendAuthMode } from "./mode";
 import { spendAuthMode } from "./mode";
 
 /** A SpendAuth caller: no account, limited and recorded per commitment. */

@@ -33,7 +33,7 @@ export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: s
     .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
 }
 
-export interface ServedAuthorization {
+interface ServedAuthorization {
   auth: SpendAuthorization;
   requestId: string | null;
   at: number;

@@ -26,7 +26,7 @@ import type { Outbox } from "./outbox";
 import { WebhookProducer, type JobCall } from "./producer";
 import { runTriage, type TriageDeps, type TriageJob } from "./triage/handler";
 
-export type Outcome = { ok: true } | { ok: false; error: string };
+type Outcome = { ok: true } | { ok: false; error: string };
 
 export interface JobRunnerOptions {
   leaseMs: number;
@@ -64,7 +64,7 @@ export interface JobRunner {
 }
 
 /** Metadata as environment variables: header names with `-` turned into `_`. */
-export function metadataEnv(call: JobCall): Record<string, string> {
+function metadataEnv(call: JobCall): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(call.metadata)) env[key.replaceAll("-", "_")] = value;
   env.X_GATEWAY_JOB_ID = String(call.jobId);
