@@ -1,29 +1,14 @@
 /**
- * The configuration schema: every key optional, every default named here (and in docs/configuration.md).
+ * The configuration schema: every key optional, every default named here, in ./limits-schema.ts
+ * (`[limits]`) or in ./webhooks-schema.ts (`[webhooks]`, `[[jobs]]`), and in docs/configuration.md.
  * The TypeScript type of the whole config is derived from this schema, so code never reads a
- * key the schema does not know.
+ * key the schema does not know. validate.ts applies it; checks.ts checks what it cannot say.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
 import { MAX_TIMER_MS } from "./timer";
 import { ETH_ADDRESS, HTTP_URL, HTTP_URL_PATTERN } from "./patterns";
-
-/** `[limits] keys_per_user` when the config does not say: unrevoked keys one user may hold. */
-export const DEFAULT_KEYS_PER_USER = 100;
-
-/** The most requests a limit may name (as `key create --per-minute`): the x-ratelimit headers stay plain integers. */
-const MAX_LIMIT = 1_000_000_000;
-
-/** One `[limits]` entry. A key left out keeps its default; `per_day = 0` means no daily window. */
-function limitEntry(defaults: { per_minute: number; per_day?: number }) {
-  return T.Object(
-    {
-      per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }),
-      per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })),
-    },
-    { additionalProperties: false, default: defaults },
-  );
-}
+import { Limits } from "./limits-schema";
 
 const Server = T.Object(
   {
@@ -43,34 +28,6 @@ const Server = T.Object(
     response_store_days: T.Integer({ default: 30, minimum: 1 }),
     /** The most one stored response may hold (its conversation and output, as JSON); a larger one is not kept. */
     response_store_max_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
-  },
-  { additionalProperties: false, default: {} },
-);
-
-const tokensPerMinute = T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT }));
-
-/** `[limits] api_key`: the default for every key without its own; tokens per minute none unless set. */
-const ApiKeyLimit = T.Object(
-  { per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }), per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
-  { additionalProperties: false, default: { per_minute: 60 } },
-);
-
-/** `[limits] user`: a ceiling across all of one user's API keys together (each part optional). */
-const UserLimit = T.Optional(T.Object(
-  { per_minute: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
-  { additionalProperties: false },
-));
-
-const Limits = T.Object(
-  {
-    api_key: ApiKeyLimit,
-    /** A ceiling across all of one user's API keys together; none by default. */
-    user: UserLimit,
-    /** Active (unrevoked) API keys one user may hold. */
-    keys_per_user: T.Integer({ default: DEFAULT_KEYS_PER_USER, minimum: 1, maximum: 100_000 }),
-    session: limitEntry({ per_minute: 30 }),
-    spend_auth: limitEntry({ per_minute: 120 }),
-    anonymous: limitEntry({ per_minute: 10, per_day: 5 }),
   },
   { additionalProperties: false, default: {} },
 );
