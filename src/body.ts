@@ -31,8 +31,8 @@ export const UNCOUNTED_BODY_BYTES = 65_536;
 /**
  * The bytes of the bodies being read at once, against server.max_body_bytes_in_flight, counted as
  * they arrive (readLimited), never as declared: a declared length costs a client nothing to send,
- * and taken in advance, a few idle connections declaring large bodies held the whole budget
- * (regression: 26 sockets sending one byte each refused every chat request). So many slow
+ * and taken in advance, a few idle connections declaring large bodies would hold the whole budget
+ * (26 sockets sending one byte each would refuse every chat request). So many slow
  * uploads cannot fill memory, and no upload that has not arrived holds any of it.
  */
 export class BodyBudget {
