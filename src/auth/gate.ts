@@ -32,7 +32,7 @@ import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
-import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
+import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
@@ -62,15 +62,6 @@ function spendAuthDisabled(): GatewayError {
  * more than a moment of usage (nothing bounds a queue the database keeps refusing).
  */
 export const DEBITS_STALLED_MS = 10_000;
-
-function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMicro: number, headers: Record<string, string>): IdentifiedDenial {
-  const resets = budget.resetsAt === null ? "it is a total budget and does not reset" : `it resets at ${new Date(budget.resetsAt).toISOString()}`;
-  const message = `This API key's budget is ${formatCredits(budget.budgetMicro)} credits per ${budget.period}, and ${formatCredits(budget.spentMicro)} of it is spent or held by requests in flight; this request needs at least ${formatCredits(neededMicro)}, and ${resets}`;
-  return new IdentifiedDenial(identity, "budget_exceeded", message, {
-    headers,
-    extra: { budget: formatCredits(budget.budgetMicro), spent: formatCredits(budget.spentMicro), resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString() },
-  });
-}
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
