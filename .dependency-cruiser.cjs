@@ -35,7 +35,7 @@ module.exports = {
       to: {
         path: [DOMAIN, "^src/router/", "^src/translate/", ...SURFACES, ...ENTRY],
         pathNot: [
-          // The webhooks file ([webhooks] config = FILE) is read and checked by webhooks/config.ts.
+          // The webhooks file ([webhooks] config = FILE) is read, and the webhook section checked, by webhooks/config.ts.
           "^src/webhooks/config[.]ts$",
         ],
       },

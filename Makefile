@@ -78,11 +78,13 @@ migrations: node_modules/.installed
 	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)
 	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) x drizzle-kit generate --config drizzle.pg.config.ts --name $(NAME) && $(BUN) scripts/embed-migrations.ts
 
-# Types, then the import rules of .dependency-cruiser.cjs (no cycles; layers point down). --bun runs
-# dependency-cruiser on bun's runtime: it refuses a Node older than 22, which a machine may have.
+# Types, then the import rules of .dependency-cruiser.cjs (no cycles; layers point down), then knip
+# (knip.json: no unused file, export or dependency). --bun runs both on bun's runtime:
+# dependency-cruiser refuses a Node older than 22, which a machine may have.
 check: node_modules/.installed
 	$(BUN) x tsc --noEmit
 	$(BUN) --bun x depcruise --config .dependency-cruiser.cjs src
+	$(BUN) --bun x knip
 
 clean:
 	rm -rf dist .tools node_modules

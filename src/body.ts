@@ -13,7 +13,7 @@ import { NestingCounter, nestedDeeperThan } from "./json-depth";
  * still sending when the answer comes and the connection closes (Node's fetch, the openai SDK under
  * Node) sees a broken pipe, not the 413, and retries the upload. A larger body is cut off.
  */
-export const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
+const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
 
 /** The request's Content-Length, NaN when it has none (a chunked body). */
 export function declaredLength(request: Request): number {
@@ -31,8 +31,8 @@ export const UNCOUNTED_BODY_BYTES = 65_536;
 /**
  * The bytes of the bodies being read at once, against server.max_body_bytes_in_flight, counted as
  * they arrive (readLimited), never as declared: a declared length costs a client nothing to send,
- * and taken in advance, a few idle connections declaring large bodies held the whole budget
- * (regression: 26 sockets sending one byte each refused every chat request). So many slow
+ * and taken in advance, a few idle connections declaring large bodies would hold the whole budget
+ * (26 sockets sending one byte each would refuse every chat request). So many slow
  * uploads cannot fill memory, and no upload that has not arrived holds any of it.
  */
 export class BodyBudget {
@@ -171,7 +171,7 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget, 
 }
 
 /** The 503 for a body whose next piece would pass server.max_body_bytes_in_flight; not read on, so the connection closes after it. */
-export function busyReading(): GatewayError {
+function busyReading(): GatewayError {
   return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
     headers: { "retry-after": "1", connection: "close" },
   });

@@ -8,8 +8,8 @@
  */
 
 /** A burst that still fits: a client retrying a 10 MiB upload a few times in a row sees every 413. */
-export const DISCARD_BURST_BYTES = 128 * 1024 * 1024;
-export const DISCARD_BYTES_PER_SECOND = 64 * 1024 * 1024;
+const DISCARD_BURST_BYTES = 128 * 1024 * 1024;
+const DISCARD_BYTES_PER_SECOND = 64 * 1024 * 1024;
 
 export class DiscardBudget {
   private bytes: number;

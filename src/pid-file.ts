@@ -8,7 +8,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-export const PID_FILE = "modelgate.pid";
+const PID_FILE = "modelgate.pid";
 const OUTCOME_FILE = "modelgate.reload";
 
 /** How a reload went: `attempt` counts them since the server started; `message` is what its log said. */
@@ -19,7 +19,7 @@ export interface ReloadOutcome {
   message: string;
 }
 
-export function pidFileOf(dataDir: string): string {
+function pidFileOf(dataDir: string): string {
   return join(resolve(dataDir), PID_FILE);
 }
 

@@ -9,7 +9,7 @@ import type { Config } from "./config/schema";
 import type { LoadedConfig } from "./config/load";
 import { reachableUrl } from "./listen";
 
-export const RESTART_ONLY: readonly string[] = [
+const RESTART_ONLY: readonly string[] = [
   "server.listen",
   "server.data_dir",
   "server.request_log_days",

@@ -211,5 +211,3 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   process.on("exit", removePidFile);
 }
 
-
-export { log } from "./log";

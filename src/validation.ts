@@ -4,7 +4,7 @@
  */
 import { Value } from "@sinclair/typebox/value";
 import type { TSchema } from "@sinclair/typebox";
-import { pointerToPath } from "./config/load";
+import { pointerToPath } from "./config/validate";
 import { GatewayError } from "./errors";
 
 export interface SchemaViolation {

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-export const PORTKEY_VERSION = "1.15.2";
+const PORTKEY_VERSION = "1.15.2";
 const DIR = resolve(import.meta.dir, "../.peers/portkey");
 const SERVER = join(DIR, "node_modules/@portkey-ai/gateway/build/start-server.js");
 const UNPATCHED = "r?(i=t,c=s)";

@@ -38,7 +38,7 @@ function foldCase(text: string): string {
  * time (domainToUnicode on a whole domain would also cut it at `/` and drop invisible characters
  * that the address check must see); one that does not decode cleanly stays as it is.
  */
-export function normalizeDomain(domain: string): string {
+function normalizeDomain(domain: string): string {
   return unicodeLabels(foldCase(domain));
 }
 

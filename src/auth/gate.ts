@@ -30,14 +30,15 @@ import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type SettleInput, type SpendAuthHook } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
-import { createKeyLimits, type BudgetLeft, type TakenLimits } from "./key-limits";
+import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
-import { createSessionValidator, originAllowed, readSessionCookie } from "./session";
+import { createSessionValidator, originAllowed } from "./session";
+import { presented } from "./presented";
 import { findUserByEmail } from "./users";
 
 export interface GateDeps {
@@ -53,33 +54,6 @@ export interface GateDeps {
   keys?: KeyVerifier;
 }
 
-/** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
-type Presented =
-  | { kind: "spend_auth" }
-  | { kind: "api_key"; authorization: string }
-  | { kind: "session"; token: string }
-  | { kind: "anonymous" };
-
-const SPEND_AUTH: Presented = { kind: "spend_auth" };
-const ANONYMOUS: Presented = { kind: "anonymous" };
-
-/** The one place the identities' order is decided: admission, credentialRefusal and records follow it. */
-function presented(request: Request): Presented {
-  const headers = request.headers;
-  if (headers.has("x-payment-signature")) return SPEND_AUTH;
-  const authorization = headers.get("authorization");
-  if (authorization !== null) return { kind: "api_key", authorization };
-  const apiKey = headers.get("x-api-key");
-  if (apiKey !== null) return { kind: "api_key", authorization: `Bearer ${apiKey}` };
-  const token = readSessionCookie(request);
-  return token === null ? ANONYMOUS : { kind: "session", token };
-}
-
-/** The kind of credential a request presents, unchecked: what a refused request is recorded as (a request with a bad key is not an anonymous caller). */
-export function presentedKind(request: Request): IdentityKind {
-  return presented(request).kind;
-}
-
 function spendAuthDisabled(): GatewayError {
   return new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
 }
@@ -88,15 +62,6 @@ function spendAuthDisabled(): GatewayError {
  * more than a moment of usage (nothing bounds a queue the database keeps refusing).
  */
 export const DEBITS_STALLED_MS = 10_000;
-
-function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMicro: number, headers: Record<string, string>): IdentifiedDenial {
-  const resets = budget.resetsAt === null ? "it is a total budget and does not reset" : `it resets at ${new Date(budget.resetsAt).toISOString()}`;
-  const message = `This API key's budget is ${formatCredits(budget.budgetMicro)} credits per ${budget.period}, and ${formatCredits(budget.spentMicro)} of it is spent or held by requests in flight; this request needs at least ${formatCredits(neededMicro)}, and ${resets}`;
-  return new IdentifiedDenial(identity, "budget_exceeded", message, {
-    headers,
-    extra: { budget: formatCredits(budget.budgetMicro), spent: formatCredits(budget.spentMicro), resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString() },
-  });
-}
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;

@@ -24,7 +24,8 @@ import type { Usage } from "../router/usage";
 import type { VerifiedKey } from "./apikey";
 import type { KeyVerifier } from "./key-verifier";
 import { budgetPeriod, type BudgetPeriod } from "./key-policy";
-import { IdentifiedDenial, type AdmitInput } from "./types";
+import { IdentifiedDenial, type AdmitInput, type Identity } from "./types";
+import { formatCredits } from "../credits/amount";
 
 export interface KeyLimitsDeps {
   config: Config;
@@ -177,4 +178,14 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       return { leftMicro: budget.micro - spentMicro, spentMicro, budgetMicro: budget.micro, period: budget.period, resetsAt: period.resetsAt };
     },
   };
+}
+
+/** The 402 for a request its key's budget cannot cover: the budget, what is spent or held, and when it resets. */
+export function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMicro: number, headers: Record<string, string>): IdentifiedDenial {
+  const resets = budget.resetsAt === null ? "it is a total budget and does not reset" : `it resets at ${new Date(budget.resetsAt).toISOString()}`;
+  const message = `This API key's budget is ${formatCredits(budget.budgetMicro)} credits per ${budget.period}, and ${formatCredits(budget.spentMicro)} of it is spent or held by requests in flight; this request needs at least ${formatCredits(neededMicro)}, and ${resets}`;
+  return new IdentifiedDenial(identity, "budget_exceeded", message, {
+    headers,
+    extra: { budget: formatCredits(budget.budgetMicro), spent: formatCredits(budget.spentMicro), resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString() },
+  });
 }

@@ -13,7 +13,7 @@ import { BlockList, isIP } from "node:net";
 import { parseProxyEntry } from "../client-address";
 import { formatCredits, parseCredits } from "../credits/amount";
 
-export const BUDGET_PERIODS = ["day", "week", "month", "total"] as const;
+const BUDGET_PERIODS = ["day", "week", "month", "total"] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
 
 /** The policy columns of an api_keys row (null: not set). */
@@ -86,7 +86,7 @@ export function parsePolicyFlags(flags: PolicyFlags): PolicyChange | { error: st
 }
 
 /** `5/day`, `0.50/week`, `20/month`, `100/total`; empty clears the budget. */
-export function parseBudget(text: string): { micro: number | null; period: BudgetPeriod | null } | { error: string } {
+function parseBudget(text: string): { micro: number | null; period: BudgetPeriod | null } | { error: string } {
   if (text.trim() === "") return { micro: null, period: null };
   const [amount, period, extra] = text.trim().split("/");
   const micro = parseCredits(amount ?? "");

@@ -4,7 +4,8 @@
  *   { session: true } -> resolves `user` (a SessionUser) from the mg_session cookie, else 401
  *                        invalid_session; on POST/PUT/PATCH/DELETE the Origin must be ours (403)
  *   { admin: true }   -> the same, then 403 forbidden unless the user is an administrator
- * Pages that render for signed-out visitors too use readSession(request) instead.
+ * Pages that render for signed-out visitors too read the session without refusing (the dashboard's
+ * `sessionUser`, src/dashboard/accounts.ts).
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
@@ -14,17 +15,6 @@ import { createSessionValidator, originAllowed, readSessionCookie, type SessionU
 export type AuthPluginDeps = Pick<AppDeps, "db" | "config" | "now">;
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-/** The signed-in user of a request, or null (no cookie, or an invalid or expired one). */
-export function createSessionReader(deps: AuthPluginDeps): (request: Request) => SessionUser | null {
-  const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
-  return (request) => {
-    const token = readSessionCookie(request);
-    if (token === null) return null;
-    const check = validate(token);
-    return check.ok ? check.session : null;
-  };
-}
 
 export function authPlugin(deps: AuthPluginDeps) {
   const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });

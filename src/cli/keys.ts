@@ -16,7 +16,7 @@ import { formatTable, printable } from "./table";
 import { createApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { describePolicy, parsePolicyFlags, type PolicyChange } from "../auth/key-policy";
 import { activeKeyCount, resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
-import { DEFAULT_KEYS_PER_USER } from "../config/schema";
+import { DEFAULT_KEYS_PER_USER } from "../config/limits-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { publishKeyChange } from "../cluster";
 import { date, parseExpiry, requireUser, withDb } from "./users";

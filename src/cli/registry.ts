@@ -33,7 +33,7 @@ export type Command = (ctx: CliContext) => Promise<number | null> | number | nul
  * how many words it takes, its name included (`key revoke KEY_ID` is 3). Checked before the
  * command runs, so a mistyped flag (`--expire 30d`) or a second operand is an error, not ignored.
  */
-export interface CommandShape {
+interface CommandShape {
   flags: readonly string[];
   words: number;
 }

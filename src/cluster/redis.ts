@@ -18,7 +18,7 @@ export class RedisUnavailable extends Error {
   override readonly name = "RedisUnavailable";
 }
 
-export interface RedisLinkStatus {
+interface RedisLinkStatus {
   connected: boolean;
   /** Epoch ms the link last went down, while it is down. */
   down_since: number | null;

@@ -1,13 +1,15 @@
 /**
- * The checks of a config that span keys or go beyond its schema: addresses to listen on, the data
+ * What the schema cannot say, checked on the config it passed: addresses to listen on, the data
  * directory, URLs the gateway will call, origins, tokens, names and references between upstreams
- * and models, and what SpendAuth needs. Each failure is a ConfigError naming the key.
+ * and models, what SpendAuth needs, and the webhook section's own rules (src/webhooks/config.ts).
+ * Each failure is a ConfigError naming the key.
  */
 import { isIP } from "node:net";
 import { parseProxyEntry } from "../client-address";
 import { isCorsOrigin } from "../cors";
 import { parseAddress } from "../listen";
-import { ConfigError } from "./errors";
+import { checkWebhooks } from "../webhooks/config";
+import { ConfigError, type KeyNames } from "./errors";
 import { redactedUrl } from "./redact";
 import type { Config } from "./schema";
 
@@ -21,11 +23,24 @@ export function checkDataDir(dataDir: string): void {
   if (/\p{Cc}/u.test(dataDir)) throw new ConfigError("server.data_dir: contains a control character (a NUL byte, a line break); name a directory");
 }
 
+/** The addresses the API and the webhook gateway listen on: first, as public_url may be built from listen. */
+export function checkListen(config: Config, names: KeyNames): void {
+  checkAddress("server.listen", config.server.listen);
+  checkAddress(names.say("webhooks.bind_address"), config.webhooks.bind_address);
+}
+
+/** Everything else, after checkListen and once public_url is settled. `baseDir`: where a `file:` prompt is read from. */
+export function checkConfig(config: Config, options: { names: KeyNames; baseDir: string }): void {
+  checkReferences(config, options.names);
+  checkSpendAuth(config);
+  checkWebhooks(config, options);
+}
+
 /**
  * A `host:port` to listen on: an IPv4 address, an IPv6 address (in brackets, or bare), a host
  * name, or nothing (every interface), then a port; checked before public_url is built from it.
  */
-export function checkAddress(path: string, address: string): void {
+function checkAddress(path: string, address: string): void {
   const { hostname, port } = parseAddress(address);
   if (!/:[0-9]{1,5}$/.test(address)) throw notAnAddress(path, address);
   if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
@@ -47,19 +62,19 @@ function notAnAddress(path: string, address: string): ConfigError {
   return new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
 }
 
-export function checkReferences(config: Config): void {
+function checkReferences(config: Config, names: KeyNames): void {
   checkDataDir(config.server.data_dir);
   if (config.webhooks.enabled) {
     // Two servers on one port: `config check` would pass what `serve` then fails to start.
     const api = parseAddress(config.server.listen);
     const hooks = parseAddress(config.webhooks.bind_address);
     if (api.port !== 0 && api.port === hooks.port && sameAddresses(api.hostname, hooks.hostname)) {
-      throw new ConfigError(`webhooks.bind_address: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`);
+      throw new ConfigError(`${names.say("webhooks.bind_address")}: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`);
     }
   }
   for (const section of config.webhooks.enabled ? (["server", "webhooks"] as const) : (["server"] as const)) {
     if (config[section].max_body_bytes_in_flight < config[section].max_body_bytes) {
-      throw new ConfigError(`${section}.max_body_bytes_in_flight: must be at least ${section}.max_body_bytes, or one large body could never be read`);
+      throw new ConfigError(`${names.say(`${section}.max_body_bytes_in_flight`)}: must be at least ${names.say(`${section}.max_body_bytes`)}, or one large body could never be read`);
     }
   }
   const publicUrl = URL.parse(config.server.public_url);
@@ -87,7 +102,7 @@ export function checkReferences(config: Config): void {
   });
   // Tokens a client sends as `Authorization: Bearer …`, which cannot hold a space or a line break:
   // one read with the environment variable's trailing newline would refuse every caller.
-  const bearerTokens: Array<[string, string | undefined]> = [["metrics.token", config.metrics.token], ["webhooks.pull_token", config.webhooks.pull_token]];
+  const bearerTokens: Array<[string, string | undefined]> = [["metrics.token", config.metrics.token], [names.say("webhooks.pull_token"), config.webhooks.pull_token]];
   for (const [path, token] of bearerTokens) {
     if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
       throw new ConfigError(`${path}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
@@ -111,7 +126,7 @@ export function checkReferences(config: Config): void {
     }
     upstreams.add(u.name);
   });
-  const names = new Set<string>();
+  const modelNames = new Set<string>();
   config.models.forEach((m, i) => {
     for (const part of ["prompt", "completion", "request"] as const) {
       // The number the TOML wrote, kept to 6 decimals, must be that same number.
@@ -122,8 +137,8 @@ export function checkReferences(config: Config): void {
       if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged: remove the price, or remove free = true`);
     }
     for (const name of [m.id, ...m.aliases]) {
-      if (names.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);
-      names.add(name);
+      if (modelNames.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);
+      modelNames.add(name);
     }
     m.targets.forEach((t, j) => {
       if (!upstreams.has(t.upstream)) {
@@ -137,7 +152,7 @@ export function checkReferences(config: Config): void {
  * What SpendAuth needs of the config, checked here so that `config check` refuses what `serve`
  * would (the operator key's address is checked at start-up, where viem is loaded).
  */
-export function checkSpendAuth({ spend_auth: s }: Config): void {
+function checkSpendAuth({ spend_auth: s }: Config): void {
   if (s.operator_key !== undefined) {
     if (!s.rpc_url) throw new ConfigError("spend_auth.operator_key: settling on-chain needs spend_auth.rpc_url");
     if (!/^(0x)?[0-9a-fA-F]{64}$/.test(s.operator_key.trim())) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");

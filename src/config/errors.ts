@@ -6,6 +6,20 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/**
+ * How a message names a key. A key set in a webhooks file (`[webhooks] config = FILE`) is named as
+ * that file's (`/etc/modelgate/webhooks.toml: endpoints[1].job_id`), where the operator looks for it.
+ */
+export interface KeyNames {
+  /** The path as a message names it. */
+  say(path: string): string;
+  /** The path as written in its own file (`endpoints` for the webhooks file's `[[endpoints]]`). */
+  local(path: string): string;
+}
+
+/** Every key as written in the main config. */
+export const MAIN_CONFIG_KEYS: KeyNames = { say: (path) => path, local: (path) => path };
+
 /** An `env:VAR` reference whose variable is unset or empty, under the key at `path`. */
 export interface UnsetVariable {
   path: string;

@@ -1,22 +1,22 @@
 /**
- * Loads the config once at start-up: TOML through smol-toml, `env:VAR` secrets resolved, defaults
- * filled and the result checked against the schema. Every failure is a ConfigError whose message
- * names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
+ * Loads the config once at start-up: TOML through smol-toml, the webhooks file merged, `env:VAR`
+ * secrets resolved, then one path of checks: the schema (validate.ts: shapes, types, ranges), then
+ * what it cannot say (checks.ts: one key against another). Every failure is a ConfigError whose
+ * message names the key path and the reason (`models[2].targets[0].upstream: no upstream named "olama"`).
  * The database commands read only the data directory (loadDataDir).
  */
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { Value } from "@sinclair/typebox/value";
-import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ConfigSchema, type Config } from "./schema";
-import { shapeMistake } from "./shape";
+import { checkSchema, checkWritten } from "./validate";
 import { readConfigText } from "./text-file";
 import { resolveEnv, resolveSecrets, type Secrets } from "./secrets";
 import { ConfigError, UnsetVariableError, invalidToml } from "./errors";
-import { checkWebhooks, mergeWebhooksFile, namingWebhooksFile } from "../webhooks/config";
+import { mergeWebhooksFile } from "../webhooks/config";
 import { urlWhereListening } from "../listen";
-import { checkAddress, checkDataDir, checkReferences, checkSpendAuth } from "./checks";
+import { checkConfig, checkDataDir, checkListen } from "./checks";
 
 export { ConfigError } from "./errors";
 
@@ -99,72 +99,23 @@ export interface BuildOptions {
 /** Validates an already-parsed TOML document; the in-process tests use this directly. */
 export function buildConfig(raw: Record<string, unknown>, options: BuildOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
-  const merged = mergeWebhooksFile(raw, options.baseDir ?? process.cwd(), env);
-  try {
-    return checkedConfig(merged, env, options);
-  } catch (err) {
-    throw namingWebhooksFile(err, merged);
-  }
-}
-
-function checkedConfig(merged: Record<string, unknown>, env: Record<string, string | undefined>, options: BuildOptions): LoadedConfig {
+  const baseDir = options.baseDir ?? process.cwd();
+  const { raw: merged, names } = mergeWebhooksFile(raw, baseDir, env);
   const secrets: Secrets = { paths: new Set(), values: new Set(), env: new Set(), unset: [] };
-  const resolved = resolveSecrets(merged, "", env, secrets) as Record<string, unknown>;
-  if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset);
-  // Lists written as tables first: checkWebhooks would call `[webhooks.endpoints]` "no endpoint".
-  refuseNonArrayLists(resolved);
-  checkWebhooks(resolved, options.baseDir ?? process.cwd());
-  const mistake = shapeMistake(ConfigSchema, resolved);
-  if (mistake !== null) throw new ConfigError(mistake);
-  const withDefaults = Value.Default(ConfigSchema, Value.Clone(resolved));
-  const firstError = Value.Errors(ConfigSchema, withDefaults).First();
-  if (firstError) {
-    throw new ConfigError(`${pointerToPath(firstError.path) || "(root)"}: ${describe(firstError)}`);
-  }
-  const config = withDefaults as Config;
-  const server = resolved.server as Record<string, unknown> | undefined;
-  checkAddress("server.listen", config.server.listen);
-  checkAddress("webhooks.bind_address", config.webhooks.bind_address);
+  const resolved = resolveSecrets(merged, "", env, secrets);
+  if (secrets.unset.length > 0) throw new UnsetVariableError(secrets.unset.map((u) => ({ ...u, path: names.say(u.path) })));
+  checkWritten(ConfigSchema, resolved, names);
+  const config = Value.Default(ConfigSchema, Value.Clone(resolved)) as Config;
+  checkSchema(ConfigSchema, config, names);
+  checkListen(config, names);
   // Unwritten, links follow listen (a changed port still gets a setup link that opens); a port of
   // 0 is known once the server listens, and the config it serves follows it (servedConfig, reload.ts).
+  const server = (resolved as Record<string, unknown>).server as Record<string, unknown> | undefined;
   const linksFollowListen = server?.public_url === undefined;
   if (linksFollowListen && config.server.listen.includes("%")) {
     throw new ConfigError(`server.public_url: required when server.listen names an IPv6 zone ("${config.server.listen.slice(0, 80)}"): a URL cannot carry one`);
   }
   if (linksFollowListen) config.server.public_url = urlWhereListening(config.server.listen) ?? config.server.public_url;
-  checkReferences(config);
-  checkSpendAuth(config);
+  checkConfig(config, { names, baseDir });
   return { config, source: options.source ?? null, secretPaths: secrets.paths, secretValues: secrets.values, secretEnv: secrets.env, linksFollowListen };
-}
-
-/**
- * A list given as something else is refused before defaults are filled: TypeBox's Value.Default
- * would replace a table written `[upstreams]` (instead of `[[upstreams]]`) by the empty default list,
- * silently dropping it.
- */
-function refuseNonArrayLists(raw: Record<string, unknown>): void {
-  for (const error of Value.Errors(ConfigSchema, raw)) {
-    if (error.type !== ValueErrorType.Array || error.value === undefined) continue;
-    const path = pointerToPath(error.path);
-    const ofTables = (error.schema as { items?: { type?: string } }).items?.type === "object";
-    const hint = ofTables && typeof error.value === "object" ? ` (a list of tables is written [[${path}]])` : "";
-    throw new ConfigError(`${path}: expected a list${hint}`);
-  }
-}
-
-/** `/models/2/targets/0/upstream` -> `models[2].targets[0].upstream` */
-export function pointerToPath(pointer: string): string {
-  return pointer
-    .split("/")
-    .filter(Boolean)
-    .reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
-}
-
-function describe(error: { message: string; schema: unknown; value: unknown }): string {
-  const schema = error.schema as { anyOf?: { const?: unknown }[] };
-  if (schema.anyOf?.every((s) => "const" in s)) {
-    return `must be one of ${schema.anyOf.map((s) => JSON.stringify(s.const)).join(", ")}`;
-  }
-  if (error.message.startsWith("Unexpected property")) return "unknown key";
-  return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }

@@ -1,33 +1,19 @@
 /**
- * The configuration schema: every key optional, every default named here (and in docs/configuration.md).
+ * The configuration schema: every key optional, every default named here, in ./limits-schema.ts
+ * (`[limits]`) or in ./webhooks-schema.ts (`[webhooks]`, `[[jobs]]`), and in docs/configuration.md.
  * The TypeScript type of the whole config is derived from this schema, so code never reads a
- * key the schema does not know.
+ * key the schema does not know. validate.ts applies it; checks.ts checks what it cannot say.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
 import { MAX_TIMER_MS } from "./timer";
-
-/** `[limits] keys_per_user` when the config does not say: unrevoked keys one user may hold. */
-export const DEFAULT_KEYS_PER_USER = 100;
-
-/** The most requests a limit may name (as `key create --per-minute`): the x-ratelimit headers stay plain integers. */
-const MAX_LIMIT = 1_000_000_000;
-
-/** One `[limits]` entry. A key left out keeps its default; `per_day = 0` means no daily window. */
-function limitEntry(defaults: { per_minute: number; per_day?: number }) {
-  return T.Object(
-    {
-      per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }),
-      per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })),
-    },
-    { additionalProperties: false, default: defaults },
-  );
-}
+import { ETH_ADDRESS, HTTP_URL, HTTP_URL_PATTERN } from "./patterns";
+import { Limits } from "./limits-schema";
 
 const Server = T.Object(
   {
     listen: T.String({ default: "0.0.0.0:8080" }),
-    public_url: T.String({ default: "http://localhost:8080", pattern: "^https?://" }),
+    public_url: T.String({ default: "http://localhost:8080", ...HTTP_URL_PATTERN }),
     data_dir: T.String({ default: "./data", minLength: 1 }),
     max_body_bytes: T.Integer({ default: 10_485_760, minimum: 1024 }),
     /** Chat bodies being read at once may declare at most this many bytes together (503 past it). */
@@ -46,38 +32,10 @@ const Server = T.Object(
   { additionalProperties: false, default: {} },
 );
 
-const tokensPerMinute = T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT }));
-
-/** `[limits] api_key`: the default for every key without its own; tokens per minute none unless set. */
-const ApiKeyLimit = T.Object(
-  { per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }), per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
-  { additionalProperties: false, default: { per_minute: 60 } },
-);
-
-/** `[limits] user`: a ceiling across all of one user's API keys together (each part optional). */
-const UserLimit = T.Optional(T.Object(
-  { per_minute: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
-  { additionalProperties: false },
-));
-
-const Limits = T.Object(
-  {
-    api_key: ApiKeyLimit,
-    /** A ceiling across all of one user's API keys together; none by default. */
-    user: UserLimit,
-    /** Active (unrevoked) API keys one user may hold. */
-    keys_per_user: T.Integer({ default: DEFAULT_KEYS_PER_USER, minimum: 1, maximum: 100_000 }),
-    session: limitEntry({ per_minute: 30 }),
-    spend_auth: limitEntry({ per_minute: 120 }),
-    anonymous: limitEntry({ per_minute: 10, per_day: 5 }),
-  },
-  { additionalProperties: false, default: {} },
-);
-
 const Upstream = T.Object(
   {
     name: T.String({ minLength: 1 }),
-    base_url: T.String({ pattern: "^https?://" }),
+    base_url: HTTP_URL,
     api_key: T.Optional(T.String()),
     discover: T.Boolean({ default: false }),
     /** Routes imported by `discover` are free-tier when true. */
@@ -194,14 +152,14 @@ const Auth = T.Object(
 const SpendAuth = T.Object(
   {
     chain_id: T.Integer({ default: 3799, minimum: 1 }),
-    verifying_contract: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
-    operator: T.Optional(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+    verifying_contract: T.Optional(ETH_ADDRESS),
+    operator: T.Optional(ETH_ADDRESS),
     service_id: T.Integer({ default: 1, minimum: 0 }),
-    rpc_url: T.Optional(T.String({ pattern: "^https?://" })),
-    allowed_signers: T.Array(T.String({ pattern: "^0x[0-9a-fA-F]{40}$" }), { default: [] }),
+    rpc_url: T.Optional(HTTP_URL),
+    allowed_signers: T.Array(ETH_ADDRESS, { default: [] }),
     operator_key: T.Optional(T.String()),
     /** Credits to wei-like units: amount units charged per 1 credit of a model's price. */
-    units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$" }),
+    units_per_credit: T.String({ default: "1000000", pattern: "^[0-9]+$", expected: "a whole number written in quotes (digits only)" }),
     /** Authorizations expiring further in the future are refused (bounds the replay table). */
     max_expiry_s: T.Integer({ default: 86_400, minimum: 60 }),
     /** How long an on-chain getAccount answer is reused. */
@@ -229,7 +187,7 @@ const Metrics = T.Object(
  */
 const Cluster = T.Object(
   {
-    redis_url: T.Optional(T.String({ pattern: "^(redis|rediss|valkey|valkeys)://" })),
+    redis_url: T.Optional(T.String({ pattern: "^(redis|rediss|valkey|valkeys)://", expected: "a redis://, rediss://, valkey:// or valkeys:// URL" })),
     /** How long a Redis command may take before the request it serves is refused (503). */
     redis_timeout_ms: T.Integer({ default: 1_000, minimum: 10, maximum: MAX_TIMER_MS }),
   },
@@ -280,7 +238,6 @@ export const ConfigSchema = T.Object(
 export type Config = Static<typeof ConfigSchema>;
 export type UpstreamConfig = Static<typeof Upstream>;
 export type ModelConfig = Static<typeof Model>;
-export type LimitConfig = Static<ReturnType<typeof limitEntry>>;
 
 /** Keys whose values are secrets wherever they appear; `config check` prints them redacted. */
 export const SECRET_KEYS = new Set([

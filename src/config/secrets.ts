@@ -79,7 +79,7 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
 }
 
 /** A query parameter whose name says it carries a credential (`key`, `api-key`, `access_token`, Azure's `sig` and `code`). */
-export const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
+const SECRET_PARAM = /key|token|secret|sig|pass|auth|code|cred/i;
 
 /** Config keys whose URL's path is usually a credential (an RPC provider's `/v3/<project key>`, a Slack webhook's `/services/…`). */
 export const SECRET_URL_PATH = /^(spend_auth\.rpc_url|jobs\[\d+\]\.forward|jobs\[\d+\]\.notify\[\d+\]\.url)$/;

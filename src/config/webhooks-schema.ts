@@ -1,23 +1,22 @@
 /**
  * Config for the webhook ingress (`[webhooks]`, the interface's `webhooks` feature flag) and the
  * `[[jobs]]` handlers that consume its JobCalls. Owned by src/webhooks/. The endpoint keys are
- * those of the Blueprint SDK webhook crate, so its webhooks.toml loads unchanged; the structural
- * checks with friendlier messages (unknown auth mode, duplicate paths, missing secrets) live in
- * src/webhooks/config.ts and run before this schema.
+ * those of the Blueprint SDK webhook crate, so its webhooks.toml loads unchanged; what a schema
+ * cannot say (duplicate or reserved paths, a secret the auth mode needs, one action per job) is
+ * checked in src/webhooks/config.ts after this schema passes.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { MAX_TIMER_MS } from "./timer";
+import { HTTP_URL } from "./patterns";
 
-export const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;
+const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;
 
-export const WebhookEndpoint = T.Object(
+const WebhookEndpoint = T.Object(
   {
-    path: T.String({ pattern: "^/" }),
+    /** Starts with "/", as a request can carry it: checked in src/webhooks/config.ts. */
+    path: T.String(),
     job_id: T.Integer({ minimum: 0 }),
-    auth: T.Union(
-      [T.Literal("none"), T.Literal("bearer"), T.Literal("hmac-sha256"), T.Literal("api-key"), T.Literal("standard-webhooks")],
-      { default: "none" },
-    ),
+    auth: T.Union(AUTH_MODES.map((mode) => T.Literal(mode)), { default: "none" }),
     secret: T.Optional(T.String()),
     api_key_header: T.Optional(T.String({ minLength: 1 })),
     name: T.Optional(T.String()),
@@ -53,28 +52,32 @@ export const WebhooksSection = T.Object(
     /** Bearer token for the pull API of external runners; the pull API is off without it. */
     pull_token: T.Optional(T.String({ minLength: 1 })),
   },
-  { additionalProperties: false, default: {} },
+  {
+    additionalProperties: false,
+    default: {},
+    misplaced: { service_id: "set at run time with --service-id or $MODELGATE_SERVICE_ID, not in TOML" },
+  },
 );
 
-export const NOTIFIER_KINDS = ["slack", "discord", "ntfy", "gotify", "matrix", "webhook"] as const;
+const NOTIFIER_KINDS = ["slack", "discord", "ntfy", "gotify", "matrix", "webhook"] as const;
 
 /** Where a triaged alert is sent; which keys each kind needs is checked in src/webhooks/config.ts. */
-export const Notifier = T.Object(
+const Notifier = T.Object(
   {
     kind: T.Union(NOTIFIER_KINDS.map((kind) => T.Literal(kind))),
     /** slack, discord, webhook: the webhook URL; ntfy: the topic's URL; gotify: the server's base URL. */
-    url: T.Optional(T.String({ pattern: "^https?://" })),
+    url: T.Optional(HTTP_URL),
     /** gotify: an application token; matrix: an access token; ntfy: an access token (optional). */
     token: T.Optional(T.String({ minLength: 1 })),
     /** matrix: the homeserver's base URL and the room id (`!abc:example.org`). */
-    homeserver: T.Optional(T.String({ pattern: "^https?://" })),
+    homeserver: T.Optional(HTTP_URL),
     room: T.Optional(T.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
 
 /** A `triage` job: the alert read, summarised by a model, and sent to the job's `notify` targets. */
-export const Triage = T.Object(
+const Triage = T.Object(
   {
     /** A model route id or alias, called in-process as `as_user` (or the built-in service identity, free models only). */
     model: T.String({ minLength: 1 }),
@@ -94,13 +97,14 @@ export const Triage = T.Object(
   { additionalProperties: false },
 );
 
-export const JobHandler = T.Object(
+const JobHandler = T.Object(
   {
     job_id: T.Integer({ minimum: 0 }),
     command: T.Optional(T.Array(T.String(), { minItems: 1 })),
-    forward: T.Optional(T.String({ pattern: "^https?://" })),
+    forward: T.Optional(HTTP_URL),
     triage: T.Optional(Triage),
-    notify: T.Optional(T.Array(Notifier, { minItems: 1 })),
+    /** At least one target for a triage job: said by src/webhooks/triage/config.ts, with an example. */
+    notify: T.Optional(T.Array(Notifier)),
     timeout_ms: T.Integer({ default: 30_000, minimum: 1, maximum: MAX_TIMER_MS }),
     /** How many calls of this job run at once. */
     concurrency: T.Integer({ default: 1, minimum: 1, maximum: 256 }),

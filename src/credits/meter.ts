@@ -20,7 +20,7 @@ import { brieflyLocked, type Db } from "../db/client";
 import { createWriteBehind } from "../db/write-behind";
 import { createDebitWriter, type Debit } from "./ledger";
 
-export interface Hold {
+interface Hold {
   readonly userId: number;
   /** The API key whose budget the hold also counts against, or null. */
   readonly keyId: string | null;

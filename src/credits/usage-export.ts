@@ -22,7 +22,7 @@ export interface UsageFilter {
 
 export type UsageFormat = "csv" | "json";
 
-export const USAGE_COLUMNS = ["time", "user", "key_name", "key_prefix", "model", "endpoint", "status", "tokens_in", "tokens_out", "credits", "latency_ms", "request_id"] as const;
+const USAGE_COLUMNS = ["time", "user", "key_name", "key_prefix", "model", "endpoint", "status", "tokens_in", "tokens_out", "credits", "latency_ms", "request_id"] as const;
 
 /** A logged request as the usage export and the dashboard's request log read it: its row, user and key. */
 export interface UsageRow {

@@ -20,7 +20,7 @@ import type { PageUser } from "./layout";
 import type { KeyView } from "./pages/keys";
 import type { OutboxView, UserView } from "./pages/admin";
 
-export type Result<T> = { ok: true; value: T } | { ok: false; message: string };
+type Result<T> = { ok: true; value: T } | { ok: false; message: string };
 
 export interface SignedIn {
   user: PageUser;

@@ -35,7 +35,7 @@ const NAV: Array<{ key: NavKey; href: string; label: string; admin?: boolean }> 
   { key: "admin", href: "/dashboard/admin", label: "Admin", admin: true },
 ];
 
-export const SECURITY_HEADERS: Record<string, string> = {
+const SECURITY_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
@@ -85,7 +85,7 @@ ${body}
   return htmlResponse(doc, options.status ?? 200);
 }
 
-export function htmlResponse(doc: Html, status: number): Response {
+function htmlResponse(doc: Html, status: number): Response {
   return new Response(doc.value, {
     status,
     headers: { "content-type": "text/html; charset=utf-8", ...SECURITY_HEADERS },

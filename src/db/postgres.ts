@@ -39,7 +39,7 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
 }
 
 /** Returns the tags of the migrations this call applied, oldest first. */
-export async function applyPgMigrations(sql: SQL): Promise<string[]> {
+async function applyPgMigrations(sql: SQL): Promise<string[]> {
   return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`CREATE SCHEMA IF NOT EXISTS drizzle`;

@@ -4,7 +4,7 @@
  * idleTimeoutMs (its connection is then aborted), or the client stopped reading. The end of a
  * complete answer waits for what onEnd returns (the commit of its charge) before it closes.
  */
-export type BytesEnd = "complete" | "upstream_error" | "client_closed";
+type BytesEnd = "complete" | "upstream_error" | "client_closed";
 
 export interface BytesRelayOptions {
   idleTimeoutMs: number;

@@ -108,7 +108,7 @@ function logChanges(log: Log, upstream: string, before: ReadonlySet<string> | nu
 }
 
 /** The first retry after a failed poll; each further failure doubles it, up to the interval. */
-export const FIRST_RETRY_MS = 1_000;
+const FIRST_RETRY_MS = 1_000;
 
 export interface DiscoveryOptions {
   log?: Log;

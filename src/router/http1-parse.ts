@@ -10,7 +10,7 @@ export const MAX_HEAD_BYTES = 65_536;
 /** Longest chunk-size or trailer line accepted. */
 const MAX_LINE_BYTES = 4_096;
 
-export type Framing = "length" | "chunked" | "until-close" | "empty";
+type Framing = "length" | "chunked" | "until-close" | "empty";
 
 export interface ResponseHead {
   status: number;

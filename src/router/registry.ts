@@ -6,7 +6,7 @@
 import { ENDPOINT_NAMES, type Config, type EndpointName, type ModelConfig, type UpstreamConfig } from "../config/schema";
 import { closedCircuit, createUpstreamState, type Circuit, type UpstreamState } from "./upstream-state";
 
-export type Strategy = ModelConfig["strategy"];
+type Strategy = ModelConfig["strategy"];
 
 export interface Target {
   upstream: UpstreamState;
@@ -33,7 +33,7 @@ export interface ModelRoute {
   ownedBy: string;
 }
 
-export interface Price {
+interface Price {
   prompt: number;
   completion: number;
   request: number;

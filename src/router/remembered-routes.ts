@@ -49,7 +49,7 @@ export function createRouteMemory(db: Db, options: { now: () => number; log: Log
 }
 
 /** The remembered model ids of one upstream, in the order its list gave them. */
-export function rememberedRoutes(db: Db, upstream: string): string[] {
+function rememberedRoutes(db: Db, upstream: string): string[] {
   return db
     .select({ model: discoveredRoutes.model })
     .from(discoveredRoutes)
@@ -60,7 +60,7 @@ export function rememberedRoutes(db: Db, upstream: string): string[] {
 }
 
 /** Replaces one upstream's remembered routes with what its last poll listed, in one transaction. */
-export function rememberRoutes(db: Db, options: { upstream: string; models: readonly string[]; now: number }): void {
+function rememberRoutes(db: Db, options: { upstream: string; models: readonly string[]; now: number }): void {
   const { upstream, models, now } = options;
   db.transaction((tx) => {
     tx.delete(discoveredRoutes).where(eq(discoveredRoutes.upstream, upstream)).run();

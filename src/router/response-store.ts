@@ -15,7 +15,7 @@ import { brieflyLocked, type Db } from "../db/client";
 import type { Identity } from "../auth/types";
 import { log } from "../log";
 
-export interface StoredResponse {
+interface StoredResponse {
   items: unknown[];
   response: Record<string, unknown>;
 }

@@ -60,7 +60,7 @@ function decodeModelId(raw: string): string | null {
 }
 
 /** The routes the request's credential may use: an API key's model allowlist hides the others. */
-export function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Request): ModelRoute[] {
+function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Request): ModelRoute[] {
   const allowed = deps.gate.modelFilter?.(request) ?? null;
   const routes = deps.registry.list();
   return allowed === null ? routes : routes.filter(allowed);

@@ -6,7 +6,7 @@
  */
 import { ERROR_STATUS, type GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
-import { presentedKind } from "../auth/gate";
+import { presentedKind } from "../auth/presented";
 import type { AppDeps, RequestRecord } from "../deps";
 import type { ModelRoute } from "./registry";
 import type { ClientWatch } from "./client-watch";

@@ -22,7 +22,7 @@ import { refuseAfterReading, tooLarge } from "../body";
 import { ModelFieldScanner, multipartBoundary, type ModelField } from "./multipart-model";
 
 /** Bytes before the model field kept in memory; past this they go to a temporary file. */
-export const SPOOL_MEMORY_BYTES = 256 * 1024;
+const SPOOL_MEMORY_BYTES = 256 * 1024;
 /** The piece of the temporary file read per pull. */
 const SPOOL_READ_BYTES = 128 * 1024;
 /** An upload's bytes handled between two garbage collections (see the header). */

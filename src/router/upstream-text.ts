@@ -12,8 +12,8 @@ const MAX_EXCERPT = 200;
 /**
  * `text` without any of `secrets`, each as written or as JSON escapes it (`"` and `\`, and `/` as
  * some servers do), in their order (the longer first, so a secret holding another goes whole).
- * A secret shorter than MIN_REDACTED is left in (regression: `api_key = "null"` turned an
- * upstream's JSON error into invalid JSON, `"e"` every message into `[redacted]rror`).
+ * A secret shorter than MIN_REDACTED is left in: taking out `api_key = "null"` would turn an
+ * upstream's JSON error into invalid JSON, and `"e"` every message into `[redacted]rror`.
  */
 export function withoutSecrets(text: string, secrets: readonly string[]): string {
   let out = text;

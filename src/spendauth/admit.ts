@@ -54,7 +54,7 @@ export interface SpendAuthDeps {
   settlements?: Pick<SettlementWriter, "push">;
 }
 
-export { spendAuthMode, type SpendAuthMode } from "./mode";
+export { spendAuthMode } from "./mode";
 import { spendAuthMode } from "./mode";
 
 /** A SpendAuth caller: no account, limited and recorded per commitment. */
@@ -124,8 +124,8 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       }
     }
     // Reserved before the account is read, in the same synchronous step as reading what others
-    // reserved: concurrent requests on one commitment each see the ones admitted before them
-    // (regression: all read 0 reserved while awaiting one shared account read, and overspent it).
+    // reserved: concurrent requests on one commitment each see the ones admitted before them, where
+    // reserving after the account read would let all of them read 0 reserved and overspend it.
     const reserved = reservations.total(commitment, nowMs);
     reservations.add(commitment, nonce, auth.amount, Number(auth.expiry));
     const undo = (refusal: GatewayError): GatewayError => {

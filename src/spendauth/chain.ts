@@ -22,7 +22,7 @@ export interface AccountReader {
   forget?(commitment: string): void;
 }
 
-export interface PendingSpend {
+interface PendingSpend {
   amount: bigint;
   claimed: boolean;
 }

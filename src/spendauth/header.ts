@@ -36,7 +36,7 @@ export interface ParseFailure {
 }
 
 /** Header values longer than this are refused before any parsing (a real one is ~600 bytes). */
-export const MAX_HEADER_LENGTH = 8192;
+const MAX_HEADER_LENGTH = 8192;
 
 const MAX_UINT = { uint8: (1n << 8n) - 1n, uint64: (1n << 64n) - 1n, uint256: (1n << 256n) - 1n } as const;
 const HEX = /^0x[0-9a-fA-F]*$/;

@@ -26,7 +26,7 @@ import { deadUnauthorized } from "./settlements";
 /** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
 export type Recorded = "new" | "replacing";
 
-export interface NonceRecord {
+interface NonceRecord {
   commitment: string;
   nonce: string;
   keepUntilMs: number;

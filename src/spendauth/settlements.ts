@@ -19,7 +19,7 @@ export type SettlementRow = typeof settlements.$inferSelect;
  * Records a served authorization. A second record of the same authorization is ignored. A new
  * authorization for a (commitment, nonce) whose earlier one expired unclaimed (never authorized
  * on-chain, so the nonce is still unused there) replaces it: the earlier one can never be
- * claimed, the new one can (regression: it was dropped, a served request never paid for).
+ * claimed, the new one can; dropping the new one would leave a served request never paid for.
  */
 export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): void {
   db.$client
@@ -33,7 +33,7 @@ export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: s
     .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
 }
 
-export interface ServedAuthorization {
+interface ServedAuthorization {
   auth: SpendAuthorization;
   requestId: string | null;
   at: number;

@@ -108,7 +108,7 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
     // A row about to go dead unauthorized is checked once more: its spend may have been mined with
     // the receipt lost, and a dead row taken for an unused nonce holds the commitment's later ones.
     const mined = state === "pending" && row.attempts + 1 >= options.maxAttempts && (await settler.getSpendAuth(authHash).then((s) => s.amount !== 0n, () => false));
-    // The state as it now is (regression: a failed claim wrote "pending" over "authorized").
+    // The state as it now is: a failed claim leaves an "authorized" row authorized, not pending.
     return fail(options, { ...row, state, authHash: mined ? authHash : row.authHash }, shortError(err), { dead: false });
   }
 }

@@ -17,7 +17,7 @@ import { firstChoice, idSuffix, isRecord, matchedStopSequence, readChatUsage, re
 
 export type AnthropicStopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
 
-export type AnthropicContentBlock =
+type AnthropicContentBlock =
   | { type: "text"; text: string }
   | { type: "thinking"; thinking: string; signature: string }
   | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
@@ -95,7 +95,7 @@ export function anthropicUsage(usage: ChatUsage | null): AnthropicUsage {
 }
 
 /** Tool arguments as Anthropic's `input` object; anything but a JSON object is `{}`. */
-export function parseInput(args: string): Record<string, unknown> {
+function parseInput(args: string): Record<string, unknown> {
   if (args.trim() === "") return {};
   try {
     const value: unknown = JSON.parse(args);

@@ -50,7 +50,7 @@ const BY_STATUS: Record<number, AnthropicErrorType> = {
   529: "overloaded_error",
 };
 
-export function anthropicErrorType(status: number): AnthropicErrorType {
+function anthropicErrorType(status: number): AnthropicErrorType {
   return BY_STATUS[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
 }
 

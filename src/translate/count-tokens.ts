@@ -18,9 +18,9 @@
 import { messagesToChat, type MessagesRequestError } from "./anthropic-request";
 import type { ChatMessage, ChatTool } from "./chat";
 
-export const CHARS_PER_TOKEN = 4;
-export const TOKENS_PER_MESSAGE = 4;
-export const TOKENS_PER_IMAGE = 1600;
+const CHARS_PER_TOKEN = 4;
+const TOKENS_PER_MESSAGE = 4;
+const TOKENS_PER_IMAGE = 1600;
 
 export function estimateInputTokens(body: unknown): { input_tokens: number } | { error: MessagesRequestError } {
   const translated = messagesToChat(body, { maxTokens: "optional" });

@@ -30,7 +30,7 @@ export type OutputItem =
   | { type: "message"; id: string; status: "in_progress" | "completed" | "incomplete"; role: "assistant"; content: (OutputText | { type: "refusal"; refusal: string })[] }
   | { type: "function_call"; id: string; call_id: string; name: string; arguments: string; status: "in_progress" | "completed" };
 
-export interface ResponsesUsage {
+interface ResponsesUsage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number };
   output_tokens: number;
@@ -78,7 +78,7 @@ export function finishedStatus(finishReason: string): "completed" | "incomplete"
   return finishReason === "length" || finishReason === "content_filter" ? "incomplete" : "completed";
 }
 
-export function responsesUsage(usage: ChatUsage): ResponsesUsage {
+function responsesUsage(usage: ChatUsage): ResponsesUsage {
   return {
     input_tokens: usage.prompt,
     input_tokens_details: { cached_tokens: usage.cached },

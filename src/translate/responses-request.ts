@@ -27,7 +27,7 @@
  */
 import { UntranslatableError, isRecord, type ChatContentPart, type ChatMessage, type ChatRequest, type ChatTool, type ChatToolChoice } from "./chat";
 
-export interface ResponsesRequestError {
+interface ResponsesRequestError {
   status: 400;
   code: "invalid_request_error";
   message: string;

@@ -56,7 +56,7 @@ export type RetryResult =
  * Makes a done or dead call, or one whose lease ran out at `now`, pending again with a fresh
  * attempt budget: its deliveries so far become the base max_attempts counts from. The attempt
  * numbers go on rising, so a consumer that held an earlier one (its lease taken over long ago)
- * cannot ack, fail or extend a later delivery (regression: a retry restarted them at 1). A call
+ * cannot ack, fail or extend a later delivery, as it could if a retry restarted them at 1. A call
  * leased now is refused (its consumer may still run), and so is a pending one (it needs none).
  */
 export function retryJob(db: Db, callId: number, now: number): RetryResult {

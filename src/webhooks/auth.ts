@@ -16,7 +16,7 @@ import type { WebhookEndpointConfig } from "../config/webhooks-schema";
 import { bearerToken, equalSecrets, sha256Hex } from "../auth/tokens";
 import { DEFAULT_TOLERANCE_S, ID_HEADER, standardWebhooksKey, standardWebhooksRefusal } from "./standard-webhooks";
 
-export const SIGNATURE_HEADERS = ["x-signature-256", "x-hub-signature-256", "x-webhook-signature"] as const;
+const SIGNATURE_HEADERS = ["x-signature-256", "x-hub-signature-256", "x-webhook-signature"] as const;
 const HEX_64 = /^[0-9a-fA-F]{64}$/;
 
 export interface Verifier {
@@ -47,7 +47,7 @@ export function signBody(secret: string, body: Uint8Array | string): string {
   return createHmac("sha256", secret).update(body).digest("hex");
 }
 
-export function verifySignature(secret: string, header: string | null, body: Uint8Array): boolean {
+function verifySignature(secret: string, header: string | null, body: Uint8Array): boolean {
   if (header === null) return false;
   const hex = header.trim().replace(/^sha256=/i, "");
   if (!HEX_64.test(hex)) return false;

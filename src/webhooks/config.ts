@@ -1,21 +1,21 @@
 /**
- * Loading and checking the webhook config before the schema sees it.
+ * The webhook config's own part of loading and checking.
  *
  * - mergeWebhooksFile: `[webhooks] config = "webhooks.toml"` names a file in the Blueprint SDK
  *   webhook crate's format (top-level `bind_address`, `[[endpoints]]`), read relative to the main
- *   config file and merged under `[webhooks]`. A key may be set in one place only. A later error
- *   about a key the file set names the file (namingWebhooksFile).
- * - checkWebhooks: the crate's validation with messages naming the key path: at least one
- *   endpoint when enabled, path starts with '/', no duplicate or reserved paths, a known auth
- *   mode, a secret where the mode needs one (a `whsec_` key for standard-webhooks); `[[jobs]]`
+ *   config file and merged under `[webhooks]`, before the schema sees the document. A key may be
+ *   set in one place only. Every later message about a key the file set names the file (KeyNames).
+ * - checkWebhooks: what the schema cannot say, run by config/checks.ts on the config the schema
+ *   passed: at least one endpoint when enabled, paths a request can carry, no duplicate or reserved
+ *   paths, a secret where the mode needs one (a `whsec_` key for standard-webhooks); `[[jobs]]`
  *   handlers have exactly one action.
- * Both work on the raw TOML document (untrusted shapes), so they narrow every value they read.
  */
 import { readConfigText } from "../config/text-file";
 import { isAbsolute, resolve } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import { ConfigError, invalidToml } from "../config/errors";
-import { AUTH_MODES } from "../config/webhooks-schema";
+import { ConfigError, MAIN_CONFIG_KEYS, invalidToml, type KeyNames } from "../config/errors";
+import type { Config } from "../config/schema";
+import type { JobHandlerConfig, WebhookEndpointConfig } from "../config/webhooks-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { ID_HEADER, SECRET_PREFIX, standardWebhooksKey } from "./standard-webhooks";
 import { checkTriage } from "./triage/config";
@@ -31,9 +31,9 @@ const FILE_KEYS = new Set([
   "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
   "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes", "max_body_bytes_in_flight",
 ]);
-const SECRET_MODES = new Set(["bearer", "hmac-sha256", "api-key", "standard-webhooks"]);
+const SECRET_MODES = new Set<string>(["bearer", "hmac-sha256", "api-key", "standard-webhooks"]);
 /** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */
-const HEADER_SECRET_MODES = new Set(["bearer", "api-key"]);
+const HEADER_SECRET_MODES = new Set<string>(["bearer", "api-key"]);
 const HEADER_SECRET = /^[\x21-\x7e]+$/;
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -44,14 +44,15 @@ function isObject(value: unknown): value is Raw {
   return value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
 }
 
-/** Returns the document with the webhooks file (if any) merged under `[webhooks]`. */
-export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string, string | undefined>): Raw {
+/** The document with the webhooks file (if any) merged under `[webhooks]`, and how messages name its keys. */
+export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string, string | undefined>): { raw: Raw; names: KeyNames } {
   const section = raw.webhooks;
-  if (!isObject(section) || section.config === undefined) return raw;
+  const unchanged = { raw, names: MAIN_CONFIG_KEYS };
+  if (!isObject(section) || section.config === undefined) return unchanged;
   // `env:` references are resolved here for this step only (the whole config is resolved later):
-  // the file's name may come from the environment, and its endpoints are checked as they will run.
+  // the file's name may come from the environment.
   const config = resolveEnvIfSet(section.config, "webhooks.config", env);
-  if (config === undefined) return raw;
+  if (config === undefined) return unchanged;
   if (typeof config !== "string" || config === "") {
     throw new ConfigError("webhooks.config: must be the path of a webhooks.toml file");
   }
@@ -72,119 +73,91 @@ export function mergeWebhooksFile(raw: Raw, baseDir: string, env: Record<string,
     }
     merged[key] = value;
   }
-  if (Array.isArray(doc.endpoints)) checkFileEndpoints(doc.endpoints, file, env);
-  const result = { ...raw, webhooks: merged };
-  fileKeys.set(result, { file, keys: Object.keys(doc) });
-  return result;
+  return { raw: { ...raw, webhooks: merged }, names: fileKeyNames(file, Object.keys(doc)) };
 }
 
-/** Which keys of a merged document came from which webhooks file. */
-const fileKeys = new WeakMap<Raw, { file: string; keys: string[] }>();
-
-/**
- * `error` (found after the merge: types, ranges, unset variables) with every key path the
- * webhooks file set written as that file's (`webhooks.endpoints[1].job_id` becomes
- * `/etc/modelgate/webhooks.toml: endpoints[1].job_id`), as the checks made while merging write it.
- */
-export function namingWebhooksFile<E>(error: E, merged: Raw): E {
-  const from = fileKeys.get(merged);
-  if (from === undefined || !(error instanceof ConfigError)) return error;
-  // Replacements as functions: a "$" in the file's path is no pattern.
-  const named = (written: string) => (): string => written;
-  for (const key of from.keys) {
-    error.message = error.message
-      .replaceAll(`[[webhooks.${key}]]`, named(`[[${key}]]`))
-      .replace(new RegExp(`\\bwebhooks\\.${key}(?![A-Za-z0-9_])`, "g"), named(`${from.file}: ${key}`));
-  }
-  return error;
+/** Names `webhooks.KEY…` as `FILE: KEY…` for each KEY the webhooks file set. */
+function fileKeyNames(file: string, keys: string[]): KeyNames {
+  const inFile = (path: string): string | null => {
+    const key = keys.find((k) => {
+      const prefix = `webhooks.${k}`;
+      return path === prefix || path.startsWith(`${prefix}.`) || path.startsWith(`${prefix}[`);
+    });
+    return key === undefined ? null : path.slice("webhooks.".length);
+  };
+  return {
+    say: (path) => {
+      const local = inFile(path);
+      return local === null ? path : `${file}: ${local}`;
+    },
+    local: (path) => inFile(path) ?? path,
+  };
 }
 
 /**
- * The file's endpoints checked as they will run (secrets resolved), naming the file. An unset
- * variable is left to the whole config's resolution, which names every one at once.
+ * What the schema cannot say of `[webhooks]` and `[[jobs]]`, on the config the schema passed:
+ * endpoints when enabled, paths a request can carry and no two alike, a secret where the mode needs
+ * one, header-safe names and secrets, one action per job and one handler per job id.
  */
-function checkFileEndpoints(endpoints: unknown[], file: string, env: Record<string, string | undefined>): void {
-  const resolved = resolveEnvIfSet(endpoints, `${file}: endpoints`, env) as unknown[] | undefined;
-  if (resolved !== undefined) checkEndpoints(resolved, `${file}: endpoints`);
-}
-
-/** Structural checks with clear messages; type and range errors are left to the schema. `baseDir`: where a `file:` prompt is read from. */
-export function checkWebhooks(raw: Raw, baseDir: string = process.cwd()): void {
-  const section = raw.webhooks;
-  if (isObject(section)) {
-    if ("service_id" in section) {
-      throw new ConfigError("webhooks.service_id: set at run time with --service-id or $MODELGATE_SERVICE_ID, not in TOML");
-    }
-    const endpoints = section.endpoints;
-    if (Array.isArray(endpoints)) checkEndpoints(endpoints, "webhooks.endpoints");
-    const count = Array.isArray(endpoints) ? endpoints.length : 0;
-    if (section.enabled === true && count === 0) {
-      throw new ConfigError("webhooks.endpoints: at least one endpoint is required when webhooks are enabled");
-    }
+export function checkWebhooks(config: Pick<Config, "webhooks" | "jobs">, options: { names: KeyNames; baseDir: string }): void {
+  const { webhooks } = config;
+  checkEndpoints(webhooks.endpoints, options.names);
+  if (webhooks.enabled && webhooks.endpoints.length === 0) {
+    throw new ConfigError(`${options.names.say("webhooks.endpoints")}: at least one endpoint is required when webhooks are enabled`);
   }
-  if (Array.isArray(raw.jobs)) checkJobs(raw.jobs, baseDir);
+  checkJobs(config.jobs, options.baseDir);
 }
 
-function checkEndpoints(endpoints: unknown[], label: string): void {
+function checkEndpoints(endpoints: WebhookEndpointConfig[], names: KeyNames): void {
   const seen = new Map<string, number>();
   endpoints.forEach((endpoint, i) => {
-    const at = `${label}[${i}]`;
-    if (!isObject(endpoint)) return;
+    const at = names.say(`webhooks.endpoints[${i}]`);
     const { path, auth, secret } = endpoint;
-    if (typeof path === "string") {
-      if (!path.startsWith("/")) throw new ConfigError(`${at}.path: must start with "/" (got "${path}")`);
-      if (!REQUEST_PATH.test(path)) {
-        throw new ConfigError(`${at}.path: ${JSON.stringify(path)} cannot arrive as written (spaces, "?", "#" and non-ASCII are sent percent-encoded; write it that way)`);
-      }
-      if (path === HEALTH_PATH || path.startsWith(PULL_PREFIX)) {
-        throw new ConfigError(`${at}.path: "${path}" is reserved by the gateway`);
-      }
-      const first = seen.get(path);
-      if (first !== undefined) throw new ConfigError(`${at}.path: duplicate path "${path}" (also ${label}[${first}])`);
-      seen.set(path, i);
+    if (!path.startsWith("/")) throw new ConfigError(`${at}.path: must start with "/" (got "${path}")`);
+    if (!REQUEST_PATH.test(path)) {
+      throw new ConfigError(`${at}.path: ${JSON.stringify(path)} cannot arrive as written (spaces, "?", "#" and non-ASCII are sent percent-encoded; write it that way)`);
     }
-    if (auth !== undefined && !(AUTH_MODES as readonly unknown[]).includes(auth)) {
-      throw new ConfigError(`${at}.auth: unknown auth mode ${JSON.stringify(auth)} (expected one of ${AUTH_MODES.join(", ")})`);
+    if (path === HEALTH_PATH || path.startsWith(PULL_PREFIX)) {
+      throw new ConfigError(`${at}.path: "${path}" is reserved by the gateway`);
     }
-    // Not echoed: it is a secret. (Unquoted digits are a TOML integer, which is no secret at all.)
-    if (secret !== undefined && typeof secret !== "string") throw new ConfigError(`${at}.secret: expected a string; write the secret in quotes`);
-    if (typeof auth === "string" && SECRET_MODES.has(auth) && (typeof secret !== "string" || secret === "")) {
+    const first = seen.get(path);
+    if (first !== undefined) throw new ConfigError(`${at}.path: duplicate path "${path}" (also ${names.local(`webhooks.endpoints[${first}]`)})`);
+    seen.set(path, i);
+    if (SECRET_MODES.has(auth) && (secret === undefined || secret === "")) {
       throw new ConfigError(`${at}.secret: required for auth "${auth}"`);
     }
-    if (typeof auth === "string" && HEADER_SECRET_MODES.has(auth) && typeof secret === "string" && !HEADER_SECRET.test(secret)) {
+    if (HEADER_SECRET_MODES.has(auth) && secret !== undefined && !HEADER_SECRET.test(secret)) {
       throw new ConfigError(`${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
     }
     checkStandardWebhooks(endpoint, at);
-    const { name } = endpoint;
-    if (typeof name === "string" && !/^[\x20-\x7e]*$/.test(name)) {
+    if (endpoint.name !== undefined && !/^[\x20-\x7e]*$/.test(endpoint.name)) {
       throw new ConfigError(`${at}.name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII (no line breaks, no "–" or other non-ASCII)`);
     }
-    for (const key of ["api_key_header", "dedupe_header"]) {
+    for (const key of ["api_key_header", "dedupe_header"] as const) {
       const name = endpoint[key];
-      if (typeof name === "string" && !HEADER_NAME.test(name)) throw new ConfigError(`${at}.${key}: ${JSON.stringify(name)} is not a header name`);
+      if (name !== undefined && !HEADER_NAME.test(name)) throw new ConfigError(`${at}.${key}: ${JSON.stringify(name)} is not a header name`);
     }
   });
 }
 
 /** A Standard Webhooks secret is the sender's `whsec_` key; tolerance_s and webhook-id belong to that mode alone. */
-function checkStandardWebhooks(endpoint: Raw, at: string): void {
+function checkStandardWebhooks(endpoint: WebhookEndpointConfig, at: string): void {
   const { auth, secret, tolerance_s, dedupe_header } = endpoint;
   if (auth !== "standard-webhooks") {
     if (tolerance_s !== undefined) throw new ConfigError(`${at}.tolerance_s: only for auth "standard-webhooks"`);
     return;
   }
-  if (typeof secret === "string" && secret !== "" && standardWebhooksKey(secret) === null) {
+  if (secret !== undefined && secret !== "" && standardWebhooksKey(secret) === null) {
     throw new ConfigError(`${at}.secret: a standard-webhooks secret is "${SECRET_PREFIX}" followed by base64, as the sender shows it (a trailing newline in the environment variable?)`);
   }
-  if (typeof dedupe_header === "string" && dedupe_header.toLowerCase() !== ID_HEADER) {
+  if (dedupe_header !== undefined && dedupe_header.toLowerCase() !== ID_HEADER) {
     throw new ConfigError(`${at}.dedupe_header: standard-webhooks endpoints fold redeliveries on ${ID_HEADER}, the id the signature covers; remove dedupe_header`);
   }
 }
 
-function checkJobs(jobs: unknown[], baseDir: string): void {
-  const seen = new Set<unknown>();
+function checkJobs(jobs: JobHandlerConfig[], baseDir: string): void {
+  const seen = new Set<number>();
   jobs.forEach((job, i) => {
-    if (!isObject(job)) return;
     const actions = [job.command, job.forward, job.triage].filter((a) => a !== undefined).length;
     if (actions !== 1) throw new ConfigError(`jobs[${i}]: set exactly one of "command", "forward" or "triage"`);
     checkTriage(job, `jobs[${i}]`, baseDir);

@@ -6,11 +6,11 @@
  */
 
 /** The headers kept: GitHub's event name and delivery id (triage reads the event), and who sent it. */
-export const STORED_HEADERS = ["x-github-event", "x-github-delivery", "user-agent"] as const;
+const STORED_HEADERS = ["x-github-event", "x-github-delivery", "user-agent"] as const;
 
 export type StoredHeader = (typeof STORED_HEADERS)[number];
 
-export const HEADER_VALUE_CHARS = 200;
+const HEADER_VALUE_CHARS = 200;
 
 /** The allowlisted headers of a request as the JSON the outbox stores, or null when it sent none. */
 export function storedHeaders(headers: Headers): string | null {

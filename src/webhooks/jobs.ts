@@ -27,7 +27,7 @@ import { WebhookProducer, type JobCall } from "./producer";
 import { runTriage, type TriageDeps, type TriageJob } from "./triage/handler";
 
 /** `acked`: the handler acked the call in the transaction of its own last write (a triage job), so the runner does not. */
-export type Outcome = { ok: true; acked?: "by the handler" } | { ok: false; error: string };
+type Outcome = { ok: true; acked?: "by the handler" } | { ok: false; error: string };
 
 export interface JobRunnerOptions {
   leaseMs: number;
@@ -65,7 +65,7 @@ export interface JobRunner {
 }
 
 /** Metadata as environment variables: header names with `-` turned into `_`. */
-export function metadataEnv(call: JobCall): Record<string, string> {
+function metadataEnv(call: JobCall): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(call.metadata)) env[key.replaceAll("-", "_")] = value;
   env.X_GATEWAY_JOB_ID = String(call.jobId);

@@ -52,7 +52,7 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-export class OutboxUnavailableError extends Error {
+class OutboxUnavailableError extends Error {
   override name = "OutboxUnavailableError";
 }
 

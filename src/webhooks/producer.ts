@@ -71,7 +71,7 @@ export function jobMetadata(row: Pick<ClaimedRow, "serviceId" | "callId" | "path
   return metadata;
 }
 
-export function toJobCall(outbox: Outbox, row: ClaimedRow): JobCall {
+function toJobCall(outbox: Outbox, row: ClaimedRow): JobCall {
   return {
     jobId: row.jobId,
     callId: row.callId,

@@ -183,8 +183,8 @@ export function appendCall(sqlite: Database, input: AppendInput, now: number, de
 
 /**
  * Leases up to `limit` due calls, oldest first. Abandoned calls out of attempts become dead first,
- * so they never take a place in the limit (regression: they used it up, and a claim came back
- * empty while due calls waited).
+ * so they never take a place in the limit: counted in it, they could fill it, and a claim come
+ * back empty while due calls wait.
  */
 export function claimCalls(sqlite: Database, options: ClaimOptions): ClaimedRow[] {
   const s = statements(sqlite);

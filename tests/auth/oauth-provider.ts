@@ -9,7 +9,7 @@ function s256(verifier: string): string {
   return Bun.SHA256.hash(verifier, "base64url");
 }
 
-export interface StandInAccount {
+interface StandInAccount {
   id: string;
   email: string | null;
   verified: boolean;

@@ -32,7 +32,7 @@ export interface AuthTestApp {
   close(): void;
 }
 
-export function modelsConfig(upstreamUrl: string): Record<string, unknown> {
+function modelsConfig(upstreamUrl: string): Record<string, unknown> {
   return {
     upstreams: [{ name: "mock", base_url: upstreamUrl }],
     models: [

@@ -4,7 +4,6 @@
  * X-Payment-Signature to the SpendAuth hook.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import { GatewayError } from "../../src/errors";
 import { openGate, type Gate } from "../../src/auth/types";
 import { createSpendAuth, SPEND_AUTH_HEADER, type SpendAuthDeps } from "../../src/spendauth/admit";
 import { SPEND_AUTH_TYPES } from "../../src/spendauth/verify";
@@ -18,7 +17,6 @@ export const KEYS = {
 } as const;
 
 export const CLIENT = privateKeyToAccount(KEYS.client);
-export const STRANGER = privateKeyToAccount(KEYS.stranger);
 export const OPERATOR = privateKeyToAccount(KEYS.operator);
 export const CONTRACT = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 export const CHAIN_ID = 31337;
@@ -102,6 +100,3 @@ export function spendAuthApp(raw: Record<string, unknown> = BASE_CONFIG, extra: 
   return { ...app, hook: holder.hook };
 }
 
-export function isError(value: unknown): value is GatewayError {
-  return value instanceof GatewayError;
-}

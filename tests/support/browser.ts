@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-export const SCREENSHOTS = resolve(import.meta.dir, "../../test-output/screenshots");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SCREENSHOTS = resolve(import.meta.dir, "../../test-output/screenshots");
 
 const FLAGS = [
   "--headless",

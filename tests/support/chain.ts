@@ -29,7 +29,7 @@ export interface LocalChain {
   stop(): Promise<void>;
 }
 
-export function anvilBinary(): string {
+function anvilBinary(): string {
   const arch = process.arch === "x64" ? "amd64" : process.arch;
   const platformPackage = `@foundry-rs/anvil-${process.platform}-${arch}`;
   return join(dirname(require.resolve(`${platformPackage}/package.json`)), "bin", "anvil");
@@ -66,13 +66,13 @@ export async function startChain(options: { chainId?: number } = {}): Promise<Lo
   };
 }
 
-export interface CompiledContract {
+interface CompiledContract {
   abi: Abi;
   bytecode: `0x${string}`;
 }
 
 /** Compiles every .sol file named with solc-js; throws with the compiler's messages on error. */
-export function compileContracts(files: string[]): Record<string, CompiledContract> {
+function compileContracts(files: string[]): Record<string, CompiledContract> {
   const solc = require("solc") as { compile(input: string): string };
   const sources = Object.fromEntries(files.map((file) => [file, { content: readFileSync(join(CONTRACTS_DIR, file), "utf8") }]));
   const input = {

@@ -13,7 +13,7 @@ import { UpstreamFailure, type FailureKind, type UpstreamReply } from "../../src
 /** Every socket test must finish well within this; a hang fails fast instead of after 60 s. */
 export const T = 2_000;
 /** Pause between two writes meant to reach the client as separate packets. */
-export const GAP_MS = 5;
+const GAP_MS = 5;
 
 export interface ServerRequest {
   conn: ServerConn;

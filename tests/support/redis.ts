@@ -19,7 +19,7 @@ export interface RunningRedis {
   start(): Promise<void>;
 }
 
-export function ensureRedis(): void {
+function ensureRedis(): void {
   const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "redis-server:redis-server"], { stdout: "inherit", stderr: "inherit" });
   if (ensured.exitCode !== 0) throw new Error("redis-server is missing and could not be installed");
 }

@@ -11,8 +11,8 @@ import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { freePort } from "./binary";
 
-export const NGINX_EXAMPLE = resolve(import.meta.dir, "../../examples/nginx/modelgate.conf");
-export const CADDY_EXAMPLE = resolve(import.meta.dir, "../../examples/caddy/Caddyfile");
+const NGINX_EXAMPLE = resolve(import.meta.dir, "../../examples/nginx/modelgate.conf");
+const CADDY_EXAMPLE = resolve(import.meta.dir, "../../examples/caddy/Caddyfile");
 /** Where the examples expect the gateway. */
 const EXAMPLE_GATEWAY = "127.0.0.1:8080";
 

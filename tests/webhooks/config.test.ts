@@ -146,7 +146,7 @@ describe("validation errors name the path", () => {
     ["hmac without secret", on([{ path: "/x", job_id: 1, auth: "hmac-sha256" }]), 'webhooks.endpoints[0].secret: required for auth "hmac-sha256"'],
     ["api-key without secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "" }]), 'webhooks.endpoints[0].secret: required for auth "api-key"'],
     // Regression: unquoted digits were told the secret was missing.
-    ["secret not a string", on([{ path: "/x", job_id: 1, auth: "bearer", secret: 12345678 }]), "webhooks.endpoints[0].secret: expected a string; write the secret in quotes"],
+    ["secret not a string", on([{ path: "/x", job_id: 1, auth: "bearer", secret: 12345678 }]), "webhooks.endpoints[0].secret: expected string, not a number (write it in quotes)"],
     ["a path no request can carry as written", on([{ path: "/x y", job_id: 1 }]), 'webhooks.endpoints[0].path: "/x y" cannot arrive as written'],
     ["a path with a query", on([{ path: "/q?y=1", job_id: 1 }]), 'webhooks.endpoints[0].path: "/q?y=1" cannot arrive as written'],
     ["a non-ASCII path", on([{ path: "/café", job_id: 1 }]), 'webhooks.endpoints[0].path: "/café" cannot arrive as written'],
@@ -154,7 +154,7 @@ describe("validation errors name the path", () => {
     ["a non-ASCII api-key secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "pässwörd" }]), "webhooks.endpoints[0].secret: the api-key secret is sent in a header"],
     ["an api_key_header that is not a header name", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "k", api_key_header: "X Bad Key" }]), 'webhooks.endpoints[0].api_key_header: "X Bad Key" is not a header name'],
     ["a dedupe_header that is not a header name", on([{ path: "/x", job_id: 1, dedupe_header: "X Bad" }]), 'webhooks.endpoints[0].dedupe_header: "X Bad" is not a header name'],
-    ["unknown auth mode", on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]), 'webhooks.endpoints[0].auth: unknown auth mode "oauth2"'],
+    ["unknown auth mode", on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]), 'webhooks.endpoints[0].auth: must be one of "none", "bearer", "hmac-sha256", "api-key", "standard-webhooks" (got "oauth2")'],
     ["missing job_id", on([{ path: "/x" }]), "webhooks.endpoints[0].job_id"],
     ["unknown endpoint key", on([{ path: "/x", job_id: 1, colour: "red" }]), "webhooks.endpoints[0].colour: unknown key"],
     // Sent as a header: refused here, not found out by every forward failing until the call is dead.

@@ -13,12 +13,12 @@ import { outboxFor } from "../../src/webhooks";
 import { secretRedactor } from "../../src/webhooks/redact";
 import type { Outbox } from "../../src/webhooks/outbox";
 
-export interface TestClock {
+interface TestClock {
   now: () => number;
   advance(ms: number): void;
 }
 
-export function testClock(start = 1_800_000_000_000): TestClock {
+function testClock(start = 1_800_000_000_000): TestClock {
   let t = start;
   return { now: () => t, advance: (ms) => void (t += ms) };
 }

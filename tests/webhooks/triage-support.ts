@@ -14,9 +14,9 @@ export const ALERTMANAGER = process.env.ALERTMANAGER_PATH ?? "/usr/bin/prometheu
 export const GOTIFY_TOKEN = "gotify-app-token-1";
 export const MATRIX_TOKEN = "matrix-access-token-1";
 
-export type Service = "slack" | "discord" | "ntfy" | "gotify" | "matrix" | "webhook";
+type Service = "slack" | "discord" | "ntfy" | "gotify" | "matrix" | "webhook";
 
-export interface Received {
+interface Received {
   service: Service;
   /** What a person would read: the text the message carries. */
   text: string;

@@ -8,7 +8,7 @@ import { describePolicy, type PolicyColumns, type PolicyFlags } from "../../auth
 import { formatCredits } from "../../credits/amount";
 
 /** The form's field names, as the CLI's flags spell them (underscores for dashes). */
-export const POLICY_FIELDS = [
+const POLICY_FIELDS = [
   { name: "models", flag: "models", label: "Models", hint: "globs, comma-separated: llama*,qwen3:*", placeholder: "any model" },
   { name: "budget", flag: "budget", label: "Budget", hint: "credits per day, week, month or total: 5/day", placeholder: "no budget" },
   { name: "per_minute", flag: "perMinute", label: "Requests per minute", hint: "", placeholder: "the default" },
@@ -39,7 +39,7 @@ export function policyFormFields(form: Record<string, string | undefined>): Reco
 }
 
 /** The form's text for a stored policy (what the edit form is filled with). */
-export function policyFormValues(row: PolicyColumns): Record<string, string> {
+function policyFormValues(row: PolicyColumns): Record<string, string> {
   return {
     models: row.models ?? "",
     budget: row.budgetMicro !== null && row.budgetPeriod !== null ? `${trimCredits(row.budgetMicro)}/${row.budgetPeriod}` : "",

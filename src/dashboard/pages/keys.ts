@@ -30,7 +30,7 @@ export const EXPIRY_CHOICES: Array<{ value: string; label: string; days: number 
 
 const STATE_BADGE = { revoked: "bad", expired: "warn", "owner disabled": "bad", active: "ok" } as const;
 
-export function keyStatus(key: KeyView, now: number): { label: string; kind: string } {
+function keyStatus(key: KeyView, now: number): { label: string; kind: string } {
   const state = keyState(key, now);
   return { label: state, kind: STATE_BADGE[state] };
 }

@@ -61,7 +61,7 @@ function promptCount(usage: Record<string, unknown>): number | null {
 }
 
 /** A Messages answer's `usage` as the gateway counts it; null unless both counts are whole numbers of at least 0. */
-export function readAnthropicUsage(raw: unknown): Usage | null {
+function readAnthropicUsage(raw: unknown): Usage | null {
   if (!isRecord(raw)) return null;
   const prompt = promptCount(raw);
   const completion = count(raw.output_tokens);

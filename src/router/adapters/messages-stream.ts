@@ -11,7 +11,7 @@ import { createMessagesStream } from "../../translate/anthropic-stream";
 import { isRecord } from "../../translate/chat";
 
 /** The longest a translated stream stays silent: a `ping` then, and again after each such silence. */
-export const PING_INTERVAL_MS = 10_000;
+const PING_INTERVAL_MS = 10_000;
 
 const encoder = new TextEncoder();
 /** Shared: it decodes whole events only, so it keeps no state between calls. */

@@ -13,7 +13,7 @@ import type { CallBody, NativeForm } from "./types";
 import type { Target } from "../registry";
 
 /** A Responses `usage` object as the gateway counts tokens; null unless both counts are whole numbers of at least 0. */
-export function readResponsesUsage(raw: unknown): Usage | null {
+function readResponsesUsage(raw: unknown): Usage | null {
   if (typeof raw !== "object" || raw === null) return null;
   const { input_tokens, output_tokens } = raw as Record<string, unknown>;
   return readUsage({ prompt_tokens: input_tokens, completion_tokens: output_tokens });

@@ -27,7 +27,7 @@ export type CallBody = { model: string } & Record<string, unknown>;
  * whole: one answer read whole and relayed with its own type (JSON, or text for some transcription
  * formats); bytes: relayed as it arrives (audio), never held whole.
  */
-export type AnswerKind = "completion" | "whole" | "bytes";
+type AnswerKind = "completion" | "whole" | "bytes";
 
 export interface EstimateInput {
   body: CallBody;

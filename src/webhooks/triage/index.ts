@@ -10,7 +10,7 @@ import type { TriageDeps, TriageJob } from "./handler";
 import type { ModelCaller } from "./model";
 import { startDeliveries, type DeliveryOptions } from "./deliveries";
 
-export type { ModelCaller, ModelCall, ModelAnswer } from "./model";
+export type { ModelCaller } from "./model";
 
 export interface TriageService {
   deps: TriageDeps;

@@ -15,10 +15,10 @@ import { githubGroup, githubPayload, looksLikeGithub } from "./github";
 import { isObject, str, type Raw } from "./narrow";
 
 export type AlertKind = "alertmanager" | "grafana" | "uptime-kuma" | "github" | "json" | "text" | "digest";
-export type AlertStatus = "firing" | "resolved" | "info";
+type AlertStatus = "firing" | "resolved" | "info";
 export type Severity = "critical" | "warning" | "info";
 
-export interface AlertLine {
+interface AlertLine {
   status: string;
   name: string;
   severity: Severity | null;
@@ -41,7 +41,7 @@ export interface AlertGroup {
 }
 
 /** A sender's severity word as one of three (Alertmanager's `severity` label, Grafana's, a priority). */
-export function severityOf(value: unknown): Severity | null {
+function severityOf(value: unknown): Severity | null {
   const word = str(value)?.toLowerCase();
   if (word === undefined || word === null) return null;
   if (/^(critical|crit|page|high|error|emergency|fatal|p1|disaster)$/.test(word)) return "critical";

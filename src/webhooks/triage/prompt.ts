@@ -20,11 +20,11 @@ export const PROMPT_VARIABLES = {
   name: "the endpoint's name, or empty",
 } as const;
 
-export type PromptVariable = keyof typeof PROMPT_VARIABLES;
+type PromptVariable = keyof typeof PROMPT_VARIABLES;
 
 const PLACE = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
 /** How much of the body a prompt carries: enough for any alert, bounded for a model's context. */
-export const BODY_CHARS = 8_000;
+const BODY_CHARS = 8_000;
 
 const ALERT_GROUP = `You triage monitoring alerts for an on-call engineer. In at most five short lines, say what is wrong, how bad it is, the likely cause, and the first thing to check. Plain text, no preamble.
 

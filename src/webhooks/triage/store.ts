@@ -7,7 +7,7 @@
  */
 import type { Database } from "bun:sqlite";
 
-export type AlertState = "triaging" | "summarised" | "unsummarised" | "duplicate" | "held" | "digest";
+type AlertState = "triaging" | "summarised" | "unsummarised" | "duplicate" | "held" | "digest";
 
 export interface AlertRow {
   id: number;
