@@ -205,7 +205,7 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body, target) : stream, { status: 200, headers });
+    return new Response(stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
