@@ -5,7 +5,8 @@
  * and errors as `{"type":"error","error":{type,message}}`. With `callTool` set, a request that
  * offers tools and does not end with a tool result is answered with a call of the first tool
  * (`tool_use`); a chat request the same way gets `tool_calls` (chatToolCallAnswer), so a tool loop
- * runs through the gateway translated or not.
+ * runs through the gateway translated or not. With `anthropicKey` set, the Messages paths take only
+ * that key, in x-api-key, with an anthropic-version, as Anthropic's API does.
  */
 import type { MockBehaviour } from "./mock-upstream";
 
@@ -39,6 +40,9 @@ export async function anthropicAnswer(path: string, request: Request, behaviour:
   record(body, text);
   if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
   if (behaviour.failWith) return anthropicError(behaviour.failWith);
+  // As Anthropic's API: the key in x-api-key, never as a bearer token, and the version named.
+  if (behaviour.anthropicKey !== undefined && (request.headers.get("x-api-key") !== behaviour.anthropicKey || request.headers.has("authorization"))) return anthropicError(401);
+  if (behaviour.anthropicKey !== undefined && !request.headers.has("anthropic-version")) return anthropicError(400);
   const inputTokens = Math.max(1, JSON.stringify(body.messages ?? []).length >> 2);
   if (path.endsWith("/count_tokens")) return Response.json({ input_tokens: inputTokens });
   const words = behaviour.words ?? ["Hello", " from", " the", " mock", " upstream", "."];

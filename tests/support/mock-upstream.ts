@@ -40,6 +40,8 @@ export interface MockBehaviour extends ResponsesBehaviour {
   ownDefaultMaxTokens?: number;
   /** Bytes of audio /v1/audio/speech streams back. */
   speechBytes?: number;
+  /** The key the Messages paths demand in x-api-key, with an anthropic-version (./mock-anthropic.ts); unset, none. */
+  anthropicKey?: string;
   /** Call the first tool a request offers, unless it ends with a tool's answer (./mock-anthropic.ts). */
   callTool?: boolean;
   /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
