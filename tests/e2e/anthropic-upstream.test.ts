@@ -58,7 +58,7 @@ describe('api_key_header = "x-api-key"', () => {
     const streamed = await client().messages.stream({ model: "claude", max_tokens: 50, messages: hello }).finalMessage();
     expect(streamed.stop_reason).toBe("end_turn");
     expect((await client().messages.countTokens({ model: "claude", messages: hello })).input_tokens).toBeGreaterThan(0);
-    const sent = anthropicApi.requests.map((r) => [r.path, r.headers["x-api-key"], r.headers.authorization ?? null]);
+    const sent = anthropicApi.requests.map((r): unknown[] => [r.path, r.headers["x-api-key"], r.headers.authorization ?? null]);
     expect(sent).toEqual([
       ["/v1/messages", UPSTREAM_KEY, null],
       ["/v1/messages", UPSTREAM_KEY, null],
