@@ -212,21 +212,22 @@ export function createGate(deps: GateDeps): Gate {
     return check.session;
   }
 
-  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError | Promise<Admission | GatewayError> {
+  /** `call`: the model call, null for a read (admitRead), which names no model and holds no credits. */
+  function admitKey(input: ReadInput, authorization: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const check = verifyKey(authorization);
     if (check instanceof GatewayError) return check;
     const { row } = check;
     deps.lastUsed.touch(row.id);
-    const refusal = keyLimits.refusal(input, check, input.route);
+    const refusal = keyLimits.refusal(input, check, call?.route ?? null);
     if (refusal !== null) return refusal;
-    return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
+    return admitIdentified(call, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
-  function admitSession(input: AdmitInput, token: string): Admission | GatewayError | Promise<Admission | GatewayError> {
+  function admitSession(input: ReadInput, token: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const session = verifySession(input.request, token);
     if (session instanceof GatewayError) return session;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
+    return admitIdentified(call, identity, policies.session, session.balance, "this account's sessions");
   }
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
@@ -263,19 +264,10 @@ export function createGate(deps: GateDeps): Gate {
 
   function admitRead(input: ReadInput): Admission | GatewayError | Promise<Admission | GatewayError> {
     const credential = presented(input.request);
+    if (credential.kind === "api_key") return admitKey(input, credential.authorization, null);
+    if (credential.kind === "session") return admitSession(input, credential.token, null);
     if (credential.kind === "spend_auth") return new GatewayError("authentication_required", "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored");
-    if (credential.kind === "anonymous") return new GatewayError("authentication_required", `What the gateway stores belongs to the API key's or session's user that made it: authenticate with ${ways}`);
-    if (credential.kind === "session") {
-      const session = verifySession(input.request, credential.token);
-      if (session instanceof GatewayError) return session;
-      return admitIdentified(null, { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` }, policies.session, session.balance, "this account's sessions");
-    }
-    const check = verifyKey(credential.authorization);
-    if (check instanceof GatewayError) return check;
-    deps.lastUsed.touch(check.row.id);
-    const refusal = keyLimits.refusal(input, check, null);
-    if (refusal !== null) return refusal;
-    return admitIdentified(null, check.identity, check.row.perMinute ? keyPolicy(check.row.perMinute) : policies.api_key, null, "this API key", check);
+    return new GatewayError("authentication_required", `What the gateway stores belongs to the API key's or session's user that made it: authenticate with ${ways}`);
   }
 
   return {
@@ -298,8 +290,8 @@ export function createGate(deps: GateDeps): Gate {
     admit(input) {
       const credential = presented(input.request);
       if (credential.kind === "spend_auth") return deps.spendAuth ? deps.spendAuth(input) : spendAuthDisabled();
-      if (credential.kind === "api_key") return admitKey(input, credential.authorization);
-      if (credential.kind === "session") return admitSession(input, credential.token);
+      if (credential.kind === "api_key") return admitKey(input, credential.authorization, input);
+      if (credential.kind === "session") return admitSession(input, credential.token, input);
       return admitAnonymous(input);
     },
   };

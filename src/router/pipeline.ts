@@ -3,9 +3,9 @@
  * the Gate, forward to the route's targets, and relay the answer (whole, an event stream, or bytes
  * as they come) while capturing usage. What differs per endpoint comes from its adapter
  * (./adapters/types.ts); what each target is sent, from ./call-forms.ts. Every admitted request
- * is settled exactly once and produces exactly one RequestRecord, however it ends: an error nobody expected is settled as a 500 on its way out, so
- * it never leaves credits held. An answer's last byte (a whole body, a stream's end) waits for the
- * commit of what it is charged (Admission.settle).
+ * is settled exactly once and produces exactly one RequestRecord, however it ends: an error nobody
+ * expected is settled as a 500 on its way out, so it never leaves credits held. An answer's last
+ * byte (a whole body, a stream's end) waits for the commit of what it is charged (Admission.settle).
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import type { Admission } from "../auth/types";
