@@ -49,7 +49,15 @@ export function createResponseReader(deps: AppDeps): ResponseReader {
     if (admission instanceof GatewayError) return refused(admission, refusedIdentity(admission, request));
     const owner = responseOwner(admission.identity);
     store ??= createResponseStore(deps.db, { maxBytes: deps.config.server.response_store_max_bytes, now: deps.now });
-    const stored = owner === null ? null : store.get(id, owner);
+    let stored: ReturnType<ResponseStore["get"]>;
+    try {
+      stored = owner === null ? null : store.get(id, owner);
+    } catch (err) {
+      // The database refused the read: settled and recorded as the 500 the app renders.
+      admission.settle({ usage: null, status: 500, upstream: null, latencyMs: performance.now() - startedAt });
+      deps.onRequestDone(record(meta.id, admission.identity, { ...READ, status: 500 }, performance.now() - startedAt));
+      throw err;
+    }
     const status = stored === null ? 404 : 200;
     const settled = admission.settle({ usage: null, status, upstream: null, latencyMs: performance.now() - startedAt });
     if (settled) await settled;
