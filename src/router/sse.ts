@@ -7,7 +7,8 @@
  * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
  * Another API's stream (a native /v1/responses) is read as its StreamDialect says, and ends in its
  * own failure event. A translating endpoint's StreamRewrite turns the events into its API's as they
- * are sent, in the same pull (./sse-events.ts holds the event-level reading).
+ * are sent, in the same pull (./sse-events.ts holds the event-level reading; ./relay-options.ts
+ * what a caller passes and gets back).
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -22,49 +23,8 @@
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
-import { DONE, DONE_TEXT, errorEvent, FINISHED, parseData, USAGE_PATTERN, type StreamDialect, type StreamRewrite } from "./sse-events";
-
-export interface RelayOptions {
-  /** The client set stream_options.include_usage itself; keep the usage chunk. */
-  clientWantsUsage: boolean;
-  idleTimeoutMs: number;
-  /** The longest the whole stream may take. */
-  streamTimeoutMs: number;
-  /** Aborts the upstream request (idle timeout, client gone). */
-  abortUpstream: (reason: string) => void;
-  /**
-   * Called exactly once when the stream ends, however it ends. The client's last bytes (the event
-   * with [DONE], an error event) are handed on only once a promise it returns settles: the commit
-   * of what the answer is charged.
-   */
-  onEnd: (result: RelayResult) => Promise<void> | void;
-  /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
-  upstreamSecrets?: readonly string[];
-  /** The stream's API, when it is not chat completions. */
-  dialect?: StreamDialect;
-  /** A translation of the events for the client (another API's), in the relay's own pull. */
-  rewrite?: StreamRewrite;
-}
-
-export interface RelayResult {
-  usage: Usage | null;
-  /**
-   * Events relayed to the client, [DONE] and a stripped usage chunk not counted: the completion
-   * estimate when the upstream reported no usage.
-   */
-  events: number;
-  /**
-   * "unfinished": the upstream ended its stream cleanly, without [DONE], before the model said it
-   * finished; "timeout": it had not finished within streamTimeoutMs.
-   */
-  outcome: "complete" | "upstream_error" | "unfinished" | "timeout" | "client_closed";
-  error?: string;
-  /**
-   * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
-   * when generation fails mid-answer) but for the gateway's credentials: its data, or null when it sent none.
-   */
-  errorEvent: string | null;
-}
+import { DONE, DONE_TEXT, errorEvent, FINISHED, parseData, USAGE_PATTERN } from "./sse-events";
+import type { RelayOptions, RelayResult } from "./relay-options";
 
 const encoder = new TextEncoder();
 /** The longest event accepted; chat events are a few hundred bytes. */

@@ -6,7 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { messagesFromChatEvents, type TranslatedStreamOptions } from "../../src/router/adapters/messages-stream";
 import { MESSAGES_EVENTS } from "../../src/router/adapters/anthropic-wire";
-import { relaySse, type RelayResult } from "../../src/router/sse";
+import { relaySse } from "../../src/router/sse";
+import type { RelayResult } from "../../src/router/relay-options";
 
 const encoder = new TextEncoder();
 const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
