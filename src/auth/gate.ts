@@ -30,7 +30,7 @@ import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type SettleInput, type SpendAuthHook } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type ReadInput, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
@@ -98,10 +98,11 @@ export function createGate(deps: GateDeps): Gate {
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
 
   /**
-   * `knownBalance`: the stored balance when already read (sessions), null to read it if a paid model
-   * needs it; `key`: an API key's, whose policy applies (./key-limits.ts).
+   * `input`: the call, null for a read (no model, no credits); `knownBalance`: the stored balance when
+   * already read (sessions), null to read it if a paid model needs it; `key`: an API key's, whose
+   * policy applies (./key-limits.ts).
    */
-  function admitIdentified(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
+  function admitIdentified(input: AdmitInput | null, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
     const decided = limiter.take(identity.subject, policy);
     if (decided instanceof Promise) {
       const ceilingHeaders: Record<string, string> = {};
@@ -121,10 +122,10 @@ export function createGate(deps: GateDeps): Gate {
     return admitLimited(input, identity, policy, knownBalance, headers, taken as TakenLimits | null, key);
   }
 
-  function admitLimited(input: AdmitInput, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {
-    const { route } = input;
+  function admitLimited(input: AdmitInput | null, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
-    if (route.free) return { identity, headers, settle: giveBack };
+    if (input === null || input.route.free) return { identity, headers, settle: giveBack };
+    const { route } = input;
     const unrecordedSince = meter.unrecordedSince();
     if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
       limiter.giveBack(identity.subject, policy);
@@ -176,21 +177,22 @@ export function createGate(deps: GateDeps): Gate {
     return check.session;
   }
 
-  function admitKey(input: AdmitInput, authorization: string): Admission | GatewayError | Promise<Admission | GatewayError> {
+  /** `call`: the model call, null for a read (admitRead), which names no model and holds no credits. */
+  function admitKey(input: ReadInput, authorization: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const check = verifyKey(authorization);
     if (check instanceof GatewayError) return check;
     const { row } = check;
     deps.lastUsed.touch(row.id);
-    const refusal = keyLimits.refusal(input, check);
+    const refusal = keyLimits.refusal(input, check, call?.route ?? null);
     if (refusal !== null) return refusal;
-    return admitIdentified(input, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
+    return admitIdentified(call, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
-  function admitSession(input: AdmitInput, token: string): Admission | GatewayError | Promise<Admission | GatewayError> {
+  function admitSession(input: ReadInput, token: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const session = verifySession(input.request, token);
     if (session instanceof GatewayError) return session;
     const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    return admitIdentified(input, identity, policies.session, session.balance, "this account's sessions");
+    return admitIdentified(call, identity, policies.session, session.balance, "this account's sessions");
   }
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
@@ -225,19 +227,17 @@ export function createGate(deps: GateDeps): Gate {
     return admitIdentified(input, identity, policies.session, null, `${asUser}'s sessions and jobs`);
   }
 
+  function admitRead(input: ReadInput): Admission | GatewayError | Promise<Admission | GatewayError> {
+    const credential = presented(input.request);
+    if (credential.kind === "api_key") return admitKey(input, credential.authorization, null);
+    if (credential.kind === "session") return admitSession(input, credential.token, null);
+    if (credential.kind === "spend_auth") return new GatewayError("authentication_required", "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored");
+    return new GatewayError("authentication_required", `What the gateway stores belongs to the API key's or session's user that made it: authenticate with ${ways}`);
+  }
+
   return {
     admitInProcess,
-    identify(request) {
-      const credential = presented(request);
-      if (credential.kind === "anonymous") return null;
-      if (credential.kind === "spend_auth") return new GatewayError("authentication_required", "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored");
-      if (credential.kind === "api_key") {
-        const check = verifyKey(credential.authorization);
-        return check instanceof GatewayError ? check : check.identity;
-      }
-      const session = verifySession(request, credential.token);
-      return session instanceof GatewayError ? session : { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    },
+    admitRead,
     credentialRefusal(request) {
       const credential = presented(request);
       let check: unknown = null;
@@ -255,8 +255,8 @@ export function createGate(deps: GateDeps): Gate {
     admit(input) {
       const credential = presented(input.request);
       if (credential.kind === "spend_auth") return deps.spendAuth ? deps.spendAuth(input) : spendAuthDisabled();
-      if (credential.kind === "api_key") return admitKey(input, credential.authorization);
-      if (credential.kind === "session") return admitSession(input, credential.token);
+      if (credential.kind === "api_key") return admitKey(input, credential.authorization, input);
+      if (credential.kind === "session") return admitSession(input, credential.token, input);
       return admitAnonymous(input);
     },
   };

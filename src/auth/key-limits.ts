@@ -1,7 +1,7 @@
 /**
  * An API key's policy at admission (./gate.ts asks for keys only; ./key-policy.ts compiles it):
- *   - refusal(): client address (403 ip_not_allowed) and model allowlist (403 model_not_allowed),
- *     checked before any limit is counted;
+ *   - refusal(): client address (403 ip_not_allowed) and, for a model call (not a read), model
+ *     allowlist (403 model_not_allowed), checked before any limit is counted;
  *   - take(): the ceilings besides the key's own requests per minute: `[limits] user` across all of
  *     one user's keys (requests and tokens), and tokens per minute (the key's own, else
  *     `[limits] api_key.tokens_per_minute`). A token bucket admits while it is not empty and is
@@ -20,6 +20,7 @@ import type { CreditMeter } from "../credits/meter";
 import { GatewayError } from "../errors";
 import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
 import { decidedNow, MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
+import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../router/usage";
 import type { VerifiedKey } from "./apikey";
 import type { KeyVerifier } from "./key-verifier";
@@ -91,7 +92,7 @@ function denial(identity: VerifiedKey["identity"], limit: Plan["limits"][number]
 }
 
 export interface KeyLimits {
-  refusal(input: AdmitInput, key: VerifiedKey): GatewayError | null;
+  refusal(input: Pick<AdmitInput, "clientIp">, key: VerifiedKey, route: ModelRoute | null): GatewayError | null;
   /**
    * null: nothing beyond the key's own request limit applies. A promise when the limiter is shared
    * (it rejects when the store cannot be asked); a denial's headers are written into `headers`.
@@ -136,14 +137,14 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
   }
 
   return {
-    refusal(input, key) {
+    refusal(input, key, route) {
       const policy = key.policy;
       if (policy === null) return null;
       if (policy.allowsAddress && !policy.allowsAddress(input.clientIp())) {
         return new IdentifiedDenial(key.identity, "ip_not_allowed", "This API key may not be used from your address: its policy allows only certain client addresses");
       }
-      if (policy.allowsModel && !policy.allowsModel(input.route)) {
-        return new IdentifiedDenial(key.identity, "model_not_allowed", `This API key may not use the model "${input.route.id}": its policy allows other models (GET /v1/models with this key lists them)`, { param: "model" });
+      if (route !== null && policy.allowsModel && !policy.allowsModel(route)) {
+        return new IdentifiedDenial(key.identity, "model_not_allowed", `This API key may not use the model "${route.id}": its policy allows other models (GET /v1/models with this key lists them)`, { param: "model" });
       }
       return null;
     },

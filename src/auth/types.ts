@@ -45,6 +45,9 @@ export interface AdmitInput {
   reserve?: Reserve;
 }
 
+/** A read that calls no model: the request and its client address (for a key's address allowlist). */
+export type ReadInput = Pick<AdmitInput, "request" | "clientIp">;
+
 export interface SettleInput {
   usage: Usage | null;
   /** HTTP status the client saw (or the upstream status when streamed). */
@@ -81,11 +84,12 @@ export type SpendAuthHook = (input: AdmitInput) => Promise<Admission | GatewayEr
 export interface Gate {
   admit(input: AdmitInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /**
-   * Who a request that calls no model is from (GET /v1/responses/{id}): the identity of a valid API
-   * key or session, null for none, or the 401 its credential earns. SpendAuth pays per call and is
-   * no identity to look things up with: refused (GatewayError).
+   * Admits a read that calls no model (GET /v1/responses/{id}) from a valid API key or session: the
+   * key's address allowlist, and one request of the caller's rate limits, as a call; no credits.
+   * Without a credential, or with SpendAuth (which pays per call and is no identity to look things
+   * up with), the 401 `authentication_required`. Settled once, like a call's admission.
    */
-  identify?(request: Request): Identity | GatewayError | null;
+  admitRead?(input: ReadInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
   credentialRefusal?(request: Request): GatewayError | null;
   /**

@@ -37,6 +37,8 @@ const Upstream = T.Object(
     name: T.String({ minLength: 1 }),
     base_url: HTTP_URL,
     api_key: T.Optional(T.String()),
+    /** How api_key is sent: `Authorization: Bearer` (OpenAI and most servers), or `x-api-key` as Anthropic's own API takes it. */
+    api_key_header: T.Union([T.Literal("authorization"), T.Literal("x-api-key")], { default: "authorization" }),
     discover: T.Boolean({ default: false }),
     /** Routes imported by `discover` are free-tier when true. */
     discover_free: T.Boolean({ default: false }),

@@ -54,7 +54,7 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
     // A redirect is refused as chat refuses it (a base_url to correct), not followed to a list of
     // models that chat could then never reach.
     const response = await fetch(state.modelsUrl, {
-      headers: state.authorization ? { authorization: state.authorization } : {},
+      headers: state.credentials,
       signal: AbortSignal.timeout(upstream.connect_timeout_ms),
       redirect: "manual",
     });

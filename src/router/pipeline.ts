@@ -2,10 +2,10 @@
  * The pipeline of every /v1 model call, after ./endpoint.ts has read and checked it: admit through
  * the Gate, forward to the route's targets, and relay the answer (whole, an event stream, or bytes
  * as they come) while capturing usage. What differs per endpoint comes from its adapter
- * (./adapters/types.ts). Every admitted request is settled exactly once and produces exactly one
- * RequestRecord, however it ends: an error nobody expected is settled as a 500 on its way out, so
- * it never leaves credits held. An answer's last byte (a whole body, a stream's end) waits for the
- * commit of what it is charged (Admission.settle).
+ * (./adapters/types.ts); what each target is sent, from ./call-forms.ts. Every admitted request
+ * is settled exactly once and produces exactly one RequestRecord, however it ends: an error nobody
+ * expected is settled as a 500 on its way out, so it never leaves credits held. An answer's last
+ * byte (a whole body, a stream's end) waits for the commit of what it is charged (Admission.settle).
  */
 import { ERROR_STATUS, GatewayError } from "../errors";
 import type { Admission } from "../auth/types";
@@ -20,7 +20,8 @@ import type { Usage } from "./usage";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
-import { serialize, tokenLimitToSend } from "./upstream-body";
+import { tokenLimitToSend } from "./upstream-body";
+import { callForms } from "./call-forms";
 import { completionsPriced } from "./adapters/chat";
 import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
@@ -56,35 +57,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     const completion = adapter.answer === "completion";
     const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
-    // The parsed body is ours: amend it in place rather than copying it per request. An adapter
-    // with a native form sends the client's body only in that form, where chat's option has no place.
-    const native = adapter.native;
-    if (streamed && native === undefined) ctx.body.stream_options = { ...(ctx.body.stream_options as object | undefined), include_usage: true };
-    /** Whether the target last sent the request (the one that answered, once forward returns) got the native form. */
-    let sentNative = false;
     const tokenLimit = completion && completionsPriced(route) ? limitToSend(ctx.body, admission, deps.config.routing.default_max_tokens) : null;
-    const upload = ctx.upload;
     const forwarded = await forward({
       route,
-      upstreamPath: native === undefined ? adapter.upstreamPath : (target) => (servesNatively(adapter, target) ? native.upstreamPath : adapter.upstreamPath),
-      payload: upload
-        ? (target) => upload.take(target.model)
-        : (target) => {
-            sentNative = native !== undefined && servesNatively(adapter, target);
-            if (sentNative) return serialize(native!.payload(ctx.body, target, tokenLimit));
-            if (!adapter.payload) {
-              // The body is the gateway's own parse of the request: set the target's model name in place.
-              ctx.body.model = target.model;
-              return serialize(ctx.body);
-            }
-            const sent = adapter.payload(ctx.body, target, tokenLimit);
-            // A translation is a body of its own: it asks for the stream's usage as the client's body does.
-            if (streamed && sent !== ctx.body) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
-            return serialize(sent);
-          },
-      contentType: upload?.contentType,
-      headersFor: native?.passHeaders === undefined ? undefined : (target) => (servesNatively(adapter, target) ? passedHeaders(ctx.request, native.passHeaders!) : undefined),
-      bodyFailure: upload ? upload.failure : undefined,
+      ...callForms(ctx, { streamed, tokenLimit }),
       client,
       routing: deps.config.routing,
       now: deps.now,
@@ -99,6 +75,9 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     }
     const { reply, target } = forwarded;
     const upstream = target.upstream;
+    const native = adapter.native;
+    /** The answering target was sent the native form: its answer is read as that form's. */
+    const sentNative = native !== undefined && servesNatively(adapter, target);
     // The gateway's own time so far: everything except waiting on upstreams (failed attempts included).
     // The admission's headers (x-ratelimit-*) were made for this request: complete them in place.
     const headers = admission.headers;
@@ -205,21 +184,11 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         return served.committed;
       },
     });
-    return new Response(adapter.transformStream ? adapter.transformStream(stream, ctx.body, target) : stream, { status: 200, headers });
+    return new Response(stream, { status: 200, headers });
   } catch (err) {
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
-}
-
-/** The client's headers named, those present; undefined when none is. */
-function passedHeaders(request: Request, names: readonly string[]): Record<string, string> | undefined {
-  let passed: Record<string, string> | undefined;
-  for (const name of names) {
-    const value = request.headers.get(name);
-    if (value !== null) (passed ??= {})[name] = value;
-  }
-  return passed;
 }
 
 /** Audio relayed as it arrives, with the upstream's type; settled when it ends. */

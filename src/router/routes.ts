@@ -102,12 +102,18 @@ export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelE
       },
     })
     .get("/v1/models/*", ({ request }) => retrieveModel(deps, request), { detail: { hide: true } })
-    .get("/v1/responses/:id", ({ request, params }) => readResponse(request, params.id), {
+    .get("/v1/responses/:id", ({ request, params, server }) => readResponse(request, server, params.id), {
       detail: {
         operationId: "getResponse",
         summary: "A response /v1/responses stored, to the identity that made it (previous_response_id reads the same store)",
         tags: ["responses"],
-        responses: { 200: jsonDoc("The Response object as it was answered", { type: "object", additionalProperties: true }), 404: errorDoc("No stored response of that id for this caller") },
+        responses: {
+          200: jsonDoc("The Response object as it was answered", { type: "object", additionalProperties: true }),
+          401: errorDoc("No API key or session, or a SpendAuth payment"),
+          403: errorDoc("The key's address allowlist does not include the caller"),
+          404: errorDoc("No stored response of that id for this caller"),
+          429: errorDoc("Past the caller's rate limit (a read costs one request)"),
+        },
       },
     });
   for (const doc of endpointDocs(deps)) {

@@ -6,7 +6,9 @@
  * stream that ends without `[DONE]` is whole only if the model said it finished (a finish_reason,
  * a usage-only chunk last, or its own error event); otherwise it ended unfinished, the same way.
  * Another API's stream (a native /v1/responses) is read as its StreamDialect says, and ends in its
- * own failure event.
+ * own failure event. A translating endpoint's StreamRewrite turns the events into its API's as they
+ * are sent, in the same pull (./sse-events.ts holds the event-level reading; ./relay-options.ts
+ * what a caller passes and gets back).
  *
  * Invariants:
  * - a pull reads until it can enqueue something (or the stream ends): a pull that enqueued
@@ -21,74 +23,10 @@
  */
 import { readUsage, type Usage } from "./usage";
 import { withoutSecrets } from "./upstream-text";
-
-/**
- * An API's own event stream where it is not chat completions' (a native /v1/responses): how the
- * relay reads its usage and its end, and how it ends it when it breaks. Such a stream gets no
- * `[DONE]`, which is chat's alone.
- */
-export interface StreamDialect {
-  /** Matches an event (its text) that says the answer ended. */
-  readonly finished: RegExp;
-  /** The usage in an event's data (one that names a usage object), or null; `before` is the stream's so far (an API may report it in parts). */
-  usage(data: Record<string, unknown>, before: Usage | null): Usage | null;
-  /** The event a stream that broke ends with, in the API's shape. */
-  failure(message: string): string;
-}
-
-export interface RelayOptions {
-  /** The client set stream_options.include_usage itself; keep the usage chunk. */
-  clientWantsUsage: boolean;
-  idleTimeoutMs: number;
-  /** The longest the whole stream may take. */
-  streamTimeoutMs: number;
-  /** Aborts the upstream request (idle timeout, client gone). */
-  abortUpstream: (reason: string) => void;
-  /**
-   * Called exactly once when the stream ends, however it ends. The client's last bytes (the event
-   * with [DONE], an error event) are handed on only once a promise it returns settles: the commit
-   * of what the answer is charged.
-   */
-  onEnd: (result: RelayResult) => Promise<void> | void;
-  /** The gateway's credentials for this upstream, taken out of the upstream's error events should one echo them. */
-  upstreamSecrets?: readonly string[];
-  /** The stream's API, when it is not chat completions. */
-  dialect?: StreamDialect;
-  /**
-   * Rewrites the complete events about to be sent (the relay's own endings included) for the
-   * client: a translation into another API's events, in the relay's own pull, with no stream
-   * after it. "" sends nothing and reads on.
-   */
-  rewrite?: (events: string) => string;
-}
-
-export interface RelayResult {
-  usage: Usage | null;
-  /**
-   * Events relayed to the client, [DONE] and a stripped usage chunk not counted: the completion
-   * estimate when the upstream reported no usage.
-   */
-  events: number;
-  /**
-   * "unfinished": the upstream ended its stream cleanly, without [DONE], before the model said it
-   * finished; "timeout": it had not finished within streamTimeoutMs.
-   */
-  outcome: "complete" | "upstream_error" | "unfinished" | "timeout" | "client_closed";
-  error?: string;
-  /**
-   * The upstream's own error event, relayed as it came (`data: {"error": {...}}`, as vLLM sends
-   * when generation fails mid-answer) but for the gateway's credentials: its data, or null when it sent none.
-   */
-  errorEvent: string | null;
-}
+import { DONE, DONE_TEXT, errorEvent, FINISHED, parseData, USAGE_PATTERN } from "./sse-events";
+import type { RelayOptions, RelayResult } from "./relay-options";
 
 const encoder = new TextEncoder();
-const USAGE_PATTERN = /"usage"\s*:\s*\{/;
-const DONE_TEXT = "data: [DONE]\n\n";
-/** An event whose data is `[DONE]` (with or without the optional space, after other fields or not). */
-const DONE = /(?:^|\n)data: ?\[DONE\][ \t]*(?:\n|$)/;
-/** A choice's finish_reason that is set (a string, not null): the model finished that choice. */
-const FINISHED = /"finish_reason"\s*:\s*"/;
 /** The longest event accepted; chat events are a few hundred bytes. */
 export const MAX_EVENT_CHARS = 1024 * 1024;
 
@@ -125,6 +63,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     stalled = true;
     options.abortUpstream("idle");
   }, options.idleTimeoutMs);
+  const keepalive = rewrite?.keepalive;
+  /** The client's stream, for the keepalive, which writes between pulls. */
+  let client: ReadableStreamDefaultController<Uint8Array> | null = null;
+  const beat = keepalive === undefined ? undefined : setTimeout(() => {
+    if (!waiting || ended) return; // the client is slow, not the upstream; the next read re-arms it
+    client?.enqueue(encoder.encode(keepalive.event()));
+    beat!.refresh();
+  }, keepalive.everyMs);
   const overdueMessage = `the upstream did not finish its answer within ${options.streamTimeoutMs} ms`;
   const deadline = setTimeout(() => {
     overdue = true;
@@ -139,6 +85,7 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
     ended = true;
     clearTimeout(idle);
     clearTimeout(deadline);
+    clearTimeout(beat);
     committed = options.onEnd({ usage, events, errorEvent: upstreamErrorEvent, ...result });
     return committed;
   };
@@ -201,16 +148,21 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
 
   /** Sends the client text of complete events (rewritten, when the endpoint translates); false when nothing was left to send. */
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, text: string): boolean => {
-    const out = rewrite ? rewrite(text) : text;
+    const out = rewrite ? rewrite.events(text) : text;
     if (out.length > 0) controller.enqueue(encoder.encode(out));
     return out.length > 0;
   };
 
   return new ReadableStream<Uint8Array>({
+    start(controller) {
+      client = controller;
+      if (rewrite?.opening) controller.enqueue(encoder.encode(rewrite.opening));
+    },
     async pull(controller) {
       try {
         for (;;) {
           idle.refresh();
+          beat?.refresh();
           waiting = true;
           const { done, value } = await reader.read();
           waiting = false;
@@ -289,26 +241,4 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
       return reader.cancel(reason).catch(() => {});
     },
   });
-}
-
-/** The JSON of an event's data: its `data:` lines joined by line breaks, as the SSE format says. */
-function parseData(event: string): Record<string, unknown> | null {
-  let data: string | null = null;
-  for (const line of event.split("\n")) {
-    if (!line.startsWith("data:")) continue;
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-    data = data === null ? value : `${data}\n${value}`;
-  }
-  if (data === null) return null;
-  try {
-    const parsed: unknown = JSON.parse(data);
-    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-function errorEvent(message: string): string {
-  const body = { error: { message, type: "api_error", param: null, code: "upstream_error" } };
-  return `data: ${JSON.stringify(body)}\n\n`;
 }

@@ -44,7 +44,8 @@ export interface UpstreamState extends Circuit {
   /** host and port for the connect check of a cold upstream. */
   hostname: string;
   port: number;
-  authorization: string | null;
+  /** The upstream's credential as sent (Authorization, or x-api-key), for requests made apart from chat's (discovery). */
+  credentials: Readonly<Record<string, string>>;
   /** The credentials sent with each request, longest first: taken out of what the upstream says (upstreamSecrets). */
   secrets: readonly string[];
   /** Sends one chat request body (JSON text) to this upstream; see ./upstream-client.ts. */
@@ -78,8 +79,13 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     accept: "application/json, text/event-stream",
     "user-agent": `modelgate/${VERSION}`,
   };
-  const authorization = config.api_key ? `Bearer ${config.api_key}` : basicAuthorization(base);
-  if (authorization) headers.authorization = authorization;
+  const credentials: Record<string, string> = {};
+  if (config.api_key && config.api_key_header === "x-api-key") credentials["x-api-key"] = config.api_key;
+  else {
+    const authorization = config.api_key ? `Bearer ${config.api_key}` : basicAuthorization(base);
+    if (authorization) credentials.authorization = authorization;
+  }
+  Object.assign(headers, credentials);
   const viaFetch = chatUrl.protocol !== "http:" || USES_PROXY;
   const origin = {
     hostname,
@@ -99,8 +105,8 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     modelsUrl: endpointUrl(base, "models").href,
     hostname,
     port,
-    authorization: headers.authorization ?? null,
-    secrets: upstreamSecrets(config.api_key, base, authorization),
+    credentials,
+    secrets: upstreamSecrets(config.api_key, base, credentials.authorization ?? null),
     postChat,
     post,
     viaFetch,

@@ -65,7 +65,7 @@ const TEXT = "Hello from the mock upstream.";
 const TOOLS: OpenAI.Responses.Tool[] = [{ type: "function", name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false }];
 
 beforeAll(async () => {
-  chat = startMockUpstream({ callTools: true, reasoning: "Think first." });
+  chat = startMockUpstream({ callTool: true, reasoning: "Think first." });
   responses = startMockUpstream({ reasoning: "Think first." });
   gw = await startGateway(config(chat.url, responses.url));
   alice = await createUserKey(gw, { name: "alice", credits: "10" });
@@ -296,7 +296,7 @@ describe("/v1/responses: credits, refusals, broken streams", () => {
       const upstream = model === "native" ? responses : chat;
       upstream.behaviour.breakAfterChunks = 2;
       upstream.behaviour.chunkDelayMs = 10;
-      if (model === "translated") upstream.behaviour.callTools = upstream.behaviour.reasoning = undefined;
+      if (model === "translated") upstream.behaviour.callTool = upstream.behaviour.reasoning = undefined;
       try {
         const stream = await client.responses.create({ model, input: "hi", stream: true });
         const types: string[] = [];
@@ -312,7 +312,7 @@ describe("/v1/responses: credits, refusals, broken streams", () => {
         expect(failed!.id).toStartWith("resp_");
       } finally {
         upstream.behaviour.breakAfterChunks = upstream.behaviour.chunkDelayMs = undefined;
-        if (model === "translated") Object.assign(upstream.behaviour, { callTools: true, reasoning: "Think first." });
+        if (model === "translated") Object.assign(upstream.behaviour, { callTool: true, reasoning: "Think first." });
       }
     });
   }

@@ -25,11 +25,7 @@ const toy: EndpointAdapter = {
   // The chat body built per target, with the priced completion limit where that target's upstream reads it.
   payload: (body, target, tokenLimit) => completionPayload({ model: "", messages: [{ role: "user", content: body.text }], stream: body.stream === true }, target, tokenLimit),
   transformWhole: (text, body) => JSON.stringify({ said: JSON.parse(text).choices[0].message.content, asked: body.model }),
-  transformStream: (stream) => {
-    const decoder = new TextDecoder();
-    const encoder = new TextEncoder();
-    return stream.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, c) => c.enqueue(encoder.encode(decoder.decode(chunk, { stream: true }).toUpperCase())) }));
-  },
+  rewriteEvents: () => ({ events: (text) => text.toUpperCase() }),
   renderError: (error, headers) => Response.json({ problem: error.message }, { status: error.status, headers }),
 };
 

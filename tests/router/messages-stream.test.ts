@@ -1,12 +1,13 @@
 /**
- * The translated Messages stream (src/router/adapters/messages-stream.ts) over a chat stream as the
- * relay hands it on: message_start at once, ping events while the upstream is silent, the relay's
- * error ending as Anthropic's error event. And the relay reading a native Messages stream.
+ * The translated Messages stream (src/router/adapters/messages-stream.ts) as the relay rewrites a
+ * chat stream with it: message_start at once, ping events while the upstream is silent, an error
+ * event as Anthropic's. And the relay reading a native Messages stream.
  */
 import { describe, expect, test } from "bun:test";
-import { messagesFromChatStream } from "../../src/router/adapters/messages-stream";
+import { messagesFromChatEvents, type TranslatedStreamOptions } from "../../src/router/adapters/messages-stream";
 import { MESSAGES_EVENTS } from "../../src/router/adapters/anthropic-wire";
-import { relaySse, type RelayResult } from "../../src/router/sse";
+import { relaySse } from "../../src/router/sse";
+import type { RelayResult } from "../../src/router/relay-options";
 
 const encoder = new TextEncoder();
 const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
@@ -24,11 +25,16 @@ function eventNames(text: string): string[] {
   return [...text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
 }
 
+/** The chat stream relayed to the client translated, as the pipeline relays it. */
+function messagesFromChatStream(chat: ReadableStream<Uint8Array>, options: TranslatedStreamOptions): ReadableStream<Uint8Array> {
+  return relaySse(chat, { clientWantsUsage: true, idleTimeoutMs: 60_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: () => {}, rewrite: messagesFromChatEvents(options) });
+}
+
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
   return await new Response(stream).text();
 }
 
-describe("messagesFromChatStream", () => {
+describe("messagesFromChatEvents on the relay", () => {
   test("message_start comes before any upstream chunk; pings fill a silence; the answer ends with message_delta and message_stop", async () => {
     const upstream = controlledStream();
     const reader = messagesFromChatStream(upstream.stream, { model: "m", stopSequences: [], pingIntervalMs: 5 }).getReader();

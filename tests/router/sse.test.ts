@@ -4,7 +4,8 @@
  * the stream hung), and the idle timeout is the upstream's silence, not a slow client's.
  */
 import { describe, expect, test } from "bun:test";
-import { MAX_EVENT_CHARS, relaySse, type RelayResult } from "../../src/router/sse";
+import { MAX_EVENT_CHARS, relaySse } from "../../src/router/sse";
+import type { RelayResult } from "../../src/router/relay-options";
 
 const encoder = new TextEncoder();
 const EVENT = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "Hello there, this is one event" } }] })}\n\n`;

@@ -4,8 +4,9 @@
  * content_block_stop, message_delta with the usage, message_stop), POST /v1/messages/count_tokens,
  * and errors as `{"type":"error","error":{type,message}}`. With `callTool` set, a request that
  * offers tools and does not end with a tool result is answered with a call of the first tool
- * (`tool_use`); a chat request the same way gets `tool_calls` (chatToolCallAnswer), so a tool loop
- * runs through the gateway translated or not.
+ * (`tool_use`); a chat request the same way gets `tool_calls` (chatToolAnswer, ./mock-responses.ts),
+ * so a tool loop runs through the gateway translated or not. With `anthropicKey` set, the Messages paths take only
+ * that key, in x-api-key, with an anthropic-version, as Anthropic's API does.
  */
 import type { MockBehaviour } from "./mock-upstream";
 
@@ -39,6 +40,9 @@ export async function anthropicAnswer(path: string, request: Request, behaviour:
   record(body, text);
   if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
   if (behaviour.failWith) return anthropicError(behaviour.failWith);
+  // As Anthropic's API: the key in x-api-key, never as a bearer token, and the version named.
+  if (behaviour.anthropicKey !== undefined && (request.headers.get("x-api-key") !== behaviour.anthropicKey || request.headers.has("authorization"))) return anthropicError(401);
+  if (behaviour.anthropicKey !== undefined && !request.headers.has("anthropic-version")) return anthropicError(400);
   const inputTokens = Math.max(1, JSON.stringify(body.messages ?? []).length >> 2);
   if (path.endsWith("/count_tokens")) return Response.json({ input_tokens: inputTokens });
   const words = behaviour.words ?? ["Hello", " from", " the", " mock", " upstream", "."];
@@ -83,24 +87,4 @@ export async function anthropicAnswer(path: string, request: Request, behaviour:
     }),
     { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } },
   );
-}
-
-/** A chat completion calling the first tool offered, when behaviour.callTool is set and the last message is no tool's answer; else null. */
-export function chatToolCallAnswer(body: Record<string, any>, behaviour: MockBehaviour): Response | null {
-  const tool = behaviour.callTool ? toolToCall(body, body.messages?.at(-1)?.role === "tool") : null;
-  if (tool === null) return null;
-  const call = { index: 0, id: "call_mock1", type: "function", function: { name: tool, arguments: JSON.stringify(MOCK_TOOL_INPUT) } };
-  const usage = { prompt_tokens: JSON.stringify(body.messages).length >> 2, completion_tokens: 12, total_tokens: 0 };
-  const base = { id: "chatcmpl-mock", created: 0, model: body.model };
-  if (!body.stream) {
-    return Response.json({ ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }], usage });
-  }
-  const chunk = (extra: Record<string, unknown>): string => `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", ...extra })}\n\n`;
-  const text =
-    chunk({ choices: [{ index: 0, delta: { role: "assistant", tool_calls: [{ ...call, function: { name: tool, arguments: "" } }] }, finish_reason: null }] }) +
-    chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: call.function.arguments } }] }, finish_reason: null }] }) +
-    chunk({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }) +
-    (body.stream_options?.include_usage ? chunk({ choices: [], usage }) : "") +
-    "data: [DONE]\n\n";
-  return new Response(text, { headers: { "content-type": "text/event-stream" } });
 }

@@ -1,15 +1,20 @@
 /**
  * The mock upstream's OpenAI Responses endpoint (POST /v1/responses, JSON or SSE in the event
- * sequence OpenAI sends), and chat answers with tool calls and reasoning for the translated side.
- * Both call the first function tool offered (arguments {"city":"Paris"}) unless the conversation
- * already holds its output, and otherwise answer with the words; `reasoning` adds a reasoning
+ * sequence OpenAI sends), and chat answers with tool calls and reasoning for the translated sides
+ * (Responses and Messages alike). Both call the first function tool offered (arguments
+ * {"city":"Paris"}) unless the conversation already holds its output (chat: unless `callTool` is
+ * off), and otherwise answer with the words; `reasoning` adds a reasoning
  * summary (Responses) or `reasoning_content` (chat). The mock keeps no responses: the gateway
  * sends whole conversations.
  */
+import { MOCK_TOOL_INPUT } from "./mock-anthropic";
 
 export interface ResponsesBehaviour {
-  /** Chat answers call the first function tool offered (as the Responses endpoint always does). */
-  callTools?: boolean;
+  /**
+   * Chat answers call the first function tool offered (as the Responses endpoint always does),
+   * unless the last message is a tool's answer (then they answer with the words).
+   */
+  callTool?: boolean;
   /** Reasoning the model "thought" before answering. */
   reasoning?: string;
 }
@@ -22,7 +27,7 @@ interface Options extends ResponsesBehaviour {
   chunkDelayMs?: number;
 }
 
-const ARGUMENTS = '{"city":"Paris"}';
+const ARGUMENTS = JSON.stringify(MOCK_TOOL_INPUT);
 const encoder = new TextEncoder();
 
 function firstTool(tools: unknown): string | null {
@@ -92,10 +97,15 @@ export function responsesAnswer(body: Record<string, any>, options: Options): Re
   return sse(events, options);
 }
 
-/** A chat answer that calls the first function tool (unless a tool's output came back) or answers, with reasoning_content when set. */
-export function chatToolAnswer(body: Record<string, any>, options: Options): Response {
+/**
+ * A chat answer that calls the first function tool (with `callTool`, unless the last message is a
+ * tool's answer) or answers with the words, with reasoning_content when set; null when it would
+ * do neither (the mock's plain answer then).
+ */
+export function chatToolAnswer(body: Record<string, any>, options: Options): Response | null {
   const messages = Array.isArray(body.messages) ? body.messages : [];
-  const tool = messages.some((m: any) => m?.role === "tool") ? null : firstTool(body.tools);
+  const tool = options.callTool && messages.at(-1)?.role !== "tool" ? firstTool(body.tools) : null;
+  if (tool === null && !options.reasoning) return null;
   const text = options.words.join("");
   const promptTokens = Math.max(1, JSON.stringify(messages).length >> 2);
   const usage = { prompt_tokens: promptTokens, completion_tokens: options.words.length, total_tokens: promptTokens + options.words.length };

@@ -6,7 +6,7 @@
  * Also used by bench/ (run as a script: `bun tests/support/mock-upstream.ts PORT`).
  */
 import { chatToolAnswer, responsesAnswer, type ResponsesBehaviour } from "./mock-responses";
-import { anthropicAnswer, ANTHROPIC_PATHS, chatToolCallAnswer } from "./mock-anthropic";
+import { anthropicAnswer, ANTHROPIC_PATHS } from "./mock-anthropic";
 import { completionAnswer, embeddingAnswer, MOCK_PATHS, readUploadSeen, rerankAnswer, speechAnswer, transcriptionAnswer } from "./mock-endpoints";
 
 export interface MockBehaviour extends ResponsesBehaviour {
@@ -40,8 +40,8 @@ export interface MockBehaviour extends ResponsesBehaviour {
   ownDefaultMaxTokens?: number;
   /** Bytes of audio /v1/audio/speech streams back. */
   speechBytes?: number;
-  /** Call the first tool a request offers, unless it ends with a tool's answer (./mock-anthropic.ts). */
-  callTool?: boolean;
+  /** The key the Messages paths demand in x-api-key, with an anthropic-version (./mock-anthropic.ts); unset, none. */
+  anthropicKey?: string;
   /** Answers a chat request instead of the words when it returns a Response (a scripted conversation: ./agent-script.ts). */
   answer?: (body: Record<string, any>) => Response | undefined;
 }
@@ -91,12 +91,11 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           { status: behaviour.failWith },
         );
       }
-      const toolCall = chatToolCallAnswer(body, behaviour);
-      if (toolCall) return toolCall;
+      const words = behaviour.words ?? DEFAULT_WORDS;
+      const toolAnswer = chatToolAnswer(body, { ...behaviour, words });
+      if (toolAnswer) return toolAnswer;
       const scripted = behaviour.answer?.(body);
       if (scripted) return scripted;
-      const words = behaviour.words ?? DEFAULT_WORDS;
-      if (behaviour.callTools || behaviour.reasoning) return chatToolAnswer(body, { ...behaviour, words });
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
       const generated = behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
       const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };

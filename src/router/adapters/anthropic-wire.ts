@@ -8,7 +8,7 @@ import { GatewayError } from "../../errors";
 import { anthropicError } from "../../translate/anthropic-errors";
 import { isRecord } from "../../translate/chat";
 import { MAX_COUNTED_TOKENS, usageFromJson, type Usage } from "../usage";
-import type { StreamDialect } from "../sse";
+import type { StreamDialect } from "../sse-events";
 import type { CallBody } from "./types";
 
 /** The checks of a Messages body that hold for a native target too (which reads the rest itself). */

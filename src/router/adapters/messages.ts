@@ -20,7 +20,7 @@ import { setTokenLimit } from "../upstream-body";
 import { usageFromJson, type Usage } from "../usage";
 import { estimatedCompletion } from "./chat";
 import { anthropicErrorText, anthropicUsageFromJson, checkMessagesBody, invalid, MESSAGES_EVENTS, renderAnthropicError } from "./anthropic-wire";
-import { messagesFromChatStream } from "./messages-stream";
+import { messagesFromChatEvents } from "./messages-stream";
 import type { ModelRoute } from "../registry";
 import { servesNatively, type CallBody, type EndpointAdapter, type NativeForm } from "./types";
 
@@ -86,8 +86,7 @@ export const messagesAdapter: EndpointAdapter = {
     }
     return JSON.stringify(chatToMessage(answer as Record<string, unknown>, { model: body.model, stopSequences: stopSequences(body) }));
   },
-  transformStream: (stream, body, target) =>
-    servesNatively(messagesAdapter, target) ? stream : messagesFromChatStream(stream, { model: body.model, stopSequences: stopSequences(body) }),
+  rewriteEvents: (body, target) => (servesNatively(messagesAdapter, target) ? null : messagesFromChatEvents({ model: body.model, stopSequences: stopSequences(body) })),
   // The translation reads the chat stream's usage chunk.
   keepUsageChunk: true,
   transformError: anthropicErrorText,

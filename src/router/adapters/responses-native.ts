@@ -8,7 +8,7 @@
  * Response object to store and the id the failure event names.
  */
 import { readUsage, usageFromJson, type Usage } from "../usage";
-import type { StreamDialect } from "../sse";
+import { parseData, type StreamDialect, type StreamRewrite } from "../sse-events";
 import type { CallBody, NativeForm } from "./types";
 import type { Target } from "../registry";
 
@@ -65,9 +65,9 @@ export function nativeResponses(prior: (body: CallBody) => readonly unknown[]): 
  * pass unchanged but for the id in the gateway's own failure event; `onResponse` gets the Response
  * object of response.completed (or .incomplete).
  */
-export function nativeEvents(onResponse: ((response: Record<string, unknown>) => void) | null): (events: string) => string {
+export function nativeEvents(onResponse: ((response: Record<string, unknown>) => void) | null): StreamRewrite {
   let id = "";
-  return (text) => {
+  const events = (text: string): string => {
     if (id === "" && text.includes("response.created")) id = /"id"\s*:\s*"([^"]*)"/.exec(text)?.[1] ?? "";
     if (onResponse !== null && (text.includes('"response.completed"') || text.includes('"response.incomplete"'))) {
       const response = finalResponse(text);
@@ -75,19 +75,17 @@ export function nativeEvents(onResponse: ((response: Record<string, unknown>) =>
     }
     return id !== "" && text.startsWith("event: response.failed") && text.includes(FAILED_ID) ? text.replace(FAILED_ID, `"id":${JSON.stringify(id)}`) : text;
   };
+  return { events };
 }
 
 /** The Response object of the response.completed or .incomplete event among `text`'s events, or null. */
 function finalResponse(text: string): Record<string, unknown> | null {
   for (const event of text.split("\n\n")) {
-    const data = event.split("\n").find((line) => line.startsWith("data:"));
-    if (data === undefined || !/"response\.(?:completed|incomplete)"/.test(data)) continue;
-    try {
-      const parsed = JSON.parse(data.slice(5)) as { type?: unknown; response?: unknown };
-      if ((parsed.type === "response.completed" || parsed.type === "response.incomplete") && typeof parsed.response === "object" && parsed.response !== null) {
-        return parsed.response as Record<string, unknown>;
-      }
-    } catch {}
+    if (!/"response\.(?:completed|incomplete)"/.test(event)) continue;
+    const parsed = parseData(event);
+    if ((parsed?.type === "response.completed" || parsed?.type === "response.incomplete") && typeof parsed.response === "object" && parsed.response !== null) {
+      return parsed.response as Record<string, unknown>;
+    }
   }
   return null;
 }

@@ -8,6 +8,7 @@
  */
 import { createResponsesStream } from "../../translate/responses-stream";
 import { isRecord } from "../../translate/chat";
+import { mapEventData, type StreamRewrite } from "../sse-events";
 import type { ResponseObject } from "../../translate/responses-answer";
 import type { ResponseEcho } from "../../translate/responses-request";
 
@@ -21,14 +22,11 @@ export interface TranslatedStreamOptions {
 }
 
 /** The rewriter of one call's complete chat events into Responses events. */
-export function translatedEvents(options: TranslatedStreamOptions): (events: string) => string {
+export function translatedEvents(options: TranslatedStreamOptions): StreamRewrite {
   const translator = createResponsesStream({ model: options.model, id: options.id, echo: options.echo });
 
-  /** The Responses events for one chat event's text. */
-  const translate = (event: string): string => {
-    let data = "";
-    for (const line of event.split("\n")) if (line.startsWith("data:")) data += line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-    if (data === "") return "";
+  /** The Responses events for one chat event's data. */
+  const translate = (data: string): string => {
     if (data === "[DONE]") {
       const out = translator.end();
       const response = translator.response();
@@ -49,13 +47,5 @@ export function translatedEvents(options: TranslatedStreamOptions): (events: str
     return translator.chunk(chunk);
   };
 
-  return (events) => {
-    let out = "";
-    let start = 0;
-    for (let end = events.indexOf("\n\n"); end !== -1; end = events.indexOf("\n\n", start)) {
-      out += translate(events.slice(start, end));
-      start = end + 2;
-    }
-    return out;
-  };
+  return { events: (text) => mapEventData(text, translate) };
 }

@@ -6,7 +6,8 @@
  * what a call may cost before it runs, how its errors look, and what kind of answer it relays.
  * A translating endpoint (one API's shape in, chat completions upstream) is an adapter whose
  * check translates (keeping what it needs per call, keyed by the body), whose payload builds the
- * chat body, whose upstreamPath is chat's, and whose transforms and renderError speak its API.
+ * chat body, whose upstreamPath is chat's, and whose transformWhole, rewriteEvents and renderError
+ * speak its API.
  * Such an endpoint may also have a native form (NativeForm): a target whose upstream lists the
  * endpoint in its `native` config is sent the API's own request instead, and its answer relayed.
  */
@@ -14,7 +15,7 @@ import type { EndpointName } from "../../config/schema";
 import type { Reserve } from "../../credits/reservation";
 import type { GatewayError } from "../../errors";
 import type { Identity } from "../../auth/types";
-import type { StreamDialect } from "../sse";
+import type { StreamDialect, StreamRewrite } from "../sse-events";
 import type { ModelRoute, Target } from "../registry";
 import type { Usage } from "../usage";
 
@@ -100,14 +101,12 @@ export interface EndpointAdapter {
    * `target` the one that answered (whether it was sent the native form: servesNatively).
    */
   transformWhole?(text: string, body: CallBody, target: Target): string;
-  /** An event stream of success, rewritten for the client, after the usage is read (`body` and `target` as for transformWhole). */
-  transformStream?(stream: ReadableStream<Uint8Array>, body: CallBody, target: Target): ReadableStream<Uint8Array>;
   /**
-   * A rewriter of an event stream of success for the client, given the complete events as the relay
-   * sends them (../sse.ts RelayOptions.rewrite): cheaper than transformStream, as it adds no stream
-   * to the relay's. `body` and `target` as for transformWhole; null sends the events as they are.
+   * The rewriter of an event stream of success for the client, given the complete events as the
+   * relay sends them, after their usage is read (../sse-events.ts StreamRewrite), in the relay's own
+   * pull. `body` and `target` as for transformWhole; null sends the events as they are.
    */
-  rewriteEvents?(body: CallBody, target: Target): ((events: string) => string) | null;
+  rewriteEvents?(body: CallBody, target: Target): StreamRewrite | null;
   /** The stream's usage chunk is kept whether or not the client asked for it (a translator reads it). */
   readonly keepUsageChunk?: boolean;
   /** An upstream's refusal (status 400 and up), rewritten for the client in this API's error shape; relayed as it came when absent. */
