@@ -78,11 +78,13 @@ migrations: node_modules/.installed
 	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)
 	$(BUN) x drizzle-kit generate --name $(NAME) && $(BUN) x drizzle-kit generate --config drizzle.pg.config.ts --name $(NAME) && $(BUN) scripts/embed-migrations.ts
 
-# Types, then the import rules of .dependency-cruiser.cjs (no cycles; layers point down), then knip
-# (knip.json: no unused file, export or dependency). --bun runs both on bun's runtime:
+# Types, then Biome's format and lint (biome.jsonc; `bun x biome check --write .` applies them), then
+# the import rules of .dependency-cruiser.cjs (no cycles; layers point down), then knip (knip.json:
+# no unused file, export or dependency). --bun runs the last two on bun's runtime:
 # dependency-cruiser refuses a Node older than 22, which a machine may have.
 check: node_modules/.installed
 	$(BUN) x tsc --noEmit
+	$(BUN) x biome check .
 	$(BUN) --bun x depcruise --config .dependency-cruiser.cjs src
 	$(BUN) --bun x knip
 

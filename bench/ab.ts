@@ -26,7 +26,18 @@ const DURATION_S = Number(process.env.AB_DURATION_S ?? 2);
 const CONNECTIONS = Number(process.env.AB_CONNECTIONS ?? 16);
 const PATH = process.env.AB_PATH ?? "paid";
 /** Every key policy, none of them binding during a run. */
-const EVERY_POLICY = ["--models", "mock-*,other*", "--budget", "1000000/month", "--per-minute", "1000000000", "--tokens-per-minute", "1000000000", "--allow-ip", "10.0.0.0/8,127.0.0.0/8"];
+const EVERY_POLICY = [
+  "--models",
+  "mock-*,other*",
+  "--budget",
+  "1000000/month",
+  "--per-minute",
+  "1000000000",
+  "--tokens-per-minute",
+  "1000000000",
+  "--allow-ip",
+  "10.0.0.0/8,127.0.0.0/8",
+];
 /** AB_POLICY_B: "1" for every policy, or the flags themselves (`--budget 5/day`) to measure one part. */
 function policyB(value: string | undefined): string[] {
   if (value === undefined || value === "") return [];

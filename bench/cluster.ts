@@ -29,13 +29,19 @@ const { url: mockUrl } = await startMock(freePort(), null);
 async function startRedis(): Promise<{ url: string; proc: Subprocess }> {
   const port = freePort();
   const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-redis-"));
-  const proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdout: "ignore", stderr: "ignore" });
+  const proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
   killOnExit(proc);
   const url = `redis://127.0.0.1:${port}`;
   const { RedisClient } = await import("bun");
   for (;;) {
     const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });
-    const up = await probe.connect().then(() => true, () => false);
+    const up = await probe.connect().then(
+      () => true,
+      () => false,
+    );
     probe.close();
     if (up) return { url, proc };
     await Bun.sleep(25);
@@ -87,7 +93,12 @@ async function measure(setup: string, count: number, redis: { url: string; proc:
   const replicas = await startReplicas(count, redis?.url ?? null);
   const key = await createApiKey(replicas[0]);
   if (key === null) throw new Error("could not create an API key");
-  const scenarios = replicas.map((r) => scenario({ name: r.url, url: `${r.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` }, pid: r.proc.pid, streaming: false, note: null }, false));
+  const scenarios = replicas.map((r) =>
+    scenario(
+      { name: r.url, url: `${r.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` }, pid: r.proc.pid, streaming: false, note: null },
+      false,
+    ),
+  );
   const load = (durationS: number, connections: number): Promise<WrkResult[]> =>
     Promise.all(scenarios.map((s) => runWrk(s, { connections: Math.max(1, Math.floor(connections / scenarios.length)), durationS, cpus: null })));
   await load(1, CONNECTIONS);
@@ -121,8 +132,12 @@ console.log(`API-key path, ${CONNECTIONS} connections in all, ${ROUNDS} rounds o
 console.log("| setup | requests/s | replica CPU µs/request | Redis CPU µs/request | p50 latency, 1 connection |");
 console.log("|---|---:|---:|---:|---:|");
 for (const row of rows) {
-  console.log(`| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${row.redisCpuUs === null ? "-" : row.redisCpuUs.toFixed(1)} | ${row.p50Ms.toFixed(3)} ms |`);
+  console.log(
+    `| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${row.redisCpuUs === null ? "-" : row.redisCpuUs.toFixed(1)} | ${row.p50Ms.toFixed(3)} ms |`,
+  );
 }
 const added = (rows[1].p50Ms - rows[0].p50Ms) * 1000;
-console.log(`Redis over in-memory buckets, one replica: ${added.toFixed(0)} µs added per request (p50 of one connection), ${(rows[1].cpuUs - rows[0].cpuUs).toFixed(1)} µs more replica CPU per request`);
+console.log(
+  `Redis over in-memory buckets, one replica: ${added.toFixed(0)} µs added per request (p50 of one connection), ${(rows[1].cpuUs - rows[0].cpuUs).toFixed(1)} µs more replica CPU per request`,
+);
 process.exit(0);

@@ -19,7 +19,8 @@ function median(values: number[]): number {
 
 export async function runDashboardBench(): Promise<string> {
   const mock = startMockUpstream();
-  const gw = await startGateway(`
+  const gw = await startGateway(
+    `
 [auth]
 signup = "open"
 [[upstreams]]
@@ -29,7 +30,9 @@ base_url = "${mock.url}"
 id = "mock-small"
 targets = [{ upstream = "mock" }]
 free = true
-`, { dir: benchDir("modelgate-bench-") });
+`,
+    { dir: benchDir("modelgate-bench-") },
+  );
   let browser: Awaited<ReturnType<typeof launchBrowser>> | null = null;
   try {
     browser = await launchBrowser();

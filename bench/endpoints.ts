@@ -83,7 +83,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     return [
       "### Endpoints (bench/endpoints.ts)",
       "",
-      "| endpoint | gateway overhead, mean ms (x-gateway-overhead-ms) | vs chat | p50 ms added vs the mock directly | req/s at c=" + (options.concurrency ?? 32) + " |",
+      "| endpoint | gateway overhead, mean ms (x-gateway-overhead-ms) | vs chat | p50 ms added vs the mock directly | req/s at c=" +
+        (options.concurrency ?? 32) +
+        " |",
       "|---|---:|---:|---:|---:|",
       ...rows,
       "",
@@ -96,7 +98,11 @@ targets = [{ upstream = "mock", model = "mock-small" }]
 }
 
 /** Sequential requests, each scenario in turn per round: client latency, and the gateway's own overhead header where sent. */
-async function interleaved(scenarios: Scenario[], rounds: number, perRound: number): Promise<{ latency: Map<string, number[]>; overhead: Map<string, number[]> }> {
+async function interleaved(
+  scenarios: Scenario[],
+  rounds: number,
+  perRound: number,
+): Promise<{ latency: Map<string, number[]>; overhead: Map<string, number[]> }> {
   const latency = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
   const overhead = new Map<string, number[]>(scenarios.map((s) => [s.name, []]));
   for (const s of scenarios) for (let i = 0; i < 50; i++) await (await fetch(s.url, { method: "POST", headers: s.headers, body: s.body })).arrayBuffer();

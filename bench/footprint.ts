@@ -44,7 +44,8 @@ export async function measureOpenStreams(options: { streams: number; pin?: (pid:
   const sockets: Socket<{ streaming: boolean }>[] = [];
   try {
     const warm = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
-    for (let i = 0; i < 20; i++) await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: warm }).then((r) => r.text());
+    for (let i = 0; i < 20; i++)
+      await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: warm }).then((r) => r.text());
     await Bun.sleep(500);
     const beforeMb = statusMb(gateway.proc.pid, "VmRSS");
 
@@ -68,7 +69,8 @@ export async function measureOpenStreams(options: { streams: number; pin?: (pid:
     }
     const deadline = Date.now() + STREAMS_WITHIN_MS;
     while (firstEvents < options.streams) {
-      if (Date.now() > deadline) throw new Error(`only ${firstEvents} of ${options.streams} streams had their first event within ${STREAMS_WITHIN_MS / 1000} s`);
+      if (Date.now() > deadline)
+        throw new Error(`only ${firstEvents} of ${options.streams} streams had their first event within ${STREAMS_WITHIN_MS / 1000} s`);
       await Bun.sleep(50);
     }
     await Bun.sleep(500);

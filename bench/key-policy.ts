@@ -47,7 +47,13 @@ if ("error" in created) throw new Error(created.error);
 const userId = created.id;
 grantCredits(opened.db, { userId, micro: 1e15 });
 /** Every policy, none binding (bench/ab.ts's AB_POLICY_B=1), or the one part KP_PART names. */
-const flags: PolicyFlags = { models: "mock-*,other*", budget: "1000000/month", perMinute: "1000000000", tokensPerMinute: "1000000000", allowIp: "10.0.0.0/8,127.0.0.0/8" };
+const flags: PolicyFlags = {
+  models: "mock-*,other*",
+  budget: "1000000/month",
+  perMinute: "1000000000",
+  tokensPerMinute: "1000000000",
+  allowIp: "10.0.0.0/8,127.0.0.0/8",
+};
 const part = (process.env.KP_PART || undefined) as keyof PolicyFlags | undefined;
 const every = parsePolicyFlags(part === undefined ? flags : { [part]: flags[part] });
 if ("error" in every) throw new Error(every.error);

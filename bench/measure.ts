@@ -37,7 +37,11 @@ export interface MeasureOptions {
 }
 
 export function scenario(target: Target, stream: boolean): Scenario {
-  const body = JSON.stringify({ model: target.model ?? BENCH_MODEL, messages: [{ role: "user", content: "Say hello in one short sentence." }], ...(stream ? { stream: true } : {}) });
+  const body = JSON.stringify({
+    model: target.model ?? BENCH_MODEL,
+    messages: [{ role: "user", content: "Say hello in one short sentence." }],
+    ...(stream ? { stream: true } : {}),
+  });
   return { name: `${target.name}${stream ? " (stream)" : ""}`, url: target.url, headers: { "content-type": "application/json", ...target.headers }, body };
 }
 

@@ -90,7 +90,14 @@ targets = [{ upstream = "chat", model = "mock-small" }]
       headers: { ...json, "anthropic-version": "2023-06-01" },
       body: JSON.stringify({ model, max_tokens: 256, messages: [{ role: "user", content: PROMPT }], ...(stream ? { stream: true } : {}) }),
     });
-    const scenarios = [chat(false), messages("native", false), messages("translated", false), chat(true), messages("native", true), messages("translated", true)];
+    const scenarios = [
+      chat(false),
+      messages("native", false),
+      messages("translated", false),
+      chat(true),
+      messages("native", true),
+      messages("translated", true),
+    ];
     for (const s of scenarios) {
       const response = await fetch(s.url, { method: "POST", headers: s.headers, body: s.body });
       if (!response.ok) throw new Error(`${s.name}: HTTP ${response.status} ${(await response.text()).slice(0, 200)}`);
@@ -109,7 +116,11 @@ targets = [{ upstream = "chat", model = "mock-small" }]
     }
     const ttfb = await firstBytes([chat(true), messages("translated", true)], 8, 100);
     await gateway.stop();
-    const rows: Row[] = scenarios.map((s) => ({ name: s.name, rps: median(runs.get(s.name)!.map((r) => r.rps)), cpuUs: median(runs.get(s.name)!.map((r) => r.cpuUs)) }));
+    const rows: Row[] = scenarios.map((s) => ({
+      name: s.name,
+      rps: median(runs.get(s.name)!.map((r) => r.rps)),
+      cpuUs: median(runs.get(s.name)!.map((r) => r.cpuUs)),
+    }));
     /** The median over rounds of `a`'s CPU per request less `b`'s in the same round. */
     const over = (a: string, b: string): number => median(runs.get(a)!.map((run, i) => run.cpuUs - runs.get(b)![i].cpuUs));
     const wholeCost = over("messages translated", "messages native");
@@ -152,7 +163,12 @@ async function translationInProcess(): Promise<{ wholeUs: number; eventUs: numbe
   const target = { model: "mock-small", upstream: { config: { native: [], token_limit_field: "max_tokens" } } } as unknown as Target;
   const route = { targets: [target] } as unknown as ModelRoute;
   const request = JSON.stringify({ model: "translated", max_tokens: 256, system: "Be brief.", messages: [{ role: "user", content: PROMPT }] });
-  const answer = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "Hello from the mock upstream." }, finish_reason: "stop" }], usage: { prompt_tokens: 12, completion_tokens: 6 } });
+  const answer = JSON.stringify({
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content: "Hello from the mock upstream." }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 12, completion_tokens: 6 },
+  });
   const native = (): string => {
     const body = JSON.parse(request) as CallBody;
     return JSON.stringify({ ...body, model: target.model }) + answer;
@@ -163,9 +179,15 @@ async function translationInProcess(): Promise<{ wholeUs: number; eventUs: numbe
     return JSON.stringify(messagesAdapter.payload!(body, target, null)) + messagesAdapter.transformWhole!(answer, body, target);
   };
   const wholeUs = (await cpuMicros(20_000, translated)) - (await cpuMicros(20_000, native));
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null): string => `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null): string =>
+    `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const words = Array.from({ length: 100 }, (_, i) => ` word${i}`);
-  const sse = new TextEncoder().encode(chunk({ role: "assistant", content: "" }) + words.map((w) => chunk({ content: w })).join("") + chunk({}, "stop") + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 100 } })}\n\ndata: [DONE]\n\n`);
+  const sse = new TextEncoder().encode(
+    chunk({ role: "assistant", content: "" }) +
+      words.map((w) => chunk({ content: w })).join("") +
+      chunk({}, "stop") +
+      `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 100 } })}\n\ndata: [DONE]\n\n`,
+  );
   const events = words.length + 4;
   /** The chat stream as an upstream sends it: a read per event. */
   const bytes = (): ReadableStream<Uint8Array> => {
@@ -188,7 +210,7 @@ async function translationInProcess(): Promise<{ wholeUs: number; eventUs: numbe
       streamTimeoutMs: 60_000,
       abortUpstream: () => {},
       onEnd: () => {},
-      rewrite: translate ? messagesAdapter.rewriteEvents!(body, target) ?? undefined : undefined,
+      rewrite: translate ? (messagesAdapter.rewriteEvents!(body, target) ?? undefined) : undefined,
     });
   };
   const drain = async (stream: ReadableStream<Uint8Array>): Promise<void> => {

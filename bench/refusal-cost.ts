@@ -25,7 +25,10 @@ if (binaries.length < 1 || binaries.length > 2 || !["bomb", "oversized"].include
 const messages = '"messages":[{"role":"user","content":"Say hello in one short sentence."}]';
 const DEPTH = 100_000;
 const OVERSIZED_BYTES = 11 * 1024 * 1024;
-const body = KIND === "bomb" ? `{"model":"${BENCH_MODEL}",${messages},"x":${"[".repeat(DEPTH)}${"]".repeat(DEPTH)}}` : `{"model":"${BENCH_MODEL}",${messages},"pad":"${"a".repeat(OVERSIZED_BYTES)}"}`;
+const body =
+  KIND === "bomb"
+    ? `{"model":"${BENCH_MODEL}",${messages},"x":${"[".repeat(DEPTH)}${"]".repeat(DEPTH)}}`
+    : `{"model":"${BENCH_MODEL}",${messages},"pad":"${"a".repeat(OVERSIZED_BYTES)}"}`;
 const connections = KIND === "bomb" ? 4 : 2;
 
 pinTo(process.pid, "1");
@@ -45,5 +48,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 console.log(`${KIND}: ${ROUNDS} rounds of ${DURATION_S} s, ${connections} connections`);
-binaries.forEach((b, i) => console.log(`${b}: CPU ${median(cpuUs[i]).toFixed(0)} µs per refused request (median; rounds ${cpuUs[i].map((v) => v.toFixed(0)).join(", ")})`));
+binaries.forEach((b, i) =>
+  console.log(`${b}: CPU ${median(cpuUs[i]).toFixed(0)} µs per refused request (median; rounds ${cpuUs[i].map((v) => v.toFixed(0)).join(", ")})`),
+);
 process.exit(0);

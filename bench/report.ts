@@ -50,7 +50,9 @@ export function resultsTable(results: TargetResult[], facts: RunFacts): string {
     const added = r === direct ? ["–", "–"] : [f2(r.c1.p50Ms - direct.c1.p50Ms), f2(r.c1.p99Ms - direct.c1.p99Ms)];
     const stream = r.stream ? [`${f2(r.stream.ttfbP50Ms)} / ${f2(r.stream.ttfbP99Ms)}`, `${f2(r.stream.totalP50Ms)} / ${f2(r.stream.totalP99Ms)}`] : ["–", "–"];
     const errors = r.c1.errors + r.cN.errors + (r.stream?.errors ?? 0) + (r.streamN?.errors ?? 0);
-    lines.push(`| ${r.name}${r.note ? ` (${r.note})` : ""} | ${f2(r.c1.p50Ms)} | ${f2(r.c1.p99Ms)} | ${added[0]} | ${added[1]} | ${f0(r.cN.rps)} | ${f0(r.cpuUsPerRequest)} | ${stream[0]} | ${stream[1]} | ${r.streamN ? f0(r.streamN.rps) : "–"} | ${errors} |`);
+    lines.push(
+      `| ${r.name}${r.note ? ` (${r.note})` : ""} | ${f2(r.c1.p50Ms)} | ${f2(r.c1.p99Ms)} | ${added[0]} | ${added[1]} | ${f0(r.cN.rps)} | ${f0(r.cpuUsPerRequest)} | ${stream[0]} | ${stream[1]} | ${r.streamN ? f0(r.streamN.rps) : "–"} | ${errors} |`,
+    );
   }
   return lines.join("\n");
 }
@@ -76,7 +78,12 @@ const pct = (ratio: number): string => (ratio * 100).toFixed(1);
 export const FORWARDER = "bare forwarder (modelgate's HTTP client)";
 
 /** modelgate against the bare proxy, Portkey and the absolute targets. */
-export function verdicts(byName: Map<string, TargetResult>, startup: StartupResult | null, concurrency: number, streams: OpenStreamsResult | null = null): Verdict[] {
+export function verdicts(
+  byName: Map<string, TargetResult>,
+  startup: StartupResult | null,
+  concurrency: number,
+  streams: OpenStreamsResult | null = null,
+): Verdict[] {
   const direct = byName.get("direct (mock)");
   const proxy = byName.get("bare Bun proxy");
   const gate = byName.get("modelgate");
@@ -87,19 +94,38 @@ export function verdicts(byName: Map<string, TargetResult>, startup: StartupResu
   if (direct && proxy && gate) {
     out.push(addedRatio("added p50 over direct, vs the bare proxy's", gate.c1.p50Ms - direct.c1.p50Ms, proxy.c1.p50Ms - direct.c1.p50Ms, 1.15));
     out.push(addedRatio("added p99 over direct, vs the bare proxy's", gate.c1.p99Ms - direct.c1.p99Ms, proxy.c1.p99Ms - direct.c1.p99Ms, 1.3));
-    for (const [who, result] of [["", gate], [" (API key)", keyed], [" (API key, paid model: metered)", paid]] as const) {
+    for (const [who, result] of [
+      ["", gate],
+      [" (API key)", keyed],
+      [" (API key, paid model: metered)", paid],
+    ] as const) {
       if (!result) continue;
       const ratios = roundRatios(result, proxy);
       const rps = middle(ratios);
       const measure = `req/s at c=${concurrency}${who}, vs the bare proxy (median of the rounds' ratios)`;
       out.push({ measure, value: `${pct(rps)}% (rounds: ${pct(ratios[0])}–${pct(ratios.at(-1)!)}%)`, target: "≥ 85%", met: rps >= 0.85 });
     }
-    out.push({ measure: "CPU per request, vs the bare proxy (context)", value: `${f2(gate.cpuUsPerRequest / proxy.cpuUsPerRequest)}×`, target: "–", met: null });
+    out.push({
+      measure: "CPU per request, vs the bare proxy (context)",
+      value: `${f2(gate.cpuUsPerRequest / proxy.cpuUsPerRequest)}×`,
+      target: "–",
+      met: null,
+    });
     const forwarder = byName.get(FORWARDER);
     if (forwarder) {
-      out.push({ measure: "bare forwarder req/s, vs the bare proxy (context: the same client, no features)", value: `${pct(middle(roundRatios(forwarder, proxy)))}%`, target: "–", met: null });
+      out.push({
+        measure: "bare forwarder req/s, vs the bare proxy (context: the same client, no features)",
+        value: `${pct(middle(roundRatios(forwarder, proxy)))}%`,
+        target: "–",
+        met: null,
+      });
       const features = (paid ?? gate).cpuUsPerRequest - forwarder.cpuUsPerRequest;
-      out.push({ measure: `CPU per request above the bare forwarder's, ${paid ? "paid model" : "anonymous"} (context: what the features cost)`, value: `${f0(features)} µs`, target: "–", met: null });
+      out.push({
+        measure: `CPU per request above the bare forwarder's, ${paid ? "paid model" : "anonymous"} (context: what the features cost)`,
+        value: `${f0(features)} µs`,
+        target: "–",
+        met: null,
+      });
     }
     out.push({ measure: "bare proxy req/s vs direct (context)", value: `${f2(proxy.cN.rps / direct.cN.rps)}×`, target: "–", met: null });
     if (gate.stream && proxy.stream && direct.stream) {
@@ -121,14 +147,34 @@ export function footprintVerdicts(startup: StartupResult, streams: OpenStreamsRe
   const mb = (value: number): string => `${value.toFixed(1)} MB`;
   const out: Verdict[] = [
     { measure: "idle RSS (after start and 20 requests)", value: mb(startup.idleRssMb), target: "≤ 50 MB", met: startup.idleRssMb <= 50 },
-    { measure: "of which anonymous / file-backed (the mapped executable)", value: `${startup.idleAnonMb.toFixed(1)} / ${mb(startup.idleFileMb)}`, target: "–", met: null },
+    {
+      measure: "of which anonymous / file-backed (the mapped executable)",
+      value: `${startup.idleAnonMb.toFixed(1)} / ${mb(startup.idleFileMb)}`,
+      target: "–",
+      met: null,
+    },
   ];
   if (streams) {
     const perStreamKb = ((streams.openMb - streams.beforeMb) * 1024) / streams.streams;
-    out.push({ measure: `RSS with ${streams.streams.toLocaleString("en")} slow streams open`, value: mb(streams.openMb), target: "≤ 150 MB", met: streams.openMb <= 150 });
-    out.push({ measure: "of which anonymous / file-backed; added per stream", value: `${streams.openAnonMb.toFixed(1)} / ${mb(streams.openFileMb)}; ${perStreamKb.toFixed(0)} KB`, target: "–", met: null });
+    out.push({
+      measure: `RSS with ${streams.streams.toLocaleString("en")} slow streams open`,
+      value: mb(streams.openMb),
+      target: "≤ 150 MB",
+      met: streams.openMb <= 150,
+    });
+    out.push({
+      measure: "of which anonymous / file-backed; added per stream",
+      value: `${streams.openAnonMb.toFixed(1)} / ${mb(streams.openFileMb)}; ${perStreamKb.toFixed(0)} KB`,
+      target: "–",
+      met: null,
+    });
   }
-  out.push({ measure: `exec to first healthy /api/health (median of ${startup.starts - 1} starts)`, value: `${startup.warmMs.toFixed(1)} ms`, target: "≤ 100 ms", met: startup.warmMs <= 100 });
+  out.push({
+    measure: `exec to first healthy /api/health (median of ${startup.starts - 1} starts)`,
+    value: `${startup.warmMs.toFixed(1)} ms`,
+    target: "≤ 100 ms",
+    met: startup.warmMs <= 100,
+  });
   out.push({ measure: "exec to first healthy, first start (creates the database)", value: `${startup.coldMs.toFixed(1)} ms`, target: "–", met: null });
   return out;
 }

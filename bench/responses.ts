@@ -64,15 +64,30 @@ targets = [{ upstream = "native", model = "mock-small" }]
     children.push(gateway.proc as unknown as Subprocess);
     options.pin?.(gateway.proc.pid);
     const base = `${gateway.url}/v1`;
-    const scenario = (name: string, path: string, body: Record<string, unknown>): Scenario => ({ name, url: `${base}${path}`, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    const chat = (stream: boolean): Scenario => scenario(`chat${stream ? " stream" : ""}`, "/chat/completions", { model: "translated", stream, messages: [{ role: "user", content: PROMPT }] });
+    const scenario = (name: string, path: string, body: Record<string, unknown>): Scenario => ({
+      name,
+      url: `${base}${path}`,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const chat = (stream: boolean): Scenario =>
+      scenario(`chat${stream ? " stream" : ""}`, "/chat/completions", { model: "translated", stream, messages: [{ role: "user", content: PROMPT }] });
     // store: false, as Codex sends: the comparison is of translation, not of the database.
-    const responses = (model: string, stream: boolean): Scenario => scenario(`responses ${model}${stream ? " stream" : ""}`, "/responses", { model, stream, store: false, input: PROMPT });
-    const scenarios = [chat(false), chat(true), responses("native", false), responses("native", true), responses("translated", false), responses("translated", true)];
+    const responses = (model: string, stream: boolean): Scenario =>
+      scenario(`responses ${model}${stream ? " stream" : ""}`, "/responses", { model, stream, store: false, input: PROMPT });
+    const scenarios = [
+      chat(false),
+      chat(true),
+      responses("native", false),
+      responses("native", true),
+      responses("translated", false),
+      responses("translated", true),
+    ];
     for (const s of scenarios) {
       const response = await fetch(s.url, { method: "POST", headers: s.headers, body: s.body });
       const text = await response.text();
-      if (!response.ok || (s.name.includes("responses") && s.name.includes("stream") && !text.includes("response.completed"))) throw new Error(`${s.name}: HTTP ${response.status} ${text.slice(0, 200)}`);
+      if (!response.ok || (s.name.includes("responses") && s.name.includes("stream") && !text.includes("response.completed")))
+        throw new Error(`${s.name}: HTTP ${response.status} ${text.slice(0, 200)}`);
     }
     const durationS = Math.max(1, (options.durationS ?? 3) - 1);
     // Rounds of every scenario in turn, so that load drifting on the shared machine hits each alike; medians.
@@ -110,7 +125,9 @@ targets = [{ upstream = "native", model = "mock-small" }]
       "",
       `| scenario | req/s at c=${options.concurrency ?? 32} | gateway CPU µs per request | first byte, p50 ms | first text delta, p50 ms |`,
       "|---|---:|---:|---:|---:|",
-      ...scenarios.map((s) => `| ${s.name} | ${Math.round(median(runs.get(s.name)!.rps))} | ${cpu(s.name).toFixed(0)} | ${cell(s.name, "byte")} | ${cell(s.name, "text")} |`),
+      ...scenarios.map(
+        (s) => `| ${s.name} | ${Math.round(median(runs.get(s.name)!.rps))} | ${cpu(s.name).toFixed(0)} | ${cell(s.name, "byte")} | ${cell(s.name, "text")} |`,
+      ),
       "",
       `- Translation over native, per non-streamed request: ${perRequest.toFixed(1)} µs CPU (target ≤ 10: ${perRequest <= 10 ? "within" : "ABOVE"}).`,
       `- Translation over native, per streamed event (${CHAT_EVENTS} chat chunks an answer): ${perEvent.toFixed(2)} µs CPU (target ≤ 2: ${perEvent <= 2 ? "within" : "ABOVE"}). The mock's native stream has more events than its chat stream (14 against ${CHAT_EVENTS}), so this flatters translation; over chat's own stream relayed as it is (the same upstream events): ${overChat.toFixed(2)} µs per event.`,

@@ -27,7 +27,13 @@ async function spawnMock(port: number, behaviour: string): Promise<Subprocess> {
   const code = `import { startMockUpstream } from "./tests/support/mock-upstream.ts"; startMockUpstream(${behaviour}, ${port});`;
   const proc = Bun.spawn([process.execPath, "-e", code], { cwd: ROOT, stdout: "ignore", stderr: "ignore" });
   for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/v1/models`).then(() => true, () => false)) return proc;
+    if (
+      await fetch(`http://127.0.0.1:${port}/v1/models`).then(
+        () => true,
+        () => false,
+      )
+    )
+      return proc;
     await Bun.sleep(25);
   }
   proc.kill();
@@ -51,7 +57,8 @@ export async function runRoutingBench(options: RoutingBenchOptions = {}): Promis
     const failUrl = `http://127.0.0.1:${failPort}/v1`;
     const deadPort = freePort();
     const huge = 1_000_000_000;
-    const gateway = await startGateway(`
+    const gateway = await startGateway(
+      `
 [limits]
 anonymous = { per_minute = ${huge}, per_day = ${huge} }
 [log]
@@ -71,7 +78,9 @@ ${route("three-weighted", ["u1", "u2", "u3"], "weighted")}
 ${route("three-failover", ["u1", "u2", "u3"], "failover")}
 ${route("past-refused", ["refusing", "u1"], "failover")}
 ${route("past-503", ["failing", "u1"], "failover")}
-`, { dir: benchDir("modelgate-bench-") });
+`,
+      { dir: benchDir("modelgate-bench-") },
+    );
     children.push(gateway.proc as unknown as Subprocess);
     options.pin?.(gateway.proc.pid);
     const scenario = (name: string, url: string, model: string): Scenario => ({

@@ -47,7 +47,17 @@ async function sanityCheck(target: Target): Promise<string | null> {
 
 async function optionalSections(mockUrl: string): Promise<string[]> {
   const sections: string[] = [];
-  const modules: Array<[file: string, exportName: string]> = [["webhooks.ts", "runWebhookBench"], ["spendauth.ts", "runSpendAuthBench"], ["routing.ts", "runRoutingBench"], ["endpoints.ts", "runEndpointsBench"], ["messages.ts", "runMessagesBench"], ["responses.ts", "runResponsesBench"], ["dashboard.ts", "runDashboardBench"], ["under-attack.ts", "runUnderAttackBench"], ["triage.ts", "runTriageBench"]];
+  const modules: Array<[file: string, exportName: string]> = [
+    ["webhooks.ts", "runWebhookBench"],
+    ["spendauth.ts", "runSpendAuthBench"],
+    ["routing.ts", "runRoutingBench"],
+    ["endpoints.ts", "runEndpointsBench"],
+    ["messages.ts", "runMessagesBench"],
+    ["responses.ts", "runResponsesBench"],
+    ["dashboard.ts", "runDashboardBench"],
+    ["under-attack.ts", "runUnderAttackBench"],
+    ["triage.ts", "runTriageBench"],
+  ];
   for (const [file, exportName] of modules) {
     const path = join(import.meta.dir, file);
     if (!existsSync(path)) continue;
@@ -56,7 +66,9 @@ async function optionalSections(mockUrl: string): Promise<string[]> {
       const mod = (await import(path)) as Record<string, unknown>;
       const run = mod[exportName];
       if (typeof run !== "function") throw new Error(`bench/${file} does not export ${exportName}`);
-      sections.push(String(await run({ mockUrl, pin: (pid: number) => pinTo(pid, SERVER_CPUS), clientCpus: CLIENT_CPUS, durationS: DURATION_S, concurrency: CONCURRENCY })));
+      sections.push(
+        String(await run({ mockUrl, pin: (pid: number) => pinTo(pid, SERVER_CPUS), clientCpus: CLIENT_CPUS, durationS: DURATION_S, concurrency: CONCURRENCY })),
+      );
     } catch (error) {
       sections.push(`### bench/${file}\n\nFailed: ${(error as Error).message}`);
     }
@@ -85,19 +97,58 @@ async function main(): Promise<void> {
   targets.push({ name: "direct (mock)", url: `${mockUrl}/chat/completions`, headers: {}, pid: mock.proc.pid, streaming: true, note: null });
 
   const proxyPort = freePort();
-  const proxy = await spawnServer([process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`], answers(`http://127.0.0.1:${proxyPort}/v1/models`), SERVER_CPUS);
-  targets.push({ name: "bare Bun proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`, headers: {}, pid: proxy.pid, streaming: true, note: null, isFloor: true });
+  const proxy = await spawnServer(
+    [process.execPath, "bench/proxy-floor.ts", String(proxyPort), `http://127.0.0.1:${mockPort}`],
+    answers(`http://127.0.0.1:${proxyPort}/v1/models`),
+    SERVER_CPUS,
+  );
+  targets.push({
+    name: "bare Bun proxy",
+    url: `http://127.0.0.1:${proxyPort}/v1/chat/completions`,
+    headers: {},
+    pid: proxy.pid,
+    streaming: true,
+    note: null,
+    isFloor: true,
+  });
   const forwarderPort = freePort();
-  const forwarder = await spawnServer([process.execPath, "bench/forwarder-floor.ts", String(forwarderPort), `http://127.0.0.1:${mockPort}`, BENCH_MODEL], answers(`http://127.0.0.1:${forwarderPort}/health`), SERVER_CPUS);
-  targets.push({ name: FORWARDER, url: `http://127.0.0.1:${forwarderPort}/v1/chat/completions`, headers: {}, pid: forwarder.pid, streaming: false, note: null, pairedWithFloor: true });
+  const forwarder = await spawnServer(
+    [process.execPath, "bench/forwarder-floor.ts", String(forwarderPort), `http://127.0.0.1:${mockPort}`, BENCH_MODEL],
+    answers(`http://127.0.0.1:${forwarderPort}/health`),
+    SERVER_CPUS,
+  );
+  targets.push({
+    name: FORWARDER,
+    url: `http://127.0.0.1:${forwarderPort}/v1/chat/completions`,
+    headers: {},
+    pid: forwarder.pid,
+    streaming: false,
+    note: null,
+    pairedWithFloor: true,
+  });
 
   const gateway = await startModelgate(mockUrl);
   killOnExit(gateway.proc);
   pinTo(gateway.proc.pid, SERVER_CPUS);
-  targets.push({ name: "modelgate", url: `${gateway.url}/v1/chat/completions`, headers: {}, pid: gateway.proc.pid, streaming: true, note: null, pairedWithFloor: true });
+  targets.push({
+    name: "modelgate",
+    url: `${gateway.url}/v1/chat/completions`,
+    headers: {},
+    pid: gateway.proc.pid,
+    streaming: true,
+    note: null,
+    pairedWithFloor: true,
+  });
   const apiKey = await createApiKey(gateway);
   if (apiKey) {
-    const keyed = { url: `${gateway.url}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: gateway.proc.pid, streaming: false, note: null, pairedWithFloor: true };
+    const keyed = {
+      url: `${gateway.url}/v1/chat/completions`,
+      headers: { authorization: `Bearer ${apiKey}` },
+      pid: gateway.proc.pid,
+      streaming: false,
+      note: null,
+      pairedWithFloor: true,
+    };
     targets.push({ name: "modelgate (API key)", ...keyed });
     targets.push({ name: "modelgate (API key, paid model)", ...keyed, model: BENCH_PAID_MODEL });
   }
@@ -111,7 +162,14 @@ async function main(): Promise<void> {
     } else {
       const port = freePort();
       const proc = await spawnServer(install.command(port), () => fetch(`http://127.0.0.1:${port}/`).then(() => true), SERVER_CPUS);
-      targets.push({ name: "Portkey OSS", url: `http://127.0.0.1:${port}/v1/chat/completions`, headers: portkeyHeaders(mockUrl), pid: proc.pid, streaming: install.streaming, note: install.streaming ? null : "stream not measured" });
+      targets.push({
+        name: "Portkey OSS",
+        url: `http://127.0.0.1:${port}/v1/chat/completions`,
+        headers: portkeyHeaders(mockUrl),
+        pid: proc.pid,
+        streaming: install.streaming,
+        note: install.streaming ? null : "stream not measured",
+      });
     }
   }
 

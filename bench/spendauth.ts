@@ -35,7 +35,8 @@ export async function runSpendAuthBench(options: { mockUrl?: string; pin?: (pid:
     const key = generatePrivateKey();
     const commitment = keccak256(toHex(`bench:${key}`));
     await deployed.fund(commitment, privateKeyToAccount(key).address, 10n ** 15n);
-    gateway = await startGateway(`
+    gateway = await startGateway(
+      `
 [limits]
 api_key = { per_minute = 1000000000 }
 spend_auth = { per_minute = 1000000000 }
@@ -62,7 +63,9 @@ operator = "${operator.address}"
 service_id = 1
 rpc_url = "${chain.rpcUrl}"
 account_cache_ms = 3600000
-`, { dir: benchDir("modelgate-bench-") });
+`,
+      { dir: benchDir("modelgate-bench-") },
+    );
     options.pin?.(gateway.proc.pid);
     const apiKey = await createFundedKey(gateway);
     const account = privateKeyToAccount(key);
@@ -81,7 +84,11 @@ account_cache_ms = 3600000
     const body = (model: string) => JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }], max_tokens: 16 });
     const call = async (model: string, extra: Record<string, string>, into: Sample): Promise<void> => {
       const started = performance.now();
-      const response = await fetch(`${gateway!.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...extra }, body: body(model) });
+      const response = await fetch(`${gateway!.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...extra },
+        body: body(model),
+      });
       await response.arrayBuffer();
       if (response.status !== 200) throw new Error(`${model} ${JSON.stringify(extra).slice(0, 40)}: status ${response.status}`);
       into.totalMs.push(performance.now() - started);

@@ -32,7 +32,13 @@ function cpuMicros(iterations: number, run: () => void): number {
   return times.sort((a, b) => a - b)[ROUNDS >> 1];
 }
 
-const tools = [{ name: "get_weather", description: "Current weather for a city", input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+const tools = [
+  {
+    name: "get_weather",
+    description: "Current weather for a city",
+    input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+];
 const messagesBody = {
   model: "route-a",
   max_tokens: 512,
@@ -40,7 +46,13 @@ const messagesBody = {
   tools,
   messages: [
     { role: "user", content: "What is the weather in Paris?" },
-    { role: "assistant", content: [{ type: "text", text: "Let me check." }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }] },
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Let me check." },
+        { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } },
+      ],
+    },
     { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "18C and sunny" }] },
   ],
 };
@@ -59,7 +71,9 @@ const answer = {
   object: "chat.completion",
   created: 1700000000,
   model: "up",
-  choices: [{ index: 0, message: { role: "assistant", content: "It is 18C and sunny in Paris today, a fine day for a walk along the Seine." }, finish_reason: "stop" }],
+  choices: [
+    { index: 0, message: { role: "assistant", content: "It is 18C and sunny in Paris today, a fine day for a walk along the Seine." }, finish_reason: "stop" },
+  ],
   usage: { prompt_tokens: 120, completion_tokens: 20, total_tokens: 140 },
 };
 
@@ -72,7 +86,12 @@ const toolChunks = [
   ...Array.from({ length: 100 }, (_, i) => chunk({ tool_calls: [{ index: 0, function: { arguments: i === 0 ? '{"city":"' : "x" } }] })),
   chunk({}, "tool_calls"),
 ];
-const usageChunk = { id: "chatcmpl-abc123", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 120, completion_tokens: 100, total_tokens: 220 } };
+const usageChunk = {
+  id: "chatcmpl-abc123",
+  object: "chat.completion.chunk",
+  choices: [],
+  usage: { prompt_tokens: 120, completion_tokens: 100, total_tokens: 220 },
+};
 
 function messagesRequest(): void {
   const t = messagesToChat(messagesBody);

@@ -23,9 +23,11 @@ const AS_USER = "bench@example.com";
 
 async function inParallel(count: number, run: () => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next++ < count) await run();
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < count) await run();
+    }),
+  );
 }
 
 /** CPU µs per call of `run`, over CALLS calls after WARMUP. */
@@ -66,7 +68,13 @@ export async function measureModelCall(): Promise<ModelCallCost> {
       if (!answer.ok) throw new Error(answer.error);
     };
     const withKey = async (): Promise<void> => {
-      const response = await app.handle(new Request("http://localhost/v1/chat/completions", { method: "POST", body, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } }));
+      const response = await app.handle(
+        new Request("http://localhost/v1/chat/completions", {
+          method: "POST",
+          body,
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        }),
+      );
       if (!response.ok) throw new Error(`chat answered ${response.status}`);
       await response.text();
     };

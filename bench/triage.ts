@@ -33,15 +33,34 @@ async function commits(url: string): Promise<number> {
 }
 
 function group(i: number): string {
-  const alert = { status: "firing", labels: { alertname: `Bench${i}`, severity: "warning", instance: "api-1" }, annotations: { summary: "latency" }, startsAt: "2026-11-28T06:00:00Z", endsAt: "0001-01-01T00:00:00Z", fingerprint: `f${i}` };
-  return JSON.stringify({ version: "4", groupKey: `{}:{alertname="Bench${i}"}`, status: "firing", receiver: "modelgate", groupLabels: { alertname: `Bench${i}` }, commonLabels: alert.labels, commonAnnotations: alert.annotations, externalURL: "http://am", alerts: [alert] });
+  const alert = {
+    status: "firing",
+    labels: { alertname: `Bench${i}`, severity: "warning", instance: "api-1" },
+    annotations: { summary: "latency" },
+    startsAt: "2026-11-28T06:00:00Z",
+    endsAt: "0001-01-01T00:00:00Z",
+    fingerprint: `f${i}`,
+  };
+  return JSON.stringify({
+    version: "4",
+    groupKey: `{}:{alertname="Bench${i}"}`,
+    status: "firing",
+    receiver: "modelgate",
+    groupLabels: { alertname: `Bench${i}` },
+    commonLabels: alert.labels,
+    commonAnnotations: alert.annotations,
+    externalURL: "http://am",
+    alerts: [alert],
+  });
 }
 
 async function inParallel(count: number, run: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: SENDERS }, async () => {
-    while (next < count) await run(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      while (next < count) await run(next++);
+    }),
+  );
 }
 
 export async function runTriageBench(): Promise<string> {
@@ -80,7 +99,11 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const cpuBefore = cpuSeconds(pid);
     const started = performance.now();
     await inParallel(ALERTS, async (i) => {
-      const response = await fetch(hooks, { method: "POST", body: group(i), headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" } });
+      const response = await fetch(hooks, {
+        method: "POST",
+        body: group(i),
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      });
       if (response.status !== 202) throw new Error(`ingress answered ${response.status}`);
     });
     while (receivers.of("slack").length < ALERTS) {
@@ -93,7 +116,11 @@ notify = [{ kind = "slack", url = "${receivers.url}/slack/T/B/x" }]
     const body = JSON.stringify({ model: "triage-model", messages: [{ role: "user", content: "x".repeat(600) }], max_tokens: 400 });
     const httpBefore = cpuSeconds(pid);
     await inParallel(ALERTS, async () => {
-      const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        body,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      });
       if (!response.ok) throw new Error(`chat answered ${response.status}`);
       await response.text();
     });

@@ -105,10 +105,7 @@ export async function runUnderAttackBench(input: UnderAttackOptions = {}): Promi
     for (const phase of PHASES) {
       console.error(`· under attack: ${phase.name}`);
       // The attackers start first and end last: the whole measured phase is under attack.
-      const attackers = Promise.all([
-        phase.bombs > 0 ? attack(bomb, phase.bombs) : null,
-        phase.oversized > 0 ? attack(oversized, phase.oversized) : null,
-      ]);
+      const attackers = Promise.all([phase.bombs > 0 ? attack(bomb, phase.bombs) : null, phase.oversized > 0 ? attack(oversized, phase.oversized) : null]);
       if (phase.bombs + phase.oversized > 0) await Bun.sleep(1_000);
       const [normalRun, probeRun] = await Promise.all([wrk(normal, NORMAL_CONNECTIONS, durationS), probe(probeFile, gateway.url, durationS, cpus)]);
       const [bombs, over] = await attackers;

@@ -27,8 +27,21 @@ export interface WebhookBenchOptions {
 
 const SECRET = "bench-secret";
 const BODY = JSON.stringify({
-  receiver: "modelgate", status: "firing", version: "4", groupKey: "{}:{alertname=\"HighLatency\"}", truncatedAlerts: 0,
-  alerts: [{ status: "firing", labels: { alertname: "HighLatency", instance: "api-1:9100", severity: "page" }, annotations: { summary: "High request latency" }, startsAt: "2026-06-16T09:12:41Z", endsAt: "0001-01-01T00:00:00Z", fingerprint: "c0ffee0123456789" }],
+  receiver: "modelgate",
+  status: "firing",
+  version: "4",
+  groupKey: '{}:{alertname="HighLatency"}',
+  truncatedAlerts: 0,
+  alerts: [
+    {
+      status: "firing",
+      labels: { alertname: "HighLatency", instance: "api-1:9100", severity: "page" },
+      annotations: { summary: "High request latency" },
+      startsAt: "2026-06-16T09:12:41Z",
+      endsAt: "0001-01-01T00:00:00Z",
+      fingerprint: "c0ffee0123456789",
+    },
+  ],
   externalURL: "http://alertmanager:9093",
 });
 

@@ -12,7 +12,12 @@ import type { OpenAPIV3 } from "openapi-types";
 const HEALTH_SCHEMA: OpenAPIV3.SchemaObject = {
   type: "object",
   required: ["status", "timestamp"],
-  properties: { status: { type: "string", example: "ok" }, timestamp: { type: "number", description: "Milliseconds since the epoch" }, version: { type: "string", description: "The release" }, commit: { type: "string", description: "The commit the binary was built from, or \"unknown\"" } },
+  properties: {
+    status: { type: "string", example: "ok" },
+    timestamp: { type: "number", description: "Milliseconds since the epoch" },
+    version: { type: "string", description: "The release" },
+    commit: { type: "string", description: 'The commit the binary was built from, or "unknown"' },
+  },
 };
 
 export function apiRoutes(deps: AppDeps) {

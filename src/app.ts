@@ -50,7 +50,10 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
       // Only the model endpoints read a body of unknown length with a limit; Elysia would buffer all
       // of it. Browsers and HTTP clients send forms and JSON with a Content-Length.
       if (length === null && request.headers.has("transfer-encoding")) {
-        return render(new GatewayError("length_required", "Send this request's body with a Content-Length header", { headers: { connection: "close" } }), meta.id);
+        return render(
+          new GatewayError("length_required", "Send this request's body with a Content-Length header", { headers: { connection: "close" } }),
+          meta.id,
+        );
       }
     })
     .onError(({ code, error, request }) => {

@@ -64,7 +64,13 @@ export interface JsonBody {
  * and `budget`, its nesting too (readLimited), so a body nested too deep is known from its first
  * chunks; it comes back parsed.
  */
-export function readJsonBody(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget = DISCARDS): Promise<string | JsonBody> {
+export function readJsonBody(
+  request: Request,
+  limit: number,
+  declared: number,
+  budget: BodyBudget,
+  discards: DiscardBudget = DISCARDS,
+): Promise<string | JsonBody> {
   if (declared > limit) return refuseAfterReading(request, declared, limit, discards);
   return declared <= UNCOUNTED_BODY_BYTES ? request.text() : readLimited(request, limit, budget, discards);
 }
@@ -172,9 +178,13 @@ async function readLimited(request: Request, limit: number, budget: BodyBudget, 
 
 /** The 503 for a body whose next piece would pass server.max_body_bytes_in_flight; not read on, so the connection closes after it. */
 function busyReading(): GatewayError {
-  return new GatewayError("service_unavailable", "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly", {
-    headers: { "retry-after": "1", connection: "close" },
-  });
+  return new GatewayError(
+    "service_unavailable",
+    "The server is reading too many large request bodies at once (server.max_body_bytes_in_flight); try again shortly",
+    {
+      headers: { "retry-after": "1", connection: "close" },
+    },
+  );
 }
 
 /**

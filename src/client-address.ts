@@ -49,7 +49,10 @@ export function clientAddress(request: Request, socket: string, trusted: Trusted
   // The right-most entry not added by a trusted proxy is the client. It must be an IP address:
   // anything else was passed through from the client, and would be a rate-limit subject of its
   // choosing (any length, any number of them); such requests count as the proxy's own.
-  const hops = forwarded.split(",").map((h) => h.trim()).filter(Boolean);
+  const hops = forwarded
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean);
   let i = hops.length - 1;
   let client = i >= 0 ? canonicalAddress(hops[i]) : null;
   while (i > 0 && client !== null && trusted.has(client)) client = canonicalAddress(hops[--i]);

@@ -41,13 +41,15 @@ export interface Composition {
 
 export function buildDeps(config: Config, options: ComposeOptions): Composition {
   const registry = new ModelRegistry(config, { random: options.random, previous: options.previous });
-  const metrics = options.metrics ?? createGatewayMetrics({
-    registry: () => registry,
-    version: options.version,
-    startedAt: options.startedAt,
-    now: options.now,
-    beforeRender: options.beforeMetricsRender,
-  });
+  const metrics =
+    options.metrics ??
+    createGatewayMetrics({
+      registry: () => registry,
+      version: options.version,
+      startedAt: options.startedAt,
+      now: options.now,
+      beforeRender: options.beforeMetricsRender,
+    });
   const deps: AppDeps = {
     config,
     db: options.db,

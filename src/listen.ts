@@ -41,7 +41,7 @@ export function listenNaming<T>(key: string, address: string, listen: () => T): 
     // A name that does not resolve fails as EINVAL or ENOENT ("no such file or directory"), which
     // says nothing of the name: said in its place.
     const unresolved = isIP(hostname) === 0 && ["EINVAL", "ENOENT", "EADDRNOTAVAIL"].includes((err as { code?: string })?.code ?? "");
-    const why = unresolved ? `the host name "${hostname}" does not resolve to an address of this machine` : (err as Error)?.message ?? String(err);
+    const why = unresolved ? `the host name "${hostname}" does not resolve to an address of this machine` : ((err as Error)?.message ?? String(err));
     throw new Error(`${key} = "${address}": ${why}`);
   }
 }

@@ -98,11 +98,13 @@ function memoQuote(): (text: string) => string {
  * upstream) are JSON-quoted. Cheaper than stringifying an object per request.
  */
 function requestLine(r: RequestRecord, level: LogLevel, time: string, quote: (text: string) => string): string {
-  return `{"time":"${time}","level":"${level}","msg":"request","request_id":"${r.requestId}",`
-    + `"identity":"${r.identity}","user_id":${r.userId},"key_id":${r.keyId === null ? "null" : `"${r.keyId}"`},`
-    + `"model":${quote(r.model)},"endpoint":"${r.endpoint}","upstream":${r.upstream === null ? "null" : quote(r.upstream)},`
-    + `"status":${r.status},"prompt_tokens":${r.promptTokens},"completion_tokens":${r.completionTokens},"cost_micro":${r.costMicro},`
-    + `"duration_ms":${hundredths(r.latencyMs)},"upstream_ms":${hundredths(r.upstreamMs)},"overhead_ms":${hundredths(r.latencyMs - r.upstreamMs)}}`;
+  return (
+    `{"time":"${time}","level":"${level}","msg":"request","request_id":"${r.requestId}",` +
+    `"identity":"${r.identity}","user_id":${r.userId},"key_id":${r.keyId === null ? "null" : `"${r.keyId}"`},` +
+    `"model":${quote(r.model)},"endpoint":"${r.endpoint}","upstream":${r.upstream === null ? "null" : quote(r.upstream)},` +
+    `"status":${r.status},"prompt_tokens":${r.promptTokens},"completion_tokens":${r.completionTokens},"cost_micro":${r.costMicro},` +
+    `"duration_ms":${hundredths(r.latencyMs)},"upstream_ms":${hundredths(r.upstreamMs)},"overhead_ms":${hundredths(r.latencyMs - r.upstreamMs)}}`
+  );
 }
 
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, "0"));

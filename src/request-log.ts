@@ -69,6 +69,19 @@ export async function pruneRequestLog(db: Db, before: number): Promise<number> {
 }
 
 function pushValues(values: SqlValue[], r: RequestRecord): void {
-  values.push(r.requestId, r.createdAt, r.identity, r.userId, r.keyId, r.model, r.endpoint, r.upstream, r.status,
-    r.promptTokens, r.completionTokens, r.costMicro, Math.round(r.latencyMs));
+  values.push(
+    r.requestId,
+    r.createdAt,
+    r.identity,
+    r.userId,
+    r.keyId,
+    r.model,
+    r.endpoint,
+    r.upstream,
+    r.status,
+    r.promptTokens,
+    r.completionTokens,
+    r.costMicro,
+    Math.round(r.latencyMs),
+  );
 }

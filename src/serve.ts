@@ -43,15 +43,26 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const database = openDatabase(started.server.data_dir);
   for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { file: database.sqlite.filename });
   for (const { id, email } of normalizeStoredEmails(database.db)) {
-    log("warn", `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`, { user_id: id, email });
+    log(
+      "warn",
+      `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`,
+      { user_id: id, email },
+    );
   }
   const stamped = stampLegacyLinks(database.db, started);
-  if (stamped > 0) log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
+  if (stamped > 0)
+    log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const requestLog = createRequestLog(database.db, { retainDays: started.server.request_log_days, now: Date.now });
   const startedAt = Date.now();
   // Every generation's registry in turn: the metrics outlive reloads, the routes do not.
   let serving: Serving | null = null;
-  const metrics = createGatewayMetrics({ registry: () => serving!.generation.deps.registry, version: VERSION, startedAt, now: Date.now, beforeRender: () => finished.flush() });
+  const metrics = createGatewayMetrics({
+    registry: () => serving!.generation.deps.registry,
+    version: VERSION,
+    startedAt,
+    now: Date.now,
+    beforeRender: () => finished.flush(),
+  });
   const stopResponsePruning = startResponsePruning(database.db, { retainDays: started.server.response_store_days, now: Date.now });
   const finished = createRequestSink({
     observe: started.metrics.enabled ? (record) => metrics.observe(record) : null,
@@ -67,9 +78,10 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   // SpendAuth shares the gateway's rate limiter (limits.spend_auth per commitment).
   const limiter = cluster?.limiter ?? createMemoryLimiter({ now: Date.now });
   // Loaded only when configured: viem alone costs ~20 MB of memory and ~30 ms of start-up.
-  const spendAuth = spendAuthMode(started) === "off"
-    ? null
-    : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
+  const spendAuth =
+    spendAuthMode(started) === "off"
+      ? null
+      : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
@@ -119,7 +131,15 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   // max_body_bytes before reading, and counts a chunked chat body as it arrives (src/app.ts,
   // src/body.ts), so Bun's is out of reach.
   const server = listenNaming("server.listen", started.server.listen, () =>
-    Bun.serve({ hostname, port, reusePort: false, development: false, maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: 255, fetch: () => new Response(null, { status: 503 }) }),
+    Bun.serve({
+      hostname,
+      port,
+      reusePort: false,
+      development: false,
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      idleTimeout: 255,
+      fetch: () => new Response(null, { status: 503 }),
+    }),
   );
   const bound: Bound = { hostname, port: server.port ?? port };
   const first = servedConfig(loaded, bound, null).config;
@@ -210,4 +230,3 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   removePidFile = writePidFile(started.server.data_dir);
   process.on("exit", removePidFile);
 }
-

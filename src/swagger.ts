@@ -45,53 +45,71 @@ export function formBodyDoc(properties: Record<string, string>, required: string
 }
 
 export function swaggerRoutes() {
-  return new Elysia({ name: "modelgate.swagger" })
-    // Browsers ask every origin for one; a 404 would be a console error on the Swagger UI page.
-    .get("/favicon.ico", () => new Response(null, { status: 204, headers: { "cache-control": "public, max-age=86400" } }), { detail: { hide: true } })
-    .get("/swagger/assets/swagger-ui-bundle.js", () => assetResponse(bundlePath, "text/javascript"), { detail: { hide: true } })
-    .get("/swagger/assets/swagger-ui.css", () => assetResponse(cssPath, "text/css"), { detail: { hide: true } })
-    .use(
-      openapi({
-        path: "/swagger",
-        provider: "swagger-ui",
-        swagger: SWAGGER_UI,
-        documentation: {
-          info: {
-            title: "modelgate",
-            version: VERSION,
-            description: `OpenAI-compatible model gateway. Interface version ${INTERFACE_VERSION}.`,
-          },
-          components: {
-            schemas: {
-              Error: {
-                type: "object",
-                description: "OpenAI's error shape",
-                required: ["error"],
-                properties: {
-                  error: {
-                    type: "object",
-                    required: ["message", "type", "param", "code"],
-                    properties: { message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] }, code: { type: "string" } },
+  return (
+    new Elysia({ name: "modelgate.swagger" })
+      // Browsers ask every origin for one; a 404 would be a console error on the Swagger UI page.
+      .get("/favicon.ico", () => new Response(null, { status: 204, headers: { "cache-control": "public, max-age=86400" } }), { detail: { hide: true } })
+      .get("/swagger/assets/swagger-ui-bundle.js", () => assetResponse(bundlePath, "text/javascript"), { detail: { hide: true } })
+      .get("/swagger/assets/swagger-ui.css", () => assetResponse(cssPath, "text/css"), { detail: { hide: true } })
+      .use(
+        openapi({
+          path: "/swagger",
+          provider: "swagger-ui",
+          swagger: SWAGGER_UI,
+          documentation: {
+            info: {
+              title: "modelgate",
+              version: VERSION,
+              description: `OpenAI-compatible model gateway. Interface version ${INTERFACE_VERSION}.`,
+            },
+            components: {
+              schemas: {
+                Error: {
+                  type: "object",
+                  description: "OpenAI's error shape",
+                  required: ["error"],
+                  properties: {
+                    error: {
+                      type: "object",
+                      required: ["message", "type", "param", "code"],
+                      properties: { message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] }, code: { type: "string" } },
+                    },
                   },
                 },
               },
-            },
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", bearerFormat: "API_KEY", description: "An API key (sk-mg-…) from the dashboard or `modelgate key create`" },
-              anthropicKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The same API key in the header Anthropic's clients send it in (any /v1 model endpoint takes it)" },
-              session: {
-                type: "apiKey",
-                in: "cookie",
-                name: "mg_session",
-                description: "The dashboard's session cookie. A browser cannot set it from this page: sign in at /dashboard in this browser instead, and its requests carry the cookie",
+              securitySchemes: {
+                bearer: {
+                  type: "http",
+                  scheme: "bearer",
+                  bearerFormat: "API_KEY",
+                  description: "An API key (sk-mg-…) from the dashboard or `modelgate key create`",
+                },
+                anthropicKey: {
+                  type: "apiKey",
+                  in: "header",
+                  name: "x-api-key",
+                  description: "The same API key in the header Anthropic's clients send it in (any /v1 model endpoint takes it)",
+                },
+                session: {
+                  type: "apiKey",
+                  in: "cookie",
+                  name: "mg_session",
+                  description:
+                    "The dashboard's session cookie. A browser cannot set it from this page: sign in at /dashboard in this browser instead, and its requests carry the cookie",
+                },
+                spendAuth: {
+                  type: "apiKey",
+                  in: "header",
+                  name: "X-Payment-Signature",
+                  description: "A signed SpendAuth payment authorization as JSON (see docs/spendauth.md in the repository)",
+                },
+                metricsToken: { type: "http", scheme: "bearer", description: "`[metrics] token`, when set" },
               },
-              spendAuth: { type: "apiKey", in: "header", name: "X-Payment-Signature", description: "A signed SpendAuth payment authorization as JSON (see docs/spendauth.md in the repository)" },
-              metricsToken: { type: "http", scheme: "bearer", description: "`[metrics] token`, when set" },
             },
           },
-        },
-      }),
-    );
+        }),
+      )
+  );
 }
 
 function assetResponse(path: string, type: string): Response {

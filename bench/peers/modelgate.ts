@@ -66,7 +66,12 @@ export async function startModelgate(upstreamBaseUrl: string, binary = BINARY, o
   const proc = Bun.spawn([binary, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
-  while (!(await fetch(`${url}/api/health`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/api/health`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill();
       throw new Error(`modelgate did not become healthy (log: ${join(dir, "modelgate.log")})`);
@@ -139,7 +144,10 @@ export async function measureStartup(upstreamBaseUrl: string, options: { starts:
     const deadline = started + 10_000;
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`modelgate exited with ${proc.exitCode} during the start-up measurement`);
-      const ok = await fetch(`${url}/api/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (performance.now() > deadline) throw new Error("modelgate did not become healthy within 10 s");
       await Bun.sleep(1);

@@ -16,8 +16,7 @@ const PORTKEY_VERSION = "1.15.2";
 const DIR = resolve(import.meta.dir, "../.peers/portkey");
 const SERVER = join(DIR, "node_modules/@portkey-ai/gateway/build/start-server.js");
 const UNPATCHED = "r?(i=t,c=s)";
-const PATCHED =
-  "r?(i=this.context.isStreaming?new Response(t.body,{status:t.status,statusText:t.statusText,headers:new Headers(t.headers)}):t,c=s)";
+const PATCHED = "r?(i=this.context.isStreaming?new Response(t.body,{status:t.status,statusText:t.statusText,headers:new Headers(t.headers)}):t,c=s)";
 
 export interface PortkeyInstall {
   /** argv that starts the gateway on a port. */

@@ -87,7 +87,6 @@ export interface ApiKeyInfo extends PolicyColumns {
   ownerDisabledAt: number | null;
 }
 
-
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567";
 
 /**
@@ -118,7 +117,10 @@ export function maskApiKeys(text: string): string {
 /** Format and checksum only; no database. */
 export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial {
   if (!KEY_FORMAT.test(key)) {
-    return { ok: false, message: `The API key is malformed: modelgate keys are "${KEY_PREFIX}" followed by ${BODY_LENGTH + CHECK_LENGTH} characters a-z and 2-7` };
+    return {
+      ok: false,
+      message: `The API key is malformed: modelgate keys are "${KEY_PREFIX}" followed by ${BODY_LENGTH + CHECK_LENGTH} characters a-z and 2-7`,
+    };
   }
   const crc = Bun.hash.crc32(key.slice(KEY_PREFIX.length, CHECK_AT));
   for (let i = 0; i < CHECK_LENGTH; i++) {
@@ -137,16 +139,18 @@ export function createApiKey(
   const name = keyName(input.name);
   const id = `key_${randomToken(10)}`;
   const displayPrefix = key.slice(0, KEY_PREFIX.length + 6);
-  db.insert(apiKeys).values({
-    id,
-    userId: input.userId,
-    name,
-    keyHash: sha256Hex(key),
-    displayPrefix,
-    ...input.policy,
-    createdAt: input.now ?? Date.now(),
-    expiresAt: input.expiresAt ?? null,
-  }).run();
+  db.insert(apiKeys)
+    .values({
+      id,
+      userId: input.userId,
+      name,
+      keyHash: sha256Hex(key),
+      displayPrefix,
+      ...input.policy,
+      createdAt: input.now ?? Date.now(),
+      expiresAt: input.expiresAt ?? null,
+    })
+    .run();
   return { id, key, displayPrefix, name };
 }
 
@@ -169,7 +173,10 @@ export function storedLabel(raw: string, maxChars: number): string {
 }
 
 /** Whether a listed key works now, and if not, the first reason a request with it is refused for. */
-export function keyState(key: Pick<ApiKeyInfo, "revokedAt" | "expiresAt" | "ownerDisabledAt">, now: number): "revoked" | "expired" | "owner disabled" | "active" {
+export function keyState(
+  key: Pick<ApiKeyInfo, "revokedAt" | "expiresAt" | "ownerDisabledAt">,
+  now: number,
+): "revoked" | "expired" | "owner disabled" | "active" {
   if (key.revokedAt !== null) return "revoked";
   if (key.expiresAt !== null && key.expiresAt <= now) return "expired";
   return key.ownerDisabledAt === null ? "active" : "owner disabled";
@@ -212,7 +219,10 @@ export function revokeApiKey(db: Db, keyId: string, options: { userId?: number; 
   const row = db.select({ revokedAt: apiKeys.revokedAt }).from(apiKeys).where(owned).get();
   if (!row) return "not_found";
   if (row.revokedAt !== null) return "already_revoked";
-  db.update(apiKeys).set({ revokedAt: options.now ?? Date.now() }).where(owned).run();
+  db.update(apiKeys)
+    .set({ revokedAt: options.now ?? Date.now() })
+    .where(owned)
+    .run();
   forgetVerifiedKeys(db);
   return "revoked";
 }
@@ -222,9 +232,11 @@ export function createLastUsed(db: Db, now: () => number): { touch(keyId: string
   const written = new Map<string, number>();
   const update = db.$client.query<unknown, [number, string]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
   const queue = createWriteBehind<{ id: string; at: number }>(
-    brieflyLocked(db.$client, (rows: Array<{ id: string; at: number }>) => db.$client.transaction(() => {
-      for (const r of rows) update.run(r.at, r.id);
-    })()),
+    brieflyLocked(db.$client, (rows: Array<{ id: string; at: number }>) =>
+      db.$client.transaction(() => {
+        for (const r of rows) update.run(r.at, r.id);
+      })(),
+    ),
     { label: "api key last_used_at", intervalMs: 1_000, keepFailed: true, now },
   );
   return {

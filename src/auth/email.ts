@@ -53,7 +53,6 @@ function decodedLabel(label: string): string {
   return unicode === "" || unicode.includes("\ufffd") || unicode.includes(".") || unicode.startsWith("xn--") ? label : foldCase(unicode);
 }
 
-
 /** `auth.allowed_domains` in the form the domains of stored emails take (an `@` in front is allowed). */
 export function allowedDomains(auth: Pick<Config["auth"], "allowed_domains">): string[] {
   return auth.allowed_domains.map((d) => normalizeDomain(d.trim().replace(/^@/, "")));

@@ -30,7 +30,7 @@ import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
 import { costMicro } from "../router/usage";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type IdentityKind, type ReadInput, type SettleInput, type SpendAuthHook } from "./types";
+import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type ReadInput, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
@@ -80,13 +80,15 @@ export function createGate(deps: GateDeps): Gate {
    * an upstream count, whatever it answered: a client must not get unlimited tries at inputs that
    * make an upstream fail.
    */
-  const givingBackUnserved = (subject: string, policy: RatePolicy, taken: TakenLimits | null = null) => (outcome: SettleInput): void => {
-    if (outcome.upstream === null && outcome.status === 503) {
-      limiter.giveBack(subject, policy);
-      taken?.giveBack();
-    }
-    taken?.charge(outcome.usage);
-  };
+  const givingBackUnserved =
+    (subject: string, policy: RatePolicy, taken: TakenLimits | null = null) =>
+    (outcome: SettleInput): void => {
+      if (outcome.upstream === null && outcome.status === 503) {
+        limiter.giveBack(subject, policy);
+        taken?.giveBack();
+      }
+      taken?.charge(outcome.usage);
+    };
   const keyPolicies = new Map<number, RatePolicy>();
   const keyPolicy = (perMinute: number): RatePolicy => {
     let policy = keyPolicies.get(perMinute);
@@ -102,13 +104,20 @@ export function createGate(deps: GateDeps): Gate {
    * already read (sessions), null to read it if a paid model needs it; `key`: an API key's, whose
    * policy applies (./key-limits.ts).
    */
-  function admitIdentified(input: AdmitInput | null, identity: Identity, policy: RatePolicy, knownBalance: number | null, who: string, key?: VerifiedKey): Admission | GatewayError | Promise<Admission | GatewayError> {
+  function admitIdentified(
+    input: AdmitInput | null,
+    identity: Identity,
+    policy: RatePolicy,
+    knownBalance: number | null,
+    who: string,
+    key?: VerifiedKey,
+  ): Admission | GatewayError | Promise<Admission | GatewayError> {
     const decided = limiter.take(identity.subject, policy);
     if (decided instanceof Promise) {
       const ceilingHeaders: Record<string, string> = {};
       const ceilings = key === undefined ? null : keyLimits.take(key, ceilingHeaders);
-      return judgeSharedLimits({ identity, who, decided, ceilings, ceilingHeaders, giveBackOwn: () => limiter.giveBack(identity.subject, policy) }).then((judged) =>
-        judged instanceof GatewayError ? judged : admitLimited(input, identity, policy, knownBalance, judged.headers, judged.taken, key),
+      return judgeSharedLimits({ identity, who, decided, ceilings, ceilingHeaders, giveBackOwn: () => limiter.giveBack(identity.subject, policy) }).then(
+        (judged) => (judged instanceof GatewayError ? judged : admitLimited(input, identity, policy, knownBalance, judged.headers, judged.taken, key)),
       );
     }
     const headers = rateLimitHeaders(decided);
@@ -122,7 +131,15 @@ export function createGate(deps: GateDeps): Gate {
     return admitLimited(input, identity, policy, knownBalance, headers, taken as TakenLimits | null, key);
   }
 
-  function admitLimited(input: AdmitInput | null, identity: Identity, policy: RatePolicy, knownBalance: number | null, headers: Record<string, string>, taken: TakenLimits | null, key?: VerifiedKey): Admission | GatewayError {
+  function admitLimited(
+    input: AdmitInput | null,
+    identity: Identity,
+    policy: RatePolicy,
+    knownBalance: number | null,
+    headers: Record<string, string>,
+    taken: TakenLimits | null,
+    key?: VerifiedKey,
+  ): Admission | GatewayError {
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (input === null || input.route.free) return { identity, headers, settle: giveBack };
     const { route } = input;
@@ -130,21 +147,38 @@ export function createGate(deps: GateDeps): Gate {
     if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
       limiter.giveBack(identity.subject, policy);
       taken?.giveBack();
-      return new IdentifiedDenial(identity, "service_unavailable", "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly", {
-        headers: { ...headers, "retry-after": "5" },
-      });
+      return new IdentifiedDenial(
+        identity,
+        "service_unavailable",
+        "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly",
+        {
+          headers: { ...headers, "retry-after": "5" },
+        },
+      );
     }
     const userId = identity.userId!;
     const storedBalance = knownBalance ?? keys.readBalance(userId);
     const available = meter.available(userId, storedBalance);
     const budget = key === undefined ? null : keyLimits.budgetLeft(key);
     const bound = budget !== null && budget.leftMicro < available ? budget.leftMicro : available;
-    const reservation = (input.reserve ?? reserveWithin)({ price: route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: config.routing.default_max_tokens, availableMicro: bound });
+    const reservation = (input.reserve ?? reserveWithin)({
+      price: route.price,
+      body: input.body,
+      bodyBytes: input.bodyBytes,
+      defaultMaxTokens: config.routing.default_max_tokens,
+      availableMicro: bound,
+    });
     if ("neededMicro" in reservation && budget !== null && bound < available) return budgetExceeded(identity, budget, reservation.neededMicro, headers);
     if ("neededMicro" in reservation) {
       // What is held can pass the balance (a burst's reservations): said as its own amount, not "of it".
-      const inFlight = available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
-      return new IdentifiedDenial(identity, "insufficient_credits", `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, and this request needs at least ${formatCredits(reservation.neededMicro)} (its prompt and a short answer). Ask an administrator for credits`, { headers });
+      const inFlight =
+        available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
+      return new IdentifiedDenial(
+        identity,
+        "insufficient_credits",
+        `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, and this request needs at least ${formatCredits(reservation.neededMicro)} (its prompt and a short answer). Ask an administrator for credits`,
+        { headers },
+      );
     }
     const hold = meter.reserve(userId, reservation.micro, identity.keyId);
     return {
@@ -197,11 +231,18 @@ export function createGate(deps: GateDeps): Gate {
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
     if (!input.route.free) {
-      return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`);
+      return new GatewayError(
+        "authentication_required",
+        `The model "${input.route.id}" is not free: authenticate with ${ways}. Without credentials only free models may be used (GET /v1/models marks them "free": true)`,
+      );
     }
     const identity: Identity = { kind: "anonymous", userId: null, keyId: null, subject: `ip:${addressSubject(input.clientIp())}` };
     const decided = limiter.take(identity.subject, policies.anonymous);
-    if (decided instanceof Promise) return decided.then((decision) => anonymousDecided(identity, decision), () => limitsUnavailable());
+    if (decided instanceof Promise)
+      return decided.then(
+        (decision) => anonymousDecided(identity, decision),
+        () => limitsUnavailable(),
+      );
     return anonymousDecided(identity, decided);
   }
 
@@ -209,7 +250,11 @@ export function createGate(deps: GateDeps): Gate {
     const headers = rateLimitHeaders(decision);
     if (!decision.allowed) {
       const per = decision.binding === "bucket" ? "minute" : "day";
-      return new GatewayError("rate_limit_exceeded", `Rate limit reached for anonymous callers from your address: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s, or authenticate with ${ways}`, { headers });
+      return new GatewayError(
+        "rate_limit_exceeded",
+        `Rate limit reached for anonymous callers from your address: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s, or authenticate with ${ways}`,
+        { headers },
+      );
     }
     return { identity, headers, settle: givingBackUnserved(identity.subject, policies.anonymous) };
   }
@@ -217,12 +262,17 @@ export function createGate(deps: GateDeps): Gate {
   /** A triage job's call (see Gate.admitInProcess): limited as the user's sessions, or as one API key for the service. */
   function admitInProcess(input: AdmitInput, asUser: string | null): Promise<Admission | GatewayError> | Admission | GatewayError {
     if (asUser === null) {
-      if (!input.route.free) return new GatewayError("authentication_required", `The model "${input.route.id}" is not free: a job without as_user may use free models only; set as_user to call it as a user`);
+      if (!input.route.free)
+        return new GatewayError(
+          "authentication_required",
+          `The model "${input.route.id}" is not free: a job without as_user may use free models only; set as_user to call it as a user`,
+        );
       const identity: Identity = { kind: "job", userId: null, keyId: null, subject: "service:jobs" };
       return admitIdentified(input, identity, policies.api_key, null, "the gateway's jobs");
     }
     const user = findUserByEmail(deps.db, asUser);
-    if (user === null || user.disabledAt !== null) return new GatewayError("invalid_api_key", `as_user "${asUser}" ${user === null ? "is no user of this gateway" : "is disabled"}`);
+    if (user === null || user.disabledAt !== null)
+      return new GatewayError("invalid_api_key", `as_user "${asUser}" ${user === null ? "is no user of this gateway" : "is disabled"}`);
     const identity: Identity = { kind: "job", userId: user.id, keyId: null, subject: `user:${user.id}` };
     return admitIdentified(input, identity, policies.session, null, `${asUser}'s sessions and jobs`);
   }
@@ -231,8 +281,15 @@ export function createGate(deps: GateDeps): Gate {
     const credential = presented(input.request);
     if (credential.kind === "api_key") return admitKey(input, credential.authorization, null);
     if (credential.kind === "session") return admitSession(input, credential.token, null);
-    if (credential.kind === "spend_auth") return new GatewayError("authentication_required", "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored");
-    return new GatewayError("authentication_required", `What the gateway stores belongs to the API key's or session's user that made it: authenticate with ${ways}`);
+    if (credential.kind === "spend_auth")
+      return new GatewayError(
+        "authentication_required",
+        "A SpendAuth payment identifies a paid call, not a reader: send an API key or a session to read what is stored",
+      );
+    return new GatewayError(
+      "authentication_required",
+      `What the gateway stores belongs to the API key's or session's user that made it: authenticate with ${ways}`,
+    );
   }
 
   return {

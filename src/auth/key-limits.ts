@@ -17,7 +17,7 @@
  */
 import type { Config } from "../config/schema";
 import type { CreditMeter } from "../credits/meter";
-import { GatewayError } from "../errors";
+import type { GatewayError } from "../errors";
 import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
 import { decidedNow, MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
 import type { ModelRoute } from "../router/registry";
@@ -88,7 +88,12 @@ function denial(identity: VerifiedKey["identity"], limit: Plan["limits"][number]
   if (limit.tokens) tokenLimitHeaders(decision, headers);
   else Object.assign(headers, rateLimitHeaders(decision));
   const what = limit.tokens ? "Token rate limit" : "Rate limit";
-  return new IdentifiedDenial(identity, "rate_limit_exceeded", `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`, { headers });
+  return new IdentifiedDenial(
+    identity,
+    "rate_limit_exceeded",
+    `${what} reached for ${limit.who}: ${decision.limit} ${limit.tokens ? "tokens" : "requests"} per minute; retry after ${headers["retry-after"]} s`,
+    { headers },
+  );
 }
 
 export interface KeyLimits {
@@ -115,7 +120,8 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
     const userId = key.identity.userId;
     const limits: Limit[] = [];
     if (userRequests !== null) limits.push({ subject: `keys-of-user:${userId}`, policy: userRequests, tokens: false, who: "this account's API keys together" });
-    if (perKey !== undefined) limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
+    if (perKey !== undefined)
+      limits.push({ subject: `tokens:${key.identity.subject}`, policy: { limit: perKey, periodMs: MINUTE_MS }, tokens: true, who: "this API key" });
     if (userTokens !== null) limits.push({ subject: `tokens-of-user:${userId}`, policy: userTokens, tokens: true, who: "this account's API keys together" });
     return limits.length === 0 ? null : { limits, taken: new TakenAll(limiter, limits) };
   };
@@ -124,7 +130,12 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
    * Every limit of the plan asked at once (one round trip to a shared store), then judged in order:
    * when one refuses, those that allowed are given back, as the in-memory path never takes them.
    */
-  async function takeShared(identity: VerifiedKey["identity"], plan: Plan, first: Promise<RateDecision>, headers: Record<string, string>): Promise<TakenLimits | IdentifiedDenial> {
+  async function takeShared(
+    identity: VerifiedKey["identity"],
+    plan: Plan,
+    first: Promise<RateDecision>,
+    headers: Record<string, string>,
+  ): Promise<TakenLimits | IdentifiedDenial> {
     const limits = plan.limits;
     const decisions = await Promise.all([first, ...limits.slice(1).map((limit) => limiter.take(limit.subject, limit.policy))]);
     const refused = decisions.findIndex((decision) => !decision.allowed);
@@ -141,10 +152,19 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       const policy = key.policy;
       if (policy === null) return null;
       if (policy.allowsAddress && !policy.allowsAddress(input.clientIp())) {
-        return new IdentifiedDenial(key.identity, "ip_not_allowed", "This API key may not be used from your address: its policy allows only certain client addresses");
+        return new IdentifiedDenial(
+          key.identity,
+          "ip_not_allowed",
+          "This API key may not be used from your address: its policy allows only certain client addresses",
+        );
       }
       if (route !== null && policy.allowsModel && !policy.allowsModel(route)) {
-        return new IdentifiedDenial(key.identity, "model_not_allowed", `This API key may not use the model "${route.id}": its policy allows other models (GET /v1/models with this key lists them)`, { param: "model" });
+        return new IdentifiedDenial(
+          key.identity,
+          "model_not_allowed",
+          `This API key may not use the model "${route.id}": its policy allows other models (GET /v1/models with this key lists them)`,
+          { param: "model" },
+        );
       }
       return null;
     },
@@ -173,7 +193,8 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       const now = deps.now();
       let period = periods[budget.period];
       // A period's bounds are worked out again only once it has ended (or the clock went back).
-      if (period === undefined || now >= (period.resetsAt ?? Infinity) || now < period.start) periods[budget.period] = period = budgetPeriod(budget.period, now);
+      if (period === undefined || now >= (period.resetsAt ?? Infinity) || now < period.start)
+        periods[budget.period] = period = budgetPeriod(budget.period, now);
       const keyId = key.row.id;
       const spentMicro = deps.keys.readKeySpend(keyId, period.start) + deps.meter.keyOutstanding(keyId);
       return { leftMicro: budget.micro - spentMicro, spentMicro, budgetMicro: budget.micro, period: budget.period, resetsAt: period.resetsAt };
@@ -187,6 +208,10 @@ export function budgetExceeded(identity: Identity, budget: BudgetLeft, neededMic
   const message = `This API key's budget is ${formatCredits(budget.budgetMicro)} credits per ${budget.period}, and ${formatCredits(budget.spentMicro)} of it is spent or held by requests in flight; this request needs at least ${formatCredits(neededMicro)}, and ${resets}`;
   return new IdentifiedDenial(identity, "budget_exceeded", message, {
     headers,
-    extra: { budget: formatCredits(budget.budgetMicro), spent: formatCredits(budget.spentMicro), resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString() },
+    extra: {
+      budget: formatCredits(budget.budgetMicro),
+      spent: formatCredits(budget.spentMicro),
+      resets_at: budget.resetsAt === null ? null : new Date(budget.resetsAt).toISOString(),
+    },
   });
 }

@@ -60,7 +60,10 @@ export function parsePolicyFlags(flags: PolicyFlags): PolicyChange | { error: st
     change.budgetMicro = budget.micro;
     change.budgetPeriod = budget.period;
   }
-  for (const [flag, text, column] of [["per-minute", flags.perMinute, "perMinute"], ["tokens-per-minute", flags.tokensPerMinute, "tokensPerMinute"]] as const) {
+  for (const [flag, text, column] of [
+    ["per-minute", flags.perMinute, "perMinute"],
+    ["tokens-per-minute", flags.tokensPerMinute, "tokensPerMinute"],
+  ] as const) {
     if (text === undefined) continue;
     if (text.trim() === "") {
       change[column] = null;
@@ -91,13 +94,18 @@ function parseBudget(text: string): { micro: number | null; period: BudgetPeriod
   const [amount, period, extra] = text.trim().split("/");
   const micro = parseCredits(amount ?? "");
   if (micro === null || extra !== undefined || !BUDGET_PERIODS.includes(period as BudgetPeriod)) {
-    return { error: `--budget: "${text.slice(0, 40)}" is not an amount of credits per period, like 5/day (periods: ${BUDGET_PERIODS.join(", ")}; empty clears it)` };
+    return {
+      error: `--budget: "${text.slice(0, 40)}" is not an amount of credits per period, like 5/day (periods: ${BUDGET_PERIODS.join(", ")}; empty clears it)`,
+    };
   }
   return { micro, period: period as BudgetPeriod };
 }
 
 function listOf(text: string): string[] {
-  return text.split(",").map((s) => s.trim()).filter(Boolean);
+  return text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** The UTC calendar period `now` falls in; a week starts on Monday. `total` starts at 0 and never resets. */
@@ -164,7 +172,10 @@ export function compilePolicy(row: PolicyColumns): CompiledPolicy | null {
 
 /** `*` is any run of characters (`/` and `:` included); everything else is literal. */
 function globPattern(glob: string): RegExp {
-  const body = glob.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*");
+  const body = glob
+    .split("*")
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
   return new RegExp(`^${body}$`, "s");
 }
 

@@ -37,6 +37,10 @@ export function updateKeyPolicy(db: Db, keyId: string, change: PolicyChange, opt
 }
 
 export function activeKeyCount(db: Db, userId: number): number {
-  const row = db.select({ n: sql<number>`count(*)` }).from(apiKeys).where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt))).get();
+  const row = db
+    .select({ n: sql<number>`count(*)` })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
+    .get();
   return row?.n ?? 0;
 }

@@ -84,7 +84,12 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
         const found = byHash.get(parsed.hash);
         if (found === null || !equalSecrets(found.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
         if (known.size >= MAX_KEYS) known.clear();
-        verified = { ok: true, row: found, policy: compilePolicy(found), identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` } };
+        verified = {
+          ok: true,
+          row: found,
+          policy: compilePolicy(found),
+          identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` },
+        };
         known.set(parsed.hash, verified);
       }
       const row = verified.row;

@@ -34,7 +34,12 @@ export interface ProviderEndpoints {
  * The access token for the authorization code, or null (logged). arctic's fetch takes no signal,
  * so after the timeout the exchange is abandoned rather than cancelled.
  */
-export async function exchangeCode(provider: Provider, endpoints: ProviderEndpoints, grant: { code: string; verifier: string | null }, timeoutMs: number): Promise<string | null> {
+export async function exchangeCode(
+  provider: Provider,
+  endpoints: ProviderEndpoints,
+  grant: { code: string; verifier: string | null },
+  timeoutMs: number,
+): Promise<string | null> {
   let timer: Timer | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new DOMException("the provider did not answer in time", "TimeoutError")), timeoutMs);
@@ -66,7 +71,8 @@ function logFailure(provider: Provider, step: string, error: unknown, timeoutMs:
 }
 
 function failureCause(error: unknown, timeoutMs: number): string {
-  if (error instanceof OAuth2RequestError) return /^[a-z_]{1,40}$/.test(error.code) ? `the provider answered ${error.code}` : "the provider answered an OAuth error";
+  if (error instanceof OAuth2RequestError)
+    return /^[a-z_]{1,40}$/.test(error.code) ? `the provider answered ${error.code}` : "the provider answered an OAuth error";
   const { status, name, code } = (error ?? {}) as { status?: unknown; name?: unknown; code?: unknown };
   if (typeof status === "number") return `HTTP ${status}`;
   if (name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
@@ -109,12 +115,24 @@ async function githubProfile(call: ProfileCall): Promise<OAuthProfile> {
   const list = Array.isArray(emails) ? (emails as Array<{ email?: unknown; primary?: unknown; verified?: unknown }>) : [];
   const verified = list.filter((e) => e.verified === true && typeof e.email === "string");
   const chosen = verified.find((e) => e.primary === true) ?? verified[0];
-  return { provider: "github", server: call.server, providerUserId: String(user.id), email: chosen ? String(chosen.email) : null, emailVerified: chosen !== undefined };
+  return {
+    provider: "github",
+    server: call.server,
+    providerUserId: String(user.id),
+    email: chosen ? String(chosen.email) : null,
+    emailVerified: chosen !== undefined,
+  };
 }
 
 async function googleProfile(call: ProfileCall): Promise<OAuthProfile> {
   const info = (await getJson(call, "/userinfo")) as { sub?: unknown; email?: unknown; email_verified?: unknown };
   if (typeof info?.sub !== "string" || info.sub === "") throw new Error("no subject");
   const email = typeof info.email === "string" ? info.email : null;
-  return { provider: "google", server: call.server, providerUserId: info.sub, email, emailVerified: email !== null && (info.email_verified === true || info.email_verified === "true") };
+  return {
+    provider: "google",
+    server: call.server,
+    providerUserId: info.sub,
+    email,
+    emailVerified: email !== null && (info.email_verified === true || info.email_verified === "true"),
+  };
 }

@@ -89,7 +89,8 @@ export async function finishOAuth(
     return { error: "OAuth state mismatch: start signing in again", status: 400, reason: "oauth_state" };
   }
   if (!input.code) return { error: "the provider sent no authorization code", status: 400, reason: "oauth_failed" };
-  if (provider === "google" && !input.verifier) return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400, reason: "oauth_state" };
+  if (provider === "google" && !input.verifier)
+    return { error: "the PKCE verifier cookie is missing: start signing in again", status: 400, reason: "oauth_state" };
   const accessToken = await exchangeCode(provider, p, { code: input.code, verifier: input.verifier }, timeoutMs);
   if (accessToken === null) return { error: `${provider} did not accept the authorization code`, status: 502, reason: "oauth_failed" };
   const profile = await readProfile(provider, p, accessToken, timeoutMs);
@@ -107,13 +108,23 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
     .get();
   let user = link ? findUserById(db, link.userId) : null;
   if (!user) {
-    if (!profile.emailVerified || profile.email === null) return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
+    if (!profile.emailVerified || profile.email === null)
+      return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
     const email = normalizeEmail(profile.email);
-    if (email === null) return { error: `the verified email address of your ${name} account is not one this gateway accepts as an address`, status: 403, reason: "oauth_email_invalid" };
+    if (email === null)
+      return {
+        error: `the verified email address of your ${name} account is not one this gateway accepts as an address`,
+        status: 403,
+        reason: "oauth_email_invalid",
+      };
     user = findUserByEmail(db, email);
     // A password sign-up never proved its address: whoever made it may not be the address's owner.
     if (user?.emailUnverified) {
-      return { error: `an account with ${email} was made by a password sign-up, which does not prove the address, so ${name} sign-in cannot join it; sign in with its password`, status: 403, reason: "oauth_unproven_account" };
+      return {
+        error: `an account with ${email} was made by a password sign-up, which does not prove the address, so ${name} sign-in cannot join it; sign in with its password`,
+        status: 403,
+        reason: "oauth_unproven_account",
+      };
     }
     if (!user) {
       const refusal = signupRefusal(config.auth, email);

@@ -21,7 +21,8 @@ export function authPlugin(deps: AuthPluginDeps) {
   /** The session's user, or a thrown 401/403 (see the header). */
   function requireSession(request: Request): SessionUser {
     const token = readSessionCookie(request);
-    if (token === null) throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
+    if (token === null)
+      throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
     const check = validate(token);
     if (!check.ok) throw new GatewayError("invalid_session", check.message);
     if (!SAFE_METHODS.has(request.method) && !originAllowed(request, deps.config.server.public_url)) {
@@ -29,18 +30,16 @@ export function authPlugin(deps: AuthPluginDeps) {
     }
     return check.session;
   }
-  return new Elysia({ name: "modelgate.auth" })
-    .error({ GatewayError })
-    .macro({
-      session: {
-        resolve: ({ request }): { user: SessionUser } => ({ user: requireSession(request) }),
+  return new Elysia({ name: "modelgate.auth" }).error({ GatewayError }).macro({
+    session: {
+      resolve: ({ request }): { user: SessionUser } => ({ user: requireSession(request) }),
+    },
+    admin: {
+      resolve: ({ request }): { user: SessionUser } => {
+        const user = requireSession(request);
+        if (!user.isAdmin) throw new GatewayError("forbidden", "This needs an administrator account");
+        return { user };
       },
-      admin: {
-        resolve: ({ request }): { user: SessionUser } => {
-          const user = requireSession(request);
-          if (!user.isAdmin) throw new GatewayError("forbidden", "This needs an administrator account");
-          return { user };
-        },
-      },
-    });
+    },
+  });
 }

@@ -8,11 +8,7 @@ import { readSessionCookie } from "./session";
 import type { IdentityKind } from "./types";
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
-type Presented =
-  | { kind: "spend_auth" }
-  | { kind: "api_key"; authorization: string }
-  | { kind: "session"; token: string }
-  | { kind: "anonymous" };
+type Presented = { kind: "spend_auth" } | { kind: "api_key"; authorization: string } | { kind: "session"; token: string } | { kind: "anonymous" };
 
 const SPEND_AUTH: Presented = { kind: "spend_auth" };
 const ANONYMOUS: Presented = { kind: "anonymous" };

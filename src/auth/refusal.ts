@@ -28,8 +28,10 @@ const MESSAGES = {
   oauth_cancelled: "Sign-in was cancelled or refused at the provider.",
   oauth_state: "The sign-in could not be verified: it took too long or was started in another window. Start again.",
   oauth_unverified: "Your account at the provider has no verified email address, so it cannot sign in here.",
-  oauth_email_invalid: "Your verified email address at the provider is not one this gateway accepts (it has spaces, invisible characters or a trailing dot, or is too long).",
-  oauth_unproven_account: "An account with this email was made by a password sign-up, which does not prove the address, so this sign-in cannot join it. Sign in with its password.",
+  oauth_email_invalid:
+    "Your verified email address at the provider is not one this gateway accepts (it has spaces, invisible characters or a trailing dot, or is too long).",
+  oauth_unproven_account:
+    "An account with this email was made by a password sign-up, which does not prove the address, so this sign-in cannot join it. Sign in with its password.",
   oauth_failed: "The provider could not complete the sign-in. Try again in a moment.",
   oauth_unavailable: "That sign-in method is not configured on this gateway.",
   setup_invalid: "This setup link is invalid, expired or already used.",

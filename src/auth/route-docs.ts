@@ -19,7 +19,11 @@ const SIGNED_IN = {
 const tags = ["auth"];
 
 export const AUTH_DOCS = {
-  providers: { tags, summary: "The sign-in methods this server offers", responses: { 200: jsonDoc("password, github, google (booleans) and the sign-up policy") } },
+  providers: {
+    tags,
+    summary: "The sign-in methods this server offers",
+    responses: { 200: jsonDoc("password, github, google (booleans) and the sign-up policy") },
+  },
   me: {
     tags,
     summary: "The signed-in user",
@@ -29,24 +33,38 @@ export const AUTH_DOCS = {
   signup: {
     tags,
     summary: "Create an account with email and password, and sign in",
-    requestBody: formBodyDoc({ email: "Email address", password: "At least 8 characters", next: "A path on this server to go to afterwards (forms)" }, ["email", "password"]),
+    requestBody: formBodyDoc({ email: "Email address", password: "At least 8 characters", next: "A path on this server to go to afterwards (forms)" }, [
+      "email",
+      "password",
+    ]),
     responses: SIGNED_IN,
   },
   login: {
     tags,
     summary: "Sign in with email and password",
-    requestBody: formBodyDoc({ email: "Email address", password: "Password", next: "A path on this server to go to afterwards (forms)" }, ["email", "password"]),
+    requestBody: formBodyDoc({ email: "Email address", password: "Password", next: "A path on this server to go to afterwards (forms)" }, [
+      "email",
+      "password",
+    ]),
     responses: { ...SIGNED_IN, 401: errorDoc("Incorrect email or password") },
   },
   logout: {
     tags,
     summary: "Sign out: ends the session",
-    responses: { 200: jsonDoc("Signed out (JSON clients)"), 303: redirectDoc("Signed out (forms): to the dashboard"), 403: errorDoc("Refused by the Origin check") },
+    responses: {
+      200: jsonDoc("Signed out (JSON clients)"),
+      303: redirectDoc("Signed out (forms): to the dashboard"),
+      403: errorDoc("Refused by the Origin check"),
+    },
   },
   setup: {
     tags,
     summary: "Create the first administrator with the one-time setup link's token",
-    requestBody: formBodyDoc({ token: "The token of the setup link printed at first start", email: "Email address", password: "At least 8 characters" }, ["token", "email", "password"]),
+    requestBody: formBodyDoc({ token: "The token of the setup link printed at first start", email: "Email address", password: "At least 8 characters" }, [
+      "token",
+      "email",
+      "password",
+    ]),
     responses: SIGNED_IN,
   },
   grantCredits: {
@@ -62,7 +80,11 @@ export const AUTH_DOCS = {
       404: errorDoc("No user with that email"),
     },
   },
-  oauthStart: { tags, summary: "Sign in with the provider: redirects to it", responses: { 302: redirectDoc("To the provider's consent page"), 404: errorDoc("The provider is not configured") } },
+  oauthStart: {
+    tags,
+    summary: "Sign in with the provider: redirects to it",
+    responses: { 302: redirectDoc("To the provider's consent page"), 404: errorDoc("The provider is not configured") },
+  },
   oauthCallback: {
     tags,
     summary: "Where the provider sends the browser back",

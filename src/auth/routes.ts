@@ -23,7 +23,18 @@ import { requestMeta } from "../request-meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createPasswordSession, createSession, deleteSession, originAllowed, readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./session";
+import {
+  createPasswordSession,
+  createSession,
+  deleteSession,
+  originAllowed,
+  readCookie,
+  readCookies,
+  readSessionCookie,
+  serializeCookie,
+  SESSION_COOKIE,
+  SESSION_COOKIE_MAX_AGE_S,
+} from "./session";
 import { checkPassword, createUser, findUserByEmail, signupRefusal, type User } from "./users";
 import { normalizeEmail } from "./email";
 import { PASSWORD_MAX, passwordProblem } from "./password";
@@ -106,7 +117,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
     const device = options.device ? issueDeviceCookie(options.device, readCookies(request, DEVICE_COOKIE)) : null;
-    if (device !== null) headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
+    if (device !== null)
+      headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
     for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
     if (wantsJson(request)) {
       headers.set("content-type", "application/json");
@@ -118,7 +130,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
 
   function startSignIn(request: Request, provider: Provider, next: string): Response {
     const started = startOAuth(config, provider);
-    if (!started) return refuse(request, { page: SIGNIN, next }, refusal("oauth_unavailable", "not_found", `${provider} sign-in is not configured on this gateway`));
+    if (!started)
+      return refuse(request, { page: SIGNIN, next }, refusal("oauth_unavailable", "not_found", `${provider} sign-in is not configured on this gateway`));
     const headers = new Headers({ location: started.url.toString(), "x-request-id": requestMeta(request).id });
     const cookie = (name: string, value: string): string => serializeCookie(name, value, { secure, maxAgeS: 600, path: "/auth" });
     headers.append("set-cookie", cookie(STATE_COOKIE, started.state));
@@ -150,81 +163,110 @@ export function authRoutes(deps: AuthRoutesDeps) {
 
   return new Elysia({ name: "modelgate.auth-routes" })
     .use(authPlugin(deps))
-    .get("/auth/providers", () => ({
-      password: true,
-      github: config.auth.github !== undefined,
-      google: config.auth.google !== undefined,
-      signup: config.auth.signup,
-    }), { detail: AUTH_DOCS.providers })
-    .get("/auth/me", ({ user, set }) => {
-      set.headers["cache-control"] = "no-store"; // one user's account, never for a shared cache
-      return { user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt };
-    }, { session: true, detail: AUTH_DOCS.me })
-    .post("/auth/signup", async ({ request, body, server }) => {
-      const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
-      const email = normalizeEmail(field(body, "email"));
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined });
-      if (refused) return refuse(request, back, refused);
-      if (config.auth.signup === "closed") return refuse(request, back, refusal("signup_closed", "forbidden", signupRefusal(config.auth, "")!));
-      if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
-      const policy = signupRefusal(config.auth, email);
-      if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
-      // Nothing proves the address typed here: OAuth sign-in and setup will not join this account.
-      const password = member(body, "password");
-      const problem = passwordProblem(password);
-      if (problem) return refuse(request, back, refusal("password", "invalid_request_error", problem, { param: "password" }));
-      const created = await createUser(db, { email, password: password as string, emailUnverified: true });
-      if ("error" in created) {
-        return refuse(request, back, refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }));
-      }
-      return signedIn(request, created, { next: back.next, device: created });
-    }, { detail: AUTH_DOCS.signup })
-    .post("/auth/login", async ({ request, body, server }) => {
-      const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
-      const email = normalizeEmail(field(body, "email"));
-      const account = email === null ? null : findUserByEmail(db, email);
-      const device = account === null ? null : deviceOf(readCookies(request, DEVICE_COOKIE), account);
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined, accountId: account?.id, device: device ?? undefined });
-      if (refused) return refuse(request, back, refused);
-      const password = field(body, "password");
-      // Longer than any valid password can be (PASSWORD_MAX characters, two UTF-16 units at most each): not hashed.
-      if (email === null || password === undefined || password.length > 2 * PASSWORD_MAX) return refuse(request, back, incorrect());
-      const checked = await checkPassword(db, email, password);
-      if (!checked.ok) {
-        return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
-      }
-      const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash, now: deps.now(), durationMs });
-      if (session === null) return refuse(request, back, incorrect()); // the password changed meanwhile
-      return signedIn(request, checked.user, { next: back.next, device: checked.user, session });
-    }, { detail: AUTH_DOCS.login })
-    .post("/auth/logout", ({ request }) => {
-      checkOrigin(request);
-      const token = readSessionCookie(request);
-      if (token !== null) deleteSession(db, token);
-      const headers = new Headers({ "x-request-id": requestMeta(request).id });
-      headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));
-      if (wantsJson(request)) {
-        headers.set("content-type", "application/json");
-        return new Response(JSON.stringify({ signed_out: true }), { status: 200, headers });
-      }
-      headers.set("location", "/dashboard");
-      return new Response(null, { status: 303, headers });
-    }, { detail: AUTH_DOCS.logout })
-    .post("/setup", async ({ request, body, server }) => {
-      const token = field(body, "token") ?? "";
-      // The form goes back to the link only while the link still works.
-      const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
-      const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: normalizeEmail(field(body, "email")) ?? undefined });
-      if (refused) return refuse(request, back(), refused);
-      const result = await completeSetup(db, { token, email: field(body, "email"), password: member(body, "password"), now: deps.now() });
-      if ("error" in result) {
-        const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
-        return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
-      }
-      // No device token here: the cookie is scoped to /auth, so this answer would replace the
-      // browser's tokens for other accounts with one for the new administrator.
-      return signedIn(request, result, {});
-    }, { detail: AUTH_DOCS.setup })
+    .get(
+      "/auth/providers",
+      () => ({
+        password: true,
+        github: config.auth.github !== undefined,
+        google: config.auth.google !== undefined,
+        signup: config.auth.signup,
+      }),
+      { detail: AUTH_DOCS.providers },
+    )
+    .get(
+      "/auth/me",
+      ({ user, set }) => {
+        set.headers["cache-control"] = "no-store"; // one user's account, never for a shared cache
+        return { user: { id: user.userId, email: user.email, is_admin: user.isAdmin }, expires_at: user.expiresAt };
+      },
+      { session: true, detail: AUTH_DOCS.me },
+    )
+    .post(
+      "/auth/signup",
+      async ({ request, body, server }) => {
+        const back: Back = { page: SIGNUP, next: safeNext(field(body, "next")) };
+        const email = normalizeEmail(field(body, "email"));
+        const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined });
+        if (refused) return refuse(request, back, refused);
+        if (config.auth.signup === "closed") return refuse(request, back, refusal("signup_closed", "forbidden", signupRefusal(config.auth, "")!));
+        if (email === null) return refuse(request, back, refusal("email", "invalid_request_error", "Enter a valid email address", { param: "email" }));
+        const policy = signupRefusal(config.auth, email);
+        if (policy) return refuse(request, back, refusal("signup_domain", "forbidden", policy));
+        // Nothing proves the address typed here: OAuth sign-in and setup will not join this account.
+        const password = member(body, "password");
+        const problem = passwordProblem(password);
+        if (problem) return refuse(request, back, refusal("password", "invalid_request_error", problem, { param: "password" }));
+        const created = await createUser(db, { email, password: password as string, emailUnverified: true });
+        if ("error" in created) {
+          return refuse(
+            request,
+            back,
+            refusal(created.param === "email" ? "email_taken" : "password", "invalid_request_error", created.error, { param: created.param }),
+          );
+        }
+        return signedIn(request, created, { next: back.next, device: created });
+      },
+      { detail: AUTH_DOCS.signup },
+    )
+    .post(
+      "/auth/login",
+      async ({ request, body, server }) => {
+        const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
+        const email = normalizeEmail(field(body, "email"));
+        const account = email === null ? null : findUserByEmail(db, email);
+        const device = account === null ? null : deviceOf(readCookies(request, DEVICE_COOKIE), account);
+        const refused =
+          originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined, accountId: account?.id, device: device ?? undefined });
+        if (refused) return refuse(request, back, refused);
+        const password = field(body, "password");
+        // Longer than any valid password can be (PASSWORD_MAX characters, two UTF-16 units at most each): not hashed.
+        if (email === null || password === undefined || password.length > 2 * PASSWORD_MAX) return refuse(request, back, incorrect());
+        const checked = await checkPassword(db, email, password);
+        if (!checked.ok) {
+          return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
+        }
+        const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash, now: deps.now(), durationMs });
+        if (session === null) return refuse(request, back, incorrect()); // the password changed meanwhile
+        return signedIn(request, checked.user, { next: back.next, device: checked.user, session });
+      },
+      { detail: AUTH_DOCS.login },
+    )
+    .post(
+      "/auth/logout",
+      ({ request }) => {
+        checkOrigin(request);
+        const token = readSessionCookie(request);
+        if (token !== null) deleteSession(db, token);
+        const headers = new Headers({ "x-request-id": requestMeta(request).id });
+        headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));
+        if (wantsJson(request)) {
+          headers.set("content-type", "application/json");
+          return new Response(JSON.stringify({ signed_out: true }), { status: 200, headers });
+        }
+        headers.set("location", "/dashboard");
+        return new Response(null, { status: 303, headers });
+      },
+      { detail: AUTH_DOCS.logout },
+    )
+    .post(
+      "/setup",
+      async ({ request, body, server }) => {
+        const token = field(body, "token") ?? "";
+        // The form goes back to the link only while the link still works.
+        const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
+        const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: normalizeEmail(field(body, "email")) ?? undefined });
+        if (refused) return refuse(request, back(), refused);
+        const result = await completeSetup(db, { token, email: field(body, "email"), password: member(body, "password"), now: deps.now() });
+        if ("error" in result) {
+          const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
+          return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
+        }
+        // No device token here: the cookie is scoped to /auth, so this answer would replace the
+        // browser's tokens for other accounts with one for the new administrator.
+        return signedIn(request, result, {});
+      },
+      { detail: AUTH_DOCS.setup },
+    )
     .post(
       "/api/admin/credits",
       ({ body, user }) => {

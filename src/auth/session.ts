@@ -54,7 +54,9 @@ interface SessionRow {
 export function createSession(db: Db, input: { userId: number; now: number; durationMs: number }): { token: string; expiresAt: number } {
   const token = randomToken(20);
   const expiresAt = input.now + input.durationMs;
-  db.insert(sessions).values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now }).run();
+  db.insert(sessions)
+    .values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now })
+    .run();
   return { token, expiresAt };
 }
 
@@ -132,7 +134,9 @@ export function createSessionValidator(
 }
 
 export function deleteSession(db: Db, token: string): void {
-  db.delete(sessions).where(eq(sessions.tokenHash, sha256Hex(token))).run();
+  db.delete(sessions)
+    .where(eq(sessions.tokenHash, sha256Hex(token)))
+    .run();
 }
 
 export function deleteUserSessions(db: Db, userId: number): void {

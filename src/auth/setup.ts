@@ -26,7 +26,9 @@ export function issueSetupLink(db: Db, input: { now: number; publicUrl: string }
   db.delete(setupTokens).run();
   if (hasAdmin(db)) return null;
   const token = randomToken(20);
-  db.insert(setupTokens).values({ tokenHash: sha256Hex(token), expiresAt: input.now + LIFETIME_MS }).run();
+  db.insert(setupTokens)
+    .values({ tokenHash: sha256Hex(token), expiresAt: input.now + LIFETIME_MS })
+    .run();
   return `${input.publicUrl.replace(/\/+$/, "")}/setup?token=${token}`;
 }
 
@@ -59,7 +61,11 @@ export async function completeSetup(
     // such an account is refused (the link stays usable), or its maker would hold an
     // administrator's session and keys.
     if (existing?.emailUnverified) return "taken";
-    const claimed = tx.delete(setupTokens).where(and(eq(setupTokens.tokenHash, sha256Hex(input.token as string)), gt(setupTokens.expiresAt, input.now))).returning().all();
+    const claimed = tx
+      .delete(setupTokens)
+      .where(and(eq(setupTokens.tokenHash, sha256Hex(input.token as string)), gt(setupTokens.expiresAt, input.now)))
+      .returning()
+      .all();
     if (claimed.length === 0 || hasAdmin(t)) return null;
     tx.delete(setupTokens).run();
     if (existing) {
@@ -71,6 +77,11 @@ export async function completeSetup(
     }
     return tx.insert(users).values({ email, passwordHash, isAdmin: true, emailUnverified: false }).returning().get();
   });
-  if (result === "taken") return { error: `${email} already has an account, made by a sign-up that did not prove the address; choose another address for the administrator`, param: "email", reason: "setup_email_taken" };
+  if (result === "taken")
+    return {
+      error: `${email} already has an account, made by a sign-up that did not prove the address; choose another address for the administrator`,
+      param: "email",
+      reason: "setup_email_taken",
+    };
   return result ?? { error: "This setup link is invalid, expired or already used" };
 }

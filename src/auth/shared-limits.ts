@@ -15,7 +15,12 @@ import { IdentifiedDenial, type Identity } from "./types";
 /** The 429 of an identity's own request limit (per key, per user's sessions, per day for a window). */
 export function requestLimitDenial(identity: Identity, decision: RateDecision, headers: Record<string, string>, who: string): IdentifiedDenial {
   const per = decision.binding === "bucket" ? "minute" : "day";
-  return new IdentifiedDenial(identity, "rate_limit_exceeded", `Rate limit reached for ${who}: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s`, { headers });
+  return new IdentifiedDenial(
+    identity,
+    "rate_limit_exceeded",
+    `Rate limit reached for ${who}: ${decision.limit} requests per ${per}; retry after ${headers["retry-after"]} s`,
+    { headers },
+  );
 }
 
 export interface SharedLimitsInput {

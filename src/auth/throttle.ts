@@ -37,9 +37,11 @@ export function createSignInThrottle(options: { now?: () => number } = {}): Sign
       if (!byAddress.allowed) return Math.ceil(byAddress.retryAfterMs / 1000);
       if (account === undefined) return null;
       const byAccount =
-        device !== undefined ? accounts.take(`device:${device}`, PER_ACCOUNT)
-        : accountId !== undefined ? accounts.take(`user:${accountId}`, PER_ACCOUNT)
-        : made.take(`account:${account.trim().toLowerCase()}`, PER_ACCOUNT);
+        device !== undefined
+          ? accounts.take(`device:${device}`, PER_ACCOUNT)
+          : accountId !== undefined
+            ? accounts.take(`user:${accountId}`, PER_ACCOUNT)
+            : made.take(`account:${account.trim().toLowerCase()}`, PER_ACCOUNT);
       return byAccount.allowed ? null : Math.ceil(byAccount.retryAfterMs / 1000);
     },
     close: () => {

@@ -34,10 +34,7 @@ export interface UserError {
   param: "email" | "password";
 }
 
-export async function createUser(
-  db: Db,
-  input: { email: string; password?: string; isAdmin?: boolean; emailUnverified?: boolean },
-): Promise<User | UserError> {
+export async function createUser(db: Db, input: { email: string; password?: string; isAdmin?: boolean; emailUnverified?: boolean }): Promise<User | UserError> {
   const email = normalizeEmail(input.email);
   if (email === null) return { error: `"${String(input.email).slice(0, 80)}" is not an email address`, param: "email" };
   if (input.password !== undefined) {
@@ -55,7 +52,11 @@ export async function createUser(
 }
 
 function prepareByEmail(db: Db) {
-  return db.select().from(users).where(eq(users.email, sql.placeholder("email"))).prepare();
+  return db
+    .select()
+    .from(users)
+    .where(eq(users.email, sql.placeholder("email")))
+    .prepare();
 }
 
 /**
@@ -127,7 +128,10 @@ export function disableUser(db: Db, userId: number, options: { now?: number } = 
     const row = t.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).get();
     if (row === undefined) return "not_found";
     if (row.disabledAt !== null) return "already_disabled";
-    t.update(users).set({ disabledAt: options.now ?? Date.now() }).where(eq(users.id, userId)).run();
+    t.update(users)
+      .set({ disabledAt: options.now ?? Date.now() })
+      .where(eq(users.id, userId))
+      .run();
     forgetVerifiedKeys(db);
     deleteUserSessions(t, userId);
     return "disabled";
@@ -182,6 +186,11 @@ export function normalizeStoredEmails(db: Db): Array<{ id: number; email: string
 
 /** The operator vouches for the account's address (its owner proved it to them): OAuth may then join it, setup and `--admin` accept it. */
 export function proveEmail(db: Db, userId: number): "proven" | "already_proven" {
-  const changed = db.update(users).set({ emailUnverified: false }).where(and(eq(users.id, userId), eq(users.emailUnverified, true))).returning({ id: users.id }).all();
+  const changed = db
+    .update(users)
+    .set({ emailUnverified: false })
+    .where(and(eq(users.id, userId), eq(users.emailUnverified, true)))
+    .returning({ id: users.id })
+    .all();
   return changed.length === 1 ? "proven" : "already_proven";
 }

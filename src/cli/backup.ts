@@ -68,7 +68,9 @@ function checkDatabase(file: string): void {
     const last = db.query<{ at: number | null }, []>("SELECT max(created_at) AS at FROM __drizzle_migrations").get();
     const newest = migrations[migrations.length - 1];
     if (last?.at != null && Number(last.at) > newest.when) {
-      throw new Error(`${file} was made by a newer modelgate (its schema is newer than this release's ${newest.tag}): restore it with that release or a later one`);
+      throw new Error(
+        `${file} was made by a newer modelgate (its schema is newer than this release's ${newest.tag}): restore it with that release or a later one`,
+      );
     }
   } catch (err) {
     const message = (err as Error).message;

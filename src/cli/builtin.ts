@@ -11,34 +11,46 @@ import { migrateCommand } from "./migrate";
 import { command, POSTGRES_NOT_SERVED, type CommandEntry } from "./registry";
 
 export const BUILT_IN: Readonly<Record<string, CommandEntry>> = {
-  serve: command(async (ctx) => {
-    const serviceId = parseServiceId(ctx.args);
-    const loaded = ctx.config();
-    if (loaded.config.database.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
-    const { serve } = await import("../serve");
-    await serve({ loaded, serviceId });
-    return null;
-  }, { "": { flags: ["service-id"], words: 1 } }),
+  serve: command(
+    async (ctx) => {
+      const serviceId = parseServiceId(ctx.args);
+      const loaded = ctx.config();
+      if (loaded.config.database.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
+      const { serve } = await import("../serve");
+      await serve({ loaded, serviceId });
+      return null;
+    },
+    { "": { flags: ["service-id"], words: 1 } },
+  ),
   migrate: migrateCommand,
-  config: command(async (ctx) => {
-    if (ctx.args.positionals[1] !== "check") throw new UsageError("usage: modelgate config check [--config FILE]");
-    const loaded = ctx.config();
-    // What serve checks with viem, loaded only when there is an operator key to check.
-    if (loaded.config.spend_auth.operator_key) (await import("../spendauth/setup")).checkOperatorKey(loaded.config.spend_auth);
-    ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
-    const shown = redactedConfig(loaded) as { server: { public_url: string | null } };
-    if (shown.server.public_url === null) ctx.print("# server.public_url: null, as it follows server.listen, whose port the system picks at start");
-    ctx.print(JSON.stringify(shown, null, 2));
-    return 0;
-  }, { check: { flags: [], words: 2 } }),
-  version: command((ctx) => {
-    ctx.print(`modelgate ${VERSION} (commit ${COMMIT}, interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
-    return 0;
-  }, { "": { flags: ["version"], words: 1 } }),
-  help: command((ctx) => {
-    ctx.print(USAGE);
-    return 0;
-  }, { "": { flags: [], words: 1 } }),
+  config: command(
+    async (ctx) => {
+      if (ctx.args.positionals[1] !== "check") throw new UsageError("usage: modelgate config check [--config FILE]");
+      const loaded = ctx.config();
+      // What serve checks with viem, loaded only when there is an operator key to check.
+      if (loaded.config.spend_auth.operator_key) (await import("../spendauth/setup")).checkOperatorKey(loaded.config.spend_auth);
+      ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
+      const shown = redactedConfig(loaded) as { server: { public_url: string | null } };
+      if (shown.server.public_url === null) ctx.print("# server.public_url: null, as it follows server.listen, whose port the system picks at start");
+      ctx.print(JSON.stringify(shown, null, 2));
+      return 0;
+    },
+    { check: { flags: [], words: 2 } },
+  ),
+  version: command(
+    (ctx) => {
+      ctx.print(`modelgate ${VERSION} (commit ${COMMIT}, interface ${INTERFACE_VERSION}, bun ${Bun.version})`);
+      return 0;
+    },
+    { "": { flags: ["version"], words: 1 } },
+  ),
+  help: command(
+    (ctx) => {
+      ctx.print(USAGE);
+      return 0;
+    },
+    { "": { flags: [], words: 1 } },
+  ),
 };
 
 /**

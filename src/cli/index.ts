@@ -74,7 +74,9 @@ export async function runCli(argv: string[]): Promise<number | null> {
       openDb: (options = {}) => {
         const database = context.databaseFile();
         if (!options.create && !existsSync(database)) {
-          throw new UsageError(`no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`);
+          throw new UsageError(
+            `no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`,
+          );
         }
         const opened = openDatabase(context.dataDir());
         normalizeStoredEmails(opened.db);

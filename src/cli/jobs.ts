@@ -28,8 +28,16 @@ function printTable(ctx: CliContext, rows: JobSummary[]): void {
   }
   const header = ["CALL_ID", "JOB_ID", "STATE", "ATTEMPTS", "BYTES", "CREATED", "LEASE_UNTIL", "PATH", "NAME", "LAST_ERROR"];
   const lines = rows.map((r) => [
-    String(r.callId), String(r.jobId), r.state, String(r.attempts), String(r.bytes), iso(r.createdAt),
-    iso(r.leaseUntil), r.path, r.name ?? "-", clip((r.lastError ?? "-").replace(/\s+/g, " "), 80),
+    String(r.callId),
+    String(r.jobId),
+    r.state,
+    String(r.attempts),
+    String(r.bytes),
+    iso(r.createdAt),
+    iso(r.leaseUntil),
+    r.path,
+    r.name ?? "-",
+    clip((r.lastError ?? "-").replace(/\s+/g, " "), 80),
   ]);
   for (const line of formatTable([header, ...lines])) ctx.print(line);
 }
@@ -75,12 +83,15 @@ function retry(ctx: CliContext): number {
   }
 }
 
-export const jobsCommand = command((ctx) => {
-  const sub = ctx.args.positionals[1];
-  if (sub === "list") return list(ctx);
-  if (sub === "retry") return retry(ctx);
-  throw new UsageError(USAGE);
-}, {
-  list: { flags: ["state", "limit", "json"], words: 2 },
-  retry: { flags: [], words: 3 },
-});
+export const jobsCommand = command(
+  (ctx) => {
+    const sub = ctx.args.positionals[1];
+    if (sub === "list") return list(ctx);
+    if (sub === "retry") return retry(ctx);
+    throw new UsageError(USAGE);
+  },
+  {
+    list: { flags: ["state", "limit", "json"], words: 2 },
+    retry: { flags: [], words: 3 },
+  },
+);

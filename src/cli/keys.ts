@@ -22,7 +22,8 @@ import { publishKeyChange } from "../cluster";
 import { date, parseExpiry, requireUser, withDb } from "./users";
 
 const POLICY_FLAGS = ["models", "budget", "per-minute", "tokens-per-minute", "allow-ip"] as const;
-const USAGE = "usage: modelgate key create --user EMAIL [--name N] [--expires 30d] [--models GLOBS] [--budget 5/day] [--per-minute N] [--tokens-per-minute N] [--allow-ip CIDRS] | key update KEY_ID|KEY [those policy flags] | key list [--user EMAIL] | key revoke KEY_ID|KEY";
+const USAGE =
+  "usage: modelgate key create --user EMAIL [--name N] [--expires 30d] [--models GLOBS] [--budget 5/day] [--per-minute N] [--tokens-per-minute N] [--allow-ip CIDRS] | key update KEY_ID|KEY [those policy flags] | key list [--user EMAIL] | key revoke KEY_ID|KEY";
 
 function policyFromArgs(args: Args): PolicyChange {
   const change = parsePolicyFlags({
@@ -61,68 +62,84 @@ async function announceKeyChange(ctx: CliContext): Promise<void> {
     if (typeof url !== "string") throw new Error("cluster.redis_url names an unset variable");
     await publishKeyChange(url, { timeoutMs });
   } catch (error) {
-    console.error(`note: the change is saved, but could not be published through Redis (${(error as Error).message}); replicas sharing this database see it within a moment through its change poll`);
+    console.error(
+      `note: the change is saved, but could not be published through Redis (${(error as Error).message}); replicas sharing this database see it within a moment through its change poll`,
+    );
   }
 }
 
-export const keyCommand = command(async (ctx) => {
-  const [, sub, operand] = ctx.args.positionals;
-  if (sub === "create") {
-    const email = requireFlag(ctx.args, "user");
-    const now = Date.now();
-    const expires = stringFlag(ctx.args, "expires");
-    const expiresAt = expires === undefined ? null : parseExpiry(expires, now);
-    const policy = policyFromArgs(ctx.args);
-    const name = stringFlag(ctx.args, "name") ?? "default";
-    // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
-    if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
-    const cap = keysPerUser(ctx);
-    const created = withDb(ctx, (db) => {
-      const userId = requireUser(db, email, ctx).id;
-      if (activeKeyCount(db, userId) >= cap) return null;
-      return createApiKey(db, { userId, name, expiresAt, policy, now });
-    });
-    if (created === null) {
-      console.error(`${email} has ${cap} active keys, the most one user may hold ([limits] keys_per_user): revoke one first`);
-      return 1;
-    }
-    ctx.print(created.key);
-    console.error(`created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`);
-    return 0;
-  }
-  if (sub === "update" && operand) {
-    const change = policyFromArgs(ctx.args);
-    if (Object.keys(change).length === 0) throw new UsageError(`key update: give at least one of ${POLICY_FLAGS.map((f) => `--${f}`).join(", ")}`);
-    const id = requireKeyId(ctx, operand);
-    withDb(ctx, (db) => updateKeyPolicy(db, id, change));
-    await announceKeyChange(ctx);
-    const key = withDb(ctx, (db) => listApiKeys(db).find((k) => k.id === id));
-    ctx.print(`updated ${id}: ${key ? describePolicy(key) : "-"}`);
-    return 0;
-  }
-  if (sub === "list") {
-    const email = stringFlag(ctx.args, "user");
-    const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email, ctx).id }));
-    if (ctx.args.flags.has("json")) {
-      ctx.print(JSON.stringify(keys, null, 2));
+export const keyCommand = command(
+  async (ctx) => {
+    const [, sub, operand] = ctx.args.positionals;
+    if (sub === "create") {
+      const email = requireFlag(ctx.args, "user");
+      const now = Date.now();
+      const expires = stringFlag(ctx.args, "expires");
+      const expiresAt = expires === undefined ? null : parseExpiry(expires, now);
+      const policy = policyFromArgs(ctx.args);
+      const name = stringFlag(ctx.args, "name") ?? "default";
+      // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
+      if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
+      const cap = keysPerUser(ctx);
+      const created = withDb(ctx, (db) => {
+        const userId = requireUser(db, email, ctx).id;
+        if (activeKeyCount(db, userId) >= cap) return null;
+        return createApiKey(db, { userId, name, expiresAt, policy, now });
+      });
+      if (created === null) {
+        console.error(`${email} has ${cap} active keys, the most one user may hold ([limits] keys_per_user): revoke one first`);
+        return 1;
+      }
+      ctx.print(created.key);
+      console.error(
+        `created ${created.id} "${printable(created.name)}" for ${email}${expiresAt === null ? ", no expiry" : `, expires ${date(expiresAt)}`}. Store the key now: it is not shown again.`,
+      );
       return 0;
     }
-    const rows = keys.map((k) => [k.id, k.email, k.name, `${k.displayPrefix}...`, date(k.createdAt), date(k.expiresAt), date(k.lastUsedAt),
-      k.revokedAt === null ? keyState(k, Date.now()) : `revoked ${date(k.revokedAt)}`, describePolicy(k)]);
-    for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS", "POLICY"], ...rows])) ctx.print(line);
-    return 0;
-  }
-  if (sub === "revoke" && operand) {
-    const id = requireKeyId(ctx, operand);
-    const result = withDb(ctx, (db) => revokeApiKey(db, id));
-    if (result === "revoked") await announceKeyChange(ctx);
-    ctx.print(result === "revoked" ? `revoked ${id}` : `${id} was already revoked`);
-    return 0;
-  }
-  throw new UsageError(USAGE);
-}, {
-  create: { flags: ["user", "name", "expires", ...POLICY_FLAGS], words: 2 },
-  update: { flags: [...POLICY_FLAGS], words: 3 },
-  list: { flags: ["user", "json"], words: 2 },
-  revoke: { flags: [], words: 3 },
-});
+    if (sub === "update" && operand) {
+      const change = policyFromArgs(ctx.args);
+      if (Object.keys(change).length === 0) throw new UsageError(`key update: give at least one of ${POLICY_FLAGS.map((f) => `--${f}`).join(", ")}`);
+      const id = requireKeyId(ctx, operand);
+      withDb(ctx, (db) => updateKeyPolicy(db, id, change));
+      await announceKeyChange(ctx);
+      const key = withDb(ctx, (db) => listApiKeys(db).find((k) => k.id === id));
+      ctx.print(`updated ${id}: ${key ? describePolicy(key) : "-"}`);
+      return 0;
+    }
+    if (sub === "list") {
+      const email = stringFlag(ctx.args, "user");
+      const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email, ctx).id }));
+      if (ctx.args.flags.has("json")) {
+        ctx.print(JSON.stringify(keys, null, 2));
+        return 0;
+      }
+      const rows = keys.map((k) => [
+        k.id,
+        k.email,
+        k.name,
+        `${k.displayPrefix}...`,
+        date(k.createdAt),
+        date(k.expiresAt),
+        date(k.lastUsedAt),
+        k.revokedAt === null ? keyState(k, Date.now()) : `revoked ${date(k.revokedAt)}`,
+        describePolicy(k),
+      ]);
+      for (const line of formatTable([["ID", "USER", "NAME", "PREFIX", "CREATED", "EXPIRES", "LAST USED", "STATUS", "POLICY"], ...rows])) ctx.print(line);
+      return 0;
+    }
+    if (sub === "revoke" && operand) {
+      const id = requireKeyId(ctx, operand);
+      const result = withDb(ctx, (db) => revokeApiKey(db, id));
+      if (result === "revoked") await announceKeyChange(ctx);
+      ctx.print(result === "revoked" ? `revoked ${id}` : `${id} was already revoked`);
+      return 0;
+    }
+    throw new UsageError(USAGE);
+  },
+  {
+    create: { flags: ["user", "name", "expires", ...POLICY_FLAGS], words: 2 },
+    update: { flags: [...POLICY_FLAGS], words: 3 },
+    list: { flags: ["user", "json"], words: 2 },
+    revoke: { flags: [], words: 3 },
+  },
+);

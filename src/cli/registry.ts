@@ -47,7 +47,8 @@ export const OTHER_DATA_DIR = "a server's database is under the data_dir of its 
  * Why a command other than migrate refuses a config with `[database] url`: it would otherwise read
  * and write the SQLite file in data_dir while the operator means the Postgres database.
  */
-export const POSTGRES_NOT_SERVED = "database.url: only `modelgate migrate` runs on Postgres in this release; serve and the other commands still use SQLite in server.data_dir (docs/scaling.md#postgres-database-url). Remove [database] url to run them";
+export const POSTGRES_NOT_SERVED =
+  "database.url: only `modelgate migrate` runs on Postgres in this release; serve and the other commands still use SQLite in server.data_dir (docs/scaling.md#postgres-database-url). Remove [database] url to run them";
 
 /** A command and the shapes it accepts: one row of the command table (./commands.ts). */
 export interface CommandEntry {

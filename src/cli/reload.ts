@@ -35,7 +35,9 @@ export const reloadCommand = command(
       process.kill(server.pid, "SIGHUP");
     } catch (error) {
       const code = (error as { code?: string }).code;
-      console.error(`modelgate: cannot signal the server (pid ${server.pid}): ${code === "EPERM" ? "it runs as another user; run this as that user" : String((error as Error)?.message ?? error)}`);
+      console.error(
+        `modelgate: cannot signal the server (pid ${server.pid}): ${code === "EPERM" ? "it runs as another user; run this as that user" : String((error as Error)?.message ?? error)}`,
+      );
       return 1;
     }
     const deadline = Date.now() + ANSWER_WITHIN_MS;
@@ -50,7 +52,9 @@ export const reloadCommand = command(
         return 0;
       }
       if (Date.now() > deadline) {
-        console.error(`modelgate: sent SIGHUP to the server (pid ${server.pid}), which did not say within ${ANSWER_WITHIN_MS / 1000} s how the reload went: see its log`);
+        console.error(
+          `modelgate: sent SIGHUP to the server (pid ${server.pid}), which did not say within ${ANSWER_WITHIN_MS / 1000} s how the reload went: see its log`,
+        );
         return 1;
       }
       await Bun.sleep(20);

@@ -8,7 +8,12 @@
 export function formatTable(rows: string[][]): string[] {
   const cells = rows.map((row) => row.map(printable));
   const widths = cells[0].map((_, i) => Math.max(...cells.map((row) => row[i].length)));
-  return cells.map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+  return cells.map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd(),
+  );
 }
 
 export function printable(text: string): string {

@@ -23,33 +23,39 @@ function parseBound(flag: "from" | "to", text: string): number {
   return flag === "to" && DAY_RE.test(trimmed) ? ms + 86_400_000 : ms;
 }
 
-export const usageCommand = command(async (ctx) => {
-  if (ctx.args.positionals[1] !== "export") throw new UsageError(USAGE);
-  const format = stringFlag(ctx.args, "format") ?? "csv";
-  if (format !== "csv" && format !== "json") throw new UsageError(`--format: csv or json`);
-  const from = stringFlag(ctx.args, "from");
-  const to = stringFlag(ctx.args, "to");
-  const filter: UsageFilter = { from: from === undefined ? undefined : parseBound("from", from), to: to === undefined ? undefined : parseBound("to", to) };
-  const email = stringFlag(ctx.args, "user");
-  const key = stringFlag(ctx.args, "key");
-  const opened = ctx.openDb();
-  try {
-    if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
-    if (key !== undefined) {
-      const id = resolveKeyId(opened.db, key);
-      if (id === null) throw new UsageError(`--key: no API key with ${key.startsWith("sk-mg-") ? "that key (checked by its hash)" : `the id ${key}`} (see: modelgate key list)`);
-      filter.keyId = id;
-    }
-    const out = Bun.stdout.writer();
-    for (const chunk of usageChunks(opened.db, filter, format)) {
-      out.write(chunk);
+export const usageCommand = command(
+  async (ctx) => {
+    if (ctx.args.positionals[1] !== "export") throw new UsageError(USAGE);
+    const format = stringFlag(ctx.args, "format") ?? "csv";
+    if (format !== "csv" && format !== "json") throw new UsageError(`--format: csv or json`);
+    const from = stringFlag(ctx.args, "from");
+    const to = stringFlag(ctx.args, "to");
+    const filter: UsageFilter = { from: from === undefined ? undefined : parseBound("from", from), to: to === undefined ? undefined : parseBound("to", to) };
+    const email = stringFlag(ctx.args, "user");
+    const key = stringFlag(ctx.args, "key");
+    const opened = ctx.openDb();
+    try {
+      if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
+      if (key !== undefined) {
+        const id = resolveKeyId(opened.db, key);
+        if (id === null)
+          throw new UsageError(
+            `--key: no API key with ${key.startsWith("sk-mg-") ? "that key (checked by its hash)" : `the id ${key}`} (see: modelgate key list)`,
+          );
+        filter.keyId = id;
+      }
+      const out = Bun.stdout.writer();
+      for (const chunk of usageChunks(opened.db, filter, format)) {
+        out.write(chunk);
+        await out.flush();
+      }
       await out.flush();
+    } finally {
+      opened.close();
     }
-    await out.flush();
-  } finally {
-    opened.close();
-  }
-  return 0;
-}, {
-  export: { flags: ["user", "key", "from", "to", "format"], words: 2 },
-});
+    return 0;
+  },
+  {
+    export: { flags: ["user", "key", "from", "to", "format"], words: 2 },
+  },
+);

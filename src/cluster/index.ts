@@ -42,14 +42,18 @@ export async function startCluster(config: Config, options: { db: Db; log: Log }
   });
   onKeysChanged(db, "cluster", () => {
     link.send("PUBLISH", [KEYS_CHANNEL, "changed"]).catch((error) => {
-      log("warn", "cluster: a key change could not be published; replicas sharing this database notice it within a moment, others when Redis returns", { error: String((error as Error)?.message ?? error) });
+      log("warn", "cluster: a key change could not be published; replicas sharing this database notice it within a moment, others when Redis returns", {
+        error: String((error as Error)?.message ?? error),
+      });
     });
   });
   try {
     await link.ready();
     log("info", `cluster: rate limits, replay records and key changes are shared through Redis at ${where}`);
   } catch (error) {
-    log("error", `cluster: Redis at ${where} cannot be reached; requests are refused (503) until it can, and the gateway keeps trying`, { error: String((error as Error)?.message ?? error) });
+    log("error", `cluster: Redis at ${where} cannot be reached; requests are refused (503) until it can, and the gateway keeps trying`, {
+      error: String((error as Error)?.message ?? error),
+    });
   }
   return {
     link,

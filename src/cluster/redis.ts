@@ -154,7 +154,9 @@ export function createRedisLink(url: string, options: RedisLinkOptions): RedisLi
         },
         (error) => {
           clearTimeout(timer);
-          throw error instanceof RedisUnavailable ? error : new RedisUnavailable(`Redis at ${describeRedisUrl(url)} refused a command: ${String((error as Error)?.message ?? error).split("\n")[0]}`);
+          throw error instanceof RedisUnavailable
+            ? error
+            : new RedisUnavailable(`Redis at ${describeRedisUrl(url)} refused a command: ${String((error as Error)?.message ?? error).split("\n")[0]}`);
         },
       );
     },

@@ -45,10 +45,13 @@ function checkAddress(path: string, address: string): void {
   if (!/:[0-9]{1,5}$/.test(address)) throw notAnAddress(path, address);
   if (port > 65_535) throw new ConfigError(`${path}: port ${port} is out of range (0 to 65535)`);
   const host = address.slice(0, address.lastIndexOf(":"));
-  const valid = host === ""
-    || (host.startsWith("[") ? host.endsWith("]") && isIP(hostname) === 6
-      : /^[\d.]+$/.test(host) ? isIP(host) === 4
-      : isIP(host) === 6 || /^[a-z\d_]([a-z\d_.-]{0,251}[a-z\d_.])?$/i.test(host));
+  const valid =
+    host === "" ||
+    (host.startsWith("[")
+      ? host.endsWith("]") && isIP(hostname) === 6
+      : /^[\d.]+$/.test(host)
+        ? isIP(host) === 4
+        : isIP(host) === 6 || /^[a-z\d_]([a-z\d_.-]{0,251}[a-z\d_.])?$/i.test(host));
   if (!valid) throw notAnAddress(path, address);
 }
 
@@ -59,7 +62,9 @@ function sameAddresses(a: string, b: string): boolean {
 }
 
 function notAnAddress(path: string, address: string): ConfigError {
-  return new ConfigError(`${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`);
+  return new ConfigError(
+    `${path}: "${address.slice(0, 80)}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`,
+  );
 }
 
 function checkReferences(config: Config, names: KeyNames): void {
@@ -69,17 +74,23 @@ function checkReferences(config: Config, names: KeyNames): void {
     const api = parseAddress(config.server.listen);
     const hooks = parseAddress(config.webhooks.bind_address);
     if (api.port !== 0 && api.port === hooks.port && sameAddresses(api.hostname, hooks.hostname)) {
-      throw new ConfigError(`${names.say("webhooks.bind_address")}: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`);
+      throw new ConfigError(
+        `${names.say("webhooks.bind_address")}: "${config.webhooks.bind_address}" is where server.listen ("${config.server.listen}") is: give the webhook gateway a port of its own`,
+      );
     }
   }
   for (const section of config.webhooks.enabled ? (["server", "webhooks"] as const) : (["server"] as const)) {
     if (config[section].max_body_bytes_in_flight < config[section].max_body_bytes) {
-      throw new ConfigError(`${names.say(`${section}.max_body_bytes_in_flight`)}: must be at least ${names.say(`${section}.max_body_bytes`)}, or one large body could never be read`);
+      throw new ConfigError(
+        `${names.say(`${section}.max_body_bytes_in_flight`)}: must be at least ${names.say(`${section}.max_body_bytes`)}, or one large body could never be read`,
+      );
     }
   }
   const publicUrl = URL.parse(config.server.public_url);
   if (publicUrl === null || publicUrl.hostname === "" || publicUrl.href !== `${publicUrl.origin}/` || /\s/.test(config.server.public_url)) {
-    throw new ConfigError(`server.public_url: "${redactedUrl(config.server.public_url, { path: false })}" must be the URL of this gateway's origin, such as https://gw.example.com (no path, query or user): OAuth callbacks, setup links and Origin checks are built from it`);
+    throw new ConfigError(
+      `server.public_url: "${redactedUrl(config.server.public_url, { path: false })}" must be the URL of this gateway's origin, such as https://gw.example.com (no path, query or user): OAuth callbacks, setup links and Origin checks are built from it`,
+    );
   }
   // URLs the gateway will call: refused here, by key and without echoing them (they may hold a
   // key), rather than by a bare "Invalid URL" at start, or at first use.
@@ -88,21 +99,31 @@ function checkReferences(config: Config, names: KeyNames): void {
     ["spend_auth.rpc_url", config.spend_auth.rpc_url],
     ...config.jobs.map((j, i): [string, string | undefined] => [`jobs[${i}].forward`, j.forward]),
     ...(["github", "google"] as const).flatMap((provider) =>
-      (["authorize_url", "token_url", "api_url"] as const).map((key): [string, string | undefined] => [`auth.${provider}.${key}`, config.auth[provider]?.[key]]),
+      (["authorize_url", "token_url", "api_url"] as const).map((key): [string, string | undefined] => [
+        `auth.${provider}.${key}`,
+        config.auth[provider]?.[key],
+      ]),
     ),
   ];
   for (const [path, value] of urls) {
     if (value !== undefined && !/^https?:$/.test(URL.parse(value)?.protocol ?? "")) throw new ConfigError(`${path}: not a valid http(s) URL`);
   }
   config.server.cors_origins.forEach((entry, i) => {
-    if (!isCorsOrigin(entry)) throw new ConfigError(`server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`);
+    if (!isCorsOrigin(entry))
+      throw new ConfigError(
+        `server.cors_origins[${i}]: "${entry.slice(0, 80)}" is not an origin such as https://chat.example.com (scheme, lower-case host and port; no path or trailing slash), nor "*"`,
+      );
   });
   config.server.trusted_proxies.forEach((entry, i) => {
-    if (parseProxyEntry(entry) === null) throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
+    if (parseProxyEntry(entry) === null)
+      throw new ConfigError(`server.trusted_proxies[${i}]: "${entry.slice(0, 80)}" is not an IP address or a CIDR block (such as 10.0.0.0/8 or fd00::/8)`);
   });
   // Tokens a client sends as `Authorization: Bearer …`, which cannot hold a space or a line break:
   // one read with the environment variable's trailing newline would refuse every caller.
-  const bearerTokens: Array<[string, string | undefined]> = [["metrics.token", config.metrics.token], [names.say("webhooks.pull_token"), config.webhooks.pull_token]];
+  const bearerTokens: Array<[string, string | undefined]> = [
+    ["metrics.token", config.metrics.token],
+    [names.say("webhooks.pull_token"), config.webhooks.pull_token],
+  ];
   for (const [path, token] of bearerTokens) {
     if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) {
       throw new ConfigError(`${path}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
@@ -115,7 +136,9 @@ function checkReferences(config: Config, names: KeyNames): void {
   config.auth.allowed_domains.forEach((entry, i) => {
     // Compared with the domain of an address, so a pattern or URL (`*.example.com`, `https://…`) matches nothing.
     if (!/^[\p{L}\p{N}\p{M}_-]+(\.[\p{L}\p{N}\p{M}_-]+)+$/u.test(entry.normalize("NFKC").trim().replace(/^@/, ""))) {
-      throw new ConfigError(`auth.allowed_domains[${i}]: "${entry.slice(0, 80)}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`);
+      throw new ConfigError(
+        `auth.allowed_domains[${i}]: "${entry.slice(0, 80)}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`,
+      );
     }
   });
   const upstreams = new Set<string>();
@@ -134,7 +157,8 @@ function checkReferences(config: Config, names: KeyNames): void {
         throw new ConfigError(`models[${i}].price.${part}: at most 6 decimal places (a millionth of a credit), so costs stay exact`);
       }
       // Else the price would be listed, logged and counted as spent, but never charged.
-      if (m.free && m.price[part] !== 0) throw new ConfigError(`models[${i}].price.${part}: a free model is never charged: remove the price, or remove free = true`);
+      if (m.free && m.price[part] !== 0)
+        throw new ConfigError(`models[${i}].price.${part}: a free model is never charged: remove the price, or remove free = true`);
     }
     for (const name of [m.id, ...m.aliases]) {
       if (modelNames.has(name)) throw new ConfigError(`models[${i}]: model id or alias "${name}" is used twice`);

@@ -36,7 +36,9 @@ export class UnsetVariableError extends ConfigError {
   constructor(unset: UnsetVariable[]) {
     const [first, ...rest] = unset;
     const more = rest.map((u) => `${u.path} (${u.variable}${u.state === "empty" ? ", empty" : ""})`);
-    super(`${first.path}: environment variable ${first.variable} is ${first.state === "unset" ? "not set" : "set but empty"}${more.length ? `; also unset: ${more.join(", ")}` : ""}`);
+    super(
+      `${first.path}: environment variable ${first.variable} is ${first.state === "unset" ? "not set" : "set but empty"}${more.length ? `; also unset: ${more.join(", ")}` : ""}`,
+    );
     this.paths = unset.map((u) => u.path);
   }
 }
@@ -45,6 +47,8 @@ export class UnsetVariableError extends ConfigError {
 export function invalidToml(file: string, err: unknown): ConfigError {
   const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
   const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
-  const reason = String(message ?? err).split("\n")[0].replace(/^Invalid TOML document: /, "");
+  const reason = String(message ?? err)
+    .split("\n")[0]
+    .replace(/^Invalid TOML document: /, "");
   return new ConfigError(`${file}${at}: invalid TOML: ${reason}`);
 }

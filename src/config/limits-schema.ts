@@ -26,15 +26,18 @@ const tokensPerMinute = T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT })
 
 /** `[limits] api_key`: the default for every key without its own; tokens per minute none unless set. */
 const ApiKeyLimit = T.Object(
-  { per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }), per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
+  {
+    per_minute: T.Integer({ minimum: 1, maximum: MAX_LIMIT }),
+    per_day: T.Optional(T.Integer({ minimum: 0, maximum: MAX_LIMIT })),
+    tokens_per_minute: tokensPerMinute,
+  },
   { additionalProperties: false, default: { per_minute: 60 } },
 );
 
 /** `[limits] user`: a ceiling across all of one user's API keys together (each part optional). */
-const UserLimit = T.Optional(T.Object(
-  { per_minute: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute },
-  { additionalProperties: false },
-));
+const UserLimit = T.Optional(
+  T.Object({ per_minute: T.Optional(T.Integer({ minimum: 1, maximum: MAX_LIMIT })), tokens_per_minute: tokensPerMinute }, { additionalProperties: false }),
+);
 
 export const Limits = T.Object(
   {

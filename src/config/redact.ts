@@ -24,9 +24,7 @@ export function redactedConfig(loaded: RedactableConfig): unknown {
     if (typeof value === "string" && /^https?:\/\//i.test(value)) return redactedUrl(value, { path: SECRET_URL_PATH.test(path) });
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
     if (value !== null && typeof value === "object") {
-      return Object.fromEntries(
-        Object.entries(value).map(([k, v]) => [k, walk(v, path ? `${path}.${k}` : k)]),
-      );
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, path ? `${path}.${k}` : k)]));
     }
     return value;
   };
@@ -49,4 +47,3 @@ export function redactedUrl(text: string, options: { path: boolean }): string {
   if (options.path && url.pathname !== "/") url.pathname = "/<redacted>";
   return url.href.replaceAll("%3Credacted%3E", "<redacted>");
 }
-

@@ -242,15 +242,7 @@ export type UpstreamConfig = Static<typeof Upstream>;
 export type ModelConfig = Static<typeof Model>;
 
 /** Keys whose values are secrets wherever they appear; `config check` prints them redacted. */
-export const SECRET_KEYS = new Set([
-  "api_key",
-  "secret",
-  "client_secret",
-  "operator_key",
-  "token",
-  "pull_token",
-  "redis_url",
-]);
+export const SECRET_KEYS = new Set(["api_key", "secret", "client_secret", "operator_key", "token", "pull_token", "redis_url"]);
 
 /** Secrets by their whole path, where the key's name alone (`url`) is a secret elsewhere only in part. */
 export const SECRET_PATHS = new Set(["database.url"]);

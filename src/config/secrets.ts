@@ -51,7 +51,8 @@ export function resolveSecrets(value: unknown, path: string, env: Record<string,
       return value;
     }
     const name = value.slice(4);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`${path}: "env:" must be followed by an environment variable's name (letters, digits, _)`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new ConfigError(`${path}: "env:" must be followed by an environment variable's name (letters, digits, _)`);
     const found = env[name];
     if (found === undefined || found === "") {
       secrets.unset.push({ path, variable: name, state: found === undefined ? "unset" : "empty" });

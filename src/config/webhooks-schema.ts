@@ -16,7 +16,10 @@ const WebhookEndpoint = T.Object(
     /** Starts with "/", as a request can carry it: checked in src/webhooks/config.ts. */
     path: T.String(),
     job_id: T.Integer({ minimum: 0 }),
-    auth: T.Union(AUTH_MODES.map((mode) => T.Literal(mode)), { default: "none" }),
+    auth: T.Union(
+      AUTH_MODES.map((mode) => T.Literal(mode)),
+      { default: "none" },
+    ),
     secret: T.Optional(T.String()),
     api_key_header: T.Optional(T.String({ minLength: 1 })),
     name: T.Optional(T.String()),

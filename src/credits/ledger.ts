@@ -70,24 +70,26 @@ export function refundCredits(db: Db, input: { userId: number; micro: number; re
 }
 
 /** The new balance; null, and nothing written, when it would pass MAX_BALANCE_MICRO. */
-function change(
-  db: Db,
-  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
-): number | null {
+function change(db: Db, input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number }): number | null {
   if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
   storedBalanceCache(db).delete(input.userId);
-  return db.transaction((tx) => {
-    if (getBalance(tx as unknown as Db, input.userId) + input.micro > MAX_BALANCE_MICRO) return null;
-    tx.insert(ledger).values({
-      userId: input.userId,
-      kind: input.kind,
-      micro: input.micro,
-      requestId: input.requestId ?? null,
-      note: input.note === undefined ? null : storedLabel(input.note, NOTE_MAX_CHARS) || null,
-      createdAt: input.now ?? Date.now(),
-    }).run();
-    return addToBalance(tx as unknown as Db, input.userId, input.micro);
-  }, { behavior: "immediate" }); // the write lock before the read: the balance checked is the one changed
+  return db.transaction(
+    (tx) => {
+      if (getBalance(tx as unknown as Db, input.userId) + input.micro > MAX_BALANCE_MICRO) return null;
+      tx.insert(ledger)
+        .values({
+          userId: input.userId,
+          kind: input.kind,
+          micro: input.micro,
+          requestId: input.requestId ?? null,
+          note: input.note === undefined ? null : storedLabel(input.note, NOTE_MAX_CHARS) || null,
+          createdAt: input.now ?? Date.now(),
+        })
+        .run();
+      return addToBalance(tx as unknown as Db, input.userId, input.micro);
+    },
+    { behavior: "immediate" },
+  ); // the write lock before the read: the balance checked is the one changed
 }
 
 /**
@@ -101,7 +103,17 @@ export function createDebitWriter(db: Db): (debits: Debit[]) => void {
     db.$client,
     "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at) VALUES ",
     8,
-    (values, e) => values.push(e.userId, "debit", -e.micro, e.requests === 1 ? e.requestId : null, e.model, e.requests === 1 ? null : `${e.requests} requests`, e.keyId, e.at),
+    (values, e) =>
+      values.push(
+        e.userId,
+        "debit",
+        -e.micro,
+        e.requests === 1 ? e.requestId : null,
+        e.model,
+        e.requests === 1 ? null : `${e.requests} requests`,
+        e.keyId,
+        e.at,
+      ),
   );
   const upsert = db.$client.prepare<unknown, [number, number]>(
     "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",

@@ -99,4 +99,3 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     close: (ms = 0) => debits.closeWithin(ms),
   };
 }
-

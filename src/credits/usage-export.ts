@@ -22,7 +22,20 @@ export interface UsageFilter {
 
 export type UsageFormat = "csv" | "json";
 
-const USAGE_COLUMNS = ["time", "user", "key_name", "key_prefix", "model", "endpoint", "status", "tokens_in", "tokens_out", "credits", "latency_ms", "request_id"] as const;
+const USAGE_COLUMNS = [
+  "time",
+  "user",
+  "key_name",
+  "key_prefix",
+  "model",
+  "endpoint",
+  "status",
+  "tokens_in",
+  "tokens_out",
+  "credits",
+  "latency_ms",
+  "request_id",
+] as const;
 
 /** A logged request as the usage export and the dashboard's request log read it: its row, user and key. */
 export interface UsageRow {
@@ -69,8 +82,20 @@ export function* usageChunks(db: Db, filter: UsageFilter, format: UsageFormat): 
   let chunk = format === "csv" ? `${USAGE_COLUMNS.join(",")}\r\n` : "[";
   let rows = 0;
   for (const row of query.iterate(...params)) {
-    const values = [new Date(row.createdAt).toISOString(), row.email ?? "", row.keyName ?? "", row.keyPrefix ?? "", row.model, row.endpoint,
-      row.status, row.promptTokens, row.completionTokens, formatCredits(row.costMicro), row.latencyMs, row.requestId] as const;
+    const values = [
+      new Date(row.createdAt).toISOString(),
+      row.email ?? "",
+      row.keyName ?? "",
+      row.keyPrefix ?? "",
+      row.model,
+      row.endpoint,
+      row.status,
+      row.promptTokens,
+      row.completionTokens,
+      formatCredits(row.costMicro),
+      row.latencyMs,
+      row.requestId,
+    ] as const;
     if (format === "csv") chunk += `${values.map(csvField).join(",")}\r\n`;
     else chunk += `${rows === 0 ? "\n" : ",\n"}${JSON.stringify(Object.fromEntries(USAGE_COLUMNS.map((c, i) => [c, values[i]])))}`;
     rows += 1;

@@ -67,7 +67,8 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     },
     createKey(input) {
       const cap = deps.config.limits.keys_per_user;
-      if (activeKeyCount(db, input.userId) >= cap) return { ok: false, message: `You have ${cap} active keys, the most one account may hold ([limits] keys_per_user): revoke one first.` };
+      if (activeKeyCount(db, input.userId) >= cap)
+        return { ok: false, message: `You have ${cap} active keys, the most one account may hold ([limits] keys_per_user): revoke one first.` };
       const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, policy: input.policy, now: now() });
       return { ok: true, value: { id: created.id, key: created.key, name: created.name } };
     },
@@ -82,7 +83,15 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     },
     listUsers() {
       return db
-        .select({ id: users.id, email: users.email, isAdmin: users.isAdmin, emailUnverified: users.emailUnverified, disabledAt: users.disabledAt, createdAt: users.createdAt, balanceMicro: balances.micro })
+        .select({
+          id: users.id,
+          email: users.email,
+          isAdmin: users.isAdmin,
+          emailUnverified: users.emailUnverified,
+          disabledAt: users.disabledAt,
+          createdAt: users.createdAt,
+          balanceMicro: balances.micro,
+        })
         .from(users)
         .leftJoin(balances, eq(balances.userId, users.id))
         .orderBy(desc(users.isAdmin), users.email)

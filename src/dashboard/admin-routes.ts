@@ -26,74 +26,110 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
   /** `sent`: a refused form as it was sent, shown again (or the user just granted to). */
   function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, sent: Partial<Pick<AdminView, "grant" | "newUser">> = {}): Response {
     const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
-    const view = { users: accounts.listUsers(), keys: accounts.listKeys({}), outbox: accounts.outbox(), csrf: g.csrf, now: deps.now(), selfId: g.user.id, oauth, grant: sent.grant ?? null, newUser: sent.newUser ?? null };
+    const view = {
+      users: accounts.listUsers(),
+      keys: accounts.listKeys({}),
+      outbox: accounts.outbox(),
+      csrf: g.csrf,
+      now: deps.now(),
+      selfId: g.user.id,
+      oauth,
+      grant: sent.grant ?? null,
+      newUser: sent.newUser ?? null,
+    };
     return page(g, { title: "Admin", active: "admin", notice, status }, adminPage(view));
   }
 
   const hidden = { detail: { hide: true } };
   return new Elysia({ name: "modelgate.dashboard.admin" })
-    .get("/dashboard/admin", ({ request, query }) => {
-      const g = guard(request, { admin: true });
-      if (g instanceof Response) return g;
-      const notice = typeof query.done === "string" ? { kind: "ok" as const, text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null;
-      // After a grant, the user granted to stays picked: grants to several users in a row must not fall back to the first (an admin).
-      const grantedTo = query.done === "credits" && typeof query.user === "string" ? query.user : null;
-      return renderAdmin(g, notice, 200, grantedTo === null ? {} : { grant: { userId: grantedTo, amount: "", note: "" } });
-    }, hidden)
-    .post("/dashboard/admin/users", async ({ request, body }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      const email = (g.form.email ?? "").trim();
-      const password = g.form.password ?? "";
-      const isAdmin = g.form.admin === "1";
-      const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin });
-      // The form comes back as sent, but for the password.
-      if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400, { newUser: { email: g.form.email ?? "", admin: isAdmin } });
-      return redirect("/dashboard/admin?done=user");
-    }, hidden)
-    .post("/dashboard/admin/users/:id/:action", ({ request, body, params }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      const userId = idOf(params.id);
-      const action = params.action;
-      if (userId === null || (action !== "disable" && action !== "enable" && action !== "verify")) return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
-      if (action === "verify") {
-        const proven = accounts.proveEmail(userId);
-        if (proven === "not_found") return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
-        return redirect(`/dashboard/admin?done=${proven === "proven" ? "verify" : "already_proven"}`);
-      }
-      if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
-      if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
-      return redirect(`/dashboard/admin?done=${action}`);
-    }, hidden)
-    .post("/dashboard/admin/credits", ({ request, body }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      const userId = idOf(g.form.user_id ?? "");
-      const micro = parseCredits(g.form.amount ?? "");
-      // A refused grant shows its form as it was sent: a user picked again by default is the wrong one.
-      const sent = { userId: g.form.user_id ?? "", amount: g.form.amount ?? "", note: g.form.note ?? "" };
-      if (userId === null || micro === null) {
-        return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, { grant: sent });
-      }
-      const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
-      if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, { grant: sent });
-      return redirect(`/dashboard/admin?done=credits&user=${userId}`);
-    }, hidden)
-    .post("/dashboard/admin/keys/:id/revoke", ({ request, body, params }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      if (!accounts.revokeKey(params.id, {})) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
-      return redirect("/dashboard/admin?done=revoked");
-    }, hidden)
-    .post("/dashboard/admin/keys/:id/policy", ({ request, body, params }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      const change = parsePolicyFlags(policyFlagsOf(g.form));
-      if ("error" in change) return renderAdmin(g, { kind: "error", text: policyMessage(change.error) }, 400);
-      if (!accounts.updateKeyPolicy(params.id, change, {})) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
-      return redirect("/dashboard/admin?done=policy");
-    }, hidden);
+    .get(
+      "/dashboard/admin",
+      ({ request, query }) => {
+        const g = guard(request, { admin: true });
+        if (g instanceof Response) return g;
+        const notice =
+          typeof query.done === "string" ? { kind: "ok" as const, text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null;
+        // After a grant, the user granted to stays picked: grants to several users in a row must not fall back to the first (an admin).
+        const grantedTo = query.done === "credits" && typeof query.user === "string" ? query.user : null;
+        return renderAdmin(g, notice, 200, grantedTo === null ? {} : { grant: { userId: grantedTo, amount: "", note: "" } });
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/admin/users",
+      async ({ request, body }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        const email = (g.form.email ?? "").trim();
+        const password = g.form.password ?? "";
+        const isAdmin = g.form.admin === "1";
+        const created = await accounts.createUser({ email, password: password === "" ? null : password, isAdmin });
+        // The form comes back as sent, but for the password.
+        if (!created.ok) return renderAdmin(g, { kind: "error", text: created.message }, 400, { newUser: { email: g.form.email ?? "", admin: isAdmin } });
+        return redirect("/dashboard/admin?done=user");
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/admin/users/:id/:action",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        const userId = idOf(params.id);
+        const action = params.action;
+        if (userId === null || (action !== "disable" && action !== "enable" && action !== "verify"))
+          return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
+        if (action === "verify") {
+          const proven = accounts.proveEmail(userId);
+          if (proven === "not_found") return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+          return redirect(`/dashboard/admin?done=${proven === "proven" ? "verify" : "already_proven"}`);
+        }
+        if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
+        if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+        return redirect(`/dashboard/admin?done=${action}`);
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/admin/credits",
+      ({ request, body }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        const userId = idOf(g.form.user_id ?? "");
+        const micro = parseCredits(g.form.amount ?? "");
+        // A refused grant shows its form as it was sent: a user picked again by default is the wrong one.
+        const sent = { userId: g.form.user_id ?? "", amount: g.form.amount ?? "", note: g.form.note ?? "" };
+        if (userId === null || micro === null) {
+          return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, { grant: sent });
+        }
+        const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
+        if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, { grant: sent });
+        return redirect(`/dashboard/admin?done=credits&user=${userId}`);
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/admin/keys/:id/revoke",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        if (!accounts.revokeKey(params.id, {})) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
+        return redirect("/dashboard/admin?done=revoked");
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/admin/keys/:id/policy",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        const change = parsePolicyFlags(policyFlagsOf(g.form));
+        if ("error" in change) return renderAdmin(g, { kind: "error", text: policyMessage(change.error) }, 400);
+        if (!accounts.updateKeyPolicy(params.id, change, {})) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
+        return redirect("/dashboard/admin?done=policy");
+      },
+      hidden,
+    );
 }
 
 const ADMIN_NOTICES: Record<string, string> = {

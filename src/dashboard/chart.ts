@@ -83,7 +83,10 @@ export function barChart(options: BarChartOptions): Html {
   const rows = days
     .map((day, i) => ({ day, i }))
     .filter(({ i }) => totals[i] > 0)
-    .map(({ day, i }) => html`<tr><td>${day}</td>${series.map((s) => html`<td class="num">${format(s.values[i] ?? 0)}</td>`)}<td class="num">${format(totals[i])}</td></tr>`);
+    .map(
+      ({ day, i }) =>
+        html`<tr><td>${day}</td>${series.map((s) => html`<td class="num">${format(s.values[i] ?? 0)}</td>`)}<td class="num">${format(totals[i])}</td></tr>`,
+    );
 
   return html`<figure class="card chart" id="${options.id}">
   <figcaption><strong>${options.title}</strong> <span class="muted">· ${format(total)} in ${days.length} days</span></figcaption>

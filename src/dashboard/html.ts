@@ -41,7 +41,9 @@ export function formatCredits(micro: number): string {
   const sign = micro < 0 ? "-" : "";
   const abs = Math.abs(Math.trunc(micro));
   const whole = Math.floor(abs / 1_000_000);
-  const frac = String(abs % 1_000_000).padStart(6, "0").replace(/0+$/, "");
+  const frac = String(abs % 1_000_000)
+    .padStart(6, "0")
+    .replace(/0+$/, "");
   return `${sign}${whole.toLocaleString("en-US")}${frac ? `.${frac}` : ""}`;
 }
 

@@ -68,7 +68,11 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     const form: Form = {};
     if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
     if (!originAllowed(request, deps.config.server.public_url) || !verifyCsrf(g.token, form.csrf)) {
-      return page(g, { title: "Form expired", status: 403 }, html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`);
+      return page(
+        g,
+        { title: "Form expired", status: 403 },
+        html`<p class="card">This form was not sent from this dashboard, or your session changed since it was loaded. Go back, reload the page and try again.</p>`,
+      );
     }
     return { ...g, form };
   }
@@ -77,10 +81,22 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
   }
 
-  function renderKeys(g: Guarded, extra: { created?: CreatedKey | null; notice?: PageOptions["notice"]; status?: number; sent?: { name: string; expires: string } & Record<string, string> } = {}): Response {
+  function renderKeys(
+    g: Guarded,
+    extra: {
+      created?: CreatedKey | null;
+      notice?: PageOptions["notice"];
+      status?: number;
+      sent?: { name: string; expires: string } & Record<string, string>;
+    } = {},
+  ): Response {
     const now = deps.now();
     const keys = accounts.listKeys({ userId: g.user.id });
-    return page(g, { title: "API keys", active: "keys", notice: extra.notice, status: extra.status }, keysPage({ keys, csrf: g.csrf, now, created: extra.created, sent: extra.sent }));
+    return page(
+      g,
+      { title: "API keys", active: "keys", notice: extra.notice, status: extra.status },
+      keysPage({ keys, csrf: g.csrf, now, created: extra.created, sent: extra.sent }),
+    );
   }
 
   const hidden = { detail: { hide: true } };
@@ -88,105 +104,167 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .get("/dashboard/assets/style.css", () => asset(STYLE, "text/css; charset=utf-8"), hidden)
     .get("/dashboard/assets/app.js", () => asset(SCRIPT, "text/javascript; charset=utf-8"), hidden)
     .use(authRoutes(deps, accounts))
-    .get("/dashboard", ({ request }) => {
-      const g = guard(request);
-      return g instanceof Response ? g : redirect("/dashboard/keys");
-    }, hidden)
-    .get("/dashboard/models", ({ request }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      return page(g, { title: "Models", active: "models" }, modelsPage(deps.registry, deps.now()));
-    }, hidden)
-    .get("/dashboard/playground", ({ request, query }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      return page(g, { title: "Playground", active: "playground" }, playgroundPage(deps.registry, { model: typeof query.model === "string" ? query.model : undefined }));
-    }, hidden)
-    .get("/dashboard/keys", ({ request, query }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      if (typeof query.created === "string") {
-        const created = reveals.take(query.created, g.csrf);
-        if (created) return renderKeys(g, { created });
-        return renderKeys(g, { notice: { kind: "error", text: "That new key cannot be shown: a key is shown once, within a minute of its creation, to the session that created it. If you did not copy it, revoke it and create another." } });
-      }
-      const done = query.revoked ? "The key was revoked." : query.policy ? "The key's policy was saved; it applies from the key's next request." : null;
-      return renderKeys(g, { notice: done === null ? null : { kind: "ok", text: done } });
-    }, hidden)
-    .post("/dashboard/keys", ({ request, body }) => {
-      const g = guardForm(request, body);
-      if (g instanceof Response) return g;
-      const name = (g.form.name ?? "").trim();
-      const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
-      if (name.length === 0 || keyNameTooLong(name) || !choice) {
-        // The form comes back as it was sent, to be shortened rather than typed again.
-        const sent = { name: g.form.name ?? "", expires: g.form.expires ?? "" };
-        return renderKeys(g, { notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` }, status: 400, sent });
-      }
-      const policy = parsePolicyFlags(policyFlagsOf(g.form));
-      if ("error" in policy) {
-        const sent = { ...policyFormFields(g.form), name: g.form.name ?? "", expires: g.form.expires ?? "", policy: "open" };
-        return renderKeys(g, { notice: { kind: "error", text: policyMessage(policy.error) }, status: 400, sent });
-      }
-      const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
-      const created = accounts.createKey({ userId: g.user.id, name, expiresAt, policy });
-      if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
-      // Shown by the page redirected to, so that reloading it cannot post the form again.
-      const id = reveals.hold(g.csrf, { key: created.value.key, name: created.value.name });
-      return redirect(`/dashboard/keys?created=${id}`);
-    }, hidden)
-    .post("/dashboard/keys/:id/revoke", ({ request, body, params }) => {
-      const g = guardForm(request, body);
-      if (g instanceof Response) return g;
-      if (!accounts.revokeKey(params.id, { userId: g.user.id })) {
-        return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
-      }
-      return redirect("/dashboard/keys?revoked=1");
-    }, hidden)
-    .post("/dashboard/keys/:id/policy", ({ request, body, params }) => {
-      const g = guardForm(request, body);
-      if (g instanceof Response) return g;
-      const change = parsePolicyFlags(policyFlagsOf(g.form));
-      if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
-      if (!accounts.updateKeyPolicy(params.id, change, { userId: g.user.id })) return renderKeys(g, { notice: { kind: "error", text: "No such key of yours." }, status: 404 });
-      return redirect("/dashboard/keys?policy=1");
-    }, hidden)
+    .get(
+      "/dashboard",
+      ({ request }) => {
+        const g = guard(request);
+        return g instanceof Response ? g : redirect("/dashboard/keys");
+      },
+      hidden,
+    )
+    .get(
+      "/dashboard/models",
+      ({ request }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        return page(g, { title: "Models", active: "models" }, modelsPage(deps.registry, deps.now()));
+      },
+      hidden,
+    )
+    .get(
+      "/dashboard/playground",
+      ({ request, query }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        return page(
+          g,
+          { title: "Playground", active: "playground" },
+          playgroundPage(deps.registry, { model: typeof query.model === "string" ? query.model : undefined }),
+        );
+      },
+      hidden,
+    )
+    .get(
+      "/dashboard/keys",
+      ({ request, query }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        if (typeof query.created === "string") {
+          const created = reveals.take(query.created, g.csrf);
+          if (created) return renderKeys(g, { created });
+          return renderKeys(g, {
+            notice: {
+              kind: "error",
+              text: "That new key cannot be shown: a key is shown once, within a minute of its creation, to the session that created it. If you did not copy it, revoke it and create another.",
+            },
+          });
+        }
+        const done = query.revoked ? "The key was revoked." : query.policy ? "The key's policy was saved; it applies from the key's next request." : null;
+        return renderKeys(g, { notice: done === null ? null : { kind: "ok", text: done } });
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/keys",
+      ({ request, body }) => {
+        const g = guardForm(request, body);
+        if (g instanceof Response) return g;
+        const name = (g.form.name ?? "").trim();
+        const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
+        if (name.length === 0 || keyNameTooLong(name) || !choice) {
+          // The form comes back as it was sent, to be shortened rather than typed again.
+          const sent = { name: g.form.name ?? "", expires: g.form.expires ?? "" };
+          return renderKeys(g, {
+            notice: { kind: "error", text: `Give the key a name (up to ${KEY_NAME_MAX_CHARS} characters) and pick an expiry.` },
+            status: 400,
+            sent,
+          });
+        }
+        const policy = parsePolicyFlags(policyFlagsOf(g.form));
+        if ("error" in policy) {
+          const sent = { ...policyFormFields(g.form), name: g.form.name ?? "", expires: g.form.expires ?? "", policy: "open" };
+          return renderKeys(g, { notice: { kind: "error", text: policyMessage(policy.error) }, status: 400, sent });
+        }
+        const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
+        const created = accounts.createKey({ userId: g.user.id, name, expiresAt, policy });
+        if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
+        // Shown by the page redirected to, so that reloading it cannot post the form again.
+        const id = reveals.hold(g.csrf, { key: created.value.key, name: created.value.name });
+        return redirect(`/dashboard/keys?created=${id}`);
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/keys/:id/revoke",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body);
+        if (g instanceof Response) return g;
+        if (!accounts.revokeKey(params.id, { userId: g.user.id })) {
+          return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
+        }
+        return redirect("/dashboard/keys?revoked=1");
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/keys/:id/policy",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body);
+        if (g instanceof Response) return g;
+        const change = parsePolicyFlags(policyFlagsOf(g.form));
+        if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
+        if (!accounts.updateKeyPolicy(params.id, change, { userId: g.user.id }))
+          return renderKeys(g, { notice: { kind: "error", text: "No such key of yours." }, status: 404 });
+        return redirect("/dashboard/keys?policy=1");
+      },
+      hidden,
+    )
     .use(usageRoutes({ deps, guard, page }))
-    .get("/dashboard/usage", ({ request }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      const now = deps.now();
-      const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
-      const view = {
-        balanceMicro: accounts.balance(g.user.id),
-        daily: dailyUsage(deps.db, { userId: g.user.id, since }),
-        recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
-        now,
-        isAdmin: g.user.isAdmin,
-      };
-      return page(g, { title: "Credits & usage", active: "usage" }, usagePage(view));
-    }, hidden)
+    .get(
+      "/dashboard/usage",
+      ({ request }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        const now = deps.now();
+        const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
+        const view = {
+          balanceMicro: accounts.balance(g.user.id),
+          daily: dailyUsage(deps.db, { userId: g.user.id, since }),
+          recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
+          now,
+          isAdmin: g.user.isAdmin,
+        };
+        return page(g, { title: "Credits & usage", active: "usage" }, usagePage(view));
+      },
+      hidden,
+    )
     .use(adminRoutes({ deps, accounts, guard, guardForm, page }))
-    .get("/dashboard/alerts", ({ request, query }) => {
-      const g = guard(request, { admin: true });
-      if (g instanceof Response) return g;
-      const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
-      return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
-    }, hidden)
-    .post("/dashboard/alerts/:id/retry", ({ request, body, params }) => {
-      const g = guardForm(request, body, { admin: true });
-      if (g instanceof Response) return g;
-      const id = idOf(params.id);
-      if (id === null || retryDeliveries(deps.db.$client, id, deps.now()) === 0) {
-        return page(g, { title: "Alerts", active: "alerts", status: 404, notice: { kind: "error", text: "That alert has no dead delivery." } }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
-      }
-      return redirect("/dashboard/alerts?done=retry");
-    }, hidden)
-    .get("/dashboard/*", ({ request }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      return page(g, { title: "Not found", status: 404 }, html`<p class="card">There is no such page. <a href="/dashboard">Back to the dashboard</a>.</p>`);
-    }, hidden);
+    .get(
+      "/dashboard/alerts",
+      ({ request, query }) => {
+        const g = guard(request, { admin: true });
+        if (g instanceof Response) return g;
+        const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
+        return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
+      },
+      hidden,
+    )
+    .post(
+      "/dashboard/alerts/:id/retry",
+      ({ request, body, params }) => {
+        const g = guardForm(request, body, { admin: true });
+        if (g instanceof Response) return g;
+        const id = idOf(params.id);
+        if (id === null || retryDeliveries(deps.db.$client, id, deps.now()) === 0) {
+          return page(
+            g,
+            { title: "Alerts", active: "alerts", status: 404, notice: { kind: "error", text: "That alert has no dead delivery." } },
+            alertsPage(recentAlerts(deps.db.$client), g.csrf),
+          );
+        }
+        return redirect("/dashboard/alerts?done=retry");
+      },
+      hidden,
+    )
+    .get(
+      "/dashboard/*",
+      ({ request }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        return page(g, { title: "Not found", status: 404 }, html`<p class="card">There is no such page. <a href="/dashboard">Back to the dashboard</a>.</p>`);
+      },
+      hidden,
+    );
 }
 
 function asset(text: string, type: string): Response {

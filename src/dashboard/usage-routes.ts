@@ -57,39 +57,58 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
   const { deps, guard, page } = options;
   const hidden = { detail: { hide: true } };
   return new Elysia({ name: "modelgate.dashboard.usage" })
-    .get("/dashboard/usage.csv", ({ request, query }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      const filter = filterOf(g.user, typed(query));
-      const chunks = usageChunks(deps.db, filter, "csv");
-      const encoder = new TextEncoder();
-      // Pulled a chunk at a time as the client reads: a large export is never whole in memory.
-      const body = new ReadableStream<Uint8Array>({
-        pull(controller) {
-          const next = chunks.next();
-          if (next.done) controller.close();
-          else controller.enqueue(encoder.encode(next.value));
-        },
-        cancel() {
-          chunks.return(undefined);
-        },
-      });
-      const day = new Date(deps.now()).toISOString().slice(0, 10);
-      return new Response(body, {
-        headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename="modelgate-usage-${day}.csv"`, "cache-control": "no-store" },
-      });
-    }, hidden)
-    .get("/dashboard/requests", ({ request, query }) => {
-      const g = guard(request);
-      if (g instanceof Response) return g;
-      const q = typed(query);
-      const before = typeof query.before === "string" && /^\d{1,15}$/.test(query.before) ? Number(query.before) : undefined;
-      const filter = { ...filterOf(g.user, q), before };
-      const rows = requestLogPage(deps.db, filter);
-      const more = rows.length > REQUEST_LOG_PAGE;
-      const shown = more ? rows.slice(0, REQUEST_LOG_PAGE) : rows;
-      const keys = listApiKeys(deps.db, { userId: filter.userId });
-      const view = { rows: shown, nextBefore: more ? shown[shown.length - 1].id : null, query: q, keys, showUser: filter.userId === undefined, isAdmin: g.user.isAdmin };
-      return page(g, { title: "Request log", active: "requests" }, requestsPage(view));
-    }, hidden);
+    .get(
+      "/dashboard/usage.csv",
+      ({ request, query }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        const filter = filterOf(g.user, typed(query));
+        const chunks = usageChunks(deps.db, filter, "csv");
+        const encoder = new TextEncoder();
+        // Pulled a chunk at a time as the client reads: a large export is never whole in memory.
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            const next = chunks.next();
+            if (next.done) controller.close();
+            else controller.enqueue(encoder.encode(next.value));
+          },
+          cancel() {
+            chunks.return(undefined);
+          },
+        });
+        const day = new Date(deps.now()).toISOString().slice(0, 10);
+        return new Response(body, {
+          headers: {
+            "content-type": "text/csv; charset=utf-8",
+            "content-disposition": `attachment; filename="modelgate-usage-${day}.csv"`,
+            "cache-control": "no-store",
+          },
+        });
+      },
+      hidden,
+    )
+    .get(
+      "/dashboard/requests",
+      ({ request, query }) => {
+        const g = guard(request);
+        if (g instanceof Response) return g;
+        const q = typed(query);
+        const before = typeof query.before === "string" && /^\d{1,15}$/.test(query.before) ? Number(query.before) : undefined;
+        const filter = { ...filterOf(g.user, q), before };
+        const rows = requestLogPage(deps.db, filter);
+        const more = rows.length > REQUEST_LOG_PAGE;
+        const shown = more ? rows.slice(0, REQUEST_LOG_PAGE) : rows;
+        const keys = listApiKeys(deps.db, { userId: filter.userId });
+        const view = {
+          rows: shown,
+          nextBefore: more ? shown[shown.length - 1].id : null,
+          query: q,
+          keys,
+          showUser: filter.userId === undefined,
+          isAdmin: g.user.isAdmin,
+        };
+        return page(g, { title: "Request log", active: "requests" }, requestsPage(view));
+      },
+      hidden,
+    );
 }

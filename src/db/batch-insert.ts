@@ -13,12 +13,7 @@ export type SqlValue = string | number | null;
  * `head` is the statement up to and including VALUES; `valuesOf` appends one row's `columns`
  * values, in the head's column order, to `out`.
  */
-export function createBatchInsert<T>(
-  sqlite: Database,
-  head: string,
-  columns: number,
-  valuesOf: (out: SqlValue[], row: T) => void,
-): (rows: T[]) => void {
+export function createBatchInsert<T>(sqlite: Database, head: string, columns: number, valuesOf: (out: SqlValue[], row: T) => void): (rows: T[]) => void {
   const row = `(${Array(columns).fill("?").join(",")})`;
   const one = sqlite.prepare<unknown, SqlValue[]>(head + row);
   const many = sqlite.prepare<unknown, SqlValue[]>(head + Array(ROWS_PER_STATEMENT).fill(row).join(","));

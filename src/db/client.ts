@@ -104,7 +104,9 @@ export function openDatabase(dataDir: string): OpenedDb {
     sqlite.close();
     // Another process held the write lock past the busy timeout: say which file, and why it waits.
     if (!String((err as { code?: unknown }).code ?? "").startsWith("SQLITE_BUSY")) throw err;
-    throw new Error(`${join(dataDir, "modelgate.db")}: locked by another process for over ${BUSY_TIMEOUT_MS / 1000} s (a long transaction or a backup holding it?); try again once it ends`);
+    throw new Error(
+      `${join(dataDir, "modelgate.db")}: locked by another process for over ${BUSY_TIMEOUT_MS / 1000} s (a long transaction or a backup holding it?); try again once it ends`,
+    );
   }
   const db = drizzle(sqlite, { schema }) as Db;
   return { db, sqlite, applied, close: () => sqlite.close() };

@@ -61,7 +61,9 @@ function checkSchema(sqlite: Database): void {
   const row = sqlite.query<{ created_at: number }, []>("SELECT max(created_at) AS created_at FROM __drizzle_migrations").get();
   const newest = migrations[migrations.length - 1];
   if (Number(row?.created_at) !== newest.when) {
-    throw new CopyRefused(`${sqlite.filename}: its schema is not this release's (${newest.tag}); run \`modelgate migrate\` with a config whose server.data_dir holds it (no [database] url), then copy again`);
+    throw new CopyRefused(
+      `${sqlite.filename}: its schema is not this release's (${newest.tag}); run \`modelgate migrate\` with a config whose server.data_dir holds it (no [database] url), then copy again`,
+    );
   }
 }
 
@@ -73,7 +75,12 @@ export async function copyToPostgres(sqlite: Database, pg: PgDb): Promise<Copied
   const pairs = tablePairs();
   sqlite.run("BEGIN");
   try {
-    const counters = new Map(sqlite.query<{ name: string; seq: number }, []>("SELECT name, seq FROM sqlite_sequence").all().map((r) => [r.name, Number(r.seq)]));
+    const counters = new Map(
+      sqlite
+        .query<{ name: string; seq: number }, []>("SELECT name, seq FROM sqlite_sequence")
+        .all()
+        .map((r) => [r.name, Number(r.seq)]),
+    );
     return await pg.transaction(async (tx) => {
       for (const { name } of pairs) {
         const [found] = (await tx.execute(raw.raw(`SELECT count(*)::int AS n FROM "${name}"`))) as unknown as { n: number }[];
@@ -86,9 +93,12 @@ export async function copyToPostgres(sqlite: Database, pg: PgDb): Promise<Copied
         for (let after = Number.MIN_SAFE_INTEGER; ; ) {
           const chunk = source.select({ rowid: raw<number>`rowid`, row: from }).from(from).where(raw`rowid > ${after}`).orderBy(raw`rowid`).limit(CHUNK).all();
           if (chunk.length === 0) break;
-          await tx.insert(to).values(chunk.map((c) => c.row) as never[]).catch((err: unknown) => {
-            throw new Error(`${name}: Postgres refused rows ${rows + 1} to ${rows + chunk.length} (${causeOf(err)}); nothing was copied`);
-          });
+          await tx
+            .insert(to)
+            .values(chunk.map((c) => c.row) as never[])
+            .catch((err: unknown) => {
+              throw new Error(`${name}: Postgres refused rows ${rows + 1} to ${rows + chunk.length} (${causeOf(err)}); nothing was copied`);
+            });
           rows += chunk.length;
           after = chunk[chunk.length - 1].rowid;
         }

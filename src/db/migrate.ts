@@ -16,9 +16,7 @@ export function applyMigrations(sqlite: Database): string[] {
   const apply = sqlite.transaction((): string[] => {
     sqlite.run(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
       id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
-    const last = sqlite
-      .query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1")
-      .get();
+    const last = sqlite.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get();
     const newest = migrations[migrations.length - 1];
     if (last && Number(last.created_at) > newest.when) {
       throw new Error(

@@ -48,7 +48,9 @@ async function applyPgMigrations(sql: SQL): Promise<string[]> {
     const newest = migrations[migrations.length - 1];
     const lastWhen = last ? Number(last.created_at) : null;
     if (lastWhen !== null && lastWhen > newest.when) {
-      throw new Error(`this database has been migrated by a newer modelgate (its schema is from ${isoDate(lastWhen)}; this release's is from ${isoDate(newest.when)}, ${newest.tag}); run that release or a later one`);
+      throw new Error(
+        `this database has been migrated by a newer modelgate (its schema is from ${isoDate(lastWhen)}; this release's is from ${isoDate(newest.when)}, ${newest.tag}); run that release or a later one`,
+      );
     }
     const pending = migrations.filter((m) => lastWhen === null || lastWhen < m.when);
     for (const m of pending) {

@@ -39,7 +39,9 @@ export const oauthAccounts = pgTable(
   {
     provider: text("provider").notNull(),
     providerUserId: text("provider_user_id").notNull(),
-    userId: int("user_id").notNull().references(() => users.id),
+    userId: int("user_id")
+      .notNull()
+      .references(() => users.id),
     createdAt: int("created_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.provider, t.providerUserId] })],
@@ -49,7 +51,9 @@ export const sessions = pgTable(
   "sessions",
   {
     tokenHash: text("token_hash").primaryKey(),
-    userId: int("user_id").notNull().references(() => users.id),
+    userId: int("user_id")
+      .notNull()
+      .references(() => users.id),
     expiresAt: int("expires_at").notNull(),
     createdAt: int("created_at").notNull().default(now),
   },
@@ -65,7 +69,9 @@ export const apiKeys = pgTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    userId: int("user_id").notNull().references(() => users.id),
+    userId: int("user_id")
+      .notNull()
+      .references(() => users.id),
     name: text("name").notNull(),
     keyHash: text("key_hash").notNull().unique(),
     displayPrefix: text("display_prefix").notNull(),
@@ -84,7 +90,9 @@ export const apiKeys = pgTable(
 );
 
 export const balances = pgTable("balances", {
-  userId: int("user_id").primaryKey().references(() => users.id),
+  userId: int("user_id")
+    .primaryKey()
+    .references(() => users.id),
   micro: int("micro").notNull().default(0),
 });
 
@@ -92,7 +100,9 @@ export const ledger = pgTable(
   "ledger",
   {
     id: serialId("id"),
-    userId: int("user_id").notNull().references(() => users.id),
+    userId: int("user_id")
+      .notNull()
+      .references(() => users.id),
     kind: text("kind", { enum: ["grant", "debit", "refund"] }).notNull(),
     micro: int("micro").notNull(),
     requestId: text("request_id"),
@@ -157,7 +167,9 @@ export const settlements = pgTable(
     expiry: int("expiry").notNull(),
     authorization: text("authorization").notNull(),
     requestId: text("request_id"),
-    state: text("state", { enum: ["pending", "authorized", "done", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "authorized", "done", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: int("attempts").notNull().default(0),
     nextAttemptAt: int("next_attempt_at").notNull().default(0),
     lastError: text("last_error"),
@@ -182,7 +194,9 @@ export const webhookJobs = pgTable(
     contentType: text("content_type"),
     headers: text("headers"),
     dedupeKey: text("dedupe_key").unique(),
-    state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "leased", "done", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: int("attempts").notNull().default(0),
     attemptBase: int("attempt_base").notNull().default(0),
     leaseUntil: int("lease_until"),
@@ -191,10 +205,7 @@ export const webhookJobs = pgTable(
     createdAt: int("created_at").notNull(),
     doneAt: int("done_at"),
   },
-  (t) => [
-    index("webhook_jobs_ready").on(t.state, t.nextAttemptAt),
-    index("webhook_jobs_lease").on(t.state, t.leaseUntil),
-  ],
+  (t) => [index("webhook_jobs_ready").on(t.state, t.nextAttemptAt), index("webhook_jobs_lease").on(t.state, t.leaseUntil)],
 );
 
 export const discoveredRoutes = pgTable(
@@ -240,7 +251,9 @@ export const triageDeliveries = pgTable(
     alertId: int("alert_id").notNull(),
     target: int("target").notNull(),
     kind: text("kind").notNull(),
-    state: text("state", { enum: ["pending", "sent", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "sent", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: int("attempts").notNull().default(0),
     nextAttemptAt: int("next_attempt_at").notNull(),
     lastError: text("last_error"),

@@ -28,7 +28,9 @@ export const oauthAccounts = sqliteTable(
   {
     provider: text("provider").notNull(),
     providerUserId: text("provider_user_id").notNull(),
-    userId: integer("user_id").notNull().references(() => users.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
     createdAt: integer("created_at").notNull().default(now),
   },
   (t) => [primaryKey({ columns: [t.provider, t.providerUserId] })],
@@ -38,7 +40,9 @@ export const sessions = sqliteTable(
   "sessions",
   {
     tokenHash: text("token_hash").primaryKey(),
-    userId: integer("user_id").notNull().references(() => users.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
     expiresAt: integer("expires_at").notNull(),
     createdAt: integer("created_at").notNull().default(now),
   },
@@ -55,7 +59,9 @@ export const apiKeys = sqliteTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    userId: integer("user_id").notNull().references(() => users.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
     name: text("name").notNull(),
     keyHash: text("key_hash").notNull().unique(),
     displayPrefix: text("display_prefix").notNull(),
@@ -77,7 +83,9 @@ export const apiKeys = sqliteTable(
 );
 
 export const balances = sqliteTable("balances", {
-  userId: integer("user_id").primaryKey().references(() => users.id),
+  userId: integer("user_id")
+    .primaryKey()
+    .references(() => users.id),
   micro: integer("micro").notNull().default(0),
 });
 
@@ -85,7 +93,9 @@ export const ledger = sqliteTable(
   "ledger",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    userId: integer("user_id").notNull().references(() => users.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
     kind: text("kind", { enum: ["grant", "debit", "refund"] }).notNull(),
     micro: integer("micro").notNull(),
     requestId: text("request_id"),
@@ -166,7 +176,9 @@ export const settlements = sqliteTable(
     expiry: integer("expiry").notNull(),
     authorization: text("authorization").notNull(),
     requestId: text("request_id"),
-    state: text("state", { enum: ["pending", "authorized", "done", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "authorized", "done", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: integer("next_attempt_at").notNull().default(0),
     lastError: text("last_error"),
@@ -200,7 +212,9 @@ export const webhookJobs = sqliteTable(
     headers: text("headers"),
     /** `path NUL delivery-id` while inside the dedupe window; cleared when a later delivery reuses it. */
     dedupeKey: text("dedupe_key").unique(),
-    state: text("state", { enum: ["pending", "leased", "done", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "leased", "done", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: integer("attempts").notNull().default(0),
     attemptBase: integer("attempt_base").notNull().default(0),
     leaseUntil: integer("lease_until"),
@@ -209,10 +223,7 @@ export const webhookJobs = sqliteTable(
     createdAt: integer("created_at").notNull(),
     doneAt: integer("done_at"),
   },
-  (t) => [
-    index("webhook_jobs_ready").on(t.state, t.nextAttemptAt),
-    index("webhook_jobs_lease").on(t.state, t.leaseUntil),
-  ],
+  (t) => [index("webhook_jobs_ready").on(t.state, t.nextAttemptAt), index("webhook_jobs_lease").on(t.state, t.leaseUntil)],
 );
 
 /**
@@ -279,7 +290,9 @@ export const triageDeliveries = sqliteTable(
     /** The target's place in the job's `notify` list. */
     target: integer("target").notNull(),
     kind: text("kind").notNull(),
-    state: text("state", { enum: ["pending", "sent", "dead"] }).notNull().default("pending"),
+    state: text("state", { enum: ["pending", "sent", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: integer("next_attempt_at").notNull(),
     lastError: text("last_error"),

@@ -62,7 +62,11 @@ class SeriesIndex<T extends { labels: string[] }> {
 
 export class Counter {
   private readonly series = new SeriesIndex<{ labels: string[]; value: number }>();
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[]) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+  ) {}
 
   inc(labels: string[], by = 1): void {
     this.series.find(labels, newCount).value += by;

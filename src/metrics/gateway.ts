@@ -42,12 +42,26 @@ const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 const CIRCUIT_STATES: CircuitState[] = ["closed", "half-open", "open"];
 
 export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMetrics {
-  const requests = new Counter("modelgate_requests_total", "Finished requests to the model endpoints (endpoint: chat, completions, embeddings, rerank, transcriptions, translations, speech).", ["model", "endpoint", "upstream", "identity", "status"]);
+  const requests = new Counter(
+    "modelgate_requests_total",
+    "Finished requests to the model endpoints (endpoint: chat, completions, embeddings, rerank, transcriptions, translations, speech).",
+    ["model", "endpoint", "upstream", "identity", "status"],
+  );
   const rateLimited = new Counter("modelgate_rate_limited_total", "Model requests refused with 429 by the gateway's rate limits.", ["identity"]);
   const tokens = new Counter("modelgate_tokens_total", "Tokens metered, as reported by upstreams (estimated for broken streams).", ["model", "type"]);
   const credits = new Counter("modelgate_credits_total", "Credits charged (1 credit = 1,000,000 micro-credits).", ["model"]);
-  const total = new Histogram("modelgate_request_duration_seconds", "Total time of a model request, streams until their last byte.", ["model", "endpoint"], LATENCY_BUCKETS);
-  const upstream = new Histogram("modelgate_upstream_duration_seconds", "Time spent waiting on upstreams per request, failed attempts included.", ["upstream"], LATENCY_BUCKETS);
+  const total = new Histogram(
+    "modelgate_request_duration_seconds",
+    "Total time of a model request, streams until their last byte.",
+    ["model", "endpoint"],
+    LATENCY_BUCKETS,
+  );
+  const upstream = new Histogram(
+    "modelgate_upstream_duration_seconds",
+    "Time spent waiting on upstreams per request, failed attempts included.",
+    ["upstream"],
+    LATENCY_BUCKETS,
+  );
   const overhead = new Histogram("modelgate_gateway_overhead_seconds", "The gateway's own time per request: total minus upstream time.", [], OVERHEAD_BUCKETS);
   const gauges: GaugeSource[] = [];
 
@@ -89,8 +103,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     const each = <T>(f: (u: (typeof ups)[number]) => T): Array<{ labels: Record<string, string>; value: T }> =>
       ups.map((u) => ({ labels: { upstream: u.name }, value: f(u) }));
     let out = renderSamples("modelgate_build_info", "Version of the running gateway.", "gauge", [{ labels: { version: options.version }, value: 1 }]);
-    out += renderSamples("modelgate_uptime_seconds", "Seconds since the gateway started.", "gauge", [{ labels: {}, value: Math.floor((Date.now() - options.startedAt) / 1000) }]);
-    out += renderSamples("process_resident_memory_bytes", "Resident memory of the gateway process.", "gauge", [{ labels: {}, value: process.memoryUsage.rss() }]);
+    out += renderSamples("modelgate_uptime_seconds", "Seconds since the gateway started.", "gauge", [
+      { labels: {}, value: Math.floor((Date.now() - options.startedAt) / 1000) },
+    ]);
+    out += renderSamples("process_resident_memory_bytes", "Resident memory of the gateway process.", "gauge", [
+      { labels: {}, value: process.memoryUsage.rss() },
+    ]);
     out += renderSamples("modelgate_models", "Model routes currently served (configured and discovered).", "gauge", [{ labels: {}, value: routes.length }]);
     out += requests.render();
     out += rateLimited.render();
@@ -99,14 +117,24 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
     out += total.render();
     out += upstream.render();
     out += overhead.render();
-    out += renderSamples("modelgate_upstream_up", "1 when the upstream's circuit is closed, 0 when open or probing.", "gauge", each((u) => (circuitState(u, now) === "closed" ? 1 : 0)));
+    out += renderSamples(
+      "modelgate_upstream_up",
+      "1 when the upstream's circuit is closed, 0 when open or probing.",
+      "gauge",
+      each((u) => (circuitState(u, now) === "closed" ? 1 : 0)),
+    );
     out += renderSamples(
       "modelgate_upstream_circuit_state",
       "Circuit breaker state per upstream (one of closed, half-open, open is 1).",
       "gauge",
       ups.flatMap((u) => CIRCUIT_STATES.map((state) => ({ labels: { upstream: u.name, state }, value: circuitState(u, now) === state ? 1 : 0 }))),
     );
-    out += renderSamples("modelgate_upstream_consecutive_failures", "Failed attempts in a row per upstream.", "gauge", each((u) => u.consecutiveFailures));
+    out += renderSamples(
+      "modelgate_upstream_consecutive_failures",
+      "Failed attempts in a row per upstream.",
+      "gauge",
+      each((u) => u.consecutiveFailures),
+    );
     out += renderSamples(
       "modelgate_upstream_attempts_total",
       "Attempts sent to each upstream, by outcome (failure: connection error, timeout, 429, 5xx or a broken stream).",
@@ -116,7 +144,12 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
         { labels: { upstream: u.name, outcome: "failure" }, value: u.failures },
       ]),
     );
-    out += renderSamples("modelgate_upstream_circuit_opened_total", "Times each upstream's circuit opened.", "counter", each((u) => u.opened));
+    out += renderSamples(
+      "modelgate_upstream_circuit_opened_total",
+      "Times each upstream's circuit opened.",
+      "counter",
+      each((u) => u.opened),
+    );
     // A model answered 503 by every target is down though its upstreams are up: its own circuit
     // opened (429s or 5xx for this model alone, as Ollama out of memory for one large model).
     out += renderSamples(
@@ -125,7 +158,10 @@ export function createGatewayMetrics(options: GatewayMetricsOptions): GatewayMet
       "gauge",
       // `target` is the upstream's name for the model: one route may have two targets on one upstream.
       routes.flatMap((route) =>
-        route.targets.map((t) => ({ labels: { model: route.id, upstream: t.upstream.name, target: t.model }, value: targetState(t, now) === "closed" ? 1 : 0 })),
+        route.targets.map((t) => ({
+          labels: { model: route.id, upstream: t.upstream.name, target: t.model },
+          value: targetState(t, now) === "closed" ? 1 : 0,
+        })),
       ),
     );
     out += renderSamples(

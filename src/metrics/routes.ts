@@ -30,7 +30,10 @@ export function metricsRoutes(config: Config["metrics"], metrics: GatewayMetrics
         summary: "Prometheus metrics (text exposition format)",
         tags: ["service"],
         security: [{ metricsToken: [] }, {}],
-        responses: { 200: { description: "The metrics", content: { "text/plain": { schema: { type: "string" } } } }, 401: errorDoc("[metrics] token is set and the request did not send it") },
+        responses: {
+          200: { description: "The metrics", content: { "text/plain": { schema: { type: "string" } } } },
+          401: errorDoc("[metrics] token is set and the request did not send it"),
+        },
       },
     },
   );

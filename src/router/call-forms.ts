@@ -18,10 +18,14 @@ export interface FormOptions {
   tokenLimit: number | null;
 }
 
-export function callForms(ctx: CallContext, options: FormOptions): Pick<ForwardInput, "upstreamPath" | "payload" | "contentType" | "headersFor" | "bodyFailure"> {
+export function callForms(
+  ctx: CallContext,
+  options: FormOptions,
+): Pick<ForwardInput, "upstreamPath" | "payload" | "contentType" | "headersFor" | "bodyFailure"> {
   const { adapter, body, upload } = ctx;
   const { streamed, tokenLimit } = options;
-  if (upload) return { upstreamPath: adapter.upstreamPath, payload: (target) => upload.take(target.model), contentType: upload.contentType, bodyFailure: upload.failure };
+  if (upload)
+    return { upstreamPath: adapter.upstreamPath, payload: (target) => upload.take(target.model), contentType: upload.contentType, bodyFailure: upload.failure };
   const native = adapter.native;
   // The parsed body is ours: amend it in place rather than copying it per request. An adapter
   // with a native form sends the client's body only in that form, where chat's option has no place.
@@ -40,7 +44,10 @@ export function callForms(ctx: CallContext, options: FormOptions): Pick<ForwardI
       if (streamed && sent !== body) sent.stream_options = { ...(sent.stream_options as object | undefined), include_usage: true };
       return serialize(sent);
     },
-    headersFor: native?.passHeaders === undefined ? undefined : (target) => (servesNatively(adapter, target) ? passedHeaders(ctx.request, native.passHeaders!) : undefined),
+    headersFor:
+      native?.passHeaders === undefined
+        ? undefined
+        : (target) => (servesNatively(adapter, target) ? passedHeaders(ctx.request, native.passHeaders!) : undefined),
   };
 }
 

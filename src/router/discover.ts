@@ -69,7 +69,8 @@ export async function discoverOnce(registry: ModelRegistry, upstream: UpstreamCo
       .filter((id): id is string => typeof id === "string" && id.length > 0 && id.length <= MAX_ID_CHARACTERS && !UNPRINTABLE.test(id));
     const ids = listed.slice(0, MAX_MODELS);
     const cut = listed.length > MAX_MODELS;
-    if (cut && !last.cut) log("warn", `upstream "${upstream.name}" lists ${listed.length} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`);
+    if (cut && !last.cut)
+      log("warn", `upstream "${upstream.name}" lists ${listed.length} models; only its first ${MAX_MODELS} are routes (configure the others in [[models]])`);
     registry.setDiscovered(upstream, ids);
     // The upstream's last error is shared with chat attempts: only a discovery error is over.
     if (state.lastError?.startsWith(DISCOVERY_FAILED)) state.lastError = null;

@@ -25,7 +25,10 @@ const withLimits = (doc: OpenAPIV3.ResponseObject): OpenAPIV3.ResponseObject => 
 
 const SUCCESS_HEADERS: Record<string, OpenAPIV3.HeaderObject> = {
   ...RATE_LIMIT_HEADERS,
-  "x-gateway-overhead-ms": { description: "The gateway's own time for this request until the answer's headers, in ms (upstream waits excluded)", schema: { type: "string", example: "0.12" } },
+  "x-gateway-overhead-ms": {
+    description: "The gateway's own time for this request until the answer's headers, in ms (upstream waits excluded)",
+    schema: { type: "string", example: "0.12" },
+  },
 };
 
 /** A 200 with the gateway's headers, its body of each type in `content`. */
@@ -58,13 +61,6 @@ const CALL_ERRORS: OpenAPIV3.ResponsesObject = {
   504: errorDoc("The upstream sent no headers within first_byte_timeout_ms"),
 };
 
-/** A body that works as it is in Swagger UI's "Try it out": a configured model (a free one first, which needs no key). */
-function exampleChat(deps: AppDeps): Record<string, unknown> {
-  const models = deps.config.models;
-  const model = (models.find((m) => m.free) ?? models[0])?.id ?? "a model id from GET /v1/models";
-  return { model, messages: [{ role: "user", content: "Say hello in five words." }], max_tokens: 32 };
-}
-
 export interface EndpointDoc {
   name: EndpointName;
   path: string;
@@ -96,7 +92,13 @@ function uploadBody(model: string, verb: string): OpenAPIV3.RequestBodyObject {
   return { required: true, content: { "multipart/form-data": { schema } } };
 }
 
-function operation(name: EndpointName, operationId: string, summary: string, requestBody: OpenAPIV3.RequestBodyObject, ok: OpenAPIV3.ResponseObject): OpenAPIV3.OperationObject {
+function operation(
+  name: EndpointName,
+  operationId: string,
+  summary: string,
+  requestBody: OpenAPIV3.RequestBodyObject,
+  ok: OpenAPIV3.ResponseObject,
+): OpenAPIV3.OperationObject {
   const security = name === "messages" ? [{ anthropicKey: [] }, ...SECURITY] : SECURITY;
   return { operationId, summary, tags: [name === "chat" ? "chat" : name], security, requestBody, responses: { 200: ok, ...CALL_ERRORS } };
 }
@@ -149,7 +151,12 @@ export function endpointDocs(deps: AppDeps): EndpointDoc[] {
         "rerank",
         "createRerank",
         "Rank documents by relevance to a query (Jina/Cohere shape, as llama.cpp and vLLM serve it; also at /rerank)",
-        jsonBody(RerankRequest, { model: model("rerank"), query: "What is a panda?", documents: ["hi", "The giant panda is a bear native to China."], top_n: 2 }),
+        jsonBody(RerankRequest, {
+          model: model("rerank"),
+          query: "What is a panda?",
+          documents: ["hi", "The giant panda is a bear native to China."],
+          top_n: 2,
+        }),
         success("The results, as the upstream sent them", { "application/json": ANY_JSON }),
       ),
     },
@@ -162,7 +169,10 @@ export function endpointDocs(deps: AppDeps): EndpointDoc[] {
         "createTranscription",
         "Transcribe audio (a multipart upload, streamed through; charged price.request per call)",
         uploadBody(model("transcriptions"), "transcribe"),
-        success("The transcription: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } }),
+        success("The transcription: JSON, or text for the text, srt and vtt formats", {
+          "application/json": ANY_JSON,
+          "text/plain": { schema: { type: "string" } },
+        }),
       ),
     },
     {
@@ -173,7 +183,10 @@ export function endpointDocs(deps: AppDeps): EndpointDoc[] {
         "createTranslation",
         "Translate audio into English text (a multipart upload, streamed through; charged price.request per call)",
         uploadBody(model("translations"), "translate"),
-        success("The translation: JSON, or text for the text, srt and vtt formats", { "application/json": ANY_JSON, "text/plain": { schema: { type: "string" } } }),
+        success("The translation: JSON, or text for the text, srt and vtt formats", {
+          "application/json": ANY_JSON,
+          "text/plain": { schema: { type: "string" } },
+        }),
       ),
     },
     {

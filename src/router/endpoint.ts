@@ -38,7 +38,10 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
     let upload: Upload | null = null;
     try {
       if (fromForeignPage(request, cors, deps.config.server.public_url)) {
-        throw new GatewayError("forbidden", "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it");
+        throw new GatewayError(
+          "forbidden",
+          "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it",
+        );
       }
       let body: CallBody;
       let bodyBytes: number;
@@ -61,13 +64,27 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
         throw new GatewayError("model_not_found", `The model "${body.model}" does not exist; GET /v1/models lists the available models`, { param: "model" });
       }
       if (!route.endpoints.includes(adapter.name)) {
-        throw new GatewayError("invalid_request_error", `The model "${route.id}" does not serve ${adapter.paths[0]} (the ${adapter.name} endpoint); it serves: ${route.endpoints.join(", ")}`, {
-          param: "model",
-        });
+        throw new GatewayError(
+          "invalid_request_error",
+          `The model "${route.id}" does not serve ${adapter.paths[0]} (the ${adapter.name} endpoint); it serves: ${route.endpoints.join(", ")}`,
+          {
+            param: "model",
+          },
+        );
       }
       adapter.checkRoute?.(body, route);
       handled = true;
-      return await handleCall(deps, { request, adapter, upload, route, body, bodyBytes, requestId: meta.id, startedAt: meta.startedAt, clientIp: () => meta.clientIp(server) });
+      return await handleCall(deps, {
+        request,
+        adapter,
+        upload,
+        route,
+        body,
+        bodyBytes,
+        requestId: meta.id,
+        startedAt: meta.startedAt,
+        clientIp: () => meta.clientIp(server),
+      });
     } catch (err) {
       upload?.dispose();
       if (err instanceof GatewayError) {
@@ -98,5 +115,7 @@ function isMultipart(contentType: string | null): boolean {
 }
 
 function expectsJson(): GatewayError {
-  return new GatewayError("invalid_request_error", "This endpoint takes a JSON body (Content-Type: application/json), not a multipart upload", { param: "content-type" });
+  return new GatewayError("invalid_request_error", "This endpoint takes a JSON body (Content-Type: application/json), not a multipart upload", {
+    param: "content-type",
+  });
 }

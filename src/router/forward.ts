@@ -17,7 +17,16 @@ import { orderTargets } from "./select";
 import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
 import { errorExcerpt } from "./upstream-text";
 import type { UpstreamState } from "./upstream-state";
-import { abandonTargetAttempt, beginTargetAttempt, recordTargetAnswered, recordTargetFailure, recordTargetRefusal, recordTargetSlow, targetAvailable, targetCoolsUntil } from "./target-state";
+import {
+  abandonTargetAttempt,
+  beginTargetAttempt,
+  recordTargetAnswered,
+  recordTargetFailure,
+  recordTargetRefusal,
+  recordTargetSlow,
+  targetAvailable,
+  targetCoolsUntil,
+} from "./target-state";
 
 export interface ForwardInput {
   route: ModelRoute;
@@ -145,14 +154,17 @@ function allCoolingDown(route: ModelRoute, now: number): GatewayError {
   let until = Infinity;
   for (const t of route.targets) until = Math.min(until, targetCoolsUntil(t, now));
   const seconds = Math.max(1, Math.ceil((until - now) / 1000));
-  return new GatewayError(
-    "service_unavailable",
-    `every target of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`,
-    { headers: { "retry-after": String(seconds) } },
-  );
+  return new GatewayError("service_unavailable", `every target of model "${route.id}" is cooling down after repeated failures; try again in ${seconds} s`, {
+    headers: { "retry-after": String(seconds) },
+  });
 }
 
-async function attempt(target: Target, payload: string | ReadableStream<Uint8Array>, input: ForwardInput, now: number): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
+async function attempt(
+  target: Target,
+  payload: string | ReadableStream<Uint8Array>,
+  input: ForwardInput,
+  now: number,
+): Promise<Pick<Forwarded, "reply" | "abort"> | AttemptFailure> {
   const upstream = target.upstream;
   const cold = upstream.lastContactAt === null || now - upstream.lastContactAt > COLD_AFTER_MS;
   if (upstream.viaFetch && cold && !USES_PROXY) {
@@ -160,7 +172,11 @@ async function attempt(target: Target, payload: string | ReadableStream<Uint8Arr
     if (reach === "timeout") {
       return { failure: "timeout", message: `upstream "${upstream.name}" did not accept a connection within ${upstream.config.connect_timeout_ms} ms` };
     }
-    if (reach !== "ok") return { failure: "error", message: `upstream "${upstream.name}" is unreachable (${reach === "refused" ? "connection refused" : "its host name did not resolve"})` };
+    if (reach !== "ok")
+      return {
+        failure: "error",
+        message: `upstream "${upstream.name}" is unreachable (${reach === "refused" ? "connection refused" : "its host name did not resolve"})`,
+      };
   }
   const path = typeof input.upstreamPath === "string" ? input.upstreamPath : input.upstreamPath(target);
   const exchange = upstream.post(path, payload, input.contentType, input.headersFor?.(target));
@@ -190,7 +206,10 @@ async function attempt(target: Target, payload: string | ReadableStream<Uint8Arr
     client.onGone = null;
     if (client.timedOut) {
       if (waitMs < upstream.config.first_byte_timeout_ms) {
-        return { failure: "deadline", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms (the time left to claim the payment before its authorization expires)` };
+        return {
+          failure: "deadline",
+          message: `upstream "${upstream.name}" did not answer within ${waitMs} ms (the time left to claim the payment before its authorization expires)`,
+        };
       }
       return { failure: "slow", message: `upstream "${upstream.name}" did not answer within ${waitMs} ms` };
     }
@@ -220,7 +239,8 @@ function failedAnswer(upstream: UpstreamState, reply: UpstreamReply): string | n
   }
   // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
   // the API cannot use it): it means the upstream's base_url is wrong.
-  if (status >= 300 && status < 400) return `upstream "${upstream.name}" answered ${status}, a redirect; check its base_url (https instead of http? a missing /v1?)`;
+  if (status >= 300 && status < 400)
+    return `upstream "${upstream.name}" answered ${status}, a redirect; check its base_url (https instead of http? a missing /v1?)`;
   if (status === 429 || status >= 500) return `upstream "${upstream.name}" answered ${status}`;
   // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
   const encoding = upstream.viaFetch ? null : reply.header("content-encoding");

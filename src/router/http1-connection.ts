@@ -110,7 +110,8 @@ export class Connection {
     if (exchange === null) return this.destroy(); // bytes on an idle connection: not ours to read
     // Bytes before the request went out answer no request of ours. On a pooled connection they were
     // sent while it sat idle: the connection is dropped and the request, unsent, goes on a new one.
-    if (!this.written) return this.reused ? this.resendElsewhere(exchange) : this.breakOff(exchange, invalidAnswer(this.origin, "bytes before the request was sent"));
+    if (!this.written)
+      return this.reused ? this.resendElsewhere(exchange) : this.breakOff(exchange, invalidAnswer(this.origin, "bytes before the request was sent"));
     this.received = true;
     try {
       if (this.head) return this.onBody(data, 0);
@@ -220,7 +221,10 @@ export class Connection {
       if (this.head?.framing === "until-close" && !error) this.reply!.end();
       else if (this.mayResend(exchange)) this.resendElsewhere(exchange);
       else {
-        const failure = new UpstreamFailure("broken", `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`);
+        const failure = new UpstreamFailure(
+          "broken",
+          `upstream "${this.origin.name}" closed the connection ${this.head ? "in the middle of its answer" : "without answering"}`,
+        );
         exchange.fail(failure);
         this.reply?.fail(failure);
       }

@@ -109,7 +109,8 @@ function headOf(text: string, size: number): ResponseHead | null {
     lineEnd = lineEndFrom(text, start);
     if (lineEnd === -2) return null;
     const colon = text.indexOf(":", start);
-    if (colon <= start || colon >= lineEnd || text.charCodeAt(start) <= 32 || text.charCodeAt(colon - 1) <= 32) throw new ProtocolError("malformed header line");
+    if (colon <= start || colon >= lineEnd || text.charCodeAt(start) <= 32 || text.charCodeAt(colon - 1) <= 32)
+      throw new ProtocolError("malformed header line");
   }
   const headers = new HeaderBlock(text, text.toLowerCase());
   const status = Number(statusLine[2]);
@@ -158,7 +159,7 @@ function contentLength(value: string): number {
   return Number(values[0]);
 }
 
-const enum ChunkState {
+enum ChunkState {
   Size,
   Data,
   DataEnd,

@@ -27,7 +27,8 @@ export function createModelCaller(current: () => AppDeps): (call: ModelCall) => 
     const route = deps.registry.resolve(call.model);
     if (!route) return { ok: false, retry: true, error: `no model "${call.model}" (yet: a discovered model may appear)` };
     const gate: Gate = {
-      admit: (input) => deps.gate.admitInProcess?.(input, call.asUser) ?? new GatewayError("authentication_required", "this gateway admits no in-process calls"),
+      admit: (input) =>
+        deps.gate.admitInProcess?.(input, call.asUser) ?? new GatewayError("authentication_required", "this gateway admits no in-process calls"),
     };
     const body = { model: call.model, messages: [{ role: "user", content: call.prompt }], max_tokens: call.maxTokens, stream: false };
     const requestId = `job_${Date.now().toString(36)}_${(calls++).toString(36)}`;
@@ -35,12 +36,23 @@ export function createModelCaller(current: () => AppDeps): (call: ModelCall) => 
     try {
       chatAdapter.check(body);
       chatAdapter.checkRoute?.(body, route);
-      const response = await handleCall({ ...deps, gate }, {
-        request, adapter: chatAdapter, upload: null, route, body, bodyBytes: JSON.stringify(body).length,
-        requestId, startedAt: performance.now(), clientIp: () => "127.0.0.1",
-      });
+      const response = await handleCall(
+        { ...deps, gate },
+        {
+          request,
+          adapter: chatAdapter,
+          upload: null,
+          route,
+          body,
+          bodyBytes: JSON.stringify(body).length,
+          requestId,
+          startedAt: performance.now(),
+          clientIp: () => "127.0.0.1",
+        },
+      );
       const text = await response.text();
-      if (!response.ok) return { ok: false, retry: mayPass(response.status), error: `model "${call.model}" answered HTTP ${response.status}: ${text.slice(0, 200)}` };
+      if (!response.ok)
+        return { ok: false, retry: mayPass(response.status), error: `model "${call.model}" answered HTTP ${response.status}: ${text.slice(0, 200)}` };
       const content = (JSON.parse(text) as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
       return typeof content === "string" ? { ok: true, text: content } : { ok: false, retry: true, error: `model "${call.model}" answered without a message` };
     } catch (error) {

@@ -76,7 +76,8 @@ export class ModelFieldScanner {
       }
       if (this.state === "after-delimiter") {
         if (pending.length < 2) break;
-        if (pending[0] === 45 && pending[1] === 45) throw new GatewayError("invalid_request_error", "The upload has no model field; send one beside the file", { param: "model" });
+        if (pending[0] === 45 && pending[1] === 45)
+          throw new GatewayError("invalid_request_error", "The upload has no model field; send one beside the file", { param: "model" });
         const eol = pending.indexOf(CRLF);
         if (eol === -1) {
           if (pending.length > MAX_PART_HEADER_BYTES) throw malformed("a delimiter line does not end");

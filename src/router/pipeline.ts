@@ -27,7 +27,6 @@ import { servesNatively, type CallBody } from "./adapters/types";
 import { relayBytes } from "./bytes";
 import { answeredLocally, outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
 
-
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
   const { route, adapter } = ctx;
   const admitted = deps.gate.admit({
@@ -53,7 +52,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
     adapter.admitted?.(ctx.body, admission.identity);
-    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(adapter, target))) return await answeredLocally(served, adapter.answerLocally(ctx.body));
+    if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(adapter, target)))
+      return await answeredLocally(served, adapter.answerLocally(ctx.body));
     const completion = adapter.answer === "completion";
     const clientWantsUsage = adapter.keepUsageChunk === true || (ctx.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const streamed = completion && ctx.body.stream === true;
@@ -119,8 +119,11 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         try {
           text = await reply.text();
         } catch (err) {
-          const why = late ? `upstream "${upstream.name}" did not finish its answer within ${idleTimeoutMs} ms`
-            : err instanceof UpstreamFailure && err.kind === "too_large" ? err.message : `upstream "${upstream.name}" broke off its answer`;
+          const why = late
+            ? `upstream "${upstream.name}" did not finish its answer within ${idleTimeoutMs} ms`
+            : err instanceof UpstreamFailure && err.kind === "too_large"
+              ? err.message
+              : `upstream "${upstream.name}" broke off its answer`;
           // Answering, but not in time: counted against this model, as a first-byte timeout is.
           if (!client.gone) (late ? recordTargetSlow : recordTargetFailure)(target, deps.now(), why, deps.config.routing);
           throw unrelayable(client.gone ? ERROR_STATUS.client_closed_request : late ? 504 : 502, why, forwarded.upstreamMs + performance.now() - bodyStartedAt);
@@ -142,7 +145,9 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
       // An answer without a usage report (some older servers never send one) is charged an estimate, not nothing.
-      const usage = (sentNative ? native!.usage : adapter.usage)(text) ?? (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
+      const usage =
+        (sentNative ? native!.usage : adapter.usage)(text) ??
+        (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
       if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body, target);
@@ -170,7 +175,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         // Answering, but for too long: counted against this model, as a first-byte timeout is.
         else if (result.outcome === "timeout") recordTargetSlow(target, deps.now(), `stream broke: ${result.error}`, deps.config.routing);
         // Reachable, and it closed its stream in good order: this model failed, not the upstream.
-        else if (result.outcome === "unfinished") recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" ended its stream before the answer was complete`, deps.config.routing);
+        else if (result.outcome === "unfinished")
+          recordTargetRefusal(target, deps.now(), `upstream "${upstream.name}" ended its stream before the answer was complete`, deps.config.routing);
         else if (result.errorEvent !== null) {
           // The upstream's own error event: this model failed (like a 5xx), whether or not the
           // client read on after it (the SDKs stop there, which is no client leaving early).
@@ -192,7 +198,13 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
 }
 
 /** Audio relayed as it arrives, with the upstream's type; settled when it ends. */
-function relayedBytes(deps: AppDeps, served: Served, forwarded: Forwarded, headers: Record<string, string>, done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">): Response {
+function relayedBytes(
+  deps: AppDeps,
+  served: Served,
+  forwarded: Forwarded,
+  headers: Record<string, string>,
+  done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">,
+): Response {
   const { reply, target } = forwarded;
   const { ctx } = served;
   headers["content-type"] = audioType(reply.header("content-type"));
@@ -204,7 +216,10 @@ function relayedBytes(deps: AppDeps, served: Served, forwarded: Forwarded, heade
     onEnd: (ended) => {
       if (ended === "upstream_error") recordTargetFailure(target, deps.now(), `upstream "${target.upstream.name}" broke off its answer`, deps.config.routing);
       else if (ended === "complete") recordTargetComplete(target, deps.now());
-      const usage = ended === "complete" ? ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens, completionTokens: 0 }) : null;
+      const usage =
+        ended === "complete"
+          ? ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens, completionTokens: 0 })
+          : null;
       served.finish(outcome(done, STREAM_END_STATUS[ended], usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       return served.committed;
     },

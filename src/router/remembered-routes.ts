@@ -42,7 +42,10 @@ export function createRouteMemory(db: Db, options: { now: () => number; log: Log
         write(db, { upstream, models: ids, now: options.now() });
         written.set(upstream, key);
       } catch (err) {
-        options.log("warn", `discovery: could not remember the routes of upstream "${upstream}" (tried again after its next poll): ${(err as Error)?.message ?? err}`);
+        options.log(
+          "warn",
+          `discovery: could not remember the routes of upstream "${upstream}" (tried again after its next poll): ${(err as Error)?.message ?? err}`,
+        );
       }
     },
   };

@@ -41,7 +41,9 @@ export function responseOwner(identity: Identity): string | null {
 }
 
 export function createResponseStore(db: Db, options: { maxBytes: number; now: () => number }): ResponseStore {
-  const select = db.$client.prepare<{ items: string; response: string }, [string, string]>("SELECT items, response FROM stored_responses WHERE id = ? AND owner = ?");
+  const select = db.$client.prepare<{ items: string; response: string }, [string, string]>(
+    "SELECT items, response FROM stored_responses WHERE id = ? AND owner = ?",
+  );
   const insert = db.$client.prepare<unknown, [string, string, number, string, string]>(
     "INSERT INTO stored_responses (id, owner, created_at, items, response) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
   );
@@ -75,7 +77,9 @@ export function createResponseStore(db: Db, options: { maxBytes: number; now: ()
 
 /** Deletes stored responses created before `before` (ms), a chunk at a time; returns how many. */
 export async function pruneStoredResponses(db: Db, before: number): Promise<number> {
-  const statement = db.$client.prepare<unknown, [number, number]>("DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE created_at < ? LIMIT ?)");
+  const statement = db.$client.prepare<unknown, [number, number]>(
+    "DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE created_at < ? LIMIT ?)",
+  );
   const chunk = brieflyLocked(db.$client, () => statement.run(before, PRUNE_CHUNK));
   let total = 0;
   for (;;) {

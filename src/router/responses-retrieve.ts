@@ -19,7 +19,14 @@ import { record, refusedIdentity, type Outcome } from "./served";
 type Server = Parameters<RequestMeta["clientIp"]>[0];
 export type ResponseReader = (request: Request, server: Server, id: string) => Promise<Response>;
 
-const READ: Omit<Outcome, "status"> = { upstream: null, usage: null, price: { prompt: 0, completion: 0, request: 0 }, model: "", endpoint: "responses", upstreamMs: 0 };
+const READ: Omit<Outcome, "status"> = {
+  upstream: null,
+  usage: null,
+  price: { prompt: 0, completion: 0, request: 0 },
+  model: "",
+  endpoint: "responses",
+  upstreamMs: 0,
+};
 
 export function createResponseReader(deps: AppDeps): ResponseReader {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
@@ -41,10 +48,15 @@ export function createResponseReader(deps: AppDeps): ResponseReader {
     const refused = (error: GatewayError, identity: Identity, headers: Record<string, string> = {}): Response =>
       answer(error.status, identity, JSON.stringify(errorBody(error)), { ...headers, ...error.options.headers });
     if (fromForeignPage(request, cors, deps.config.server.public_url)) {
-      const error = new GatewayError("forbidden", "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it");
+      const error = new GatewayError(
+        "forbidden",
+        "This API does not take requests from pages of other origins; list the page's origin in server.cors_origins to allow it",
+      );
       return refused(error, refusedIdentity(error, request));
     }
-    const admitted = deps.gate.admitRead?.({ request, clientIp: () => meta.clientIp(server) }) ?? new GatewayError("authentication_required", "Stored responses belong to the API key's or session's user that made them: authenticate to read one");
+    const admitted =
+      deps.gate.admitRead?.({ request, clientIp: () => meta.clientIp(server) }) ??
+      new GatewayError("authentication_required", "Stored responses belong to the API key's or session's user that made them: authenticate to read one");
     const admission = admitted instanceof Promise ? await admitted : admitted;
     if (admission instanceof GatewayError) return refused(admission, refusedIdentity(admission, request));
     const owner = responseOwner(admission.identity);
@@ -61,7 +73,12 @@ export function createResponseReader(deps: AppDeps): ResponseReader {
     const status = stored === null ? 404 : 200;
     const settled = admission.settle({ usage: null, status, upstream: null, latencyMs: performance.now() - startedAt });
     if (settled) await settled;
-    if (stored === null) return refused(new GatewayError("not_found", `No stored response with id "${id.slice(0, 100)}"`, { param: "response_id" }), admission.identity, admission.headers);
+    if (stored === null)
+      return refused(
+        new GatewayError("not_found", `No stored response with id "${id.slice(0, 100)}"`, { param: "response_id" }),
+        admission.identity,
+        admission.headers,
+      );
     return answer(200, admission.identity, JSON.stringify(stored.response), admission.headers);
   };
 }

@@ -38,7 +38,12 @@ function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<s
     created: Math.floor(startedAt / 1000),
     owned_by: route.ownedBy,
     free: route.free,
-    price: { prompt: route.price.prompt, completion: route.price.completion, request: route.price.request, unit: "credits per 1M tokens; request: credits per call" },
+    price: {
+      prompt: route.price.prompt,
+      completion: route.price.completion,
+      request: route.price.request,
+      unit: "credits per 1M tokens; request: credits per call",
+    },
     endpoints: route.endpoints,
     aliases: route.aliases,
     source: route.source,
@@ -76,7 +81,8 @@ function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown>
   const found = id === null ? undefined : deps.registry.resolve(id);
   const allowed = deps.gate.modelFilter?.(request) ?? null;
   const route = found && (allowed === null || allowed(found)) ? found : undefined;
-  if (!route) throw new GatewayError("model_not_found", `The model "${id ?? raw}" does not exist; GET /v1/models lists the available models`, { param: "model" });
+  if (!route)
+    throw new GatewayError("model_not_found", `The model "${id ?? raw}" does not exist; GET /v1/models lists the available models`, { param: "model" });
   return modelEntry(route, deps.startedAt, deps.now());
 }
 
@@ -89,7 +95,14 @@ export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelE
         const now = deps.now();
         return { object: "list", data: visibleRoutes(deps, request).map((route) => modelEntry(route, deps.startedAt, now)) };
       },
-      { detail: { operationId: "listModels", summary: "List model routes", tags: ["models"], responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state", MODEL_LIST_SCHEMA) } } },
+      {
+        detail: {
+          operationId: "listModels",
+          summary: "List model routes",
+          tags: ["models"],
+          responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state", MODEL_LIST_SCHEMA) },
+        },
+      },
     )
     // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or
     // encoded: the documented route takes one path segment, a hidden twin takes the rest.

@@ -31,7 +31,8 @@ export function contentMissing(messages: ReadonlyArray<{ role: string; content?:
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
     if (m.content != null) continue;
-    const toolCall = m.role === "assistant" && ((Array.isArray(m.tool_calls) && m.tool_calls.length > 0) || (m.function_call !== null && typeof m.function_call === "object"));
+    const toolCall =
+      m.role === "assistant" && ((Array.isArray(m.tool_calls) && m.tool_calls.length > 0) || (m.function_call !== null && typeof m.function_call === "object"));
     if (!toolCall) return i;
   }
   return -1;

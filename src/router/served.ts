@@ -32,7 +32,13 @@ export interface CallContext {
 }
 
 /** The request-log status of a stream, by how it ended (the client always saw a 200 header). */
-export const STREAM_END_STATUS = { complete: 200, upstream_error: 502, unfinished: 502, timeout: 502, client_closed: ERROR_STATUS.client_closed_request } as const;
+export const STREAM_END_STATUS = {
+  complete: 200,
+  upstream_error: 502,
+  unfinished: 502,
+  timeout: 502,
+  client_closed: ERROR_STATUS.client_closed_request,
+} as const;
 
 export interface Outcome {
   status: number;

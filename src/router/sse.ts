@@ -66,11 +66,14 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
   const keepalive = rewrite?.keepalive;
   /** The client's stream, for the keepalive, which writes between pulls. */
   let client: ReadableStreamDefaultController<Uint8Array> | null = null;
-  const beat = keepalive === undefined ? undefined : setTimeout(() => {
-    if (!waiting || ended) return; // the client is slow, not the upstream; the next read re-arms it
-    client?.enqueue(encoder.encode(keepalive.event()));
-    beat!.refresh();
-  }, keepalive.everyMs);
+  const beat =
+    keepalive === undefined
+      ? undefined
+      : setTimeout(() => {
+          if (!waiting || ended) return; // the client is slow, not the upstream; the next read re-arms it
+          client?.enqueue(encoder.encode(keepalive.event()));
+          beat!.refresh();
+        }, keepalive.everyMs);
   const overdueMessage = `the upstream did not finish its answer within ${options.streamTimeoutMs} ms`;
   const deadline = setTimeout(() => {
     overdue = true;
@@ -224,9 +227,13 @@ export function relaySse(upstream: ReadableStream<Uint8Array>, options: RelayOpt
         const unfinished = err instanceof EndedUnfinished;
         const message = tooLarge
           ? `the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`
-          : unfinished ? "the upstream ended its stream"
-          : overdue ? overdueMessage
-          : stalled ? `the upstream sent nothing for ${options.idleTimeoutMs} ms` : "the upstream connection broke";
+          : unfinished
+            ? "the upstream ended its stream"
+            : overdue
+              ? overdueMessage
+              : stalled
+                ? `the upstream sent nothing for ${options.idleTimeoutMs} ms`
+                : "the upstream connection broke";
         await finishFirst({ outcome: unfinished ? "unfinished" : overdue ? "timeout" : "upstream_error", error: message });
         const why = `${message} before the answer was complete`;
         send(controller, dialect ? dialect.failure(why) : errorEvent(why));

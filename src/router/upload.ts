@@ -41,7 +41,11 @@ export interface Upload {
 }
 
 function expectsMultipart(): GatewayError {
-  return new GatewayError("invalid_request_error", "This endpoint takes a multipart/form-data upload (a file and a model field), with its boundary in the Content-Type", { param: "content-type" });
+  return new GatewayError(
+    "invalid_request_error",
+    "This endpoint takes a multipart/form-data upload (a file and a model field), with its boundary in the Content-Type",
+    { param: "content-type" },
+  );
 }
 
 /** Reads `request` until its model field has arrived; GatewayError (400, 413) when it cannot. */

@@ -19,7 +19,12 @@ export interface PostSetup {
 }
 
 /** `extraHeaders`: headers of this one request beside the upstream's own (a client's, passed on to a native API). */
-export type UpstreamPost = (path: string, body: string | ReadableStream<Uint8Array>, contentType?: string, extraHeaders?: Readonly<Record<string, string>>) => UpstreamExchange;
+export type UpstreamPost = (
+  path: string,
+  body: string | ReadableStream<Uint8Array>,
+  contentType?: string,
+  extraHeaders?: Readonly<Record<string, string>>,
+) => UpstreamExchange;
 
 export function createPost(setup: PostSetup): UpstreamPost {
   // Answers other than chat's are of any type (audio, text), so any is accepted.
@@ -29,7 +34,9 @@ export function createPost(setup: PostSetup): UpstreamPost {
     let known = paths.get(path);
     if (!known) {
       const url = endpointUrl(setup.base, path);
-      const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      const lines = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("");
       known = { url, requestHead: `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\naccept-encoding: identity\r\n${lines}` };
       paths.set(path, known);
     }
@@ -39,7 +46,12 @@ export function createPost(setup: PostSetup): UpstreamPost {
     if (path === "chat/completions" && typeof body === "string" && extraHeaders === undefined) return setup.postChat(body);
     const { url, requestHead } = pathFor(path);
     // Header values came through Bun's Headers, which refuse CR, LF and NUL: a line each is safe.
-    const extra = extraHeaders === undefined ? "" : Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    const extra =
+      extraHeaders === undefined
+        ? ""
+        : Object.entries(extraHeaders)
+            .map(([k, v]) => `${k}: ${v}\r\n`)
+            .join("");
     if (typeof body === "string" && !setup.viaFetch) return http1Post(setup.origin, body, requestHead + extra);
     return fetchPost(setup.name, url.href, { ...headers, "content-type": contentType, ...extraHeaders }, body);
   };

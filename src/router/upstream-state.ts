@@ -94,7 +94,9 @@ export function createUpstreamState(config: UpstreamConfig): UpstreamState {
     connectTimeoutMs: config.connect_timeout_ms,
     maxConnections: config.max_connections,
     // The gateway's own client does not decode gzip: it asks for none (fetch decodes by itself).
-    requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\naccept-encoding: identity\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
+    requestHead: `POST ${chatUrl.pathname}${chatUrl.search} HTTP/1.1\r\nhost: ${chatUrl.host}\r\naccept-encoding: identity\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join("")}`,
   };
   const postChat = viaFetch ? (body: string) => fetchPost(config.name, chatUrl.href, headers, body) : (body: string) => http1Post(origin, body);
   const post = createPost({ name: config.name, base, headers, origin, viaFetch, postChat });

@@ -72,7 +72,14 @@ export function usageFromJson(text: string, read: (raw: unknown) => Usage | null
   if (at === -1) return null;
   const open = text.indexOf("{", at);
   const close = open === -1 ? -1 : text.indexOf("}", open);
-  if (close !== -1 && !text.slice(at + 7, open).trim().replace(":", "") && closesTopLevel(text, close + 1)) {
+  if (
+    close !== -1 &&
+    !text
+      .slice(at + 7, open)
+      .trim()
+      .replace(":", "") &&
+    closesTopLevel(text, close + 1)
+  ) {
     try {
       const usage = read(JSON.parse(text.slice(open, close + 1)));
       if (usage) return usage;
@@ -95,7 +102,8 @@ function closesTopLevel(text: string, from: number): boolean {
   for (let i = from; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // a backslash escapes the next character
+      if (c === 92)
+        i++; // a backslash escapes the next character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 123 || c === 91) depth++;

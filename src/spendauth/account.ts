@@ -28,13 +28,18 @@ export async function accountOf(accounts: AccountReader, commitment: `0x${string
  */
 export function spendRefusal(account: ChainAccount, auth: SpendAuthorization, reserved: bigint, reservations: Reservations): GatewayError | null {
   if (auth.nonce < account.nonce) {
-    return new GatewayError("nonce_replay", `nonce ${auth.nonce} is below the account's on-chain nonce ${account.nonce}; it was already spent`, { param: "nonce" });
+    return new GatewayError("nonce_replay", `nonce ${auth.nonce} is below the account's on-chain nonce ${account.nonce}; it was already spent`, {
+      param: "nonce",
+    });
   }
   // The contract takes an account's nonces strictly in order: a later one than the next it can
   // take (after this gateway's own unsettled authorizations) could never be claimed.
   const next = reservations.nextFree(auth.commitment, account.nonce);
   if (auth.nonce > next) {
-    return invalidSpendAuth("nonce", `${auth.nonce} skips ahead: the contract takes nonces in order, and the next it can take for this account (its on-chain nonce, after this gateway's unsettled authorizations) is ${next}`);
+    return invalidSpendAuth(
+      "nonce",
+      `${auth.nonce} skips ahead: the contract takes nonces in order, and the next it can take for this account (its on-chain nonce, after this gateway's unsettled authorizations) is ${next}`,
+    );
   }
   const available = account.balance > reserved ? account.balance - reserved : 0n;
   if (available < auth.amount) {

@@ -92,7 +92,12 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (timely) return invalidSpendAuth(timely.field, timely.message);
     const maxCost = input.route.free
       ? 0
-      : maxReservation(input.reserve ?? reserveWithin, { price: input.route.price, body: input.body, bodyBytes: input.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens });
+      : maxReservation(input.reserve ?? reserveWithin, {
+          price: input.route.price,
+          body: input.body,
+          bodyBytes: input.bodyBytes,
+          defaultMaxTokens: deps.config.routing.default_max_tokens,
+        });
     const required = requiredAmount(maxCost, unitsPerCredit);
     if (auth.amount < required) return paymentRequired(required, auth.amount, cfg);
     const signer = await recoverSpendSigner(auth, domain);
@@ -111,16 +116,27 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     try {
       recorded = await record({ commitment, nonce, keepUntilMs });
     } catch {
-      return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", { headers: { "retry-after": "1" } });
+      return new GatewayError("service_unavailable", "This authorization cannot be recorded right now (the database is busy); send it again shortly", {
+        headers: { "retry-after": "1" },
+      });
     }
-    const replay = (): GatewayError => new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, { param: "nonce" });
+    const replay = (): GatewayError =>
+      new GatewayError("nonce_replay", `nonce ${nonce} of commitment ${commitment} was already used; sign a new authorization with a fresh nonce`, {
+        param: "nonce",
+      });
     if (recorded === null) return replay();
     const claim = { commitment, nonce, keepUntilMs, replacing: recorded === "replacing" };
     if (deps.sharedNonces) {
       const claimed = await deps.sharedNonces.claim(claim).catch(() => null);
       if (claimed !== true) {
         nonces.release(commitment, nonce, deps.now());
-        return claimed === false ? replay() : new GatewayError("service_unavailable", "This authorization cannot be recorded right now (Redis, where replicas share replay records, cannot be reached); send it again shortly", { headers: { "retry-after": "1" } });
+        return claimed === false
+          ? replay()
+          : new GatewayError(
+              "service_unavailable",
+              "This authorization cannot be recorded right now (Redis, where replicas share replay records, cannot be reached); send it again shortly",
+              { headers: { "retry-after": "1" } },
+            );
       }
     }
     // Reserved before the account is read, in the same synchronous step as reading what others
@@ -144,7 +160,13 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       refused.options.headers = { ...limited, ...refused.options.headers };
       return undo(refused);
     }
-    return admission(deps, auth, { release: () => releaseNonce(claim), reservations, requestId: input.requestId, headers: limited, replacing: claim.replacing });
+    return admission(deps, auth, {
+      release: () => releaseNonce(claim),
+      reservations,
+      requestId: input.requestId,
+      headers: limited,
+      replacing: claim.replacing,
+    });
   };
 
   /** A free model's request: the caller proven as above (and on-chain), limited per commitment; nothing recorded, reserved or settled. */

@@ -98,7 +98,12 @@ export function createSettler(client: PublicClient, options: ChainOptions & { op
   return {
     address: account.address.toLowerCase() as `0x${string}`,
     async getSpendAuth(authHash) {
-      const [amount, , , , claimed] = await client.readContract({ address: options.contract, abi: SHIELDED_CREDITS_ABI, functionName: "getSpendAuth", args: [authHash] });
+      const [amount, , , , claimed] = await client.readContract({
+        address: options.contract,
+        abi: SHIELDED_CREDITS_ABI,
+        functionName: "getSpendAuth",
+        args: [authHash],
+      });
       return { amount, claimed };
     },
     async authorizeSpend(auth) {

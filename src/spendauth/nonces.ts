@@ -78,7 +78,9 @@ export function createNonceStore(db: Db): NonceStore {
   const skewS = Number(EXPIRY_SKEW_S);
   /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
   const keepUntil = rowKeepUntil("?1", "?2", "?3");
-  const insert = sqlite.prepare<unknown, [string, string, number]>("INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+  const insert = sqlite.prepare<unknown, [string, string, number]>(
+    "INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+  );
   const deadRow = sqlite.prepare<unknown, [string, string]>(`SELECT 1 FROM settlements s WHERE s.commitment = ? AND s.nonce = ? AND ${DEAD_UNAUTHORIZED}`);
   // Taken again only while the record is still the dead authorization's own (its keep-until is that
   // expiry plus the skew): of concurrent replacements the first moves it on, the rest conflict.
@@ -98,9 +100,12 @@ export function createNonceStore(db: Db): NonceStore {
   );
   const deadKeepUntil = rowKeepUntil("spend_nonces.commitment", "spend_nonces.nonce", "?1", { onlyDead: true });
   const replacedUnwritten = sqlite.prepare<unknown, [number]>(`UPDATE spend_nonces SET expires_at = ${deadKeepUntil} WHERE expires_at > ${deadKeepUntil}`);
-  const releaseBriefly = brieflyLocked(sqlite, sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
-    if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
-  }));
+  const releaseBriefly = brieflyLocked(
+    sqlite,
+    sqlite.transaction((commitment: string, nonce: string, nowMs: number) => {
+      if (restore.run(commitment, nonce, skewS, nowMs).changes === 0) remove.run(commitment, nonce);
+    }),
+  );
   const recordOne = (commitment: string, nonce: string, keepUntilMs: number): Recorded | null => {
     // Also a replacement when the dead authorization's record has been pruned (it expired).
     if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
@@ -108,7 +113,10 @@ export function createNonceStore(db: Db): NonceStore {
   };
   return {
     record: brieflyLocked(sqlite, sqlite.transaction(recordOne)),
-    recordAll: brieflyLocked(sqlite, sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs)))),
+    recordAll: brieflyLocked(
+      sqlite,
+      sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs))),
+    ),
     release: (commitment, nonce, nowMs) => {
       try {
         releaseBriefly(commitment, nonce, nowMs);
@@ -118,6 +126,9 @@ export function createNonceStore(db: Db): NonceStore {
       }
     },
     prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
-    forgetUnsettled: brieflyLocked(sqlite, sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes)),
+    forgetUnsettled: brieflyLocked(
+      sqlite,
+      sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes),
+    ),
   };
 }

@@ -58,9 +58,12 @@ export interface SettlementWriter {
  */
 export function createSettlementWriter(db: Db, options: { now?: () => number } = {}): SettlementWriter {
   const writeOne = brieflyLocked(db.$client, (row: ServedAuthorization) => enqueueSettlement(db, row.auth, row.requestId, row.at));
-  const write = brieflyLocked(db.$client, db.$client.transaction((rows: ServedAuthorization[]) => {
-    for (const row of rows) enqueueSettlement(db, row.auth, row.requestId, row.at);
-  }));
+  const write = brieflyLocked(
+    db.$client,
+    db.$client.transaction((rows: ServedAuthorization[]) => {
+      for (const row of rows) enqueueSettlement(db, row.auth, row.requestId, row.at);
+    }),
+  );
   const kept = createWriteBehind<ServedAuthorization>(write, { label: "spend_auth settlements", intervalMs: 250, keepFailed: true, now: options.now });
   return {
     push(served) {
@@ -94,7 +97,13 @@ export function readySettlements(db: Db, nowMs: number, limit: number): Settleme
   return db
     .select()
     .from(settlements)
-    .where(and(inArray(settlements.state, ["pending", "authorized"]), lte(settlements.nextAttemptAt, nowMs), or(eq(settlements.state, "authorized"), expired, not(earlierWaiting))))
+    .where(
+      and(
+        inArray(settlements.state, ["pending", "authorized"]),
+        lte(settlements.nextAttemptAt, nowMs),
+        or(eq(settlements.state, "authorized"), expired, not(earlierWaiting)),
+      ),
+    )
     .orderBy(asc(settlements.commitment), asc(sql`length(${settlements.nonce})`), asc(settlements.nonce))
     .limit(limit)
     .all();
@@ -106,13 +115,19 @@ export function updateSettlement(
   change: Partial<Pick<SettlementRow, "state" | "attempts" | "nextAttemptAt" | "lastError" | "authHash" | "txHash">>,
   nowMs: number,
 ): void {
-  db.update(settlements).set({ ...change, updatedAt: nowMs }).where(eq(settlements.id, id)).run();
+  db.update(settlements)
+    .set({ ...change, updatedAt: nowMs })
+    .where(eq(settlements.id, id))
+    .run();
 }
 
 export function listSettlements(db: Db, options: { state?: SettlementState; limit?: number } = {}): SettlementRow[] {
   const query = db.select().from(settlements);
   const filtered = options.state ? query.where(eq(settlements.state, options.state)) : query;
-  return filtered.orderBy(desc(settlements.id)).limit(options.limit ?? 100).all();
+  return filtered
+    .orderBy(desc(settlements.id))
+    .limit(options.limit ?? 100)
+    .all();
 }
 
 export function settlementCounts(db: Db): Record<SettlementState, number> {

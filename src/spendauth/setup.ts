@@ -50,7 +50,9 @@ export function checkOperatorKey(cfg: Config["spend_auth"]): void {
   const address = operatorKeyAddress(cfg.operator_key);
   if (!address) throw new ConfigError("spend_auth.operator_key: not a 32-byte hex private key");
   if (cfg.operator && address !== cfg.operator.toLowerCase()) {
-    throw new ConfigError(`spend_auth.operator_key: controls ${address}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`);
+    throw new ConfigError(
+      `spend_auth.operator_key: controls ${address}, not spend_auth.operator ${cfg.operator.toLowerCase()} (only the named operator can claim)`,
+    );
   }
 }
 
@@ -61,9 +63,15 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
   const nonces = createNonceStore(options.db);
   try {
     const forgotten = nonces.forgetUnsettled();
-    if (forgotten > 0) options.log("warn", `spend_auth: ${forgotten} authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again`);
+    if (forgotten > 0)
+      options.log(
+        "warn",
+        `spend_auth: ${forgotten} authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again`,
+      );
   } catch (error) {
-    options.log("warn", "spend_auth: could not forget unsettled nonces, the database refused it; they expire by themselves", { error: String((error as Error)?.message ?? error) });
+    options.log("warn", "spend_auth: could not forget unsettled nonces, the database refused it; they expire by themselves", {
+      error: String((error as Error)?.message ?? error),
+    });
   }
   const settlements = createSettlementWriter(options.db, { now: options.now });
   const reservations = new Reservations();
@@ -75,15 +83,37 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     const client = createPublic(chainOptions);
     accounts = cachedAccountReader(createAccountReader(client, chainOptions.contract), { ttlMs: cfg.account_cache_ms, now: options.now });
     client.getChainId().then(
-      (id) => id !== cfg.chain_id && options.log("error", `spend_auth: the RPC reports chain ${id}, but spend_auth.chain_id is ${cfg.chain_id}; authorizations will not settle`),
+      (id) =>
+        id !== cfg.chain_id &&
+        options.log("error", `spend_auth: the RPC reports chain ${id}, but spend_auth.chain_id is ${cfg.chain_id}; authorizations will not settle`),
       (err) => options.log("warn", "spend_auth: the RPC did not answer at start-up", { error: String((err as Error)?.message ?? err).split("\n")[0] }),
     );
     if (cfg.operator_key) {
       const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
-      worker = startSettlementWorker({ db: options.db, settler, reservations, accounts, now: options.now, intervalMs: cfg.settle_interval_ms, maxAttempts: cfg.settle_max_attempts, log: options.log, beforeTick: settlements.flush });
+      worker = startSettlementWorker({
+        db: options.db,
+        settler,
+        reservations,
+        accounts,
+        now: options.now,
+        intervalMs: cfg.settle_interval_ms,
+        maxAttempts: cfg.settle_max_attempts,
+        log: options.log,
+        beforeTick: settlements.flush,
+      });
     }
   }
-  const hook = createSpendAuth({ db: options.db, config: options.config, now: options.now, accounts, rateLimit: options.limiter && commitmentLimit(options.limiter, options.config), nonces, sharedNonces: options.redis && createSharedNonces(options.redis), reservations, settlements });
+  const hook = createSpendAuth({
+    db: options.db,
+    config: options.config,
+    now: options.now,
+    accounts,
+    rateLimit: options.limiter && commitmentLimit(options.limiter, options.config),
+    nonces,
+    sharedNonces: options.redis && createSharedNonces(options.redis),
+    reservations,
+    settlements,
+  });
   const pruner = setInterval(() => {
     reservations.sweep(options.now());
     try {
@@ -125,7 +155,11 @@ export function commitmentLimit(limiter: RateLimiter, config: Pick<Config, "limi
   };
   return (commitment) => {
     const decision = limiter.take(`commitment:${commitment}`, policy);
-    if (decision instanceof Promise) return decision.then((d) => decided(commitment, d), () => limitsUnavailable());
+    if (decision instanceof Promise)
+      return decision.then(
+        (d) => decided(commitment, d),
+        () => limitsUnavailable(),
+      );
     return decided(commitment, decision);
   };
 }

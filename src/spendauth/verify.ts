@@ -50,7 +50,10 @@ export function checkTime(auth: SpendAuthorization, options: { nowMs: number; ma
   // The contract refuses to settle past expiry: one that ends sooner than the settling time is
   // refused here, or a signature alone would buy a request that can never be paid.
   if (auth.expiry < nowS + SETTLE_MARGIN_S) {
-    return { field: "expiry", message: `is ${auth.expiry} (now ${nowS}): it must be at least ${SETTLE_MARGIN_S} s ahead so the payment can be settled; sign a new authorization` };
+    return {
+      field: "expiry",
+      message: `is ${auth.expiry} (now ${nowS}): it must be at least ${SETTLE_MARGIN_S} s ahead so the payment can be settled; sign a new authorization`,
+    };
   }
   if (auth.expiry > nowS + BigInt(options.maxExpiryS)) {
     return { field: "expiry", message: `is more than ${options.maxExpiryS} s in the future; sign a shorter-lived authorization` };

@@ -50,7 +50,13 @@ export function startSettlementWorker(options: SettlementWorkerOptions): Settlem
   };
   const schedule = (): void => {
     if (stopped) return;
-    timer = setTimeout(() => void runOnce().catch((err) => options.log("error", "settlement: tick failed", { error: String(err) })).finally(schedule), options.intervalMs);
+    timer = setTimeout(
+      () =>
+        void runOnce()
+          .catch((err) => options.log("error", "settlement: tick failed", { error: String(err) }))
+          .finally(schedule),
+      options.intervalMs,
+    );
     timer.unref?.();
   };
   schedule();
@@ -86,7 +92,10 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
     const onChain = await settler.getSpendAuth(authHash).catch(() => null);
     if (onChain === null) return fail(options, row, "the chain could not be asked about this expired authorization", { dead: false });
     // Authorized on-chain (its receipt lost) or not, recorded: a dead row that used its nonce must not hold back the commitment's later ones.
-    if (!onChain.claimed) return fail(options, { ...row, authHash: onChain.amount !== 0n ? authHash : row.authHash }, "the authorization expired before it could be settled", { dead: true });
+    if (!onChain.claimed)
+      return fail(options, { ...row, authHash: onChain.amount !== 0n ? authHash : row.authHash }, "the authorization expired before it could be settled", {
+        dead: true,
+      });
   }
   let state = row.state;
   try {
@@ -107,7 +116,13 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
   } catch (err) {
     // A row about to go dead unauthorized is checked once more: its spend may have been mined with
     // the receipt lost, and a dead row taken for an unused nonce holds the commitment's later ones.
-    const mined = state === "pending" && row.attempts + 1 >= options.maxAttempts && (await settler.getSpendAuth(authHash).then((s) => s.amount !== 0n, () => false));
+    const mined =
+      state === "pending" &&
+      row.attempts + 1 >= options.maxAttempts &&
+      (await settler.getSpendAuth(authHash).then(
+        (s) => s.amount !== 0n,
+        () => false,
+      ));
     // The state as it now is: a failed claim leaves an "authorized" row authorized, not pending.
     return fail(options, { ...row, state, authHash: mined ? authHash : row.authHash }, shortError(err), { dead: false });
   }
@@ -117,9 +132,20 @@ function fail(options: SettlementWorkerOptions, row: SettlementRow, error: strin
   const attempts = row.attempts + 1;
   const dead = how.dead || attempts >= options.maxAttempts;
   const backoff = backoffDelay(attempts, { firstMs: options.intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
-  updateSettlement(options.db, row.id, { state: dead ? "dead" : row.state, authHash: row.authHash, attempts, nextAttemptAt: options.now() + backoff, lastError: error }, options.now());
+  updateSettlement(
+    options.db,
+    row.id,
+    { state: dead ? "dead" : row.state, authHash: row.authHash, attempts, nextAttemptAt: options.now() + backoff, lastError: error },
+    options.now(),
+  );
   if (dead) options.reservations.remove(row.commitment, row.nonce);
-  options.log(dead ? "error" : "warn", dead ? "settlement: dead" : "settlement: will retry", { id: row.id, commitment: row.commitment, nonce: row.nonce, attempts, error });
+  options.log(dead ? "error" : "warn", dead ? "settlement: dead" : "settlement: will retry", {
+    id: row.id,
+    commitment: row.commitment,
+    nonce: row.nonce,
+    attempts,
+    error,
+  });
   return false;
 }
 

@@ -13,7 +13,18 @@
  * Usage: Anthropic's input_tokens exclude cache reads, so cached prompt tokens are moved to
  * cache_read_input_tokens.
  */
-import { firstChoice, idSuffix, isRecord, matchedStopSequence, readChatUsage, readToolCalls, reasoningOf, stringField, type ChatJson, type ChatUsage } from "./chat";
+import {
+  firstChoice,
+  idSuffix,
+  isRecord,
+  matchedStopSequence,
+  readChatUsage,
+  readToolCalls,
+  reasoningOf,
+  stringField,
+  type ChatJson,
+  type ChatUsage,
+} from "./chat";
 
 export type AnthropicStopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
 

@@ -63,7 +63,16 @@ export function createMessagesStream(options: MessagesStreamOptions): MessagesSt
   function start(): string {
     if (phase !== "new") return "";
     phase = "open";
-    const message = { id: options.id, type: "message", role: "assistant", model: options.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+    const message = {
+      id: options.id,
+      type: "message",
+      role: "assistant",
+      model: options.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+    };
     return `event: message_start\ndata: {"type":"message_start","message":${JSON.stringify(message)}}\n\n`;
   }
 

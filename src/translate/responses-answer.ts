@@ -13,7 +13,18 @@
  * `max_output_tokens`, content_filter -> `incomplete` with reason `content_filter`.
  * Usage: input_tokens (cached included, as OpenAI counts), output_tokens (reasoning included).
  */
-import { firstChoice, idSuffix, isRecord, readChatUsage, readToolCalls, reasoningOf, stringField, type ChatJson, type ChatToolCall, type ChatUsage } from "./chat";
+import {
+  firstChoice,
+  idSuffix,
+  isRecord,
+  readChatUsage,
+  readToolCalls,
+  reasoningOf,
+  stringField,
+  type ChatJson,
+  type ChatToolCall,
+  type ChatUsage,
+} from "./chat";
 import type { ResponseEcho } from "./responses-request";
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed";
@@ -27,7 +38,13 @@ export interface OutputText {
 
 export type OutputItem =
   | { type: "reasoning"; id: string; summary: { type: "summary_text"; text: string }[] }
-  | { type: "message"; id: string; status: "in_progress" | "completed" | "incomplete"; role: "assistant"; content: (OutputText | { type: "refusal"; refusal: string })[] }
+  | {
+      type: "message";
+      id: string;
+      status: "in_progress" | "completed" | "incomplete";
+      role: "assistant";
+      content: (OutputText | { type: "refusal"; refusal: string })[];
+    }
   | { type: "function_call"; id: string; call_id: string; name: string; arguments: string; status: "in_progress" | "completed" };
 
 interface ResponsesUsage {
@@ -58,7 +75,10 @@ export interface ResponseMeta {
   echo: ResponseEcho;
 }
 
-export function responseObject(meta: ResponseMeta, state: { status: ResponseStatus; output: OutputItem[]; usage: ChatUsage | null; finishReason?: string; error?: { code: string; message: string } }): ResponseObject {
+export function responseObject(
+  meta: ResponseMeta,
+  state: { status: ResponseStatus; output: OutputItem[]; usage: ChatUsage | null; finishReason?: string; error?: { code: string; message: string } },
+): ResponseObject {
   return {
     id: meta.id,
     object: "response",
@@ -119,7 +139,14 @@ export function chatToResponse(answer: ChatJson, options: { model: string; echo:
   const refusal = stringField(message, "refusal");
   const messageStatus = status === "completed" ? "completed" : "incomplete";
   if (text) output.push({ type: "message", id: `msg_${base}`, status: messageStatus, role: "assistant", content: [outputText(text)] });
-  if (refusal) output.push({ type: "message", id: text ? `msg_${base}_1` : `msg_${base}`, status: messageStatus, role: "assistant", content: [{ type: "refusal", refusal }] });
+  if (refusal)
+    output.push({
+      type: "message",
+      id: text ? `msg_${base}_1` : `msg_${base}`,
+      status: messageStatus,
+      role: "assistant",
+      content: [{ type: "refusal", refusal }],
+    });
   readToolCalls(message).forEach((call, n) => output.push(functionCallItem(base, n, call, "completed")));
   const createdAt = options.createdAt ?? (typeof answer.created === "number" ? answer.created : Math.floor(Date.now() / 1000));
   return responseObject({ id, model: options.model, createdAt, echo: options.echo }, { status, output, usage: readChatUsage(answer), finishReason });

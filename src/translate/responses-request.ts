@@ -85,7 +85,9 @@ function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatR
   const store = optional<boolean>(body, "store", (v) => typeof v === "boolean", "a boolean");
   const metadata = optional<Record<string, unknown>>(body, "metadata", isRecord, "an object");
   const previous = optional<string>(body, "previous_response_id", (v) => typeof v === "string", "a string");
-  const user = optional<string>(body, "user", (v) => typeof v === "string", "a string") ?? optional<string>(body, "safety_identifier", (v) => typeof v === "string", "a string");
+  const user =
+    optional<string>(body, "user", (v) => typeof v === "string", "a string") ??
+    optional<string>(body, "safety_identifier", (v) => typeof v === "string", "a string");
   const text = optional<Record<string, unknown>>(body, "text", isRecord, "an object");
   const tools = optional<unknown[]>(body, "tools", Array.isArray, "an array") ?? [];
   if (body.input === undefined && priorItems.length === 0) fail("input", "is required");
@@ -232,7 +234,11 @@ function translateTools(tools: unknown[], choice: unknown): ChatTool[] {
 
 function functionTool(tool: unknown, path: string): ChatTool {
   if (!isRecord(tool)) fail(path, "must be an object");
-  if (tool.type !== "function") fail(`${path}.type`, `tool type ${JSON.stringify(tool.type)} cannot be translated for this model (function tools, namespaces of them, and web search, left out)`);
+  if (tool.type !== "function")
+    fail(
+      `${path}.type`,
+      `tool type ${JSON.stringify(tool.type)} cannot be translated for this model (function tools, namespaces of them, and web search, left out)`,
+    );
   if (typeof tool.name !== "string" || tool.name === "") fail(`${path}.name`, "a non-empty string is required");
   const fn: ChatTool["function"] = { name: tool.name };
   if (typeof tool.description === "string") fn.description = tool.description;

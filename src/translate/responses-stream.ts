@@ -20,7 +20,17 @@
  * object in `response.completed` is the one chatToResponse gives for the same answer.
  */
 import { firstChoice, isRecord, readChatUsage, reasoningOf, stringField, type ChatJson, type ChatToolCall, type ChatUsage } from "./chat";
-import { finishedStatus, functionCallItem, itemBase, outputText, reasoningItem, responseObject, type OutputItem, type ResponseMeta, type ResponseObject } from "./responses-answer";
+import {
+  finishedStatus,
+  functionCallItem,
+  itemBase,
+  outputText,
+  reasoningItem,
+  responseObject,
+  type OutputItem,
+  type ResponseMeta,
+  type ResponseObject,
+} from "./responses-answer";
 import type { ResponseEcho } from "./responses-request";
 
 export interface ResponsesStreamOptions {
@@ -134,7 +144,11 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
       let entry = calls[index];
       if (!entry) {
         out += close("completed");
-        const call: ChatToolCall = { id: stringField(delta, "id") || `call_${base}_${index}`, type: "function", function: { name: stringField(fn, "name"), arguments: "" } };
+        const call: ChatToolCall = {
+          id: stringField(delta, "id") || `call_${base}_${index}`,
+          type: "function",
+          function: { name: stringField(fn, "name"), arguments: "" },
+        };
         entry = calls[index] = { call, at: output.length, n: functionCount++ };
         openCall = entry;
         open = "function";
@@ -144,7 +158,10 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
       const args = stringField(fn, "arguments");
       if (!args) continue;
       entry.call.function.arguments += args;
-      out += event("response.function_call_arguments.delta", `"item_id":${JSON.stringify(`fc_${base}_${entry.n}`)},"output_index":${entry.at},"delta":${JSON.stringify(args)}`);
+      out += event(
+        "response.function_call_arguments.delta",
+        `"item_id":${JSON.stringify(`fc_${base}_${entry.n}`)},"output_index":${entry.at},"delta":${JSON.stringify(args)}`,
+      );
     }
     return out;
   }
@@ -159,19 +176,30 @@ export function createResponsesStream(options: ResponsesStreamOptions): Response
     const delta = isRecord(choice.delta) ? choice.delta : null;
     const reasoning = reasoningOf(delta);
     if (reasoning) {
-      if (open !== "reasoning") out += begin("reasoning", { type: "reasoning", id: nextId("rs"), summary: [] }, `"summary_index":0,"part":{"type":"summary_text","text":""}`);
+      if (open !== "reasoning")
+        out += begin("reasoning", { type: "reasoning", id: nextId("rs"), summary: [] }, `"summary_index":0,"part":{"type":"summary_text","text":""}`);
       openText += reasoning;
       out += event("response.reasoning_summary_text.delta", `${at()},"summary_index":0,"delta":${JSON.stringify(reasoning)}`);
     }
     const text = stringField(delta, "content");
     if (text) {
-      if (open !== "message") out += begin("message", { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] }, `"content_index":0,"part":${JSON.stringify(outputText(""))}`);
+      if (open !== "message")
+        out += begin(
+          "message",
+          { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] },
+          `"content_index":0,"part":${JSON.stringify(outputText(""))}`,
+        );
       openText += text;
       out += event("response.output_text.delta", `${at()},"content_index":0,"delta":${JSON.stringify(text)},"logprobs":[]`);
     }
     const refusal = stringField(delta, "refusal");
     if (refusal) {
-      if (open !== "refusal") out += begin("refusal", { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] }, `"content_index":0,"part":{"type":"refusal","refusal":""}`);
+      if (open !== "refusal")
+        out += begin(
+          "refusal",
+          { type: "message", id: nextId("msg"), status: "in_progress", role: "assistant", content: [] },
+          `"content_index":0,"part":{"type":"refusal","refusal":""}`,
+        );
       openText += refusal;
       out += event("response.refusal.delta", `${at()},"content_index":0,"delta":${JSON.stringify(refusal)}`);
     }

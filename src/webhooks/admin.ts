@@ -48,9 +48,7 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
     .all();
 }
 
-export type RetryResult =
-  | { ok: true; previous: JobState }
-  | { ok: false; reason: "not_found" | "leased" | "pending" };
+export type RetryResult = { ok: true; previous: JobState } | { ok: false; reason: "not_found" | "leased" | "pending" };
 
 /**
  * Makes a done or dead call, or one whose lease ran out at `now`, pending again with a fresh

@@ -28,8 +28,20 @@ export const PULL_PREFIX = "/webhooks/jobs/";
 
 /** Keys a webhooks.toml may carry. `service_id` is accepted and ignored, as by the crate. */
 const FILE_KEYS = new Set([
-  "bind_address", "endpoints", "max_body_bytes", "dedupe_window_s", "lease_ms", "max_attempts",
-  "backoff_ms", "backoff_max_ms", "retain_done_hours", "retry_after_s", "pull_token", "service_id", "max_pending_bytes", "max_body_bytes_in_flight",
+  "bind_address",
+  "endpoints",
+  "max_body_bytes",
+  "dedupe_window_s",
+  "lease_ms",
+  "max_attempts",
+  "backoff_ms",
+  "backoff_max_ms",
+  "retain_done_hours",
+  "retry_after_s",
+  "pull_token",
+  "service_id",
+  "max_pending_bytes",
+  "max_body_bytes_in_flight",
 ]);
 const SECRET_MODES = new Set<string>(["bearer", "hmac-sha256", "api-key", "standard-webhooks"]);
 /** Secrets compared with a header's value: a header cannot carry a line break or (readably) non-ASCII. */
@@ -115,7 +127,9 @@ function checkEndpoints(endpoints: WebhookEndpointConfig[], names: KeyNames): vo
     const { path, auth, secret } = endpoint;
     if (!path.startsWith("/")) throw new ConfigError(`${at}.path: must start with "/" (got "${path}")`);
     if (!REQUEST_PATH.test(path)) {
-      throw new ConfigError(`${at}.path: ${JSON.stringify(path)} cannot arrive as written (spaces, "?", "#" and non-ASCII are sent percent-encoded; write it that way)`);
+      throw new ConfigError(
+        `${at}.path: ${JSON.stringify(path)} cannot arrive as written (spaces, "?", "#" and non-ASCII are sent percent-encoded; write it that way)`,
+      );
     }
     if (path === HEALTH_PATH || path.startsWith(PULL_PREFIX)) {
       throw new ConfigError(`${at}.path: "${path}" is reserved by the gateway`);
@@ -127,7 +141,9 @@ function checkEndpoints(endpoints: WebhookEndpointConfig[], names: KeyNames): vo
       throw new ConfigError(`${at}.secret: required for auth "${auth}"`);
     }
     if (HEADER_SECRET_MODES.has(auth) && secret !== undefined && !HEADER_SECRET.test(secret)) {
-      throw new ConfigError(`${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+      throw new ConfigError(
+        `${at}.secret: the ${auth} secret is sent in a header, so it must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`,
+      );
     }
     checkStandardWebhooks(endpoint, at);
     if (endpoint.name !== undefined && !/^[\x20-\x7e]*$/.test(endpoint.name)) {
@@ -148,10 +164,14 @@ function checkStandardWebhooks(endpoint: WebhookEndpointConfig, at: string): voi
     return;
   }
   if (secret !== undefined && secret !== "" && standardWebhooksKey(secret) === null) {
-    throw new ConfigError(`${at}.secret: a standard-webhooks secret is "${SECRET_PREFIX}" followed by base64, as the sender shows it (a trailing newline in the environment variable?)`);
+    throw new ConfigError(
+      `${at}.secret: a standard-webhooks secret is "${SECRET_PREFIX}" followed by base64, as the sender shows it (a trailing newline in the environment variable?)`,
+    );
   }
   if (dedupe_header !== undefined && dedupe_header.toLowerCase() !== ID_HEADER) {
-    throw new ConfigError(`${at}.dedupe_header: standard-webhooks endpoints fold redeliveries on ${ID_HEADER}, the id the signature covers; remove dedupe_header`);
+    throw new ConfigError(
+      `${at}.dedupe_header: standard-webhooks endpoints fold redeliveries on ${ID_HEADER}, the id the signature covers; remove dedupe_header`,
+    );
   }
 }
 

@@ -158,21 +158,28 @@ export class WebhookGateway {
     const { endpoint } = route;
     const delivery = route.dedupeHeader === null ? null : request.headers.get(route.dedupeHeader);
     try {
-      const result = await this.options.outbox.append({
-        jobId: endpoint.job_id,
-        serviceId: this.options.serviceId,
-        path: endpoint.path,
-        name: route.name,
-        body,
-        contentType: request.headers.get("content-type"),
-        headers: storedHeaders(request.headers),
-        dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
-      }, { withdrawn: () => request.signal.aborted });
+      const result = await this.options.outbox.append(
+        {
+          jobId: endpoint.job_id,
+          serviceId: this.options.serviceId,
+          path: endpoint.path,
+          name: route.name,
+          body,
+          contentType: request.headers.get("content-type"),
+          headers: storedHeaders(request.headers),
+          dedupeKey: delivery ? `${endpoint.path}\u0000${delivery}` : null,
+        },
+        { withdrawn: () => request.signal.aborted },
+      );
       return json(202, { status: "accepted", job_id: endpoint.job_id, call_id: result.callId });
     } catch (error) {
       if (error instanceof AppendWithdrawnError) return json(499, { error: "client_closed" });
       if (!(error instanceof OutboxFullError)) {
-        this.options.log?.("error", "webhook outbox unavailable; answering 503", { request_id: id, path: endpoint.path, error: String((error as Error)?.message ?? error) });
+        this.options.log?.("error", "webhook outbox unavailable; answering 503", {
+          request_id: id,
+          path: endpoint.path,
+          error: String((error as Error)?.message ?? error),
+        });
       } else if (Date.now() - this.fullLoggedAt >= 60_000) {
         this.fullLoggedAt = Date.now();
         this.options.log?.("warn", "webhook outbox full; answering 503 until runners catch up", { request_id: id, path: endpoint.path, reason: error.message });

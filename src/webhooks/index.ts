@@ -75,9 +75,7 @@ type WindowKeys = "dedupe_window_s" | "endpoints";
  * Webhooks endpoint's replays can arrive (twice its tolerance_s), however small the window is set.
  */
 export function dedupeWindowMs(w: Pick<Config["webhooks"], WindowKeys>): number {
-  const replays = w.endpoints
-    .filter((e) => e.auth === "standard-webhooks")
-    .map((e) => standardWebhooksWindowMs(e.tolerance_s ?? DEFAULT_TOLERANCE_S));
+  const replays = w.endpoints.filter((e) => e.auth === "standard-webhooks").map((e) => standardWebhooksWindowMs(e.tolerance_s ?? DEFAULT_TOLERANCE_S));
   return Math.max(w.dedupe_window_s * 1000, ...replays);
 }
 
@@ -116,7 +114,8 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
-  const startTriageFor = (served: Config): TriageService | null => (options.callModel ? startTriage(served, { outbox, callModel: options.callModel, redact, log }) : null);
+  const startTriageFor = (served: Config): TriageService | null =>
+    options.callModel ? startTriage(served, { outbox, callModel: options.callModel, redact, log }) : null;
   let triage = startTriageFor(config);
   const handlers = startHandlers(outbox);
   handlers.set(config.jobs, { leaseMs: w.lease_ms, log, secretValues: options.secretValues, secretEnv: options.secretEnv, triage: triage?.deps });
@@ -132,20 +131,29 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   const pruneTimer = setInterval(prune, 3_600_000);
   pruneTimer.unref?.();
   // A call whose last lease ran out is dead, whether or not a consumer comes to claim again.
-  const sweepTimer = setInterval(() => {
-    outbox.killExpiredLeases().then(
-      (n) => n > 0 && log("error", `webhooks: ${n} call(s) dead: the lease of their last attempt ran out (modelgate jobs retry CALL_ID delivers one again)`),
-      (error) => log("warn", "webhooks: sweep of expired leases failed", { error: String(error?.message ?? error) }),
-    );
-  }, Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, w.lease_ms)));
+  const sweepTimer = setInterval(
+    () => {
+      outbox.killExpiredLeases().then(
+        (n) => n > 0 && log("error", `webhooks: ${n} call(s) dead: the lease of their last attempt ran out (modelgate jobs retry CALL_ID delivers one again)`),
+        (error) => log("warn", "webhooks: sweep of expired leases failed", { error: String(error?.message ?? error) }),
+      );
+    },
+    Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, w.lease_ms)),
+  );
   sweepTimer.unref?.();
   if (serviceId === 0) {
     // Only a Blueprint deployment correlates job calls with a service instance: not a warning.
-    log("info", "webhooks: service_id is 0 (a Blueprint deployment sets --service-id or $MODELGATE_SERVICE_ID to correlate job calls with its service instance)");
+    log(
+      "info",
+      "webhooks: service_id is 0 (a Blueprint deployment sets --service-id or $MODELGATE_SERVICE_ID to correlate job calls with its service instance)",
+    );
   }
   const describe = (served: Config): Record<string, unknown> => {
     for (const job of unconsumedJobs(served)) {
-      log("warn", `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`);
+      log(
+        "warn",
+        `webhooks: job ${job.id} (${job.paths.join(", ")}) has no [[jobs]] handler and the pull API is off (no webhooks.pull_token): its calls wait in the outbox until a WebhookProducer of yours takes them`,
+      );
     }
     return {
       endpoints: served.webhooks.endpoints.map((e) => `${e.path} -> job ${e.job_id} (${e.auth})`),
@@ -208,7 +216,9 @@ function startHandlers(outbox: Outbox): { set(handlers: readonly JobHandlerConfi
   const draining = new Set<JobRunner>();
   return {
     set(handlers, options) {
-      const next = handlers.map((handler) => running.find((r) => Bun.deepEquals(r.handler, handler)) ?? { handler, runner: startJobRunner(outbox, [handler], options) });
+      const next = handlers.map(
+        (handler) => running.find((r) => Bun.deepEquals(r.handler, handler)) ?? { handler, runner: startJobRunner(outbox, [handler], options) },
+      );
       for (const { runner } of running) {
         if (next.some((r) => r.runner === runner)) continue;
         draining.add(runner);

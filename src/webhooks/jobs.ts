@@ -81,7 +81,7 @@ const STDERR_TAIL = 500;
 
 async function runCommand(argv: readonly string[], call: JobCall, timeoutMs: number, context: HandlerContext): Promise<Outcome> {
   const running = context.running;
-  let child;
+  let child: Bun.Subprocess<Blob, "ignore", "pipe">;
   try {
     child = Bun.spawn([...argv], {
       stdin: new Blob([call.body]),
@@ -189,7 +189,15 @@ export function startJobRunner(outbox: Outbox, handlers: readonly JobHandlerConf
   for (const name of options.secretEnv ?? []) delete env[name];
   // The metadata variables come from the call alone: X_WEBHOOK_NAME is absent for an unnamed endpoint, not inherited.
   for (const name of Object.keys(env)) if (name.startsWith("X_WEBHOOK_") || name.startsWith("X_GATEWAY_")) delete env[name];
-  const context: HandlerContext = { running, env, redact: secretRedactor(secrets), longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)), stopping: false, stopped: new AbortController(), triage: options.triage };
+  const context: HandlerContext = {
+    running,
+    env,
+    redact: secretRedactor(secrets),
+    longestSecret: Math.max(0, ...[...secrets].map((s) => s.length)),
+    stopping: false,
+    stopped: new AbortController(),
+    triage: options.triage,
+  };
   for (const handler of handlers) {
     for (let slot = 0; slot < handler.concurrency; slot++) {
       const producer = new WebhookProducer(outbox, { jobIds: [handler.job_id], leaseMs: options.leaseMs, pollMs: options.pollMs });
@@ -235,7 +243,11 @@ async function work(producer: WebhookProducer, handler: JobHandlerConfig, option
       else {
         const error = context.redact(outcome.error);
         const state = await call.fail(error);
-        options.log?.(state === "dead" ? "error" : "warn", `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`, { error });
+        options.log?.(
+          state === "dead" ? "error" : "warn",
+          `job ${call.jobId} call ${call.callId} attempt ${call.attempt} failed${state === "dead" ? "; now dead" : ""}`,
+          { error },
+        );
       }
     } catch (error) {
       // The outbox is unwritable; the lease will expire and the call will be delivered again.

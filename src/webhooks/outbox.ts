@@ -18,8 +18,19 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Db } from "../db/client";
 import * as schema from "../db/schema";
 import {
-  ackCall, appendCall, claimCalls, extendLease, failCall, isDuplicate, killExpiredLeases, pruneDone, releaseCall,
-  type AppendInput, type AppendResult, type ClaimedRow, type JobState,
+  ackCall,
+  appendCall,
+  claimCalls,
+  extendLease,
+  failCall,
+  isDuplicate,
+  killExpiredLeases,
+  pruneDone,
+  releaseCall,
+  type AppendInput,
+  type AppendResult,
+  type ClaimedRow,
+  type JobState,
 } from "./store";
 import { outboxStats, type OutboxStats } from "./admin";
 
@@ -226,9 +237,11 @@ export class Outbox {
     const before = this.counters.accepted;
     const beforeDuplicates = this.counters.duplicates;
     try {
-      this.sqlite.transaction(() => {
-        for (let i = 0; i < batch.length; i++) results[i] = batch[i].run();
-      }).immediate();
+      this.sqlite
+        .transaction(() => {
+          for (let i = 0; i < batch.length; i++) results[i] = batch[i].run();
+        })
+        .immediate();
     } catch (error) {
       this.counters.failedCommits++;
       this.counters.accepted = before;

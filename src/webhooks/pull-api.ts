@@ -52,7 +52,8 @@ export function createPullApi(outbox: Outbox, token: string): (request: Request,
 
   return async (request, path) => {
     if (!authorized(request)) return json(401, { error: "unauthorized" });
-    if (request.method !== "POST") return new Response(JSON.stringify({ error: "method_not_allowed" }), { status: 405, headers: { allow: "POST", "content-type": "application/json" } });
+    if (request.method !== "POST")
+      return new Response(JSON.stringify({ error: "method_not_allowed" }), { status: 405, headers: { allow: "POST", "content-type": "application/json" } });
     const input = await readObject(request);
     if (input === null) return json(400, { error: "invalid_request", message: "the body must be a JSON object" });
     const rest = path.slice(PULL_PREFIX.length);

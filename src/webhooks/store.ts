@@ -137,9 +137,7 @@ function statements(sqlite: Database): Statements {
        WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2
        RETURNING state`,
     ),
-    extend: sqlite.prepare(
-      "UPDATE webhook_jobs SET lease_until = ?3 WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2",
-    ),
+    extend: sqlite.prepare("UPDATE webhook_jobs SET lease_until = ?3 WHERE call_id = ?1 AND state = 'leased' AND attempts = ?2"),
     // The attempt is given back to the budget, not its number: the releasing holder cannot ack the next delivery.
     release: sqlite.prepare(
       `UPDATE webhook_jobs SET state = 'pending', attempt_base = attempt_base + 1, lease_until = NULL
@@ -175,9 +173,7 @@ export function appendCall(sqlite: Database, input: AppendInput, now: number, de
     if (previous?.recent) return { callId: previous.callId, duplicate: true };
     if (previous) s.clearDedupe.run(previous.callId);
   }
-  const result = s.insert.run(
-    input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.headers ?? null, input.dedupeKey, now,
-  );
+  const result = s.insert.run(input.jobId, input.serviceId, input.path, input.name, input.body, input.contentType, input.headers ?? null, input.dedupeKey, now);
   return { callId: Number(result.lastInsertRowid), duplicate: false };
 }
 
@@ -252,4 +248,3 @@ export function killExpiredLeases(sqlite: Database, now: number, maxAttempts: nu
 export function pruneDone(sqlite: Database, before: number): number {
   return statements(sqlite).prune.run(before).changes;
 }
-

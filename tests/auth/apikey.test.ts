@@ -130,7 +130,11 @@ describe("storage", () => {
   }
 
   test("a revocation committed by another connection (the CLI) is noticed within a moment", async () => {
-    const { server, keys: [{ id, key }], revokeElsewhere } = await fileWithKeys();
+    const {
+      server,
+      keys: [{ id, key }],
+      revokeElsewhere,
+    } = await fileWithKeys();
     const verify = createKeyVerifier(server.db, Date.now).verify;
     expect(verify(key).ok).toBe(true); // now kept in memory
     revokeElsewhere(id);
@@ -139,7 +143,11 @@ describe("storage", () => {
   });
 
   test("a poll the database refuses empties the cache, and polling goes on (regression: one refused poll stopped it, and the CLI's revocations were never noticed)", async () => {
-    const { server, keys: [first, second], revokeElsewhere } = await fileWithKeys();
+    const {
+      server,
+      keys: [first, second],
+      revokeElsewhere,
+    } = await fileWithKeys();
     // The verifier's data_version poll, made to fail for a while as a locked or failing database would.
     let refusing = false;
     const query = server.sqlite.query.bind(server.sqlite);

@@ -94,7 +94,13 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     expect(enabled.code).toBe(0);
     expect(enabled.stdout).toContain(`enabled ${email}`);
     let answer: string | null | undefined;
-    await eventually(async () => (answer = await ask().then((r) => r.choices[0].message.content, () => undefined)) !== undefined);
+    await eventually(
+      async () =>
+        (answer = await ask().then(
+          (r) => r.choices[0].message.content,
+          () => undefined,
+        )) !== undefined,
+    );
     expect(answer).toBe("Hello from the mock upstream.");
   });
 

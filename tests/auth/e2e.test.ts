@@ -48,12 +48,13 @@ describe("first start", () => {
     expect(form).toContain('<link rel="stylesheet" href="/dashboard/assets/style.css');
     expect(form).toContain('<label for="email">Administrator email</label>');
     expect(form).not.toContain("<style>");
-    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) => fetch(`${gw.url}/setup`, {
-      method: "POST",
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", accept: BROWSER_ACCEPT, origin: gw.url, ...headers },
-      body: new URLSearchParams(fields),
-    });
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/setup`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: BROWSER_ACCEPT, origin: gw.url, ...headers },
+        body: new URLSearchParams(fields),
+      });
     const admin = { token, email: "admin@example.com", password: "a long admin password" };
 
     // Refused form posts go back to the form with a message from the fixed table; nothing changes.
@@ -134,16 +135,19 @@ describe("the openai SDK with a key from the CLI", () => {
 
     const unknown = new OpenAI({ apiKey: "sk-mg-not-a-key", baseURL: `${gw.url}/v1`, maxRetries: 0 });
     expect(await unknown.models.list().then(() => "ok")).toBe("ok"); // /v1/models needs no key
-    expect(await unknown.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(await unknown.chat.completions.create({ model: "free-model", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)).toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
   });
 
   test("a CLI grant reaches the balance the running server keeps in memory within its poll", async () => {
     const { key } = await createUserKey(gw, { email: "late@example.com", name: "late" });
-    const paid = () => fetch(`${gw.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "paid-model", messages: [{ role: "user", content: "Hello" }] }),
-    });
+    const paid = () =>
+      fetch(`${gw.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "paid-model", messages: [{ role: "user", content: "Hello" }] }),
+      });
     expect((await paid()).status).toBe(402); // the server now keeps this user's balance, 0
     await cli(["credits", "grant", "--user", "late@example.com", "--amount", "1"]);
     expect(await eventually(async () => (await paid()).status === 200)).toBe(true);
@@ -177,7 +181,10 @@ describe("CLI errors", () => {
     expect(duplicate.code).toBe(2);
     expect(duplicate.stderr).toContain("already exists");
     // Bytes that are not UTF-8 are refused, not stored as U+FFFD (a password no browser could type).
-    const latin1 = await gw.cli(["user", "add", "latin@example.com", "--password-stdin"], new Uint8Array([...Buffer.from("pass"), 0xe9, ...Buffer.from("word1\n")]));
+    const latin1 = await gw.cli(
+      ["user", "add", "latin@example.com", "--password-stdin"],
+      new Uint8Array([...Buffer.from("pass"), 0xe9, ...Buffer.from("word1\n")]),
+    );
     expect([latin1.code, latin1.stderr.trim()]).toEqual([2, "modelgate: the password on stdin is not UTF-8 text"]);
     expect((await gw.cli(["user", "add", "latin@example.com"])).code).toBe(0);
     const twoLines = await gw.cli(["user", "add", "lines@example.com", "--password-stdin"], "first line\nsecond line\n");
@@ -190,18 +197,30 @@ describe("CLI errors", () => {
       body: JSON.stringify({ email: "pw@example.com", password: "a fine password" }),
     });
     expect(login.status).toBe(200);
-    const session = login.headers.getSetCookie().find((c) => c.startsWith("mg_session="))!.split(";")[0];
+    const session = login.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("mg_session="))!
+      .split(";")[0];
 
     // A forgotten password: the CLI sets a new one; the old one and the session it opened stop working.
     const tooShort = await gw.cli(["user", "password", "pw@example.com"], "short\n");
     expect(tooShort.code).toBe(2);
     expect((await gw.cli(["user", "password", "nobody@example.com"], "another fine one\n")).code).toBe(2);
     const reset = await gw.cli(["user", "password", "pw@example.com"], "another fine one\n");
-    expect({ code: reset.code, stdout: reset.stdout.trim() }).toEqual({ code: 0, stdout: "set a new password for pw@example.com; their sessions ended, so they sign in again" });
+    expect({ code: reset.code, stdout: reset.stdout.trim() }).toEqual({
+      code: 0,
+      stdout: "set a new password for pw@example.com; their sessions ended, so they sign in again",
+    });
     const signIn = (password: string) =>
-      fetch(`${gw.url}/auth/login`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ email: "pw@example.com", password }) });
+      fetch(`${gw.url}/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({ email: "pw@example.com", password }),
+      });
     expect((await signIn("a fine password")).status).toBe(401);
     expect((await signIn("another fine one")).status).toBe(200);
-    expect((await fetch(`${gw.url}/api/admin/credits`, { method: "POST", headers: { cookie: session, "content-type": "application/json" }, body: "{}" })).status).toBe(401);
+    expect(
+      (await fetch(`${gw.url}/api/admin/credits`, { method: "POST", headers: { cookie: session, "content-type": "application/json" }, body: "{}" })).status,
+    ).toBe(401);
   });
 });

@@ -19,17 +19,22 @@ afterEach(() => {
 
 const PASSWORD = "correct horse battery";
 
-function withPages(raw: Record<string, unknown> = {}): { post(path: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<Response>; get(path: string): Promise<Response> } {
+function withPages(raw: Record<string, unknown> = {}): {
+  post(path: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+  get(path: string): Promise<Response>;
+} {
   t = buildAuthApp(raw);
   open.push(t);
   const app = createApp(t.deps, [t.identities.routes, dashboardRoutes(t.deps)]);
   return {
     post: (path, fields, headers = {}) =>
-      app.handle(new Request(`http://localhost${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://localhost", accept: "text/html", ...headers },
-        body: new URLSearchParams(fields).toString(),
-      })),
+      app.handle(
+        new Request(`http://localhost${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://localhost", accept: "text/html", ...headers },
+          body: new URLSearchParams(fields).toString(),
+        }),
+      ),
     get: (path) => app.handle(new Request(`http://localhost${path}`, { headers: { accept: "text/html" } })),
   };
 }
@@ -65,7 +70,15 @@ describe("sign-in without JavaScript", () => {
     expect(usage.status).toBe(303);
     expect(usage.headers.get("location")).toBe("/dashboard/usage");
     expect(usage.headers.get("set-cookie")).toStartWith("mg_session=");
-    const offsite = ["https://evil.example/", "//evil.example/dashboard", "/dashboard/../../evil", "/\\evil.example", "/dashboard?x=https://evil.example", "javascript:alert(1)", "/dashboardevil"];
+    const offsite = [
+      "https://evil.example/",
+      "//evil.example/dashboard",
+      "/dashboard/../../evil",
+      "/\\evil.example",
+      "/dashboard?x=https://evil.example",
+      "javascript:alert(1)",
+      "/dashboardevil",
+    ];
     for (const next of offsite) {
       t.clock.advance(60_000); // every attempt counts against the account's throttle
       const response = await pages.post("/auth/login", { email: "ann@example.com", password: PASSWORD, next });
@@ -115,9 +128,24 @@ describe("sign-up without JavaScript", () => {
     const cases: Array<{ auth: Record<string, unknown>; fields: Record<string, string>; code: string; message: string }> = [
       { auth: {}, fields: { email: "new@example.com", password: PASSWORD }, code: "signup_closed", message: "Sign-up is closed" },
       { auth: { signup: "open" }, fields: { email: "not-an-email", password: PASSWORD }, code: "email", message: "Enter a valid email address." },
-      { auth: { signup: "open" }, fields: { email: "new@example.com", password: "short" }, code: "password", message: "The password must be 8 to 256 characters." },
-      { auth: { signup: "open" }, fields: { email: "ANN@example.com", password: PASSWORD }, code: "email_taken", message: "An account with this email already exists." },
-      { auth: { signup: "domain", allowed_domains: ["corp.example"] }, fields: { email: "new@example.com", password: PASSWORD }, code: "signup_domain", message: "Sign-up is limited to addresses at corp.example." },
+      {
+        auth: { signup: "open" },
+        fields: { email: "new@example.com", password: "short" },
+        code: "password",
+        message: "The password must be 8 to 256 characters.",
+      },
+      {
+        auth: { signup: "open" },
+        fields: { email: "ANN@example.com", password: PASSWORD },
+        code: "email_taken",
+        message: "An account with this email already exists.",
+      },
+      {
+        auth: { signup: "domain", allowed_domains: ["corp.example"] },
+        fields: { email: "new@example.com", password: PASSWORD },
+        code: "signup_domain",
+        message: "Sign-up is limited to addresses at corp.example.",
+      },
     ];
     for (const c of cases) {
       const pages = withPages({ auth: c.auth });
@@ -172,7 +200,16 @@ describe("the sign-in routes in the OpenAPI document", () => {
   test("each declares its responses, and the form routes their fields (Swagger UI can send and show them)", async () => {
     const pages = withPages();
     const doc = (await (await pages.get("/swagger/json")).json()) as { paths: Record<string, Record<string, { responses?: object; requestBody?: any }>> };
-    for (const path of ["/auth/providers", "/auth/me", "/auth/signup", "/auth/login", "/auth/logout", "/setup", "/api/admin/credits", "/auth/github/callback"]) {
+    for (const path of [
+      "/auth/providers",
+      "/auth/me",
+      "/auth/signup",
+      "/auth/login",
+      "/auth/logout",
+      "/setup",
+      "/api/admin/credits",
+      "/auth/github/callback",
+    ]) {
       for (const operation of Object.values(doc.paths[path])) expect(Object.keys(operation.responses ?? {}).length).toBeGreaterThan(0);
     }
     const login = doc.paths["/auth/login"].post.requestBody.content["application/x-www-form-urlencoded"].schema;

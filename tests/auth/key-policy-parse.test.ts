@@ -7,19 +7,45 @@ const NONE: PolicyColumns = { perMinute: null, models: null, budgetMicro: null, 
 
 describe("parsePolicyFlags", () => {
   test("each flag's text becomes its columns; an empty value clears; absent flags change nothing", () => {
-    expect(parsePolicyFlags({ models: " llama*, qwen3:* ,", budget: "0.5/week", perMinute: "30", tokensPerMinute: "20000", allowIp: "10.0.0.0/8, ::FFFF:192.168.1.7" })).toEqual({
-      models: "llama*,qwen3:*", budgetMicro: 500_000, budgetPeriod: "week", perMinute: 30, tokensPerMinute: 20_000, allowIps: "10.0.0.0/8,192.168.1.7",
+    expect(
+      parsePolicyFlags({
+        models: " llama*, qwen3:* ,",
+        budget: "0.5/week",
+        perMinute: "30",
+        tokensPerMinute: "20000",
+        allowIp: "10.0.0.0/8, ::FFFF:192.168.1.7",
+      }),
+    ).toEqual({
+      models: "llama*,qwen3:*",
+      budgetMicro: 500_000,
+      budgetPeriod: "week",
+      perMinute: 30,
+      tokensPerMinute: 20_000,
+      allowIps: "10.0.0.0/8,192.168.1.7",
     });
-    expect(parsePolicyFlags({ models: "", budget: "", perMinute: "", allowIp: "" })).toEqual({ models: null, budgetMicro: null, budgetPeriod: null, perMinute: null, allowIps: null });
+    expect(parsePolicyFlags({ models: "", budget: "", perMinute: "", allowIp: "" })).toEqual({
+      models: null,
+      budgetMicro: null,
+      budgetPeriod: null,
+      perMinute: null,
+      allowIps: null,
+    });
     expect(parsePolicyFlags({})).toEqual({});
     expect(parsePolicyFlags({ models: "*" })).toEqual({ models: "*" });
   });
 
   test("malformed values are refused with a message naming the flag", () => {
     for (const [flags, flag] of [
-      [{ budget: "5/fortnight" }, "--budget"], [{ budget: "5" }, "--budget"], [{ budget: "0/day" }, "--budget"], [{ budget: "5/day/x" }, "--budget"],
-      [{ allowIp: "10.0.0.0/33" }, "--allow-ip"], [{ allowIp: "fd00::/129" }, "--allow-ip"], [{ allowIp: "localhost" }, "--allow-ip"],
-      [{ perMinute: "0" }, "--per-minute"], [{ tokensPerMinute: "1e3" }, "--tokens-per-minute"], [{ models: "a b" }, "--models"],
+      [{ budget: "5/fortnight" }, "--budget"],
+      [{ budget: "5" }, "--budget"],
+      [{ budget: "0/day" }, "--budget"],
+      [{ budget: "5/day/x" }, "--budget"],
+      [{ allowIp: "10.0.0.0/33" }, "--allow-ip"],
+      [{ allowIp: "fd00::/129" }, "--allow-ip"],
+      [{ allowIp: "localhost" }, "--allow-ip"],
+      [{ perMinute: "0" }, "--per-minute"],
+      [{ tokensPerMinute: "1e3" }, "--tokens-per-minute"],
+      [{ models: "a b" }, "--models"],
     ] as const) {
       const result = parsePolicyFlags(flags);
       expect("error" in result && result.error.startsWith(flag)).toBe(true);
@@ -60,6 +86,7 @@ test("budget periods are UTC calendar periods: a week starts on Monday, a month 
 
 test("describePolicy is one line, as key list and the dashboard show it", () => {
   expect(describePolicy(NONE)).toBe("-");
-  expect(describePolicy({ perMinute: 30, models: "llama*", budgetMicro: 1_000_000, budgetPeriod: "day", tokensPerMinute: 20_000, allowIps: "10.0.0.0/8" }))
-    .toBe("models llama*; budget 1.000000/day; 30 req/min; 20000 tokens/min; from 10.0.0.0/8");
+  expect(
+    describePolicy({ perMinute: 30, models: "llama*", budgetMicro: 1_000_000, budgetPeriod: "day", tokensPerMinute: 20_000, allowIps: "10.0.0.0/8" }),
+  ).toBe("models llama*; budget 1.000000/day; 30 req/min; 20000 tokens/min; from 10.0.0.0/8");
 });

@@ -20,7 +20,13 @@ afterAll(() => provider.stop());
 afterEach(() => t?.close());
 
 function app(auth: Record<string, unknown> = {}): AuthTestApp {
-  const endpoints = { client_id: "client-123", client_secret: "secret-456", authorize_url: `${provider.url}/authorize`, token_url: `${provider.url}/token`, api_url: `${provider.url}/api` };
+  const endpoints = {
+    client_id: "client-123",
+    client_secret: "secret-456",
+    authorize_url: `${provider.url}/authorize`,
+    token_url: `${provider.url}/token`,
+    api_url: `${provider.url}/api`,
+  };
   return buildAuthApp({ auth: { github: endpoints, google: endpoints, ...auth } });
 }
 
@@ -50,7 +56,10 @@ async function signIn(
 }
 
 async function signedInEmail(response: Response): Promise<string> {
-  const cookie = response.headers.getSetCookie().find((c) => c.startsWith("mg_session="))!.split(";")[0];
+  const cookie = response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("mg_session="))!
+    .split(";")[0];
   const me = await t.request("/auth/me", { headers: { cookie } });
   return (await jsonOf(me)).user.email;
 }
@@ -69,7 +78,9 @@ describe("GitHub", () => {
     expect(callback.headers.get("location")).toBe("/dashboard");
     expect(callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_state=; Path=/auth") && c.includes("Max-Age=0"))).toBe(true);
     expect(await signedInEmail(callback)).toBe("octo@example.com");
-    expect(t.deps.db.$client.query("SELECT provider, provider_user_id, user_id FROM oauth_accounts").all()).toEqual([{ provider: `github ${provider.url}`, provider_user_id: "101", user_id: 1 }]);
+    expect(t.deps.db.$client.query("SELECT provider, provider_user_id, user_id FROM oauth_accounts").all()).toEqual([
+      { provider: `github ${provider.url}`, provider_user_id: "101", user_id: 1 },
+    ]);
   });
 
   test("links to an existing user by verified email even with sign-up closed, then by account id", async () => {
@@ -111,7 +122,11 @@ describe("GitHub", () => {
 
   test("a verified email never joins an account made by password sign-up (regression: a squatter who signed up with the victim's address shared the victim's account)", async () => {
     t = app({ signup: "open" });
-    const signup = await t.request("/auth/signup", { method: "POST", headers: { ...JSON_ACCEPT, "content-type": "application/json" }, body: JSON.stringify({ email: "victim@example.com", password: "squatter pw" }) });
+    const signup = await t.request("/auth/signup", {
+      method: "POST",
+      headers: { ...JSON_ACCEPT, "content-type": "application/json" },
+      body: JSON.stringify({ email: "victim@example.com", password: "squatter pw" }),
+    });
     expect(signup.status).toBe(200);
     provider.account = { id: "505", email: "victim@example.com", verified: true };
     const { callback } = await signIn("github", { headers: JSON_ACCEPT });
@@ -171,7 +186,14 @@ describe("GitHub", () => {
     expect(usage.start.headers.getSetCookie()).toContain("mg_oauth_next=/dashboard/usage; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=600");
     expect(usage.callback.headers.get("location")).toBe("/dashboard/usage");
     expect(usage.callback.headers.getSetCookie().some((c) => c.startsWith("mg_oauth_next=;") && c.includes("Max-Age=0"))).toBe(true);
-    for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../../evil", "/\\evil.example", "javascript:alert(1)", `/dashboard/${"a".repeat(5000)}`]) {
+    for (const next of [
+      "https://evil.example/",
+      "//evil.example",
+      "/dashboard/../../evil",
+      "/\\evil.example",
+      "javascript:alert(1)",
+      `/dashboard/${"a".repeat(5000)}`,
+    ]) {
       expect((await signIn("github", { next })).callback.headers.get("location")).toBe("/dashboard");
     }
   });
@@ -207,7 +229,13 @@ describe("provider servers and failures", () => {
     provider.account = { id: "201", email: "cli@example.com", verified: true };
     expect(await signedInEmail((await signIn("github")).callback)).toBe("cli@example.com");
     expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts").get()).toEqual({ provider: `github ${provider.url}` });
-    const elsewhere = { provider: "github", server: "https://ghe.example.com", providerUserId: "201", email: "stranger@elsewhere.org", emailVerified: false } as const;
+    const elsewhere = {
+      provider: "github",
+      server: "https://ghe.example.com",
+      providerUserId: "201",
+      email: "stranger@elsewhere.org",
+      emailVerified: false,
+    } as const;
     expect(await userForProfile(t.deps.db, t.deps.config, elsewhere)).toMatchObject({ reason: "oauth_unverified" });
     expect(await userForProfile(t.deps.db, t.deps.config, { ...elsewhere, server: provider.url })).toMatchObject({ email: "cli@example.com" });
   });
@@ -215,9 +243,15 @@ describe("provider servers and failures", () => {
   test("links stored under the provider alone are taken to come from the server configured now", async () => {
     t = app();
     const user = await t.user("old@example.com");
-    t.deps.db.$client.run("INSERT INTO oauth_accounts (provider, provider_user_id, user_id, created_at) VALUES ('github', '7', ?1, 1), ('google', 'g7', ?1, 1)", [user.id]);
+    t.deps.db.$client.run(
+      "INSERT INTO oauth_accounts (provider, provider_user_id, user_id, created_at) VALUES ('github', '7', ?1, 1), ('google', 'g7', ?1, 1)",
+      [user.id],
+    );
     expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(2);
-    expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts ORDER BY provider").all()).toEqual([{ provider: `github ${provider.url}` }, { provider: `google ${provider.url}` }]);
+    expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts ORDER BY provider").all()).toEqual([
+      { provider: `github ${provider.url}` },
+      { provider: `google ${provider.url}` },
+    ]);
     expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(0);
     provider.account = { id: "7", email: "someone-else@example.com", verified: true };
     expect(await signedInEmail((await signIn("github")).callback)).toBe("old@example.com");
@@ -245,7 +279,10 @@ describe("provider servers and failures", () => {
       t = app();
       t.deps.config.auth.github!.client_secret = "wrong-secret";
       expect((await signIn("github")).callback.headers.get("location")).toBe("/dashboard/signin?error=oauth_failed");
-      const failures = captured.lines().map((line) => JSON.parse(line)).filter((line) => line.msg.startsWith("github sign-in failed"));
+      const failures = captured
+        .lines()
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg.startsWith("github sign-in failed"));
       expect(failures.map(({ step, cause }) => ({ step, cause }))).toEqual([
         { step: "code exchange", cause: "no answer within 0.2 s" },
         { step: "profile read", cause: "the answer is over 1 MiB" },

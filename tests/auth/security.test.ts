@@ -23,7 +23,11 @@ beforeAll(async () => {
   const valid = t.key(user.id);
   const expired = t.key(user.id, { expiresAt: t.clock.now - 1 });
   const revoked = t.key(user.id);
-  t.deps.db.update(apiKeys).set({ revokedAt: t.clock.now }).where(eq(apiKeys.keyHash, sha256Hex(revoked))).run();
+  t.deps.db
+    .update(apiKeys)
+    .set({ revokedAt: t.clock.now })
+    .where(eq(apiKeys.keyHash, sha256Hex(revoked)))
+    .run();
   const disabledKey = t.key(disabled.id);
   const disabledSession = t.session(disabled.id);
   t.deps.db.update(users).set({ disabledAt: t.clock.now }).where(eq(users.id, disabled.id)).run();
@@ -129,11 +133,12 @@ const ROUTES: Array<{ name: string; send: (headers: Record<string, string>) => P
   },
   {
     name: "POST /api/admin/credits",
-    send: (headers) => t.request("/api/admin/credits", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify({ email: "alice@example.com", amount: "1" }),
-    }),
+    send: (headers) =>
+      t.request("/api/admin/credits", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ email: "alice@example.com", amount: "1" }),
+      }),
     table: {
       "no credential": [401, "invalid_session", /Sign in/],
       "malformed key": [401, "invalid_session"],
@@ -187,7 +192,11 @@ describe("sessions and Origin", () => {
     const chat = await t.chat(chatFree, headers);
     expect(chat.status).toBe(403);
     expect((await jsonOf(chat)).error.code).toBe("forbidden");
-    const admin = await t.request("/api/admin/credits", { method: "POST", headers: { ...creds["admin session"], origin: "https://evil.example", "content-type": "application/json" }, body: "{}" });
+    const admin = await t.request("/api/admin/credits", {
+      method: "POST",
+      headers: { ...creds["admin session"], origin: "https://evil.example", "content-type": "application/json" },
+      body: "{}",
+    });
     expect(admin.status).toBe(403);
   });
 

@@ -55,7 +55,11 @@ describe("password sign-in", () => {
     const me = await t.request("/auth/me", { headers: { cookie: cookieOf(response) } });
     expect((await jsonOf(me)).user).toEqual({ id: 1, email: "ann@example.com", is_admin: false });
     // One user's account: for no shared cache; and, as every answer, for no frame or sniffing.
-    expect([me.headers.get("cache-control"), me.headers.get("x-frame-options"), me.headers.get("x-content-type-options")]).toEqual(["no-store", "DENY", "nosniff"]);
+    expect([me.headers.get("cache-control"), me.headers.get("x-frame-options"), me.headers.get("x-content-type-options")]).toEqual([
+      "no-store",
+      "DENY",
+      "nosniff",
+    ]);
   });
 
   test("a caller that does not name text/html gets JSON, a browser a page (regression: Swagger UI's and curl's */* got a 303 to the sign-in page, shown as a 200 for a wrong password)", async () => {
@@ -94,7 +98,13 @@ describe("password sign-in", () => {
       expect(response.status).toBe(401);
       expect(response.headers.get("set-cookie")).toBeNull();
       expect(await jsonOf(response)).toEqual({
-        error: { message: "The email or password is incorrect", type: "authentication_error", param: null, code: "invalid_credentials", display: "The email or password is incorrect." },
+        error: {
+          message: "The email or password is incorrect",
+          type: "authentication_error",
+          param: null,
+          code: "invalid_credentials",
+          display: "The email or password is incorrect.",
+        },
       });
     }
   });
@@ -157,12 +167,14 @@ describe("password sign-in", () => {
     const deviceCookie = async (email: string, password: string): Promise<string> => {
       const response = await t.request("/auth/login", json({ email, password }));
       expect(response.status).toBe(200);
-      return response.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0];
+      return response.headers
+        .getSetCookie()
+        .find((c) => c.startsWith("mg_device="))!
+        .split(";")[0];
     };
     const annDevice = await deviceCookie("ann@example.com", "correct horse");
     const bobDevice = await deviceCookie("bob@example.com", "battery staple");
-    const signIn = (password: string, cookie?: string) =>
-      t.request("/auth/login", json({ email: "ann@example.com", password }, cookie ? { cookie } : {}));
+    const signIn = (password: string, cookie?: string) => t.request("/auth/login", json({ email: "ann@example.com", password }, cookie ? { cookie } : {}));
     // Somebody else guesses until the account is throttled.
     const guesses: number[] = [];
     for (let i = 0; i < 5; i++) guesses.push((await signIn(`guess ${i}`)).status);
@@ -199,7 +211,11 @@ describe("password sign-in", () => {
       return response;
     };
     const signIn = (email: string, password: string, cookie = jar) => send("/auth/login", email, password, cookie);
-    const ids = () => jar.slice("mg_device=".length).split("~").map((token) => token.split(".")[0]);
+    const ids = () =>
+      jar
+        .slice("mg_device=".length)
+        .split("~")
+        .map((token) => token.split(".")[0]);
     await signIn(emails[0], "correct horse");
     await signIn(emails[1], "correct horse");
     // Signing up keeps the tokens the browser already holds (regression: sign-up, which never saw the cookie, replaced them).
@@ -221,7 +237,12 @@ describe("password sign-in", () => {
     // Junk, empty parts and a second token for one account are dropped, not kept in a slot.
     const tokens = jar.slice("mg_device=".length).split("~");
     const messy = await signIn(emails[0], "correct horse", `mg_device=~x.y.z~${tokens[0]}~${tokens[0]}~${tokens[1]}`);
-    const kept = messy.headers.getSetCookie().find((c) => c.startsWith("mg_device="))!.split(";")[0].slice("mg_device=".length).split("~");
+    const kept = messy.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("mg_device="))!
+      .split(";")[0]
+      .slice("mg_device=".length)
+      .split("~");
     expect(kept.map((token) => token.split(".")[0])).toEqual(["1", "5", "4"]);
   });
 
@@ -255,7 +276,20 @@ describe("password sign-in", () => {
   test("emails with control characters are refused; password length counts characters, not UTF-16 units", async () => {
     t = buildAuthApp({ auth: { signup: "open" } });
     // And invisible format characters (regression: "admin\u200b@example.com" was a second account that looks like the first).
-    for (const email of ["nul\u0000x@example.com", "ctl\u0001x@example.com", "del\u007fx@example.com", "a@exam\u0085ple.com", "zw\u200bsp@example.com", "rtl\u202e@example.com", "a@exam\u00adple.com", "ops\ufe0f@example.com", "ops\u034f@example.com", "ops\u3164@example.com", "ops\uffa0@example.com", "ops\u2800@example.com"]) {
+    for (const email of [
+      "nul\u0000x@example.com",
+      "ctl\u0001x@example.com",
+      "del\u007fx@example.com",
+      "a@exam\u0085ple.com",
+      "zw\u200bsp@example.com",
+      "rtl\u202e@example.com",
+      "a@exam\u00adple.com",
+      "ops\ufe0f@example.com",
+      "ops\u034f@example.com",
+      "ops\u3164@example.com",
+      "ops\uffa0@example.com",
+      "ops\u2800@example.com",
+    ]) {
       const refused = await t.request("/auth/signup", json({ email, password: "long enough" }));
       expect(refused.status).toBe(400);
       expect((await jsonOf(refused)).error.param).toBe("email");
@@ -265,11 +299,20 @@ describe("password sign-in", () => {
     // `display` is what the page shows for the same refusal without JavaScript.
     expect((await jsonOf(fourEmoji)).error).toMatchObject({ param: "password", display: "The password must be 8 to 256 characters." });
     // Regression: lone surrogates were hashed as U+FFFD, so eight \ud800 signed in with eight \udfff.
-    const surrogates = await t.request("/auth/signup", { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: `{"email":"lone@example.com","password":"${"\\ud800".repeat(8)}"}` });
+    const surrogates = await t.request("/auth/signup", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: `{"email":"lone@example.com","password":"${"\\ud800".repeat(8)}"}`,
+    });
     expect(surrogates.status).toBe(400);
     expect((await jsonOf(surrogates)).error).toMatchObject({ param: "password", message: expect.stringContaining("unpaired surrogate") });
     // A password that is not a string is told so, not that it is too short (regression: 123456789 "must be at least 8 characters").
-    for (const [password, message] of [[123456789, "the password must be a string of characters"], [["long enough"], "the password must be a string of characters"], [null, "a password is required"], [undefined, "a password is required"]] as const) {
+    for (const [password, message] of [
+      [123456789, "the password must be a string of characters"],
+      [["long enough"], "the password must be a string of characters"],
+      [null, "a password is required"],
+      [undefined, "a password is required"],
+    ] as const) {
       const refused = await t.request("/auth/signup", json({ email: "typed@example.com", password }));
       expect(refused.status).toBe(400);
       expect((await jsonOf(refused)).error).toMatchObject({ param: "password", message });

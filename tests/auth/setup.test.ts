@@ -27,7 +27,9 @@ describe("first-run setup", () => {
   test("two concurrent posts of one link: exactly one creates the administrator", async () => {
     const { db } = openDatabase(":memory:");
     const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
-    const results = await Promise.all(["a@example.com", "b@example.com"].map((email) => completeSetup(db, { token, email, password: "long enough pw", now: NOW })));
+    const results = await Promise.all(
+      ["a@example.com", "b@example.com"].map((email) => completeSetup(db, { token, email, password: "long enough pw", now: NOW })),
+    );
     expect(results.filter((r) => "error" in r)).toHaveLength(1);
     expect([findUserByEmail(db, "a@example.com"), findUserByEmail(db, "b@example.com")].filter((u) => u?.isAdmin)).toHaveLength(1);
   });
@@ -78,7 +80,10 @@ describe("first-run setup", () => {
     disableUser(db, made.id);
     expect(verifier.verify(key)).toMatchObject({ ok: false, message: "The account that owns this API key is disabled" });
     const token = tokenOf(issueSetupLink(db, { now: NOW, publicUrl: "http://localhost:8080" })!);
-    expect(await completeSetup(db, { token, email: "ops@example.com", password: "real admin pw", now: NOW })).toMatchObject({ isAdmin: true, disabledAt: null });
+    expect(await completeSetup(db, { token, email: "ops@example.com", password: "real admin pw", now: NOW })).toMatchObject({
+      isAdmin: true,
+      disabledAt: null,
+    });
     expect(verifier.verify(key)).toMatchObject({ ok: true });
   });
 });

@@ -63,7 +63,12 @@ targets = [{ upstream = "mock", model = "mock-small" }]
 
 export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
   const upstream = startMockUpstream();
-  const clock = { now: Date.UTC(2026, 5, 16, 12), advance(ms: number) { clock.now += ms; } };
+  const clock = {
+    now: Date.UTC(2026, 5, 16, 12),
+    advance(ms: number) {
+      clock.now += ms;
+    },
+  };
   const now = () => clock.now;
   const composed = composeTestApp({ ...modelsConfig(upstream.url), ...raw }, { now, identities: buildIdentities });
   const { app, deps, records, closeDb } = composed;
@@ -77,12 +82,19 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
     return app.handle(new Request(`http://localhost${path}`, { ...init, headers }));
   };
   return {
-    app, deps, identities, upstream, records, clock, request,
-    chat: (body, headers = {}) => request("/v1/chat/completions", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body),
-    }),
+    app,
+    deps,
+    identities,
+    upstream,
+    records,
+    clock,
+    request,
+    chat: (body, headers = {}) =>
+      request("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      }),
     async user(email, options = {}) {
       const created = await createUser(db, { email, ...options });
       if ("error" in created) throw new Error(created.error);

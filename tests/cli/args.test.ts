@@ -25,7 +25,7 @@ function freshConfig(): { config: string; dataDir: string } {
 }
 
 describe("jobs list --limit", () => {
-  test("a limit past what SQLite takes is a usage error, not a database error (regression: 1e20 printed \"datatype mismatch\")", async () => {
+  test('a limit past what SQLite takes is a usage error, not a database error (regression: 1e20 printed "datatype mismatch")', async () => {
     const { config } = freshConfig();
     const error = spyOn(console, "error").mockImplementation(() => {});
     try {
@@ -46,7 +46,7 @@ describe("parseArgs", () => {
     expect(Object.fromEntries(args.flags)).toEqual({ user: "a@example.com", name: "ci", admin: true });
   });
 
-  test("a flag is never taken as the value of the flag before it (regression: --name --config x named a key \"--config\")", () => {
+  test('a flag is never taken as the value of the flag before it (regression: --name --config x named a key "--config")', () => {
     expect(() => parseArgs(["key", "create", "--name", "--config", "mg.toml"])).toThrow(new UsageError("--name needs a value"));
     expect(() => parseArgs(["--name"])).toThrow(new UsageError("--name needs a value"));
     expect(parseArgs(["--name=--odd"]).flags.get("name")).toBe("--odd");
@@ -97,7 +97,10 @@ describe("an account whose stored email is stuck", () => {
     const after = openDatabase(dataDir);
     const rows = after.sqlite.query("SELECT email, disabled_at IS NOT NULL AS disabled FROM users ORDER BY id").all();
     after.close();
-    expect(rows).toEqual([{ email: "ann@b\u00fccher.de", disabled: 0 }, { email: "ann@xn--bcher-kva.de", disabled: 1 }]);
+    expect(rows).toEqual([
+      { email: "ann@b\u00fccher.de", disabled: 0 },
+      { email: "ann@xn--bcher-kva.de", disabled: 1 },
+    ]);
   });
 });
 
@@ -111,7 +114,9 @@ describe("user add --admin", () => {
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
       expect(await runCli(["user", "add", "Boss@example.com", "--admin", "--config", config])).toBe(2);
-      expect(String(error.mock.calls.at(-1)?.[0])).toContain("boss@example.com was made by a password sign-up, which does not prove the address; it is not made an administrator");
+      expect(String(error.mock.calls.at(-1)?.[0])).toContain(
+        "boss@example.com was made by a password sign-up, which does not prove the address; it is not made an administrator",
+      );
       expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(false);
       expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
       expect(findUserByEmail(opened.db, "made@example.com")?.isAdmin).toBe(true);
@@ -155,7 +160,7 @@ describe("key names and tables", () => {
     }
   });
 
-  test("`key list` shows a key's policy, and a key whose owner is disabled as such (regression: \"active\" while the server refused it)", async () => {
+  test('`key list` shows a key\'s policy, and a key whose owner is disabled as such (regression: "active" while the server refused it)', async () => {
     const { config } = freshConfig();
     const quiet = spyOn(console, "error").mockImplementation(() => {});
     const printed = spyOn(console, "log").mockImplementation(() => {});
@@ -167,7 +172,11 @@ describe("key names and tables", () => {
       printed.mockClear();
       expect(await runCli(["key", "list", "--config", config])).toBe(0);
       const rows = printed.mock.calls.map((call) => String(call[0]).trim().split(/ {2,}/));
-      expect(rows.map((row) => [row[2], row.at(-2), row.at(-1)]).sort()).toEqual([["NAME", "STATUS", "POLICY"], ["fast", "active", "600 req/min"], ["idle", "owner disabled", "-"]]);
+      expect(rows.map((row) => [row[2], row.at(-2), row.at(-1)]).sort()).toEqual([
+        ["NAME", "STATUS", "POLICY"],
+        ["fast", "active", "600 req/min"],
+        ["idle", "owner disabled", "-"],
+      ]);
     } finally {
       quiet.mockRestore();
       printed.mockRestore();
@@ -215,7 +224,12 @@ describe("key names and tables", () => {
   });
 
   test("cells made elsewhere (an older row, an upstream's error) are shown escaped", () => {
-    expect(formatTable([["A", "B"], ["x\u001b[2Jy", "z\nw"]])).toEqual([`A${" ".repeat(12)}B`, "x\\u001b[2Jy  z\\u000aw"]);
+    expect(
+      formatTable([
+        ["A", "B"],
+        ["x\u001b[2Jy", "z\nw"],
+      ]),
+    ).toEqual([`A${" ".repeat(12)}B`, "x\\u001b[2Jy  z\\u000aw"]);
     expect(keyName("  ci\r\n\tbuild  ")).toBe("ci build");
     expect(keyName("\u200b\u0007")).toBe("default");
   });
@@ -245,21 +259,41 @@ describe("command shapes", () => {
         [["key", "list", "--bogus"], "modelgate key list has no flag --bogus"],
         [["version", "now"], 'modelgate version: unexpected argument "now"'],
         // Decimal digits below 2^53 (regression: 0x10 was 16, 1e3 1000, and an empty value 0).
-        ...["9007199254740993", "0x10", "1e3", "0b11", "", " 7", "-1"].map((n): [string[], string] => [["serve", "--service-id", n], "--service-id must be a whole number from 0 to 2^53 - 1, in decimal digits"]),
+        ...["9007199254740993", "0x10", "1e3", "0b11", "", " 7", "-1"].map((n): [string[], string] => [
+          ["serve", "--service-id", n],
+          "--service-id must be a whole number from 0 to 2^53 - 1, in decimal digits",
+        ]),
         // Digits only (regression: 1e30 gave x-ratelimit headers of "1e+30"; 0x10 was taken as 16).
-        ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [["key", "create", "--user", "a@example.com", "--per-minute", n], "--per-minute must be a whole number from 1 to 1000000000 (empty clears it)"]),
+        ...["1e30", "0x10", " 7", "99999999999", "0", "1.5"].map((n): [string[], string] => [
+          ["key", "create", "--user", "a@example.com", "--per-minute", n],
+          "--per-minute must be a whole number from 1 to 1000000000 (empty clears it)",
+        ]),
         // Key policy flags: checked before the database is opened, one line each.
-        [["key", "create", "--user", "a@example.com", "--budget", "5/fortnight"], '--budget: "5/fortnight" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)'],
-        [["key", "update", "key_a", "--budget", "-1/day"], '--budget: "-1/day" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)'],
-        [["key", "create", "--user", "a@example.com", "--allow-ip", "10.0.0.0/33"], '--allow-ip: "10.0.0.0/33" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8'],
-        [["key", "update", "key_a", "--allow-ip", "10.0.0.1,example.com"], '--allow-ip: "example.com" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8'],
+        [
+          ["key", "create", "--user", "a@example.com", "--budget", "5/fortnight"],
+          '--budget: "5/fortnight" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)',
+        ],
+        [
+          ["key", "update", "key_a", "--budget", "-1/day"],
+          '--budget: "-1/day" is not an amount of credits per period, like 5/day (periods: day, week, month, total; empty clears it)',
+        ],
+        [
+          ["key", "create", "--user", "a@example.com", "--allow-ip", "10.0.0.0/33"],
+          '--allow-ip: "10.0.0.0/33" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8',
+        ],
+        [
+          ["key", "update", "key_a", "--allow-ip", "10.0.0.1,example.com"],
+          '--allow-ip: "example.com" is not an IP address or a CIDR block like 10.0.0.0/8 or fd00::/8',
+        ],
         [["key", "update", "key_a", "--tokens-per-minute", "1e3"], "--tokens-per-minute must be a whole number from 1 to 1000000000 (empty clears it)"],
         [["key", "update", "key_a"], "key update: give at least one of --models, --budget, --per-minute, --tokens-per-minute, --allow-ip"],
         // One rule for row ids, checked before the database is opened (regression: jobs took 1e2 and " 7", settlements refused 07 with the bare usage).
-        ...["1e2", " 7", "0x10", "0", "-1", "1.0"].flatMap((id): Array<[string[], string]> => [
-          [["jobs", "retry", id], "usage: modelgate jobs retry CALL_ID: the id is a whole number from 1, as the list shows it"],
-          [["settlements", "retry", id], "usage: modelgate settlements retry ID: the id is a whole number from 1, as the list shows it"],
-        ]),
+        ...["1e2", " 7", "0x10", "0", "-1", "1.0"].flatMap(
+          (id): Array<[string[], string]> => [
+            [["jobs", "retry", id], "usage: modelgate jobs retry CALL_ID: the id is a whole number from 1, as the list shows it"],
+            [["settlements", "retry", id], "usage: modelgate settlements retry ID: the id is a whole number from 1, as the list shows it"],
+          ],
+        ),
         [["jobs", "retry"], "usage: modelgate jobs retry CALL_ID"],
         [["settlements", "retry"], "usage: modelgate settlements retry ID"],
       ];
@@ -296,7 +330,9 @@ describe("command shapes", () => {
     try {
       expect(await runCli(["settlements", "retry", "07", "--config", config])).toBe(1);
       expect(await runCli(["jobs", "retry", "007", "--config", config])).toBe(1);
-      expect(printed.mock.calls.map((call) => String(call[0]))[0]).toBe("settlement 7 is not dead (or does not exist, or its client's newer authorization for the nonce is being served); nothing to retry");
+      expect(printed.mock.calls.map((call) => String(call[0]))[0]).toBe(
+        "settlement 7 is not dead (or does not exist, or its client's newer authorization for the nonce is being served); nothing to retry",
+      );
     } finally {
       printed.mockRestore();
     }
@@ -417,11 +453,13 @@ describe("parseExpiry", () => {
     }
   });
 
-  test("a duration is at most 100 years, and one longer is told so (regression: 999999w ran to the year 21192 and 1000000w was \"neither a duration nor a date\")", () => {
+  test('a duration is at most 100 years, and one longer is told so (regression: 999999w ran to the year 21192 and 1000000w was "neither a duration nor a date")', () => {
     expect(parseExpiry("5214w", now)).toBe(now + 5214 * 7 * 86_400_000);
     expect(parseExpiry("36500d", now)).toBe(now + 36500 * 86_400_000);
     for (const text of ["36501d", "999999w", "1000000w", "99999999999999999999m"]) {
-      expect(() => parseExpiry(text, now)).toThrow(new UsageError(`--expires: "${text}" is longer than 100 years; leave --expires out for a key that never expires`));
+      expect(() => parseExpiry(text, now)).toThrow(
+        new UsageError(`--expires: "${text}" is longer than 100 years; leave --expires out for a key that never expires`),
+      );
     }
   });
 
@@ -443,7 +481,7 @@ describe("credits grant --note", () => {
     const opened = openDatabase(dataDir);
     createUser(opened.db, { email: "payee@example.com" });
     opened.close();
-    const key = "sk-mg-" + "a".repeat(46);
+    const key = `sk-mg-${"a".repeat(46)}`;
     const log = spyOn(console, "log").mockImplementation(() => {});
     try {
       const long = `${key}\nline\u001b[31m ${"n".repeat(500)}`;
@@ -453,7 +491,10 @@ describe("credits grant --note", () => {
       log.mockRestore();
     }
     const reopened = openDatabase(dataDir);
-    const notes = reopened.sqlite.query<{ note: string | null }, []>("SELECT note FROM ledger ORDER BY id").all().map((row) => row.note);
+    const notes = reopened.sqlite
+      .query<{ note: string | null }, []>("SELECT note FROM ledger ORDER BY id")
+      .all()
+      .map((row) => row.note);
     reopened.close();
     const expected = `sk-mg-aaaaaa… line [31m ${"n".repeat(500)}`.slice(0, 200);
     expect(notes).toEqual([expected, null]);

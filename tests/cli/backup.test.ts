@@ -60,11 +60,18 @@ function snapshot(file: string): Snapshot {
   const db = new Database(file, { readonly: true });
   try {
     const balances: Record<string, number> = {};
-    for (const row of db.query<{ email: string; micro: number }, []>("SELECT email, micro FROM balances JOIN users ON users.id = user_id").all()) balances[row.email] = row.micro;
+    for (const row of db.query<{ email: string; micro: number }, []>("SELECT email, micro FROM balances JOIN users ON users.id = user_id").all())
+      balances[row.email] = row.micro;
     return {
-      keys: db.query<{ id: string }, []>("SELECT id FROM api_keys ORDER BY id").all().map((r) => r.id),
+      keys: db
+        .query<{ id: string }, []>("SELECT id FROM api_keys ORDER BY id")
+        .all()
+        .map((r) => r.id),
       balances,
-      jobs: db.query<{ call_id: number }, []>("SELECT call_id FROM webhook_jobs ORDER BY call_id").all().map((r) => r.call_id),
+      jobs: db
+        .query<{ call_id: number }, []>("SELECT call_id FROM webhook_jobs ORDER BY call_id")
+        .all()
+        .map((r) => r.call_id),
       debits: db.query<{ n: number }, []>("SELECT count(*) AS n FROM ledger WHERE kind = 'debit'").get()!.n,
     };
   } finally {

@@ -18,12 +18,22 @@ test("processes starting together on a fresh data_dir all succeed, and each migr
     const dir = mkdtempSync(join(tmpdir(), "modelgate-first-"));
     const config = join(dir, "modelgate.toml");
     writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
-    const commands = [["migrate"], ["user", "add", "a@example.com"], ["key", "list"], ["migrate"], ["user", "add", "b@example.com"], ["jobs", "list"], ["migrate"], ["key", "list"]];
+    const commands = [
+      ["migrate"],
+      ["user", "add", "a@example.com"],
+      ["key", "list"],
+      ["migrate"],
+      ["user", "add", "b@example.com"],
+      ["jobs", "list"],
+      ["migrate"],
+      ["key", "list"],
+    ];
     const runs = commands.map((args) => Bun.spawn([BINARY, ...args, "--config", config], { stdout: "pipe", stderr: "pipe" }));
     const results = await Promise.all(runs.map(async (run) => ({ code: await run.exited, stderr: await new Response(run.stderr).text() })));
     for (const [i, result] of results.entries()) {
       // A reader that started before any process had made the file says so; nothing else may fail.
-      const tooEarly = commands[i][1] === "list" && result.code === 2 && result.stderr.startsWith(`modelgate: no database at ${join(dir, "data", "modelgate.db")}: `);
+      const tooEarly =
+        commands[i][1] === "list" && result.code === 2 && result.stderr.startsWith(`modelgate: no database at ${join(dir, "data", "modelgate.db")}: `);
       if (!tooEarly) expect({ command: commands[i], ...result }).toEqual({ command: commands[i], code: 0, stderr: "" });
     }
     const db = new Database(join(dir, "data", "modelgate.db"), { readonly: true });
@@ -62,11 +72,20 @@ test("a command that only reads or changes what is stored refuses a data_dir wit
   const config = join(dir, "modelgate.toml");
   writeFileSync(config, `[server]\ndata_dir = "${join(dir, "data")}"\n`);
   const file = join(dir, "data", "modelgate.db");
-  for (const args of [["key", "list"], ["jobs", "list"], ["settlements", "list"], ["credits", "balance", "--user", "a@example.com"], ["user", "disable", "a@example.com"], ["key", "revoke", "key_abc"]]) {
+  for (const args of [
+    ["key", "list"],
+    ["jobs", "list"],
+    ["settlements", "list"],
+    ["credits", "balance", "--user", "a@example.com"],
+    ["user", "disable", "a@example.com"],
+    ["key", "revoke", "key_abc"],
+  ]) {
     const run = Bun.spawn([BINARY, ...args, "--config", config], { stdout: "pipe", stderr: "pipe" });
     const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()]);
     expect({ args, code, stdout, stderr }).toEqual({
-      args, code: 2, stdout: "",
+      args,
+      code: 2,
+      stdout: "",
       stderr: `modelgate: no database at ${file}: nothing is stored under this data_dir yet (a server's database is under the data_dir of its config: run from its directory, or pass --config; serve, migrate and user add create it)\n`,
     });
   }

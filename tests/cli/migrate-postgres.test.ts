@@ -32,7 +32,8 @@ async function run(args: string[], env: Record<string, string>): Promise<{ code:
 
 test("a single box's database is copied into an empty Postgres, counts checked, and not twice", async () => {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-copy-"));
-  const gateway = await startGateway(`[[upstreams]]
+  const gateway = await startGateway(
+    `[[upstreams]]
 name = "mock"
 base_url = "${mock.url}"
 
@@ -40,7 +41,9 @@ base_url = "${mock.url}"
 id = "paid"
 price = { prompt = 1000, completion = 2000 }
 targets = [{ upstream = "mock", model = "mock-small" }]
-`, { dir });
+`,
+    { dir },
+  );
   const user = await createUserKey(gateway, { email: "a@example.com", credits: "10", admin: true });
   const chat = await fetch(`${gateway.url}/v1/chat/completions`, {
     method: "POST",
@@ -62,7 +65,12 @@ targets = [{ upstream = "mock", model = "mock-small" }]
     for (let i = 0; i < 1_200; i++) logRow.run(`r${i}`, i); // more than one page of the copy
   })();
   sqlite.run("DELETE FROM request_log WHERE request_id = 'r600'");
-  const counts = Object.fromEntries(["users", "api_keys", "balances", "ledger", "request_log", "webhook_jobs", "settlements"].map((t) => [t, sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()!.n]));
+  const counts = Object.fromEntries(
+    ["users", "api_keys", "balances", "ledger", "request_log", "webhook_jobs", "settlements"].map((t) => [
+      t,
+      sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()!.n,
+    ]),
+  );
   sqlite.close();
   expect(counts.ledger).toBe(2); // the grant and the paid request's debit
   expect(counts.request_log).toBe(1_200); // the paid request's row, and 1,199 more

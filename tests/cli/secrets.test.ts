@@ -98,7 +98,14 @@ describe("env: secrets and the database commands", () => {
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: expected });
     }
     // With every variable set, a secret that is set but malformed is refused (here: not a private key).
-    const set = { MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret", MG_UNSET_OPENAI_KEY: "sk-upstream", MG_UNSET_OPERATOR_KEY: "not-a-key", MG_UNSET_METRICS_TOKEN: "metrics-token", MG_UNSET_PULL_TOKEN: "pull-token", MG_UNSET_WEBHOOK_SECRET: "hook-secret" };
+    const set = {
+      MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret",
+      MG_UNSET_OPENAI_KEY: "sk-upstream",
+      MG_UNSET_OPERATOR_KEY: "not-a-key",
+      MG_UNSET_METRICS_TOKEN: "metrics-token",
+      MG_UNSET_PULL_TOKEN: "pull-token",
+      MG_UNSET_WEBHOOK_SECRET: "hook-secret",
+    };
     expect((await run(config, ["config", "check"], set)).stderr).toBe("modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n");
   });
 
@@ -114,7 +121,11 @@ job_id = 1
 forward = "env:MG_UNSET_FORWARD_URL"
 `;
     const config = writeConfig(`${SECRETS}${urls}`);
-    for (const args of [["user", "add", "b@example.com"], ["jobs", "list"], ["key", "list"]]) {
+    for (const args of [
+      ["user", "add", "b@example.com"],
+      ["jobs", "list"],
+      ["key", "list"],
+    ]) {
       const result = await run(config, args);
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: "" });
     }
@@ -124,17 +135,34 @@ forward = "env:MG_UNSET_FORWARD_URL"
     writeFileSync(file, `[server]\ndata_dir = "env:MG_UNSET_DATA_DIR"\n${SECRETS}`);
     for (const args of [["user", "add", "a@example.com"], ["migrate"]]) {
       const result = await run(file, args);
-      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: "modelgate: config error: server.data_dir: environment variable MG_UNSET_DATA_DIR is not set\n" });
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: "modelgate: config error: server.data_dir: environment variable MG_UNSET_DATA_DIR is not set\n",
+      });
     }
   });
 
   test("with every variable set, the database commands check the whole file as serve does", async () => {
-    const set = { MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret", MG_UNSET_OPENAI_KEY: "sk-upstream", MG_UNSET_OPERATOR_KEY: `0x${"ab".repeat(32)}`, MG_UNSET_METRICS_TOKEN: "metrics-token", MG_UNSET_PULL_TOKEN: "pull-token", MG_UNSET_WEBHOOK_SECRET: "hook-secret-0123456789" };
+    const set = {
+      MG_UNSET_GITHUB_CLIENT_SECRET: "gh-secret",
+      MG_UNSET_OPENAI_KEY: "sk-upstream",
+      MG_UNSET_OPERATOR_KEY: `0x${"ab".repeat(32)}`,
+      MG_UNSET_METRICS_TOKEN: "metrics-token",
+      MG_UNSET_PULL_TOKEN: "pull-token",
+      MG_UNSET_WEBHOOK_SECRET: "hook-secret-0123456789",
+    };
     expect((await run(writeConfig(SECRETS), ["migrate"], set)).code).toBe(0);
     const badKey = await run(writeConfig(SECRETS), ["key", "list"], { ...set, MG_UNSET_OPERATOR_KEY: "not-a-key" });
-    expect({ code: badKey.code, stderr: badKey.stderr }).toEqual({ code: 1, stderr: "modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n" });
+    expect({ code: badKey.code, stderr: badKey.stderr }).toEqual({
+      code: 1,
+      stderr: "modelgate: config error: spend_auth.operator_key: not a 32-byte hex private key\n",
+    });
     const typo = await run(writeConfig(`${SECRETS}\n[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n`), ["key", "list"], set);
-    expect({ code: typo.code, stderr: typo.stderr }).toEqual({ code: 1, stderr: 'modelgate: config error: models[0].targets[0].upstream: no upstream named "olama"\n' });
+    expect({ code: typo.code, stderr: typo.stderr }).toEqual({
+      code: 1,
+      stderr: 'modelgate: config error: models[0].targets[0].upstream: no upstream named "olama"\n',
+    });
     // A file without env: at all is always checked.
     const plain = await run(writeConfig('[[models]]\nid = "m"\ntargets = [{ upstream = "olama" }]\n'), ["key", "list"]);
     expect(plain.code).toBe(1);
@@ -144,9 +172,16 @@ forward = "env:MG_UNSET_FORWARD_URL"
     const dir = mkdtempSync(join(tmpdir(), "modelgate-secrets-"));
     const file = join(dir, "modelgate.toml");
     writeFileSync(file, '[server]\ndata_dir = ":memory:"\n');
-    for (const args of [["user", "add", "a@example.com"], ["config", "check"]]) {
+    for (const args of [
+      ["user", "add", "a@example.com"],
+      ["config", "check"],
+    ]) {
       const result = await run(file, args);
-      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: 'modelgate: config error: server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory\n' });
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: 'modelgate: config error: server.data_dir: ":memory:" would keep nothing (users, keys, credits); name a directory\n',
+      });
     }
   });
 
@@ -154,9 +189,16 @@ forward = "env:MG_UNSET_FORWARD_URL"
     const dir = mkdtempSync(join(tmpdir(), "modelgate-secrets-"));
     const file = join(dir, "modelgate.toml");
     writeFileSync(file, `[server]\ndata_dir = "${dir}/a\\u0000b"\n`);
-    for (const args of [["user", "add", "a@example.com"], ["config", "check"]]) {
+    for (const args of [
+      ["user", "add", "a@example.com"],
+      ["config", "check"],
+    ]) {
       const result = await run(file, args);
-      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 1, stderr: "modelgate: config error: server.data_dir: contains a control character (a NUL byte, a line break); name a directory\n" });
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: "modelgate: config error: server.data_dir: contains a control character (a NUL byte, a line break); name a directory\n",
+      });
     }
   });
 });

@@ -22,7 +22,10 @@ describe("chat outcomes", () => {
     const { userId, auth } = await payingUser(t, 1_000_000);
     const deep = await t.chat(nested(100_000), auth);
     expect(deep.status).toBe(400);
-    expect((await jsonOf(deep)).error).toMatchObject({ code: "invalid_request_error", message: "The request body nests arrays and objects more than 64 levels deep" });
+    expect((await jsonOf(deep)).error).toMatchObject({
+      code: "invalid_request_error",
+      message: "The request body nests arrays and objects more than 64 levels deep",
+    });
     expect(t.upstream.chatCount()).toBe(0);
     expect(t.records.map((r) => [r.status, r.identity, r.costMicro])).toEqual([[400, "api_key", 0]]);
     // No hold is left: the next request is admitted and served.
@@ -71,7 +74,10 @@ describe("chat outcomes", () => {
     const endless = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
-      fetch: () => new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new Uint8Array(1024 * 1024).fill(32)) }), { headers: { "content-type": "application/json" } }),
+      fetch: () =>
+        new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new Uint8Array(1024 * 1024).fill(32)) }), {
+          headers: { "content-type": "application/json" },
+        }),
     });
     try {
       t = buildAuthApp({ upstreams: [{ name: "mock", base_url: `http://127.0.0.1:${endless.port}/v1` }] });
@@ -106,7 +112,11 @@ describe("chat outcomes", () => {
 
   test("errors raised before admission carry x-request-id and x-gateway-overhead-ms", async () => {
     t = buildAuthApp();
-    for (const [body, status] of [["not json", 400], [{ model: "nope", messages: HELLO.messages }, 404], [{ model: "free-model" }, 400]] as const) {
+    for (const [body, status] of [
+      ["not json", 400],
+      [{ model: "nope", messages: HELLO.messages }, 404],
+      [{ model: "free-model" }, 400],
+    ] as const) {
       const response = await t.chat(body);
       expect(response.status).toBe(status);
       expect(response.headers.get("x-request-id")).toStartWith("req_");

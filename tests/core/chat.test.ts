@@ -36,8 +36,16 @@ describe("POST /v1/chat/completions validation", () => {
     ["content a number", { model: "m1", messages: [{ role: "user", content: 5 }] }, /messages\[0\]\.content: expected string or array or null$/],
     ["missing content", { model: "m1", messages: [{ role: "user" }] }, /messages\[0\]\.content: required/],
     ["null content on a user message", { model: "m1", messages: [{ role: "user", content: null }] }, /messages\[0\]\.content: required/],
-    ["null content on an assistant message without tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null }] }, /messages\[1\]\.content: required/],
-    ["null content with empty tool_calls", { model: "m1", messages: [...user, { role: "assistant", content: null, tool_calls: [] }] }, /messages\[1\]\.content: required/],
+    [
+      "null content on an assistant message without tool_calls",
+      { model: "m1", messages: [...user, { role: "assistant", content: null }] },
+      /messages\[1\]\.content: required/,
+    ],
+    [
+      "null content with empty tool_calls",
+      { model: "m1", messages: [...user, { role: "assistant", content: null, tool_calls: [] }] },
+      /messages\[1\]\.content: required/,
+    ],
     ["stream not boolean", { model: "m1", messages: user, stream: "yes" }, /stream/],
     ["max_tokens not an integer", { model: "m1", messages: user, max_tokens: 1.5 }, /max_tokens: expected integer or null$/],
     ["max_tokens a numeric string", { model: "m1", messages: user, max_tokens: "5" }, /max_tokens: expected integer or null$/],
@@ -71,7 +79,11 @@ describe("POST /v1/chat/completions validation", () => {
 
   test("a tool-calling transcript is accepted: the assistant's tool call with content null or absent, then the tool's result (as the SDKs send it back)", async () => {
     const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } };
-    for (const assistant of [{ role: "assistant", content: null, tool_calls: [call] }, { role: "assistant", tool_calls: [call] }, { role: "assistant", content: null, function_call: call.function }]) {
+    for (const assistant of [
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "assistant", tool_calls: [call] },
+      { role: "assistant", content: null, function_call: call.function },
+    ]) {
       const messages = [...user, assistant, { role: "tool", tool_call_id: "call_1", content: '{"temp":20}' }];
       const res = await t.chat({ model: "m1", messages });
       expect(res.status).toBe(200);
@@ -105,7 +117,9 @@ describe("POST /v1/chat/completions validation", () => {
         controller.close();
       },
     });
-    const res = await t.app.handle(new Request("http://localhost/v1/chat/completions", { method: "POST", body, headers: { "content-type": "application/json" } }));
+    const res = await t.app.handle(
+      new Request("http://localhost/v1/chat/completions", { method: "POST", body, headers: { "content-type": "application/json" } }),
+    );
     expect(res.status).toBe(413);
   });
 
@@ -164,7 +178,10 @@ describe("POST /v1/chat/completions routing", () => {
   });
 
   test("stream_options of null, or with options of its own, still gets include_usage upstream", async () => {
-    for (const [given, sent] of [[null, { include_usage: true }], [{ continuous_usage_stats: false }, { continuous_usage_stats: false, include_usage: true }]]) {
+    for (const [given, sent] of [
+      [null, { include_usage: true }],
+      [{ continuous_usage_stats: false }, { continuous_usage_stats: false, include_usage: true }],
+    ]) {
       const res = await t.chat({ model: "m1", messages: user, stream: true, stream_options: given });
       expect(res.status).toBe(200);
       expect((await res.text()).endsWith("data: [DONE]\n\n")).toBe(true);
@@ -234,15 +251,19 @@ describe("service endpoints", () => {
     expect(doc.components.schemas.Error.properties.error.required).toEqual(["message", "type", "param", "code"]);
   });
 
-  test("every operation declares a response, and the chat example works as it is in Try it out (regression: Execute showed nothing; the example named model \"string\")", async () => {
+  test('every operation declares a response, and the chat example works as it is in Try it out (regression: Execute showed nothing; the example named model "string")', async () => {
     const doc = (await (await t.request("/swagger/json")).json()) as any;
     for (const [path, operations] of Object.entries(doc.paths) as Array<[string, Record<string, any>]>) {
-      for (const [method, operation] of Object.entries(operations)) expect(`${method} ${path}: ${Object.keys(operation.responses ?? {}).length > 0}`).toBe(`${method} ${path}: true`);
+      for (const [method, operation] of Object.entries(operations))
+        expect(`${method} ${path}: ${Object.keys(operation.responses ?? {}).length > 0}`).toBe(`${method} ${path}: true`);
     }
     expect(doc.paths["/api/health"].get.responses["200"].content["application/json"].schema.required).toEqual(["status", "timestamp"]);
     // The model list as the interface has it: data, each entry with id and object (regression: any object).
     const list = doc.paths["/v1/models"].get.responses["200"].content["application/json"].schema;
-    expect([list.required, list.properties.data.items.required]).toEqual([["object", "data"], ["id", "object"]]);
+    expect([list.required, list.properties.data.items.required]).toEqual([
+      ["object", "data"],
+      ["id", "object"],
+    ]);
     const chat = doc.paths["/v1/chat/completions"].post;
     expect(Object.keys(chat.responses["200"].headers)).toContain("x-ratelimit-remaining-requests");
     expect(chat.responses["429"].headers["retry-after"]).toBeDefined();

@@ -70,7 +70,9 @@ describe("one spelling per address, and CIDR blocks (regression: 10.0.0.0/8 and 
   test("an entry that is neither is a config error naming it", () => {
     for (const entry of ["localhost", "10.0.0.0/33", "fd00::/129", "10.0.0.0/8/8", "10.0.0.0/-1", "10.0.0.0/ 8", "not an address at all"]) {
       expect(parseProxyEntry(entry)).toBeNull();
-      expect(() => buildConfig({ server: { trusted_proxies: ["127.0.0.1", entry] } }, { env: {} })).toThrow(`server.trusted_proxies[1]: "${entry}" is not an IP address or a CIDR block`);
+      expect(() => buildConfig({ server: { trusted_proxies: ["127.0.0.1", entry] } }, { env: {} })).toThrow(
+        `server.trusted_proxies[1]: "${entry}" is not an IP address or a CIDR block`,
+      );
     }
     expect(parseProxyEntry(" 10.0.0.0/8 ")).toEqual({ address: "10.0.0.0", prefix: 8 });
     expect(parseProxyEntry("FD00::/8")).toEqual({ address: "fd00::", prefix: 8 });

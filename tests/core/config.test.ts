@@ -68,7 +68,8 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
   });
 
   test("a price above a credit a token, or not a finite number, is refused (costs must stay exact integers)", () => {
-    const model = (price: string) => `[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = ${price}\n`;
+    const model = (price: string) =>
+      `[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = ${price}\n`;
     expect(build(model("{ prompt = 1000000, completion = 0.15 }")).config.models[0].price).toEqual({ prompt: 1_000_000, completion: 0.15, request: 0 });
     expect(errorOf(model("{ completion = 1e300 }"))).toBe("models[0].price.completion: must be at most 1000000");
     expect(errorOf(model("{ prompt = inf }"))).toStartWith("models[0].price.prompt: expected number");
@@ -76,8 +77,12 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
   });
 
   test("a list written as a table, or as a single value, is refused instead of dropped", () => {
-    expect(errorOf(`[upstreams]\nname = "a"\nbase_url = "http://127.0.0.1:1/v1"`)).toBe("upstreams: expected a list (a list of tables is written [[upstreams]])");
-    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[models]\nid = "m"\ntargets = [{ upstream = "u" }]`)).toBe("models: expected a list (a list of tables is written [[models]])");
+    expect(errorOf(`[upstreams]\nname = "a"\nbase_url = "http://127.0.0.1:1/v1"`)).toBe(
+      "upstreams: expected a list (a list of tables is written [[upstreams]])",
+    );
+    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://127.0.0.1:1/v1"\n[models]\nid = "m"\ntargets = [{ upstream = "u" }]`)).toBe(
+      "models: expected a list (a list of tables is written [[models]])",
+    );
     expect(errorOf(`[server]\ntrusted_proxies = { a = "10.0.0.1" }`)).toBe("server.trusted_proxies: expected a list");
     expect(errorOf(`[server]\ntrusted_proxies = "10.0.0.1"`)).toBe("server.trusted_proxies: expected a list");
   });
@@ -88,7 +93,9 @@ targets = [{ upstream = "ollama" }, { upstream = "olama" }]
   });
 
   test("max_body_bytes_in_flight below max_body_bytes is refused by name", () => {
-    expect(errorOf(`[server]\nmax_body_bytes = 5000\nmax_body_bytes_in_flight = 4000`)).toStartWith("server.max_body_bytes_in_flight: must be at least server.max_body_bytes");
+    expect(errorOf(`[server]\nmax_body_bytes = 5000\nmax_body_bytes_in_flight = 4000`)).toStartWith(
+      "server.max_body_bytes_in_flight: must be at least server.max_body_bytes",
+    );
   });
 
   test("a port above 65535 names the key", () => {
@@ -149,7 +156,10 @@ targets = [{ upstream = "u" }]
   });
 
   test("a free model with a price is refused (regression: the price was listed, logged and counted as spent, never charged)", () => {
-    const raw = { upstreams: [{ name: "u", base_url: "http://x/v1" }], models: [{ id: "a", free: true, price: { completion: 5 }, targets: [{ upstream: "u" }] }] };
+    const raw = {
+      upstreams: [{ name: "u", base_url: "http://x/v1" }],
+      models: [{ id: "a", free: true, price: { completion: 5 }, targets: [{ upstream: "u" }] }],
+    };
     expect(() => buildConfig(raw, { env: {} })).toThrow("models[0].price.completion: a free model is never charged: remove the price, or remove free = true");
   });
 
@@ -159,20 +169,45 @@ targets = [{ upstream = "u" }]
   });
 
   test("config check hides a URL's password and query values, and the path of an RPC or forward URL (regression: they were printed whole)", () => {
-    const loaded = buildConfig({
-      upstreams: [{ name: "a", base_url: "http://user:BASICPASS@10.0.0.5:8000/v1" }, { name: "b", base_url: "https://x.example/v1?key=QUERYKEY" }, { name: "c", base_url: "http://127.0.0.1:11434/v1" }],
-      spend_auth: { chain_id: 1, verifying_contract: `0x${"0".repeat(39)}1`, operator: `0x${"0".repeat(39)}2`, rpc_url: "https://mainnet.infura.io/v3/PROJECTKEY" },
-      jobs: [{ job_id: 1, forward: "https://hooks.slack.com/services/T0/B0/HOOKKEY" }],
-    }, { env: {} });
+    const loaded = buildConfig(
+      {
+        upstreams: [
+          { name: "a", base_url: "http://user:BASICPASS@10.0.0.5:8000/v1" },
+          { name: "b", base_url: "https://x.example/v1?key=QUERYKEY" },
+          { name: "c", base_url: "http://127.0.0.1:11434/v1" },
+        ],
+        spend_auth: {
+          chain_id: 1,
+          verifying_contract: `0x${"0".repeat(39)}1`,
+          operator: `0x${"0".repeat(39)}2`,
+          rpc_url: "https://mainnet.infura.io/v3/PROJECTKEY",
+        },
+        jobs: [{ job_id: 1, forward: "https://hooks.slack.com/services/T0/B0/HOOKKEY" }],
+      },
+      { env: {} },
+    );
     const shown = redactedConfig(loaded) as { upstreams: Array<{ base_url: string }>; spend_auth: { rpc_url: string }; jobs: Array<{ forward: string }> };
-    expect(shown.upstreams.map((u) => u.base_url)).toEqual(["http://<redacted>:<redacted>@10.0.0.5:8000/v1", "https://x.example/v1?<redacted>", "http://127.0.0.1:11434/v1"]);
+    expect(shown.upstreams.map((u) => u.base_url)).toEqual([
+      "http://<redacted>:<redacted>@10.0.0.5:8000/v1",
+      "https://x.example/v1?<redacted>",
+      "http://127.0.0.1:11434/v1",
+    ]);
     expect(shown.spend_auth.rpc_url).toBe("https://mainnet.infura.io/<redacted>");
     expect(shown.jobs[0].forward).toBe("https://hooks.slack.com/<redacted>");
     // A URL with a stray percent sign is shown too, not an error (regression: "URI error").
     const odd = buildConfig({ upstreams: [{ name: "a", base_url: "http://example.com/v1%E0?key=abc" }] }, { env: {} });
     expect((redactedConfig(odd) as typeof shown).upstreams[0].base_url).toBe("http://example.com/v1%E0?<redacted>");
     // A token as the user, a query without "=", a fragment.
-    const more = buildConfig({ upstreams: [{ name: "a", base_url: "https://TOKEN1@h.example/v1" }, { name: "b", base_url: "https://h.example/v1?TOKEN2" }, { name: "c", base_url: "https://h.example/v1#TOKEN3" }] }, { env: {} });
+    const more = buildConfig(
+      {
+        upstreams: [
+          { name: "a", base_url: "https://TOKEN1@h.example/v1" },
+          { name: "b", base_url: "https://h.example/v1?TOKEN2" },
+          { name: "c", base_url: "https://h.example/v1#TOKEN3" },
+        ],
+      },
+      { env: {} },
+    );
     expect(JSON.stringify(redactedConfig(more))).not.toMatch(/TOKEN\d/);
     // A URL the gateway could never call is refused by its key, without echoing it.
     for (const [raw, key] of [
@@ -182,7 +217,14 @@ targets = [{ upstream = "u" }]
       [{ auth: { github: { client_id: "x", client_secret: "y", api_url: "not a url" } } }, "auth.github.api_url"],
       [{ auth: { google: { client_id: "x", client_secret: "y", token_url: "ftp://tokens.example/" } } }, "auth.google.token_url"],
     ] as const) {
-      const message = (() => { try { buildConfig(raw as Record<string, unknown>, { env: {} }); return "no error"; } catch (err) { return (err as Error).message; } })();
+      const message = (() => {
+        try {
+          buildConfig(raw as Record<string, unknown>, { env: {} });
+          return "no error";
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
       expect(message).toBe(`${key}: not a valid http(s) URL`);
     }
     // What runs is the URL as written.
@@ -206,7 +248,14 @@ targets = [{ upstream = "u" }]
   });
 
   test("public_url must be a URL of an origin, and listen may be :PORT for every interface", () => {
-    for (const url of ["http://host with space", "http://", "https://gw.example.com/path", "https://gw.example.com?x=1", "https://gw.example.com/#f", "https://u:p@gw.example.com"]) {
+    for (const url of [
+      "http://host with space",
+      "http://",
+      "https://gw.example.com/path",
+      "https://gw.example.com?x=1",
+      "https://gw.example.com/#f",
+      "https://u:p@gw.example.com",
+    ]) {
       expect(() => buildConfig({ server: { public_url: url } }, { env: {} })).toThrow("server.public_url:");
     }
     expect(buildConfig({ server: { public_url: "https://gw.example.com/" } }, { env: {} }).config.server.public_url).toBe("https://gw.example.com/");
@@ -229,15 +278,22 @@ api_key = "env:OPENAI_KEY"
     expect(errorOf(toml, { OPENAI_KEY: "" })).toBe("upstreams[0].api_key: environment variable OPENAI_KEY is set but empty");
     // Regression: "env:" alone read "environment variable  is not set".
     for (const written of ["env:", "env:two words", "env:1ST"]) {
-      expect(errorOf(toml.replace("env:OPENAI_KEY", written))).toBe('upstreams[0].api_key: "env:" must be followed by an environment variable\'s name (letters, digits, _)');
+      expect(errorOf(toml.replace("env:OPENAI_KEY", written))).toBe(
+        'upstreams[0].api_key: "env:" must be followed by an environment variable\'s name (letters, digits, _)',
+      );
     }
   });
 
   test("a bearer token with a space or line break is refused (regression: a trailing newline from the environment made /metrics refuse everyone)", () => {
-    for (const [table, key] of [["metrics", "token"], ["webhooks", "pull_token"]]) {
+    for (const [table, key] of [
+      ["metrics", "token"],
+      ["webhooks", "pull_token"],
+    ]) {
       const toml = `[${table}]\n${key} = "env:TOKEN"\n`;
       expect(build(toml, { TOKEN: "tok-0123456789" }).config).toBeDefined();
-      expect(errorOf(toml, { TOKEN: "tok-0123456789\n" })).toBe(`${table}.${key}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`);
+      expect(errorOf(toml, { TOKEN: "tok-0123456789\n" })).toBe(
+        `${table}.${key}: a bearer token must be printable ASCII without spaces or line breaks (a trailing newline in the environment variable?)`,
+      );
     }
   });
 
@@ -245,20 +301,37 @@ api_key = "env:OPENAI_KEY"
     expect(errorOf("server = []")).toBe("server: expected a table, not a list");
     expect(errorOf("[[limits]]\nanonymous = { per_minute = 1 }")).toBe("limits: expected a table, not a list");
     expect(errorOf("[limits]\nanonymous = []")).toBe("limits.anonymous: expected a table, not a list");
-    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = [1, 2]`)).toBe("models[0].price: expected a table, not a list");
-    expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe("server.request_log_days: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
-    expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe("webhooks.retry_after_s: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
+    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = [1, 2]`)).toBe(
+      "models[0].price: expected a table, not a list",
+    );
+    expect(errorOf("[server]\nrequest_log_days = 1e300")).toBe(
+      "server.request_log_days: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)",
+    );
+    expect(errorOf("[webhooks]\nretry_after_s = 1e300")).toBe(
+      "webhooks.retry_after_s: 1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)",
+    );
     expect(build("[server]\nrequest_log_days = 1e3").config.server.request_log_days).toBe(1000);
     // A TOML date is an object, not a table (review finding: a price of a date was a price of nothing).
-    expect(errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = 1979-05-27T07:32:00Z`)).toBe("models[0].price: expected a table, not a date or time");
+    expect(
+      errorOf(`[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "m"\ntargets = [{ upstream = "u" }]\nprice = 1979-05-27T07:32:00Z`),
+    ).toBe("models[0].price: expected a table, not a date or time");
     expect(errorOf("[limits]\napi_key = 07:32:00")).toBe("limits.api_key: expected a table, not a date or time");
-    expect(errorOf("[server]\nrequest_log_days = -1e300")).toBe("server.request_log_days: -1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)");
+    expect(errorOf("[server]\nrequest_log_days = -1e300")).toBe(
+      "server.request_log_days: -1e+300 is too far from 0 to be a whole number exactly (at most 9007199254740991 either way)",
+    );
   });
 
   test("a config file that is not UTF-8, or far too large to be one, is refused naming the file (regression: Latin-1 `café` became a model id no client can send; /dev/zero was read without end)", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-config-"));
     const latin1 = join(dir, "latin1.toml");
-    writeFileSync(latin1, Buffer.concat([Buffer.from('[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "caf'), Buffer.from([0xe9]), Buffer.from('"\ntargets = [{ upstream = "u" }]\n')]));
+    writeFileSync(
+      latin1,
+      Buffer.concat([
+        Buffer.from('[[upstreams]]\nname = "u"\nbase_url = "http://u/v1"\n\n[[models]]\nid = "caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('"\ntargets = [{ upstream = "u" }]\n'),
+      ]),
+    );
     const refusal = (file: string): string => {
       try {
         loadConfig(file, {});
@@ -282,36 +355,57 @@ api_key = "env:OPENAI_KEY"
   });
 
   test("spend_auth.units_per_credit of 0 is refused (regression: it made every priced model free to SpendAuth callers)", () => {
-    for (const zero of ["0", "000"]) expect(errorOf(`[spend_auth]\nunits_per_credit = "${zero}"`)).toBe("spend_auth.units_per_credit: must be at least 1 (0 would make every priced model free)");
+    for (const zero of ["0", "000"])
+      expect(errorOf(`[spend_auth]\nunits_per_credit = "${zero}"`)).toBe(
+        "spend_auth.units_per_credit: must be at least 1 (0 would make every priced model free)",
+      );
     expect(build('[spend_auth]\nunits_per_credit = "1"').config.spend_auth.units_per_credit).toBe("1");
   });
 
   test("an IPv6 zone in listen asks for public_url by name (regression: the error blamed a public_url never written)", () => {
-    expect(errorOf('[server]\nlisten = "[fe80::1%lo]:9000"')).toBe('server.public_url: required when server.listen names an IPv6 zone ("[fe80::1%lo]:9000"): a URL cannot carry one');
+    expect(errorOf('[server]\nlisten = "[fe80::1%lo]:9000"')).toBe(
+      'server.public_url: required when server.listen names an IPv6 zone ("[fe80::1%lo]:9000"): a URL cannot carry one',
+    );
     expect(build('[server]\nlisten = "[fe80::1%lo]:9000"\npublic_url = "http://gw.lan:9000"').config.server.public_url).toBe("http://gw.lan:9000");
   });
 
   test("listen and bind_address are refused in one plain message, and both may be :port (regression: a raw regex for some, and bind_address refused :9091)", () => {
-    const plain = (path: string, value: string) => `${path}: "${value}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`;
+    const plain = (path: string, value: string) =>
+      `${path}: "${value}" is not host:port (an IP address, an IPv6 address in brackets or a host name, then a port; no scheme or path), such as 0.0.0.0:8080, [::1]:8080 or :8080`;
     for (const bad of ["8080", "localhost", ""]) expect(errorOf(`[server]\nlisten = "${bad}"`)).toBe(plain("server.listen", bad));
     expect(errorOf('[webhooks]\nbind_address = "9091"')).toBe(plain("webhooks.bind_address", "9091"));
     expect(build('[webhooks]\nbind_address = ":9091"').config.webhooks.bind_address).toBe(":9091");
     // The webhook gateway on the API's port: config check refuses what serve would fail to start.
-    const both = (listen: string, bind: string) => `[server]\nlisten = "${listen}"\n\n[webhooks]\nenabled = true\nbind_address = "${bind}"\n\n[[webhooks.endpoints]]\npath = "/a"\njob_id = 1`;
-    for (const [listen, bind] of [["127.0.0.1:9000", "127.0.0.1:9000"], [":9000", "127.0.0.1:9000"], ["127.0.0.1:9000", "0.0.0.0:9000"]]) {
-      expect(errorOf(both(listen, bind))).toBe(`webhooks.bind_address: "${bind}" is where server.listen ("${listen}") is: give the webhook gateway a port of its own`);
+    const both = (listen: string, bind: string) =>
+      `[server]\nlisten = "${listen}"\n\n[webhooks]\nenabled = true\nbind_address = "${bind}"\n\n[[webhooks.endpoints]]\npath = "/a"\njob_id = 1`;
+    for (const [listen, bind] of [
+      ["127.0.0.1:9000", "127.0.0.1:9000"],
+      [":9000", "127.0.0.1:9000"],
+      ["127.0.0.1:9000", "0.0.0.0:9000"],
+    ]) {
+      expect(errorOf(both(listen, bind))).toBe(
+        `webhooks.bind_address: "${bind}" is where server.listen ("${listen}") is: give the webhook gateway a port of its own`,
+      );
     }
     // Other addresses, or the other family: both bind (review finding: 0.0.0.0 beside [::1] was refused).
-    for (const [listen, bind] of [["127.0.0.1:9000", "127.0.0.2:9000"], ["0.0.0.0:9000", "[::1]:9000"], ["[::1]:9000", ":9000"]]) {
+    for (const [listen, bind] of [
+      ["127.0.0.1:9000", "127.0.0.2:9000"],
+      ["0.0.0.0:9000", "[::1]:9000"],
+      ["[::1]:9000", ":9000"],
+    ]) {
       expect(build(both(listen, bind)).config.webhooks.enabled).toBe(true);
     }
     expect(errorOf(both("[::]:9000", "127.0.0.1:9000"))).toContain("is where server.listen");
   });
 
   test("a domain sign-up that nobody could pass is refused (regression: no domains, or entries such as *.example.net, were accepted and matched nothing)", () => {
-    expect(errorOf('[auth]\nsignup = "domain"')).toBe('auth.allowed_domains: signup = "domain" needs at least one domain (or signup = "closed" to let no one sign up)');
+    expect(errorOf('[auth]\nsignup = "domain"')).toBe(
+      'auth.allowed_domains: signup = "domain" needs at least one domain (or signup = "closed" to let no one sign up)',
+    );
     for (const entry of ["*.example.net", "https://x.com", "example", "x.com/path"]) {
-      expect(errorOf(`[auth]\nsignup = "domain"\nallowed_domains = ["example.com", "${entry}"]`)).toBe(`auth.allowed_domains[1]: "${entry}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`);
+      expect(errorOf(`[auth]\nsignup = "domain"\nallowed_domains = ["example.com", "${entry}"]`)).toBe(
+        `auth.allowed_domains[1]: "${entry}" is not a domain such as example.com (no wildcard, scheme or path; a subdomain is listed on its own)`,
+      );
     }
     const fine = ["example.com", "@example.org", "\uff45xample.net", "b\u00fccher.de", "xn--bcher-kva.de", "sub.example.co.uk"];
     expect(build(`[auth]\nsignup = "domain"\nallowed_domains = ${JSON.stringify(fine)}`).config.auth.allowed_domains).toEqual(fine);
@@ -337,10 +431,16 @@ api_key = "env:OPENAI_KEY"
       `[[upstreams]]\nname = "x"\nbase_url = "http://bu:p%40ssword1@127.0.0.1:1/v1?api-key=QUERYSECRETVALUE&api-version=2024-06-01#FRAGMENTKEY"`,
     );
     const redact = secretRedactor(loaded.secretValues);
-    expect(redact("pw=p%40ssword1 pw=p@ssword1 q=QUERYSECRETVALUE f=FRAGMENTKEY at 2024-06-01")).toBe("pw=[redacted] pw=[redacted] q=[redacted] f=[redacted] at 2024-06-01");
+    expect(redact("pw=p%40ssword1 pw=p@ssword1 q=QUERYSECRETVALUE f=FRAGMENTKEY at 2024-06-01")).toBe(
+      "pw=[redacted] pw=[redacted] q=[redacted] f=[redacted] at 2024-06-01",
+    );
     // Not the user name, nor a forward URL's path segment by segment: common words would go (review finding).
-    const words = build(`[[upstreams]]\nname = "x"\nbase_url = "http://ubuntu:pw-123456@127.0.0.1:1/v1"\n\n[[jobs]]\njob_id = 1\nforward = "http://127.0.0.1:9000/alerts/webhook"`);
-    expect(secretRedactor(words.secretValues)("ssh ubuntu@host: cannot post alerts to webhook pw-123456")).toBe("ssh ubuntu@host: cannot post alerts to webhook [redacted]");
+    const words = build(
+      `[[upstreams]]\nname = "x"\nbase_url = "http://ubuntu:pw-123456@127.0.0.1:1/v1"\n\n[[jobs]]\njob_id = 1\nforward = "http://127.0.0.1:9000/alerts/webhook"`,
+    );
+    expect(secretRedactor(words.secretValues)("ssh ubuntu@host: cannot post alerts to webhook pw-123456")).toBe(
+      "ssh ubuntu@host: cannot post alerts to webhook [redacted]",
+    );
     expect(JSON.stringify(redactedConfig(loaded))).not.toContain("QUERYSECRETVALUE");
   });
 });

@@ -9,7 +9,10 @@ import { buildTestApp } from "../support/app";
 import { buildConfig } from "../../src/config/load";
 
 const PAGE = "https://chat.example.com";
-const PREFLIGHT = { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, x-stainless-os" } };
+const PREFLIGHT = {
+  method: "OPTIONS",
+  headers: { origin: PAGE, "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, x-stainless-os" },
+};
 
 describe("CORS", () => {
   test("off by default: no CORS header on any answer, and a preflight is a 404", async () => {
@@ -43,7 +46,14 @@ describe("CORS", () => {
       expect(res.headers.get("access-control-expose-headers")).toContain("x-ratelimit-remaining-requests");
       // Every header a SpendAuth 402 carries, the amount to sign first (regression: only the -* ones were listed).
       const exposed = res.headers.get("access-control-expose-headers")!.split(", ");
-      for (const name of ["x-payment-required", "x-payment-required-operator", "x-payment-required-service-id", "x-payment-required-chain-id", "x-payment-required-contract"]) expect(exposed).toContain(name);
+      for (const name of [
+        "x-payment-required",
+        "x-payment-required-operator",
+        "x-payment-required-service-id",
+        "x-payment-required-chain-id",
+        "x-payment-required-contract",
+      ])
+        expect(exposed).toContain(name);
       expect(res.headers.get("access-control-allow-credentials")).toBeNull();
       expect(res.headers.get("vary")).toContain("origin");
     }
@@ -57,7 +67,10 @@ describe("CORS", () => {
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
     expect(preflight.headers.get("x-request-id")).toMatch(/^req_/);
-    const odd = await t.request("/v1/chat/completions", { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-headers": "authorization, (x)" } });
+    const odd = await t.request("/v1/chat/completions", {
+      method: "OPTIONS",
+      headers: { origin: PAGE, "access-control-request-headers": "authorization, (x)" },
+    });
     expect(odd.headers.get("access-control-allow-headers")).toBe("authorization, content-type, x-payment-signature");
   });
 
@@ -76,7 +89,11 @@ describe("CORS", () => {
 
   test("a browser's chat request for a page of another origin is refused unless its origin is listed; requests with no Origin (SDKs, curl) and the gateway's own pages are not", async () => {
     const ask = (t: ReturnType<typeof buildTestApp>, headers: Record<string, string>) =>
-      t.request("/v1/chat/completions", { method: "POST", headers: { "content-type": "text/plain", ...headers }, body: '{"model":"none","messages":[{"role":"user","content":"hi"}]}' });
+      t.request("/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "text/plain", ...headers },
+        body: '{"model":"none","messages":[{"role":"user","content":"hi"}]}',
+      });
     const off = buildTestApp({ server: { public_url: "https://gw.example.com" } });
     // Plain http to a LAN address: browsers send Origin but no Sec-Fetch-Site (regression: only Sec-Fetch-Site was read).
     const foreign: Array<Record<string, string>> = [{ origin: PAGE }, { origin: "null" }, { origin: PAGE, "sec-fetch-site": "cross-site" }];
@@ -93,7 +110,7 @@ describe("CORS", () => {
     expect((await ask(on, { origin: "https://evil.example" })).status).toBe(403);
   });
 
-  test("cors_origins takes origins or \"*\", and names a bad entry", () => {
+  test('cors_origins takes origins or "*", and names a bad entry', () => {
     const build = (cors_origins: string[]) => buildConfig({ server: { cors_origins } }, { env: {} });
     expect(build(["https://chat.example.com", "http://localhost:3000", "*"]).config.server.cors_origins).toHaveLength(3);
     for (const bad of ["https://chat.example.com/", "chat.example.com", "https://Chat.example.com", "https://chat.example.com/app", "*.example.com"]) {

@@ -154,7 +154,10 @@ async function loadUntilKilled(gw: RunningGateway, options: { hooks: string; key
 function settledNonces(dataDir: string): string[] {
   const db = new Database(join(dataDir, "modelgate.db"));
   try {
-    return db.query<{ nonce: string }, [string]>("SELECT nonce FROM settlements WHERE commitment = ?").all(COMMITMENT).map((row) => row.nonce);
+    return db
+      .query<{ nonce: string }, [string]>("SELECT nonce FROM settlements WHERE commitment = ?")
+      .all(COMMITMENT)
+      .map((row) => row.nonce);
   } finally {
     db.close();
   }

@@ -48,10 +48,12 @@ function chat(body: string, key?: string): Promise<Response> {
 test("eight bodies 100,000 levels deep are each refused with the 400 before admission; health and the caller's next request are answered", async () => {
   const bombs = Array.from({ length: 8 }, () => chat(nestedBody(100_000)));
   const health = fetch(`${gateway.url}/api/health`);
-  const refused = await Promise.all(bombs.map(async (sent) => {
-    const r = await sent;
-    return { status: r.status, body: (await r.json()) as { error: Record<string, unknown> } };
-  }));
+  const refused = await Promise.all(
+    bombs.map(async (sent) => {
+      const r = await sent;
+      return { status: r.status, body: (await r.json()) as { error: Record<string, unknown> } };
+    }),
+  );
   expect((await health).status).toBe(200);
   for (const r of refused) {
     expect(r.status).toBe(400);

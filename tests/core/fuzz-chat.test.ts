@@ -55,12 +55,52 @@ function prng(seed: number): () => number {
 }
 
 type Random = () => number;
-const pick = <T,>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
+const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
 
 /** Values of every JSON type, and some that only raw text can carry (spliced in as written). */
-const ODD_VALUES = [null, true, false, 0, -1, 1.5, -0, 1e308, "", "x", "5", [], {}, [null], { role: "user" }, "\u0000", "\ud800", "\udfff\ud800", "👩‍👩‍👧‍👦", "\u202egnp.exe", "\ufeff", "a\u200bb"] as const;
+const ODD_VALUES = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  -0,
+  1e308,
+  "",
+  "x",
+  "5",
+  [],
+  {},
+  [null],
+  { role: "user" },
+  "\u0000",
+  "\ud800",
+  "\udfff\ud800",
+  "👩‍👩‍👧‍👦",
+  "\u202egnp.exe",
+  "\ufeff",
+  "a\u200bb",
+] as const;
 const RAW_NUMBERS = ["1e309", "-1e309", "123456789012345678901234567890", "0.0000000000000000000000001", "1E400", "-0", "4294967297", "9007199254740993"];
-const PATHS = ["model", "messages", "messages.0", "messages.0.role", "messages.0.content", "messages.0.content.0", "stream", "temperature", "max_tokens", "max_completion_tokens", "n", "n_predict", "stream_options", "stream_options.include_usage", "messages.0.tool_calls", "tools"];
+const PATHS = [
+  "model",
+  "messages",
+  "messages.0",
+  "messages.0.role",
+  "messages.0.content",
+  "messages.0.content.0",
+  "stream",
+  "temperature",
+  "max_tokens",
+  "max_completion_tokens",
+  "n",
+  "n_predict",
+  "stream_options",
+  "stream_options.include_usage",
+  "messages.0.tool_calls",
+  "tools",
+];
 
 function validBody(random: Random): Record<string, unknown> {
   const body: Record<string, unknown> = { model: "free-model", messages: [{ role: pick(random, ["system", "user", "assistant", "tool"]), content: "hi" }] };
@@ -93,13 +133,36 @@ function hostileBody(random: Random): string | Uint8Array {
   for (let i = 0; i < mutations; i++) {
     const kind = Math.floor(random() * 9);
     if (kind === 0) setAt(body, pick(random, PATHS), pick(random, ODD_VALUES));
-    else if (kind === 1) raw.push([pick(random, PATHS.filter((p) => !p.includes("."))), nested(random, pick(random, [10, 63, 64, 65, 1_000, 20_000]))]);
+    else if (kind === 1)
+      raw.push([
+        pick(
+          random,
+          PATHS.filter((p) => !p.includes(".")),
+        ),
+        nested(random, pick(random, [10, 63, 64, 65, 1_000, 20_000])),
+      ]);
     else if (kind === 2) raw.push([pick(random, ["max_tokens", "temperature", "n", "n_predict", "max_completion_tokens"]), pick(random, RAW_NUMBERS)]);
-    else if (kind === 3) setAt(body, "messages", Array.from({ length: pick(random, [0, 100, 5_000]) }, () => ({ role: "user", content: "x" })));
-    else if (kind === 4) setAt(body, "messages.0.content", Array.from({ length: pick(random, [100, 10_000]) }, (_, j) => (j % 2 ? { type: "text", text: "y" } : 7)));
-    else if (kind === 5) raw.push([pick(random, ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty"]), pick(random, ['{"model":"other"}', '{"prototype":{"polluted":1}}', "null", '"x"'])]);
-    else if (kind === 6) setAt(body, pick(random, ["model", "messages.0.content", "messages.0.role"]), `fr\u0000ee-model${"\u0000".repeat(Math.floor(random() * 3))}`);
-    else if (kind === 7) raw.push([pick(random, ["model", "messages", "stream", "max_tokens"]), pick(random, ['"free-model"', "123", "[]", "true", '"mock-small"'])]);
+    else if (kind === 3)
+      setAt(
+        body,
+        "messages",
+        Array.from({ length: pick(random, [0, 100, 5_000]) }, () => ({ role: "user", content: "x" })),
+      );
+    else if (kind === 4)
+      setAt(
+        body,
+        "messages.0.content",
+        Array.from({ length: pick(random, [100, 10_000]) }, (_, j) => (j % 2 ? { type: "text", text: "y" } : 7)),
+      );
+    else if (kind === 5)
+      raw.push([
+        pick(random, ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty"]),
+        pick(random, ['{"model":"other"}', '{"prototype":{"polluted":1}}', "null", '"x"']),
+      ]);
+    else if (kind === 6)
+      setAt(body, pick(random, ["model", "messages.0.content", "messages.0.role"]), `fr\u0000ee-model${"\u0000".repeat(Math.floor(random() * 3))}`);
+    else if (kind === 7)
+      raw.push([pick(random, ["model", "messages", "stream", "max_tokens"]), pick(random, ['"free-model"', "123", "[]", "true", '"mock-small"'])]);
     else raw.push(["\u0000", '"\\ud800\\udc00\\ud800"']);
   }
   // Duplicate keys and odd keys go after the object's own: JSON.parse keeps the last of a name.
@@ -148,14 +211,20 @@ function wellFormed(outcome: Outcome): string | null {
 test(`${COUNT} seeded hostile chat bodies: no 5xx, every answer in the documented shape, the server alive`, async () => {
   const random = prng(SEED);
   // Every 500th is the bomb of issue 32: 100,000 levels in a 200 KB body.
-  const bodies = Array.from({ length: COUNT }, (_, i) => (i % 500 === 0 ? `{"model":"free-model","messages":[{"role":"user","content":"hi"}],"x":${"[".repeat(100_000)}${"]".repeat(100_000)}}` : hostileBody(random)));
+  const bodies = Array.from({ length: COUNT }, (_, i) =>
+    i % 500 === 0 ? `{"model":"free-model","messages":[{"role":"user","content":"hi"}],"x":${"[".repeat(100_000)}${"]".repeat(100_000)}}` : hostileBody(random),
+  );
   const problems: string[] = [];
   const statuses = new Map<number, number>();
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < bodies.length) {
       const index = next++;
-      const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: bodies[index] });
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: bodies[index],
+      });
       const outcome = { status: response.status, text: await response.text() };
       statuses.set(outcome.status, (statuses.get(outcome.status) ?? 0) + 1);
       const problem = wellFormed(outcome);

@@ -29,7 +29,7 @@ const TEXTS = [
   '{"a":"\\\\","b":[[[[1]]]]}',
   '{"a":"\\\\\\"[[[[","b":[[1]]}',
   '{"é":"ü[[[[ \\u0022 [[","b":[[[{"c":[]}]]]}',
-  '[[[[[[[[]]]]]]]]',
+  "[[[[[[[[]]]]]]]]",
   '{"a":"unterminated [[[[[[',
 ];
 
@@ -70,7 +70,10 @@ function deepStream(rest: number): { request: Request; pulled: () => number } {
   return { request: new Request("http://gateway/v1/chat/completions", { method: "POST", body }), pulled: () => pulls };
 }
 
-async function refusal(request: Request, discards: DiscardBudget): Promise<{ status?: number; message?: string; options?: { headers?: Record<string, string> } }> {
+async function refusal(
+  request: Request,
+  discards: DiscardBudget,
+): Promise<{ status?: number; message?: string; options?: { headers?: Record<string, string> } }> {
   return readJsonBody(request, 10 * MiB, NaN, new BodyBudget(1 << 30), discards).then(
     () => ({}),
     (err: unknown) => err as { status?: number },

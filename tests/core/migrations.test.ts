@@ -56,7 +56,10 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   insert.run("ops\u200b@example.com"); // no longer an address at all
   insert.run("t\u0308om@example.com"); // lower-cased after NFKC only, as an older release stored it
   insert.run("a@xn--bcher-kva.de");
-  expect(normalizeStoredEmails(db)).toEqual([{ id: 4, email: "\uff54aken@example.com" }, { id: 5, email: "ops\u200b@example.com" }]);
+  expect(normalizeStoredEmails(db)).toEqual([
+    { id: 4, email: "\uff54aken@example.com" },
+    { id: 5, email: "ops\u200b@example.com" },
+  ]);
   expect(findUserByEmail(db, "\u1e97om@example.com")?.id).toBe(6);
   expect(findUserByEmail(db, "a@b\u00fccher.de")?.id).toBe(7);
   expect(findUserByEmail(db, "\uff46\uff55\uff4c\uff4c@example.com")?.id).toBe(1);
@@ -67,7 +70,7 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   close();
 });
 
-test("a start while another process holds the write lock past the busy timeout names the file and the cause (regression: a bare \"database is locked\")", () => {
+test('a start while another process holds the write lock past the busy timeout names the file and the cause (regression: a bare "database is locked")', () => {
   const dir = mkdtempSync(join(tmpdir(), "mg-migrate-"));
   openDatabase(dir).close();
   const other = new Database(join(dir, "modelgate.db"));
@@ -85,7 +88,8 @@ test("a database file made in a directory that already exists is private, and so
   chmodSync(dir, 0o755);
   const opened = openDatabase(dir);
   opened.sqlite.run("INSERT INTO users (email, created_at) VALUES ('a@example.com', 1)"); // the WAL is written
-  for (const name of ["modelgate.db", "modelgate.db-wal", "modelgate.db-shm"]) expect(`${name} ${(statSync(join(dir, name)).mode & 0o777).toString(8)}`).toBe(`${name} 600`);
+  for (const name of ["modelgate.db", "modelgate.db-wal", "modelgate.db-shm"])
+    expect(`${name} ${(statSync(join(dir, name)).mode & 0o777).toString(8)}`).toBe(`${name} 600`);
   opened.close();
   // A file that exists is left as its owner set it.
   const shared = mkdtempSync(join(tmpdir(), "mg-migrate-"));

@@ -26,14 +26,20 @@ afterEach(async () => {
 
 function models(upstream: string, entries: Array<{ id: string; prompt?: number; completion?: number }>): string {
   return entries
-    .map((m) => `[[models]]\nid = "${m.id}"\ntargets = [{ upstream = "mock", model = "mock-small" }]\nprice = { prompt = ${m.prompt ?? 0}, completion = ${m.completion ?? 0} }\n`)
+    .map(
+      (m) =>
+        `[[models]]\nid = "${m.id}"\ntargets = [{ upstream = "mock", model = "mock-small" }]\nprice = { prompt = ${m.prompt ?? 0}, completion = ${m.completion ?? 0} }\n`,
+    )
     .join("\n")
     .concat(`\n[[upstreams]]\nname = "mock"\nbase_url = "${upstream}"\n`);
 }
 
 /** Writes the gateway's config file anew: its [server] table (listen, data_dir) as at start, then `rest`. */
 function rewrite(gateway: RunningGateway, rest: string, server = ""): void {
-  writeFileSync(join(gateway.dir, "modelgate.toml"), `[server]\nlisten = "127.0.0.1:${gateway.port}"\ndata_dir = "${join(gateway.dir, "data")}"\n${server}\n${rest}`);
+  writeFileSync(
+    join(gateway.dir, "modelgate.toml"),
+    `[server]\nlisten = "127.0.0.1:${gateway.port}"\ndata_dir = "${join(gateway.dir, "data")}"\n${server}\n${rest}`,
+  );
 }
 
 async function status(gateway: RunningGateway): Promise<{ config_loaded_at: string; config_reloads: number; models: number }> {
@@ -57,7 +63,12 @@ describe("SIGHUP", () => {
     gw = await startGateway(models(mock.url, [{ id: "m", prompt: 1, completion: 1 }]));
     const { email, key } = await createUserKey(gw, { credits: "100" });
     const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = stream[Symbol.asyncIterator]();
     const first = await chunks.next(); // under way: the upstream holds the rest
     expect(first.done).toBe(false);
@@ -87,10 +98,17 @@ describe("SIGHUP", () => {
     rewrite(gw, `${models(mock.url, [{ id: "m" }])}\n[[models]]\nid = "other"\ntargets = [{ upstream = "olama" }]\n`);
     gw.proc.kill("SIGHUP");
     expect(await eventually(() => gw!.output().includes("reload refused"), 10_000)).toBe(true);
-    const line = gw.output().split("\n").find((l) => l.includes("reload refused"))!;
+    const line = gw
+      .output()
+      .split("\n")
+      .find((l) => l.includes("reload refused"))!;
     expect(line).toContain('models[1].targets[0].upstream: no upstream named \\"olama\\"');
     expect(await status(gw)).toEqual(before);
-    const chat = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+    const chat = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+    });
     expect(chat.status).toBe(200); // still free, as first configured
   }, 60_000);
 });
@@ -120,7 +138,12 @@ describe("modelgate reload", () => {
   test("routes added and removed; a bad file is printed and not sent; a restart-only key keeps its value, with a warning", async () => {
     mock = startMockUpstream();
     gw = await startGateway(models(mock.url, [{ id: "old" }]).replaceAll("price = {", "free = true\nprice = {"));
-    const chat = (model: string) => fetch(`${gw!.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }) });
+    const chat = (model: string) =>
+      fetch(`${gw!.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+      });
     expect((await chat("old")).status).toBe(200);
 
     rewrite(gw, `${models(mock.url, [{ id: "new" }]).replaceAll("price = {", "free = true\nprice = {")}\n[log]\nlevel = "debug"\n`);
@@ -165,7 +188,12 @@ describe("modelgate reload", () => {
     const routes = models(mock.url, [{ id: "m" }]).replace("price = {", "free = true\nprice = {");
     gw = await startGateway(`${routes}\n[limits]\napi_key = { per_minute = 2 }\n`);
     const { key } = await createUserKey(gw);
-    const chat = () => fetch(`${gw!.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+    const chat = () =>
+      fetch(`${gw!.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
     expect((await chat()).status).toBe(200);
     expect((await chat()).status).toBe(200);
     expect((await chat()).status).toBe(429);

@@ -7,8 +7,20 @@ const DAY = 86_400_000;
 
 function record(createdAt: number, requestId: string): RequestRecord {
   return {
-    requestId, createdAt, identity: "anonymous", userId: null, keyId: null, model: "m", endpoint: "chat", upstream: "u",
-    status: 200, promptTokens: 3, completionTokens: 4, costMicro: 7, latencyMs: 1.6, upstreamMs: 1,
+    requestId,
+    createdAt,
+    identity: "anonymous",
+    userId: null,
+    keyId: null,
+    model: "m",
+    endpoint: "chat",
+    upstream: "u",
+    status: 200,
+    promptTokens: 3,
+    completionTokens: 4,
+    costMicro: 7,
+    latencyMs: 1.6,
+    upstreamMs: 1,
   };
 }
 
@@ -18,7 +30,18 @@ describe("request log", () => {
     const log = createRequestLog(db, { retainDays: 90, now: Date.now });
     log.insert([record(1_000, "req_a")]);
     const row = sqlite.query("SELECT * FROM request_log").get() as Record<string, unknown>;
-    expect(row).toMatchObject({ request_id: "req_a", created_at: 1_000, identity: "anonymous", model: "m", upstream: "u", status: 200, prompt_tokens: 3, completion_tokens: 4, cost_micro: 7, latency_ms: 2 });
+    expect(row).toMatchObject({
+      request_id: "req_a",
+      created_at: 1_000,
+      identity: "anonymous",
+      model: "m",
+      upstream: "u",
+      status: 200,
+      prompt_tokens: 3,
+      completion_tokens: 4,
+      cost_micro: 7,
+      latency_ms: 2,
+    });
     log.close();
   });
 
@@ -26,11 +49,26 @@ describe("request log", () => {
     const { db, sqlite } = openDatabase(":memory:");
     const log = createRequestLog(db, { retainDays: 90, now: Date.now });
     // 70 rows: two full multi-row statements and a remainder of single-row ones.
-    log.insert(Array.from({ length: 70 }, (_, i) => ({ ...record(5_000 + i, `req_${i}`), userId: i % 3 === 0 ? null : i, keyId: i % 2 ? `key_${i}` : null, promptTokens: i, latencyMs: i + 0.4 })));
+    log.insert(
+      Array.from({ length: 70 }, (_, i) => ({
+        ...record(5_000 + i, `req_${i}`),
+        userId: i % 3 === 0 ? null : i,
+        keyId: i % 2 ? `key_${i}` : null,
+        promptTokens: i,
+        latencyMs: i + 0.4,
+      })),
+    );
     const rows = sqlite.query("SELECT request_id, created_at, user_id, key_id, prompt_tokens, latency_ms FROM request_log ORDER BY id").all();
-    expect(rows).toEqual(Array.from({ length: 70 }, (_, i) => ({
-      request_id: `req_${i}`, created_at: 5_000 + i, user_id: i % 3 === 0 ? null : i, key_id: i % 2 ? `key_${i}` : null, prompt_tokens: i, latency_ms: i,
-    })));
+    expect(rows).toEqual(
+      Array.from({ length: 70 }, (_, i) => ({
+        request_id: `req_${i}`,
+        created_at: 5_000 + i,
+        user_id: i % 3 === 0 ? null : i,
+        key_id: i % 2 ? `key_${i}` : null,
+        prompt_tokens: i,
+        latency_ms: i,
+      })),
+    );
     log.close();
   });
 

@@ -11,8 +11,20 @@ import { buildConfig } from "../../src/config/load";
 import type { RequestRecord } from "../../src/deps";
 
 const record = (i: number): RequestRecord => ({
-  requestId: `req_${i}`, createdAt: 0, identity: "anonymous", userId: null, keyId: null, model: "m", endpoint: "chat", upstream: "u",
-  status: 200, promptTokens: 1, completionTokens: 1, costMicro: 0, latencyMs: 1, upstreamMs: 1,
+  requestId: `req_${i}`,
+  createdAt: 0,
+  identity: "anonymous",
+  userId: null,
+  keyId: null,
+  model: "m",
+  endpoint: "chat",
+  upstream: "u",
+  status: 200,
+  promptTokens: 1,
+  completionTokens: 1,
+  costMicro: 0,
+  latencyMs: 1,
+  upstreamMs: 1,
 });
 
 function recordingSink(insert: (records: RequestRecord[]) => void = () => {}) {
@@ -68,7 +80,10 @@ describe("request sink", () => {
   });
 
   test("a metrics scrape includes requests still queued", () => {
-    const { config } = buildConfig({ upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }] }] }, { env: {} });
+    const { config } = buildConfig(
+      { upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }] }] },
+      { env: {} },
+    );
     const registry = new ModelRegistry(config);
     let sink: ReturnType<typeof createRequestSink> | null = null;
     const metrics = createGatewayMetrics({ registry: () => registry, version: "t", startedAt: 0, now: Date.now, beforeRender: () => sink!.flush() });

@@ -15,8 +15,17 @@ function loaded(raw: Record<string, unknown>): ReturnType<typeof buildConfig> {
 
 describe("servedConfig", () => {
   test("restart-only keys keep their running values and are named; the others take the file's", () => {
-    const running = servedConfig(loaded({ server: { listen: "127.0.0.1:0" }, log: { level: "info" }, limits: { api_key: { per_minute: 5 } } }), BOUND, null).config;
-    const next = loaded({ server: { listen: "127.0.0.1:9999", data_dir: "./elsewhere" }, log: { level: "debug" }, limits: { api_key: { per_minute: 7 } }, webhooks: { bind_address: "127.0.0.1:1" } });
+    const running = servedConfig(
+      loaded({ server: { listen: "127.0.0.1:0" }, log: { level: "info" }, limits: { api_key: { per_minute: 5 } } }),
+      BOUND,
+      null,
+    ).config;
+    const next = loaded({
+      server: { listen: "127.0.0.1:9999", data_dir: "./elsewhere" },
+      log: { level: "debug" },
+      limits: { api_key: { per_minute: 7 } },
+      webhooks: { bind_address: "127.0.0.1:1" },
+    });
     const { config, waiting } = servedConfig(next, BOUND, running);
     expect(waiting).toEqual(["server.listen", "server.data_dir", "log", "webhooks.bind_address"]);
     expect(config.server.listen).toBe("127.0.0.1:0");
@@ -28,8 +37,12 @@ describe("servedConfig", () => {
   });
 
   test("an unwritten public_url follows the address the server is bound to; a written one is kept", () => {
-    expect(servedConfig(loaded({ server: { listen: "0.0.0.0:0" } }), { hostname: "0.0.0.0", port: 5555 }, null).config.server.public_url).toBe("http://localhost:5555");
-    expect(servedConfig(loaded({ server: { listen: "0.0.0.0:0", public_url: "https://gw.example.com" } }), BOUND, null).config.server.public_url).toBe("https://gw.example.com");
+    expect(servedConfig(loaded({ server: { listen: "0.0.0.0:0" } }), { hostname: "0.0.0.0", port: 5555 }, null).config.server.public_url).toBe(
+      "http://localhost:5555",
+    );
+    expect(servedConfig(loaded({ server: { listen: "0.0.0.0:0", public_url: "https://gw.example.com" } }), BOUND, null).config.server.public_url).toBe(
+      "https://gw.example.com",
+    );
   });
 });
 

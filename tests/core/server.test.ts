@@ -43,11 +43,18 @@ describe("the server", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"));
     const port = freePort();
     writeFileSync(join(dir, "modelgate.toml"), `[server]\nlisten = "nohost.invalid:${port}"\ndata_dir = "${join(dir, "data")}"\n`);
-    const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env: { ...process.env, MODELGATE_CONFIG: join(dir, "modelgate.toml") }, stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([BINARY, "serve"], {
+      cwd: dir,
+      env: { ...process.env, MODELGATE_CONFIG: join(dir, "modelgate.toml") },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     expect(code).toBe(1);
     // In the OS's words' place, which spoke of a missing file (ENOENT: no such file or directory).
-    expect(stderr).toContain(`modelgate: server.listen = "nohost.invalid:${port}": the host name "nohost.invalid" does not resolve to an address of this machine\n`);
+    expect(stderr).toContain(
+      `modelgate: server.listen = "nohost.invalid:${port}": the host name "nohost.invalid" does not resolve to an address of this machine\n`,
+    );
     expect(stderr).not.toContain("ENOENT");
   });
 
@@ -59,7 +66,10 @@ describe("the server", () => {
         const response = await fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(size) });
         expect(response.status).toBe(413);
         expect(response.headers.get("x-request-id")).toStartWith("req_");
-        expect(((await response.json()) as any).error).toMatchObject({ code: "payload_too_large", message: "The request body is larger than the limit of 2000 bytes" });
+        expect(((await response.json()) as any).error).toMatchObject({
+          code: "payload_too_large",
+          message: "The request body is larger than the limit of 2000 bytes",
+        });
       }
     }
     const chunked = (path: string) =>
@@ -86,7 +96,10 @@ describe("the server", () => {
     }
     // Chat takes max_body_bytes, with a trailing slash too (regression: that one got the 64 KiB cap).
     for (const path of ["/v1/chat/completions", "/v1/chat/completions/"]) {
-      const chat = await fetch(`${gateway.url}${path}`, { method: "POST", body: JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(70_000) }] }) });
+      const chat = await fetch(`${gateway.url}${path}`, {
+        method: "POST",
+        body: JSON.stringify({ model: "none", messages: [{ role: "user", content: "x".repeat(70_000) }] }),
+      });
       expect([path, chat.status]).toEqual([path, 404]);
     }
   });
@@ -94,7 +107,10 @@ describe("the server", () => {
   test("a body over the limit is read before the 413, so Node's fetch gets the answer, not a broken pipe (regression: EPIPE, and the SDK uploaded again)", async () => {
     const gateway = await startGateway("[server]\nmax_body_bytes = 1048576\n");
     started.push(gateway);
-    const node = Bun.spawn(["node", join(import.meta.dir, "../support/node-post.mjs"), `${gateway.url}/v1/chat/completions`, String(11_000_000), "6"], { stdout: "pipe", stderr: "pipe" });
+    const node = Bun.spawn(["node", join(import.meta.dir, "../support/node-post.mjs"), `${gateway.url}/v1/chat/completions`, String(11_000_000), "6"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, code] = await Promise.all([new Response(node.stdout).text(), node.exited]);
     expect(code).toBe(0);
     expect(out.trim().split("\n")).toEqual(Array(6).fill("413 payload_too_large"));
@@ -106,7 +122,11 @@ describe("the server", () => {
     const slow = await Bun.connect({ hostname: "127.0.0.1", port: gateway.port, socket: { data() {} } });
     slow.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"model":`);
     await Bun.sleep(50); // the gateway has read the head and is dropping the body as it trickles in
-    const other = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "hi" }] }) });
+    const other = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "hi" }] }),
+    });
     expect(other.status).toBe(404); // read and routed, not refused as busy
     slow.end();
   });
@@ -138,7 +158,9 @@ describe("the server", () => {
       expect(refused.headers.get("connection")).toBe("close");
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("service_unavailable");
       // A body of at most 64 KiB is read whole, uncounted, beside the two stalled ones.
-      expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body: '{"model":"none","messages":[{"role":"user","content":"x"}]}' })).status).toBe(404);
+      expect(
+        (await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", body: '{"model":"none","messages":[{"role":"user","content":"x"}]}' })).status,
+      ).toBe(404);
       for (const socket of slow) socket.end();
       await Bun.sleep(100);
       expect((await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })).status).toBe(404);
@@ -234,7 +256,11 @@ test("with listen on port 0, the setup link has the port the system chose, and o
     expect(new URL(link).origin).toBe(`http://127.0.0.1:${port}`);
     expect((await fetch(link)).status).toBe(200);
     // Nothing still takes the default's origin for its own (regression: the chat endpoint's page check did).
-    const chat = { method: "POST", headers: { "content-type": "application/json", origin: "http://localhost:8080" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) };
+    const chat = {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "http://localhost:8080" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+    };
     expect((await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, chat)).status).toBe(403);
   } finally {
     proc.kill();
@@ -253,7 +279,10 @@ describe("signals and a lost log reader", () => {
     const mock = startMockUpstream();
     const dir = mkdtempSync(join(tmpdir(), "modelgate-epipe-"));
     const port = freePort();
-    writeFileSync(join(dir, "modelgate.toml"), `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n[[upstreams]]\nname = "mock"\nbase_url = "${mock.url}"\n[[models]]\nid = "m"\nfree = true\ntargets = [{ upstream = "mock" }]\n`);
+    writeFileSync(
+      join(dir, "modelgate.toml"),
+      `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n[[upstreams]]\nname = "mock"\nbase_url = "${mock.url}"\n[[models]]\nid = "m"\nfree = true\ntargets = [{ upstream = "mock" }]\n`,
+    );
     const proc = Bun.spawn([BINARY, "serve", "--config", join(dir, "modelgate.toml")], { stdout: "pipe", stderr: "pipe" });
     try {
       // Read the first bytes the server logs, then go away, as `modelgate serve | tee` does when tee dies.
@@ -261,8 +290,22 @@ describe("signals and a lost log reader", () => {
       await reader.read();
       await reader.cancel();
       const url = `http://127.0.0.1:${port}`;
-      expect(await eventually(() => fetch(`${url}/api/health`).then((r) => r.ok, () => false), 10_000)).toBe(true);
-      const chat = () => fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+      expect(
+        await eventually(
+          () =>
+            fetch(`${url}/api/health`).then(
+              (r) => r.ok,
+              () => false,
+            ),
+          10_000,
+        ),
+      ).toBe(true);
+      const chat = () =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+        });
       for (let i = 0; i < 3; i++) {
         expect((await chat()).status).toBe(200);
         await Bun.sleep(150); // past a flush, whose log lines meet the closed pipe
@@ -270,7 +313,16 @@ describe("signals and a lost log reader", () => {
       expect(proc.exitCode).toBeNull();
       // A closing terminal's hangup reads the config again (its log lines meet the closed pipe too).
       proc.kill("SIGHUP");
-      expect(await eventually(() => fetch(`${url}/api/status`).then(async (r) => ((await r.json()) as { config_reloads: number }).config_reloads === 1, () => false), 10_000)).toBe(true);
+      expect(
+        await eventually(
+          () =>
+            fetch(`${url}/api/status`).then(
+              async (r) => ((await r.json()) as { config_reloads: number }).config_reloads === 1,
+              () => false,
+            ),
+          10_000,
+        ),
+      ).toBe(true);
       expect((await chat()).status).toBe(200); // queued, not yet written: the stop must write it
       proc.kill("SIGTERM");
       expect(await proc.exited).toBe(0);
@@ -284,4 +336,3 @@ describe("signals and a lost log reader", () => {
     }
   });
 });
-

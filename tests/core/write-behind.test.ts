@@ -91,7 +91,10 @@ describe("write-behind", () => {
     queue.push(3);
     clock += 2_000;
     queue.flush();
-    expect(batches).toEqual([[1, 2], [1, 2, 3]]);
+    expect(batches).toEqual([
+      [1, 2],
+      [1, 2, 3],
+    ]);
     expect(String(lines()[0])).toContain("test: write failed, 2 row(s) kept to retry");
   });
 

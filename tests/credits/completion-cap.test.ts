@@ -50,23 +50,45 @@ const sentLimits = (mock: MockUpstream) => mock.requests.map((r) => [r.body.max_
 describe("the completion limit sent upstream", () => {
   test("a paid request's limit goes in the one field its upstream reads: the client's own, moved there if it set the other, else the limit its reservation assumed (regression: both fields went up, which OpenAI refuses)", async () => {
     const { app, first } = appOver();
-    const cases = [{}, { max_tokens: 7 }, { max_completion_tokens: 9 }, { n_predict: 11 }, { max_tokens: 5, n_predict: 50 }, { max_tokens: null, max_completion_tokens: null }, { max_tokens: 5, max_completion_tokens: 6 }];
+    const cases = [
+      {},
+      { max_tokens: 7 },
+      { max_completion_tokens: 9 },
+      { n_predict: 11 },
+      { max_tokens: 5, n_predict: 50 },
+      { max_tokens: null, max_completion_tokens: null },
+      { max_tokens: 5, max_completion_tokens: 6 },
+    ];
     for (const extra of cases) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
     // The last set both: passed on as it came, the client's own business.
-    expect(sentLimits(first)).toEqual([[300, undefined], [7, undefined], [9, undefined], [11, undefined], [5, undefined], [300, undefined], [5, 6]]);
+    expect(sentLimits(first)).toEqual([
+      [300, undefined],
+      [7, undefined],
+      [9, undefined],
+      [11, undefined],
+      [5, undefined],
+      [300, undefined],
+      [5, 6],
+    ]);
     expect(first.requests[4].body.n_predict).toBe(50); // reserved for 50: llama.cpp reads n_predict first
   });
 
   test('token_limit_field = "none" adds nothing and moves nothing', async () => {
     const { app, first } = appOver({ token_limit_field: "none" });
     for (const extra of [{}, { max_completion_tokens: 9 }]) expect((await app.chat({ model: "paid", ...ASK, ...extra })).status).toBe(200);
-    expect(sentLimits(first)).toEqual([[undefined, undefined], [undefined, 9]]);
+    expect(sentLimits(first)).toEqual([
+      [undefined, undefined],
+      [undefined, 9],
+    ]);
   });
 
   test("a free model, or one whose completions cost nothing, is sent no limit", async () => {
     const { app, first } = appOver();
     for (const model of ["free", "prompt-only"]) expect((await app.chat({ model, ...ASK })).status).toBe(200);
-    expect(sentLimits(first)).toEqual([[undefined, undefined], [undefined, undefined]]);
+    expect(sentLimits(first)).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
   });
 
   test("in each upstream's token_limit_field, also on failover from one to the other", async () => {
@@ -158,7 +180,9 @@ describe("numbers the reservation counts", () => {
     expect(first.requests.map((r) => r.body.n_predict)).toEqual([-1, -1]);
     const refused = await app.chat({ model: "paid", ...ASK, n_predict: -1 });
     expect(refused.status).toBe(400);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('n_predict -1 sets no limit, and "paid" charges for completions: send a limit of at least 0');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'n_predict -1 sets no limit, and "paid" charges for completions: send a limit of at least 0',
+    );
     expect(first.requests).toHaveLength(2);
     // 0 is a limit (no tokens), reserved as none given: passed on as it came.
     expect((await app.chat({ model: "paid", ...ASK, n_predict: 0 })).status).toBe(200);

@@ -27,7 +27,24 @@ describe("amounts", () => {
     expect(parseCredits(" 3 ")).toBe(3_000_000);
     expect(parseCredits("1000000000")).toBe(1e15);
     // At most one billion credits, fraction included (regression: 1000000000.000001 was granted).
-    for (const bad of ["0", "-1", "1.0000001", "1e3", "abc", "", "1,5", "1000000001", "1000000000.000001", 1000000000.5, null, undefined, NaN, Infinity, -2, {}]) {
+    for (const bad of [
+      "0",
+      "-1",
+      "1.0000001",
+      "1e3",
+      "abc",
+      "",
+      "1,5",
+      "1000000001",
+      "1000000000.000001",
+      1000000000.5,
+      null,
+      undefined,
+      NaN,
+      Infinity,
+      -2,
+      {},
+    ]) {
       expect(parseCredits(bad)).toBeNull();
     }
     expect(formatCredits(12_500_000)).toBe("12.500000");
@@ -46,14 +63,21 @@ describe("prices", () => {
   });
 
   test("a price with more than 6 decimals is a config error", () => {
-    const models = (price: Record<string, number>) => ({ upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }], models: [{ id: "m", targets: [{ upstream: "u" }], price }] });
+    const models = (price: Record<string, number>) => ({
+      upstreams: [{ name: "u", base_url: "http://127.0.0.1:1/v1" }],
+      models: [{ id: "m", targets: [{ upstream: "u" }], price }],
+    });
     expect(() => buildConfig(models({ prompt: 0.0000001 }), { env: {} })).toThrow("models[0].price.prompt: at most 6 decimal places");
     expect(() => buildConfig(models({ completion: 12.3456789 }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
     // However small the excess (regression: 1.0000000009 passed, and was charged as 1).
     for (const completion of [1.0000000009, 0.0000010004, 0.0000000001]) {
       expect(() => buildConfig(models({ completion }), { env: {} })).toThrow("models[0].price.completion: at most 6 decimal places");
     }
-    expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({ prompt: 0.07, completion: 999_999.999999, request: 0 });
+    expect(buildConfig(models({ prompt: 0.07, completion: 999_999.999999 }), { env: {} }).config.models[0].price).toEqual({
+      prompt: 0.07,
+      completion: 999_999.999999,
+      request: 0,
+    });
   });
 
   test("the reservation covers n choices of the larger of max_tokens and max_completion_tokens", () => {
@@ -103,7 +127,14 @@ describe("spending", () => {
     t = buildAuthApp();
     const [a, b] = [await paying(1_000_000), await paying(1_000_000)];
     // Seven requests for each of 2 users x 5 models, then one more of user a on a sixth model.
-    const debits = Array.from({ length: 70 }, (_, i) => ({ userId: i % 2 ? a.userId : b.userId, keyId: null, micro: i + 1, requestId: `req_${i}`, model: `m${i % 5}`, at: t.clock.now + i }));
+    const debits = Array.from({ length: 70 }, (_, i) => ({
+      userId: i % 2 ? a.userId : b.userId,
+      keyId: null,
+      micro: i + 1,
+      requestId: `req_${i}`,
+      model: `m${i % 5}`,
+      at: t.clock.now + i,
+    }));
     debits.push({ userId: a.userId, keyId: null, micro: 1_000, requestId: "req_solo", model: "solo", at: t.clock.now });
     createDebitWriter(t.deps.db)(debits);
     for (const user of [a, b]) {
@@ -121,7 +152,9 @@ describe("spending", () => {
       });
       const rows = listLedger(t.deps.db, { userId: user.userId, limit: 100 }).filter((row) => row.kind === "debit");
       const byModel = (x: { model: string | null }, y: { model: string | null }): number => String(x.model).localeCompare(String(y.model));
-      expect(rows.map(({ model, micro, requestId, note, createdAt }) => ({ model, micro, requestId, note, createdAt })).sort(byModel)).toEqual(expected.sort(byModel));
+      expect(rows.map(({ model, micro, requestId, note, createdAt }) => ({ model, micro, requestId, note, createdAt })).sort(byModel)).toEqual(
+        expected.sort(byModel),
+      );
       expect(getBalance(t.deps.db, user.userId)).toBe(1_000_000 - mine.reduce((sum, d) => sum + d.micro, 0));
       ledgerSumMatchesBalance(user.userId);
     }
@@ -245,7 +278,9 @@ describe("spending", () => {
     expect(t.identities.meter.outstanding(userId)).toBe(0);
     expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
     // Both requests' debits, written together: one row for the user and model, each cost once.
-    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toMatchObject([{ micro: -2 * HELLO_COST, note: "2 requests", requestId: null }]);
+    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toMatchObject([
+      { micro: -2 * HELLO_COST, note: "2 requests", requestId: null },
+    ]);
     ledgerSumMatchesBalance(userId);
   });
 
@@ -275,13 +310,17 @@ describe("concurrency bound", () => {
       // Enough for three reservations and a bit: the remainder pays for no fourth.
       const { userId, auth } = await paying(3 * reservation + 1);
       const headers = sendLength ? { ...auth, "content-length": String(text.length) } : auth;
-      const answers = await Promise.all(Array.from({ length: 50 }, () => t.chat(text, headers).then(async (r) => ({ status: r.status, text: await r.text() }))));
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => t.chat(text, headers).then(async (r) => ({ status: r.status, text: await r.text() }))),
+      );
       const statuses = answers.map((a) => a.status);
       expect(statuses.filter((s) => s === 200)).toHaveLength(3);
       expect(statuses.filter((s) => s === 402)).toHaveLength(47);
       // What the served requests hold is said as an amount of its own (regression: "0.000001 (0.000123 of it held ...)").
       const refusal = JSON.parse(answers.find((a) => a.status === 402)!.text).error.message as string;
-      expect(refusal).toMatch(/^Your credit balance is \d+\.\d{6}, and requests in flight or spent and not yet recorded hold \d+\.\d{6}; model "paid-model" is not free, and this request needs at least \d+\.\d{6}/);
+      expect(refusal).toMatch(
+        /^Your credit balance is \d+\.\d{6}, and requests in flight or spent and not yet recorded hold \d+\.\d{6}; model "paid-model" is not free, and this request needs at least \d+\.\d{6}/,
+      );
       t.identities.meter.flush();
       const balance = getBalance(t.deps.db, userId);
       expect(balance).toBe(3 * reservation + 1 - 3 * HELLO_COST);
@@ -293,9 +332,15 @@ describe("concurrency bound", () => {
   test("with one micro-credit left, none of a burst is served, whatever its max_tokens (regression: one was, and went to -9,999.999999 credits on max_tokens 1e9)", async () => {
     t = buildAuthApp();
     const { userId, auth } = await paying(1);
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => t.chat({ ...HELLO, max_tokens: i % 2 ? 6 : 1_000_000_000 }, auth).then(async (r) => ({ status: r.status, text: await r.text() }))));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        t.chat({ ...HELLO, max_tokens: i % 2 ? 6 : 1_000_000_000 }, auth).then(async (r) => ({ status: r.status, text: await r.text() })),
+      ),
+    );
     expect(answers.map((a) => a.status).every((s) => s === 402)).toBe(true);
-    expect(JSON.parse(answers[1].text).error.message).toMatch(/^Your credit balance is 0\.000001; model "paid-model" is not free, and this request needs at least 0\.000\d{3} \(its prompt and a short answer\)/);
+    expect(JSON.parse(answers[1].text).error.message).toMatch(
+      /^Your credit balance is 0\.000001; model "paid-model" is not free, and this request needs at least 0\.000\d{3} \(its prompt and a short answer\)/,
+    );
     expect(t.upstream.chatCount()).toBe(0);
     t.identities.meter.flush();
     expect(getBalance(t.deps.db, userId)).toBe(1);
@@ -307,10 +352,11 @@ describe("recent usage", () => {
     t = buildAuthApp();
     const { userId } = await paying(0);
     const now = t.clock.now;
-    const row = (model: string, cost: number) => t.deps.db.$client.run(
-      "INSERT INTO request_log (request_id, created_at, identity, user_id, model, status, prompt_tokens, completion_tokens, cost_micro) VALUES ('r', ?, 'api_key', ?, ?, 200, 3, 4, ?)",
-      [now, userId, model, cost],
-    );
+    const row = (model: string, cost: number) =>
+      t.deps.db.$client.run(
+        "INSERT INTO request_log (request_id, created_at, identity, user_id, model, status, prompt_tokens, completion_tokens, cost_micro) VALUES ('r', ?, 'api_key', ?, ?, 200, 3, 4, ?)",
+        [now, userId, model, cost],
+      );
     row("a", 10);
     row("a", 15);
     row("b", 100);

@@ -9,7 +9,8 @@ import { tokensCostMicro } from "../../src/router/usage";
 
 const price = { prompt: 10, completion: 20 };
 const bodyBytes = 400; // 100 prompt tokens: 1,000 micro-credits
-const reserve = (availableMicro: number, body: Record<string, unknown> = {}, p = price) => reserveWithin({ price: p, body, bodyBytes, defaultMaxTokens: 1_000, availableMicro });
+const reserve = (availableMicro: number, body: Record<string, unknown> = {}, p = price) =>
+  reserveWithin({ price: p, body, bodyBytes, defaultMaxTokens: 1_000, availableMicro });
 
 describe("reserveWithin", () => {
   test("covered: the request's maximum cost, its own limit kept", () => {

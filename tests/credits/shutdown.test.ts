@@ -28,14 +28,22 @@ async function lockedWithDebits(graceMs: number, requests: number): Promise<{ gw
   const lock = new Database(join(gw.dir, "data", "modelgate.db"));
   lock.run("BEGIN IMMEDIATE");
   // All at once, so they land well inside one 250 ms debit flush (a flush against the lock waits out the busy timeout).
-  const send = () => fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(HELLO) });
+  const send = () =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(HELLO),
+    });
   const statuses = (await Promise.all(Array.from({ length: requests }, send))).map((r) => r.status);
   if (statuses.some((s) => s !== 200)) throw new Error(`statuses ${statuses.join(", ")}:\n${gw.output()}`);
   return { gw, lock };
 }
 
 function debits(db: Database): { rows: number; micro: number; balance: number; sum: number } {
-  const ledger = db.query("SELECT count(*) AS rows, coalesce(-sum(micro), 0) AS micro FROM ledger WHERE kind = 'debit'").get() as { rows: number; micro: number };
+  const ledger = db.query("SELECT count(*) AS rows, coalesce(-sum(micro), 0) AS micro FROM ledger WHERE kind = 'debit'").get() as {
+    rows: number;
+    micro: number;
+  };
   const balance = (db.query("SELECT micro FROM balances").get() as { micro: number }).micro;
   const sum = (db.query("SELECT sum(micro) AS sum FROM ledger").get() as { sum: number }).sum;
   return { ...ledger, balance, sum };

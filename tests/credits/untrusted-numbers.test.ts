@@ -9,7 +9,7 @@
  * was charged 0, and 1e30 tokens 1e9 of them, whatever max_tokens was).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { getBalance, listLedger } from "../../src/credits/ledger";
+import { getBalance } from "../../src/credits/ledger";
 import { MAX_COUNTED_TOKENS, usageFromJson } from "../../src/router/usage";
 import { buildAuthApp, HELLO, HELLO_COST, leastToServe, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
 import type { MockBehaviour } from "../support/mock-upstream";
@@ -77,7 +77,13 @@ describe("an upstream's reported usage", () => {
     { name: "a fractional usage", behaviour: { usage: { prompt_tokens: 0.5, completion_tokens: 7.9 } } },
     { name: "a usage missing its completion count", behaviour: { usage: { prompt_tokens: 3 } } },
   ];
-  for (const [{ name, behaviour }, stream] of unreported.flatMap((u) => [[u, false], [u, true]] as const)) {
+  for (const [{ name, behaviour }, stream] of unreported.flatMap(
+    (u) =>
+      [
+        [u, false],
+        [u, true],
+      ] as const,
+  )) {
     test(`an answer with ${name} (${stream ? "streamed" : "JSON"}) is charged an estimate, not nothing`, async () => {
       t = buildAuthApp();
       Object.assign(t.upstream.behaviour, behaviour);
@@ -127,6 +133,6 @@ describe("an upstream's reported usage", () => {
     expect(usageFromJson(`{${nested}}`)).toBeNull();
     expect(usageFromJson(`{"x":{${own}}}`)).toBeNull();
     // Last and flat, as upstreams send it, with keys after it whose strings hold brackets and quotes.
-    expect(usageFromJson(`{${nested},${own},"system_fingerprint":"fp_}]\\\"{","service_tier":null}\n`)).toEqual({ prompt_tokens: 100, completion_tokens: 50 });
+    expect(usageFromJson(`{${nested},${own},"system_fingerprint":"fp_}]\\"{","service_tier":null}\n`)).toEqual({ prompt_tokens: 100, completion_tokens: 50 });
   });
 });

@@ -16,7 +16,24 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
   const t = buildTestApp({}, { now: () => NOW });
   const app = createApp(t.deps, [dashboardRoutes(t.deps)]);
   const sqlite = t.deps.db.$client;
-  const alert = insertAlert(sqlite, { call_id: 1, job_id: 1, path: "/hooks/am", kind: "alertmanager", status: "firing", group_key: "g", dedupe_key: "d", title: "DiskFull <db-1>", severity: "critical", details: "", alert_count: 1, state: "triaging", refers_to: null, digest_id: null, created_at: NOW, due_at: null });
+  const alert = insertAlert(sqlite, {
+    call_id: 1,
+    job_id: 1,
+    path: "/hooks/am",
+    kind: "alertmanager",
+    status: "firing",
+    group_key: "g",
+    dedupe_key: "d",
+    title: "DiskFull <db-1>",
+    severity: "critical",
+    details: "",
+    alert_count: 1,
+    state: "triaging",
+    refers_to: null,
+    digest_id: null,
+    created_at: NOW,
+    due_at: null,
+  });
   setSummary(sqlite, alert.id, { summary: "Disk is filling on db-1." });
   addDeliveries(sqlite, alert.id, ["slack", "ntfy"], NOW);
   markSent(sqlite, { alert_id: alert.id, target: 0 }, NOW, null);
@@ -30,7 +47,13 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
   const bob = await session("bob@example.com", false);
   const get = (cookie: string) => app.handle(new Request(`${ORIGIN}/dashboard/alerts`, { headers: { cookie } }));
   const retry = (cookie: string, csrf: string) =>
-    app.handle(new Request(`${ORIGIN}/dashboard/alerts/${alert.id}/retry`, { method: "POST", headers: { cookie, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ csrf }).toString() }));
+    app.handle(
+      new Request(`${ORIGIN}/dashboard/alerts/${alert.id}/retry`, {
+        method: "POST",
+        headers: { cookie, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ csrf }).toString(),
+      }),
+    );
 
   expect((await get(bob.cookie)).status).toBe(403);
   const page = await (await get(admin.cookie)).text();
@@ -46,6 +69,9 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
   expect(deliveriesOf(sqlite, alert.id)[1].state).toBe("dead");
   const done = await retry(admin.cookie, admin.csrf);
   expect(done.status).toBe(303);
-  expect(deliveriesOf(sqlite, alert.id).map((d) => [d.state, d.attempts])).toEqual([["sent", 1], ["pending", 0]]);
+  expect(deliveriesOf(sqlite, alert.id).map((d) => [d.state, d.attempts])).toEqual([
+    ["sent", 1],
+    ["pending", 0],
+  ]);
   expect((await retry(admin.cookie, admin.csrf)).status).toBe(404);
 });

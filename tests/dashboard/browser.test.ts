@@ -228,10 +228,14 @@ describe("dashboard in chromium", () => {
 
     // last_used_at is written behind (at most once a minute per key): reload until it shows.
     const row = page.locator("tr", { hasText: "sdk test" });
-    await eventually(async () => {
-      await page.goto(`${gw.url}/dashboard/keys`);
-      return await row.getAttribute("data-last-used");
-    }, (value) => Boolean(value), "the key's last-used time");
+    await eventually(
+      async () => {
+        await page.goto(`${gw.url}/dashboard/keys`);
+        return await row.getAttribute("data-last-used");
+      },
+      (value) => Boolean(value),
+      "the key's last-used time",
+    );
     expect(await page.content()).not.toContain(carolKey);
     await expectAttribute(row, "data-status", "active");
     expect(await row.locator("td").nth(4).locator("time").count()).toBe(1);
@@ -471,7 +475,13 @@ describe("dashboard in chromium", () => {
     await page.setViewportSize({ width: 375, height: 800 });
     try {
       await page.goto(`${gw.url}/dashboard/admin`);
-      for (const button of [page.getByRole("button", { name: `Disable ${CAROL.email}` }), page.locator("#keys").getByRole("button", { name: /Revoke/ }).first()]) {
+      for (const button of [
+        page.getByRole("button", { name: `Disable ${CAROL.email}` }),
+        page
+          .locator("#keys")
+          .getByRole("button", { name: /Revoke/ })
+          .first(),
+      ]) {
         const box = (await button.boundingBox())!;
         expect(box.x).toBeGreaterThanOrEqual(0);
         expect(box.x + box.width).toBeLessThanOrEqual(375);

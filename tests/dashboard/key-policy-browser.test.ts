@@ -35,7 +35,10 @@ id = "mock-large"
 targets = [{ upstream = "mock" }]
 price = { prompt = 1000, completion = 2000 }
 `);
-  for (const args of [["user", "add", ADMIN.email, "--admin", "--password-stdin"], ["credits", "grant", "--user", ADMIN.email, "--amount", "100"]]) {
+  for (const args of [
+    ["user", "add", ADMIN.email, "--admin", "--password-stdin"],
+    ["credits", "grant", "--user", ADMIN.email, "--amount", "100"],
+  ]) {
     const result = await gw.cli(args, args.includes("--password-stdin") ? `${ADMIN.password}\n` : undefined);
     if (result.code !== 0) throw new Error(result.stderr);
   }

@@ -87,7 +87,10 @@ describe("dashboard pages", () => {
     for (const [action, page] of cases) {
       const res = await t.post(action, { csrf: "x" }, { cookie: dead });
       // And the sign-in page says nothing was done (regression: it said nothing, so a Revoke looked done).
-      expect({ action, location: res.headers.get("location") }).toEqual({ action, location: `/dashboard/signin?next=${encodeURIComponent(page)}&error=signed_out` });
+      expect({ action, location: res.headers.get("location") }).toEqual({
+        action,
+        location: `/dashboard/signin?next=${encodeURIComponent(page)}&error=signed_out`,
+      });
     }
     const signin = await (await t.get("/dashboard/signin?next=%2Fdashboard%2Fkeys&error=signed_out")).text();
     expect(signin).toContain("Your session had ended, so the form you sent was not acted on. Sign in, then send it again.");
@@ -122,7 +125,11 @@ describe("dashboard pages", () => {
     expect(await (await closed.get("/dashboard/signup")).text()).not.toContain('action="/auth/signup"');
 
     const open = await setup({
-      auth: { signup: "open", github: { client_id: "id", client_secret: "github-client-secret" }, google: { client_id: "gid", client_secret: "google-client-secret" } },
+      auth: {
+        signup: "open",
+        github: { client_id: "id", client_secret: "github-client-secret" },
+        google: { client_id: "gid", client_secret: "google-client-secret" },
+      },
     });
     const openPage = await (await open.get("/dashboard/signin?next=/dashboard/usage")).text();
     expect(openPage).toContain('href="/dashboard/signup?next=%2Fdashboard%2Fusage"');
@@ -142,7 +149,11 @@ describe("dashboard pages", () => {
     expect((await t.get("/dashboard/admin", alice.cookie)).status).toBe(403);
     const grant = await t.post("/dashboard/admin/credits", { csrf: alice.csrf, user_id: String(alice.user.id), amount: "100" }, { cookie: alice.cookie });
     expect(grant.status).toBe(403);
-    const create = await t.post("/dashboard/admin/users", { csrf: alice.csrf, email: "mallory@example.com", password: "whatever123", admin: "1" }, { cookie: alice.cookie });
+    const create = await t.post(
+      "/dashboard/admin/users",
+      { csrf: alice.csrf, email: "mallory@example.com", password: "whatever123", admin: "1" },
+      { cookie: alice.cookie },
+    );
     expect(create.status).toBe(403);
     const users = t.deps.db.$client.query("SELECT email FROM users").all();
     expect(users).toEqual([{ email: "alice@example.com" }]);
@@ -179,7 +190,11 @@ describe("dashboard pages", () => {
     expect(noToken.status).toBe(403);
     const wrongToken = await t.post("/dashboard/keys", { name: "ci", expires: "never", csrf: csrfToken("someone-else") }, { cookie: alice.cookie });
     expect(wrongToken.status).toBe(403);
-    const crossSite = await t.post("/dashboard/keys", { name: "ci", expires: "never", csrf: alice.csrf }, { cookie: alice.cookie, origin: "https://evil.example" });
+    const crossSite = await t.post(
+      "/dashboard/keys",
+      { name: "ci", expires: "never", csrf: alice.csrf },
+      { cookie: alice.cookie, origin: "https://evil.example" },
+    );
     expect(crossSite.status).toBe(403);
     const badExpiry = await t.post("/dashboard/keys", { name: "ci", expires: "forever", csrf: alice.csrf }, { cookie: alice.cookie });
     expect(badExpiry.status).toBe(400);
@@ -230,7 +245,13 @@ describe("dashboard pages", () => {
     const again = await reloaded.text();
     expect(again).not.toContain(key);
     expect(again).toContain("a key is shown once");
-    expect(t.deps.db.select().from(apiKeys).all().map((k) => k.name)).toEqual(["once"]);
+    expect(
+      t.deps.db
+        .select()
+        .from(apiKeys)
+        .all()
+        .map((k) => k.name),
+    ).toEqual(["once"]);
   });
 
   test("the CSRF token is the base64url SHA-256 of a label and the session token, stable across releases", () => {
@@ -259,11 +280,15 @@ describe("dashboard pages", () => {
     expect(list).toContain('data-status="revoked"');
   });
 
-  test("a refused \"Create a user\" comes back as sent, but for the password (regression: the email typed was gone)", async () => {
+  test('a refused "Create a user" comes back as sent, but for the password (regression: the email typed was gone)', async () => {
     const t = await setup();
     const admin = await t.signIn("root@example.com", { admin: true });
     await t.signIn("taken@example.com");
-    const refused = await t.post("/dashboard/admin/users", { csrf: admin.csrf, email: "Taken@Example.com", password: "secret-password-1", admin: "1" }, { cookie: admin.cookie });
+    const refused = await t.post(
+      "/dashboard/admin/users",
+      { csrf: admin.csrf, email: "Taken@Example.com", password: "secret-password-1", admin: "1" },
+      { cookie: admin.cookie },
+    );
     expect(refused.status).toBe(400);
     const page = await refused.text();
     expect(page).toMatch(/<input id="new-email" [^>]*value="Taken@Example\.com">/);
@@ -281,14 +306,22 @@ describe("dashboard pages", () => {
     const bad = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "1.2345678" }, { cookie: admin.cookie });
     expect(bad.status).toBe(400);
     // The message names every rule, the one-grant limit too (regression: 9000000000 was told to be "positive").
-    const tooMuch = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "9000000000" }, { cookie: admin.cookie });
+    const tooMuch = await t.post(
+      "/dashboard/admin/credits",
+      { csrf: admin.csrf, user_id: String(alice.user.id), amount: "9000000000" },
+      { cookie: admin.cookie },
+    );
     expect(tooMuch.status).toBe(400);
     expect(await tooMuch.text()).toContain("at most 1,000,000,000 in one grant");
     // A notice comes from a fixed table, never from the prototype (regression: ?done=constructor showed "function Object()").
     for (const done of ["constructor", "toString", "__proto__"]) {
       expect(await (await t.get(`/dashboard/admin?done=${done}`, admin.cookie)).text()).not.toMatch(/native code|object Object/);
     }
-    const grant = await t.post("/dashboard/admin/credits", { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5", note: "  welcome\r\nback  " }, { cookie: admin.cookie });
+    const grant = await t.post(
+      "/dashboard/admin/credits",
+      { csrf: admin.csrf, user_id: String(alice.user.id), amount: "12.5", note: "  welcome\r\nback  " },
+      { cookie: admin.cookie },
+    );
     expect(grant.status).toBe(303);
     expect(t.deps.db.$client.query("SELECT note FROM ledger WHERE user_id = ?").all(alice.user.id)).toEqual([{ note: "welcome back" }]);
     createApiKey(t.deps.db, { userId: alice.user.id, name: "laptop" });
@@ -318,7 +351,8 @@ describe("dashboard pages", () => {
     const admin = await t.signIn("root@example.com", { admin: true });
     const alice = await t.signIn("alice@example.com");
     const squatted = (await createUser(t.deps.db, { email: "mallory@example.com", password: "correct horse", emailUnverified: true })) as User;
-    const unproven = () => t.deps.db.$client.query<{ email_unverified: number }, [number]>("SELECT email_unverified FROM users WHERE id = ?").get(squatted.id)!.email_unverified;
+    const unproven = () =>
+      t.deps.db.$client.query<{ email_unverified: number }, [number]>("SELECT email_unverified FROM users WHERE id = ?").get(squatted.id)!.email_unverified;
     const before = await (await t.get("/dashboard/admin", admin.cookie)).text();
     expect(before).toContain(`action="/dashboard/admin/users/${squatted.id}/verify"`);
     // Only the unproven account offers it.
@@ -364,7 +398,13 @@ describe("dashboard pages", () => {
     const name = `💥${"k".repeat(99)}`;
     expect((await t.post("/dashboard/keys", { name, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(303);
     expect((await t.post("/dashboard/keys", { name: `${name}k`, expires: "never", csrf: alice.csrf }, { cookie: alice.cookie })).status).toBe(400);
-    expect(t.deps.db.select().from(apiKeys).all().map((k) => k.name)).toEqual([name]);
+    expect(
+      t.deps.db
+        .select()
+        .from(apiKeys)
+        .all()
+        .map((k) => k.name),
+    ).toEqual([name]);
   });
 
   test("a form posted as JSON with fields that are not strings is a 400 page, never a 500, and writes nothing", async () => {
@@ -398,10 +438,13 @@ describe("dashboard pages", () => {
 
     const t = await setup({ webhooks: { enabled: true, endpoints: [{ path: "/hooks/alert", job_id: 7 }] } });
     const admin = await t.signIn("root@example.com", { admin: true });
-    t.deps.db.insert(webhookJobs).values([
-      { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "pending" },
-      { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "dead", lastError: "exit <1>" },
-    ]).run();
+    t.deps.db
+      .insert(webhookJobs)
+      .values([
+        { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "pending" },
+        { jobId: 7, serviceId: 1, path: "/hooks/alert", body: Buffer.from("{}"), createdAt: NOW, state: "dead", lastError: "exit <1>" },
+      ])
+      .run();
     const page = await (await t.get("/dashboard/admin", admin.cookie)).text();
     expect(page).toContain("Webhook outbox");
     expect(page).toContain("pending: 1");
@@ -442,13 +485,30 @@ describe("usage queries and chart", () => {
     const t = await setup();
     const day = 86_400_000;
     const row = (userId: number | null, model: string, createdAt: number, tokens: number, cost: number) => ({
-      requestId: `req_${Math.random()}`, createdAt, identity: "api_key", userId, keyId: null, model, upstream: "local",
-      status: 200, promptTokens: tokens, completionTokens: 1, costMicro: cost, latencyMs: 5,
+      requestId: `req_${Math.random()}`,
+      createdAt,
+      identity: "api_key",
+      userId,
+      keyId: null,
+      model,
+      upstream: "local",
+      status: 200,
+      promptTokens: tokens,
+      completionTokens: 1,
+      costMicro: cost,
+      latencyMs: 5,
     });
-    t.deps.db.insert(requestLog).values([
-      row(1, "a", NOW, 10, 100), row(1, "a", NOW - 1000, 5, 50), row(1, "b", NOW - day, 1, 7),
-      row(1, "a", NOW - 40 * day, 99, 99), row(2, "a", NOW, 1000, 1000), row(null, "a", NOW, 1, 1),
-    ]).run();
+    t.deps.db
+      .insert(requestLog)
+      .values([
+        row(1, "a", NOW, 10, 100),
+        row(1, "a", NOW - 1000, 5, 50),
+        row(1, "b", NOW - day, 1, 7),
+        row(1, "a", NOW - 40 * day, 99, 99),
+        row(2, "a", NOW, 1000, 1000),
+        row(null, "a", NOW, 1, 1),
+      ])
+      .run();
     const rows = dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
     expect(rows.sort((x, y) => x.day.localeCompare(y.day))).toEqual([
       { day: "2026-06-15", model: "b", requests: 1, tokens: 2, costMicro: 7 },
@@ -460,7 +520,9 @@ describe("usage queries and chart", () => {
   test("the chart's axis labels fit (compact) and no bar rises above the plot, whatever the magnitudes (regression: 0.046 read as 46043, bars drawn past the top)", () => {
     const values = (n: number) => [n, 1, 0.5];
     const svg = barChart({
-      id: "c", title: "Tokens", days: ["2026-06-14", "2026-06-15", "2026-06-16"],
+      id: "c",
+      title: "Tokens",
+      days: ["2026-06-14", "2026-06-15", "2026-06-16"],
       series: [{ name: "huge", values: values(2_000_161_413) }, ...Array.from({ length: 40 }, (_, i) => ({ name: `m${i}`, values: values(3) }))],
       format: (v) => v.toLocaleString("en"),
     }).value;
@@ -470,11 +532,19 @@ describe("usage queries and chart", () => {
       expect(Number(m[1])).toBeGreaterThanOrEqual(10 - 0.05); // PAD.top
       expect(Number(m[2])).toBeGreaterThanOrEqual(0);
     }
-    const small = barChart({ id: "d", title: "Credits", days: ["2026-06-16"], series: [{ name: "a", values: [46_043] }], format: String, axisScale: 1_000_000 }).value;
+    const small = barChart({
+      id: "d",
+      title: "Credits",
+      days: ["2026-06-16"],
+      series: [{ name: "a", values: [46_043] }],
+      format: String,
+      axisScale: 1_000_000,
+    }).value;
     const axis = (svg: string) => [...svg.matchAll(/<text x="44" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
     expect(axis(small)).toEqual(["0.05", "0.025", "0"]);
     // Under 0.001 credits in millionths, and the middle line a whole count (regression: "0.000204" was cut to "00204" on the page, and "0.0000005" or "16.5" requests read at the middle).
-    const chart = (values: number[], axisScale?: number) => barChart({ id: "e", title: "t", days: values.map((_, i) => `2026-06-${10 + i}`), series: [{ name: "a", values }], format: String, axisScale }).value;
+    const chart = (values: number[], axisScale?: number) =>
+      barChart({ id: "e", title: "t", days: values.map((_, i) => `2026-06-${10 + i}`), series: [{ name: "a", values }], format: String, axisScale }).value;
     expect(axis(chart([68, 204], 1_000_000))).toEqual(["300µ", "150µ", "0"]);
     expect(axis(chart([0, 0], 1_000_000))).toEqual(["2µ", "1µ", "0"]);
     expect(axis(chart([33, 7]))).toEqual(["40", "20", "0"]);
@@ -484,8 +554,14 @@ describe("usage queries and chart", () => {
 
   test("the SVG chart totals per day and escapes model names", () => {
     const svg = barChart({
-      id: "c", title: "Requests", days: ["2026-06-15", "2026-06-16"],
-      series: [{ name: "<x>", values: [1, 2] }, { name: "y", values: [0, 3] }], format: String,
+      id: "c",
+      title: "Requests",
+      days: ["2026-06-15", "2026-06-16"],
+      series: [
+        { name: "<x>", values: [1, 2] },
+        { name: "y", values: [0, 3] },
+      ],
+      format: String,
     }).value;
     expect(svg).toContain('data-total="6"');
     expect(svg).toContain('data-day="2026-06-16" data-value="5"');

@@ -26,10 +26,16 @@ afterAll(async () => {
 async function exercise(db: Db, t: Tables): Promise<unknown> {
   const [user] = await db.insert(t.users).values({ email: "a@example.com", isAdmin: true }).returning({ id: t.users.id });
   for (const micro of [5_000_000, 2_500_000]) {
-    await db.insert(t.balances).values({ userId: user.id, micro }).onConflictDoUpdate({ target: t.balances.userId, set: { micro: sql`${t.balances.micro} + ${micro}` } });
+    await db
+      .insert(t.balances)
+      .values({ userId: user.id, micro })
+      .onConflictDoUpdate({ target: t.balances.userId, set: { micro: sql`${t.balances.micro} + ${micro}` } });
   }
   await db.insert(t.ledger).values({ userId: user.id, kind: "debit", micro: 2 ** 40, createdAt: 1_795_000_000_000 });
-  const [call] = await db.insert(t.webhookJobs).values({ jobId: 1, serviceId: 0, path: "/h", body: Buffer.from([0, 1, 255]), createdAt: 1 }).returning({ callId: t.webhookJobs.callId });
+  const [call] = await db
+    .insert(t.webhookJobs)
+    .values({ jobId: 1, serviceId: 0, path: "/h", body: Buffer.from([0, 1, 255]), createdAt: 1 })
+    .returning({ callId: t.webhookJobs.callId });
   const [row] = await db
     .select({ id: t.users.id, isAdmin: t.users.isAdmin, unverified: t.users.emailUnverified, micro: t.balances.micro, created: t.users.createdAt })
     .from(t.users)

@@ -39,7 +39,10 @@ test("a database migrated by a newer release is refused, and the URL's password 
   await sql`CREATE TABLE drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`;
   await sql`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ('x', ${Date.UTC(2099, 0, 1)})`;
   const withPassword = url.replace("postgres@", "postgres:s3cret-pw@");
-  const err = await openPostgres(withPassword, { max: 1 }).then(() => null, (e: Error) => e);
+  const err = await openPostgres(withPassword, { max: 1 }).then(
+    () => null,
+    (e: Error) => e,
+  );
   expect(err?.message).toContain("migrated by a newer modelgate");
   expect(err?.message).not.toContain("s3cret-pw");
   const tables = (await sql`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'`) as { n: number }[];

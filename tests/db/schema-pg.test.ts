@@ -23,10 +23,25 @@ type AnyColumn = { name: string; getSQLType(): string; notNull: boolean; hasDefa
 
 /** A key column's default is left out: SQLite gives every integer primary key one (the rowid). */
 function columnShape(c: AnyColumn): string {
-  return [family(c.getSQLType()), c.notNull ? "not null" : "null", c.hasDefault && !c.primary ? "default" : "", c.primary ? "pk" : "", c.isUnique ? "unique" : ""].join(" ");
+  return [
+    family(c.getSQLType()),
+    c.notNull ? "not null" : "null",
+    c.hasDefault && !c.primary ? "default" : "",
+    c.primary ? "pk" : "",
+    c.isUnique ? "unique" : "",
+  ].join(" ");
 }
 
-function shapes<T>(schema: Record<string, unknown>, isTable: (v: unknown) => v is T, config: (t: T) => { name: string; columns: AnyColumn[]; primaryKeys: { columns: { name: string }[] }[]; indexes: { config: { name: string; unique: boolean; columns: unknown[] } }[] }): Record<string, Shape> {
+function shapes<T>(
+  schema: Record<string, unknown>,
+  isTable: (v: unknown) => v is T,
+  config: (t: T) => {
+    name: string;
+    columns: AnyColumn[];
+    primaryKeys: { columns: { name: string }[] }[];
+    indexes: { config: { name: string; unique: boolean; columns: unknown[] } }[];
+  },
+): Record<string, Shape> {
   const out: Record<string, Shape> = {};
   for (const value of Object.values(schema)) {
     if (!isTable(value)) continue;
@@ -34,15 +49,25 @@ function shapes<T>(schema: Record<string, unknown>, isTable: (v: unknown) => v i
     out[c.name] = {
       columns: Object.fromEntries(c.columns.map((col) => [col.name, columnShape(col)])),
       primaryKeys: c.primaryKeys.map((pk) => pk.columns.map((col) => col.name).join(",")),
-      indexes: c.indexes.map((i) => `${i.config.name}${i.config.unique ? " unique" : ""} (${i.config.columns.map((col) => (col as { name: string }).name).join(",")})`),
+      indexes: c.indexes.map(
+        (i) => `${i.config.name}${i.config.unique ? " unique" : ""} (${i.config.columns.map((col) => (col as { name: string }).name).join(",")})`,
+      ),
     };
   }
   return out;
 }
 
 test("the Postgres schema has every table, column and index the SQLite schema has, and nothing else", () => {
-  const sqlite = shapes(sqliteSchema, (v): v is SQLiteTable => v instanceof SQLiteTable, (t) => sqliteConfig(t) as never);
-  const pg = shapes(pgSchema, (v): v is PgTable => v instanceof PgTable, (t) => pgConfig(t) as never);
+  const sqlite = shapes(
+    sqliteSchema,
+    (v): v is SQLiteTable => v instanceof SQLiteTable,
+    (t) => sqliteConfig(t) as never,
+  );
+  const pg = shapes(
+    pgSchema,
+    (v): v is PgTable => v instanceof PgTable,
+    (t) => pgConfig(t) as never,
+  );
   expect(Object.keys(sqlite).length).toBeGreaterThan(10);
   expect(pg).toEqual(sqlite);
 });

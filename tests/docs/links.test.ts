@@ -23,7 +23,12 @@ import { parse as parseToml } from "smol-toml";
 import { ConfigSchema } from "../../src/config/schema";
 
 const ROOT = resolve(import.meta.dir, "../..");
-const DOCS = [join(ROOT, "README.md"), ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => join(ROOT, "docs", f))];
+const DOCS = [
+  join(ROOT, "README.md"),
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join(ROOT, "docs", f)),
+];
 const SECTIONS = Object.keys(ConfigSchema.properties);
 const FILE_NAME = /\.(ts|js|mjs|md|toml|css|sql|db|sh|json|png|yaml)$/;
 
@@ -195,7 +200,7 @@ describe("docs", () => {
     expect(brokenLink(readme, "docs/configuration.md#no-such-heading")).toContain("no heading");
     expect(brokenLink(readme, "docs/configuration.md#bounds")).toBeNull();
     expect(slug("Configuration: `[auth]`")).toBe("configuration-auth");
-    const made = { text: "```toml\n[server]\nlisten = \":1\"\nlisen = \":2\"\n```\n", prose: "`routing.max_atempts` and `[limits] anonymus`" };
+    const made = { text: '```toml\n[server]\nlisten = ":1"\nlisen = ":2"\n```\n', prose: "`routing.max_atempts` and `[limits] anonymus`" };
     const keys = namedKeys(made).map((k) => k.key.join("."));
     expect(keys).toEqual(["server", "server.listen", "server.lisen", "routing.max_atempts", "limits.anonymus"]);
     expect(keys.filter((k) => schemaAt(k.split(".")) === null)).toEqual(["server.lisen", "routing.max_atempts", "limits.anonymus"]);

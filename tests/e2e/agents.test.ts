@@ -107,7 +107,10 @@ function workspace(): { cwd: string; secret: string } {
 
 /** The bodies an upstream was sent at `path` since it had `start` requests. */
 function sentSince(upstream: MockUpstream, start: number, path: string): Array<Record<string, any>> {
-  return upstream.requests.slice(start).filter((request) => request.path === path).map((request) => request.body);
+  return upstream.requests
+    .slice(start)
+    .filter((request) => request.path === path)
+    .map((request) => request.body);
 }
 
 /** The prompt tokens the chat mock reports for a request (its scripted answers count them the same way). */
@@ -134,7 +137,9 @@ async function expectChargedAsReported(user: UserKey, endpoint: string, reported
     rows = JSON.parse((await gw.cli(["usage", "export", "--user", user.email, "--format", "json"])).stdout) as UsageRow[];
     if (rows.length < reported.length) await Bun.sleep(100);
   }
-  expect(rows.map((row) => [row.endpoint, row.status, row.tokens_in, row.tokens_out])).toEqual(reported.map(([input, output]) => [endpoint, 200, input, output]));
+  expect(rows.map((row) => [row.endpoint, row.status, row.tokens_in, row.tokens_out])).toEqual(
+    reported.map(([input, output]) => [endpoint, 200, input, output]),
+  );
   for (const row of rows) expect(micro(row.credits)).toBe(row.tokens_in * PRICE.prompt + row.tokens_out * PRICE.completion);
   const spent = rows.reduce((sum, row) => sum + micro(row.credits), 0);
   expect(spent).toBeGreaterThan(0);
@@ -158,84 +163,108 @@ describe.each(AGENTS)("$name through the gateway, upstream speaking only chat co
     user = await createUserKey(gw, { credits: String(GRANT) });
   });
 
-  test("a plain prompt is answered with the upstream's text", async () => {
-    start = mock.requests.length;
-    const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
-    expect(run.code, shown(run)).toBe(0);
-    expect(run.outside).toEqual([]);
-    expect(run.stdout, shown(run)).toContain(PLAIN_WORDS.join(""));
-    const sent = sentSince(mock, start, "/v1/chat/completions");
-    expect(sent.length).toBe(1);
-    expect(sent[0]!.model).toBe("mock-small");
-    expect(JSON.stringify(sent[0]!.messages)).toContain(PROMPT);
-  }, AGENT_RUN_TIMEOUT_MS + 5_000);
-
-  test("a tool loop: the upstream calls the agent's tool, gets its result back, and its final text is printed", async () => {
-    const { cwd, secret } = workspace();
-    const finalText = `Done reading ${crypto.randomUUID()}`;
-    mock.behaviour.answer = scriptedAnswer({
-      calls: [
-        { name: "Read", arguments: { file_path: join(cwd, "note.txt") } },
-        { name: "exec_command", arguments: { cmd: "cat note.txt" } },
-      ],
-      finalText,
-    });
-    const before = mock.requests.length;
-    try {
-      const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: "What does note.txt say?", cwd });
+  test(
+    "a plain prompt is answered with the upstream's text",
+    async () => {
+      start = mock.requests.length;
+      const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
       expect(run.code, shown(run)).toBe(0);
-    expect(run.outside).toEqual([]);
-      expect(run.stdout, shown(run)).toContain(finalText);
-    } finally {
-      mock.behaviour.answer = undefined;
-    }
-    const sent = sentSince(mock, before, "/v1/chat/completions");
-    expect(sent.length).toBe(2);
-    const toolMessages = (sent[1]!.messages as Array<{ role: string; tool_call_id?: string; content: unknown }>).filter((m) => m.role === "tool");
-    expect(toolMessages.length).toBe(1);
-    expect(toolMessages[0]!.tool_call_id).toBe("call_scripted_1");
-    expect(JSON.stringify(toolMessages[0]!.content)).toContain(secret);
-  }, AGENT_RUN_TIMEOUT_MS + 5_000);
+      expect(run.outside).toEqual([]);
+      expect(run.stdout, shown(run)).toContain(PLAIN_WORDS.join(""));
+      const sent = sentSince(mock, start, "/v1/chat/completions");
+      expect(sent.length).toBe(1);
+      expect(sent[0]!.model).toBe("mock-small");
+      expect(JSON.stringify(sent[0]!.messages)).toContain(PROMPT);
+    },
+    AGENT_RUN_TIMEOUT_MS + 5_000,
+  );
 
-  test("a key without credits: the agent prints the gateway's 402 and its reason, and stops; the upstream is not called", async () => {
-    const broke = await createUserKey(gw, {});
-    const before = mock.requests.length;
-    const run = await agent.run({ gateway: gw.url, key: broke.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
-    expect(run.code, shown(run)).not.toBe(0);
-    expect(run.outside).toEqual([]);
-    expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("402");
-    expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("Your credit balance is 0.000000");
-    expect(mock.requests.length).toBe(before);
-  }, AGENT_RUN_TIMEOUT_MS + 5_000);
+  test(
+    "a tool loop: the upstream calls the agent's tool, gets its result back, and its final text is printed",
+    async () => {
+      const { cwd, secret } = workspace();
+      const finalText = `Done reading ${crypto.randomUUID()}`;
+      mock.behaviour.answer = scriptedAnswer({
+        calls: [
+          { name: "Read", arguments: { file_path: join(cwd, "note.txt") } },
+          { name: "exec_command", arguments: { cmd: "cat note.txt" } },
+        ],
+        finalText,
+      });
+      const before = mock.requests.length;
+      try {
+        const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-model", prompt: "What does note.txt say?", cwd });
+        expect(run.code, shown(run)).toBe(0);
+        expect(run.outside).toEqual([]);
+        expect(run.stdout, shown(run)).toContain(finalText);
+      } finally {
+        mock.behaviour.answer = undefined;
+      }
+      const sent = sentSince(mock, before, "/v1/chat/completions");
+      expect(sent.length).toBe(2);
+      const toolMessages = (sent[1]!.messages as Array<{ role: string; tool_call_id?: string; content: unknown }>).filter((m) => m.role === "tool");
+      expect(toolMessages.length).toBe(1);
+      expect(toolMessages[0]!.tool_call_id).toBe("call_scripted_1");
+      expect(JSON.stringify(toolMessages[0]!.content)).toContain(secret);
+    },
+    AGENT_RUN_TIMEOUT_MS + 5_000,
+  );
+
+  test(
+    "a key without credits: the agent prints the gateway's 402 and its reason, and stops; the upstream is not called",
+    async () => {
+      const broke = await createUserKey(gw, {});
+      const before = mock.requests.length;
+      const run = await agent.run({ gateway: gw.url, key: broke.key, model: "agent-model", prompt: PROMPT, cwd: workspace().cwd });
+      expect(run.code, shown(run)).not.toBe(0);
+      expect(run.outside).toEqual([]);
+      expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("402");
+      expect(`${run.stdout}${run.stderr}`, shown(run)).toContain("Your credit balance is 0.000000");
+      expect(mock.requests.length).toBe(before);
+    },
+    AGENT_RUN_TIMEOUT_MS + 5_000,
+  );
 
   test("each request is charged the usage the upstream reported, and logged under the agent's endpoint", async () => {
     const sent = sentSince(mock, start, "/v1/chat/completions");
     expect(sent.length).toBe(3);
     const completions = [PLAIN_WORDS.length, SCRIPTED_COMPLETION_TOKENS, SCRIPTED_COMPLETION_TOKENS];
-    await expectChargedAsReported(user, agent.endpoint, sent.map((body, i) => [chatPromptTokens(body), completions[i]!]));
+    await expectChargedAsReported(
+      user,
+      agent.endpoint,
+      sent.map((body, i) => [chatPromptTokens(body), completions[i]!]),
+    );
   });
 });
 
 describe.each(AGENTS)("$name through the gateway, upstream serving its API natively", (agent) => {
   // The native mocks may answer with a call of the first tool offered before their text (the
   // Responses mock always does): every turn must then pass through natively too.
-  test("the agent's requests are passed through as it sent them, with the headers the body needs; its text printed, each charged and logged", async () => {
-    const user = await createUserKey(gw, { credits: String(GRANT) });
-    const start = nativeMock.requests.length;
-    const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-native", prompt: PROMPT, cwd: workspace().cwd });
-    expect(run.code, shown(run)).toBe(0);
-    expect(run.outside).toEqual([]);
-    expect(run.stdout, shown(run)).toContain(NATIVE_WORDS.join(""));
-    expect(nativeMock.requests.slice(start).map((request) => request.path)).toEqual(Array(nativeMock.requests.length - start).fill(agent.native.path));
-    for (const request of nativeMock.requests.slice(start)) {
-      for (const [name, part] of Object.entries(agent.native.headers)) expect(`${name}: ${request.headers[name] ?? "(not sent)"}`).toContain(part);
-    }
-    const sent = sentSince(nativeMock, start, agent.native.path);
-    expect(sent.length).toBeGreaterThan(0);
-    for (const body of sent) {
-      expect(body.model).toBe("mock-large");
-      expect(JSON.stringify(body)).toContain(PROMPT);
-    }
-    await expectChargedAsReported(user, agent.endpoint, sent.map((body) => agent.native.reported(body)));
-  }, AGENT_RUN_TIMEOUT_MS + 5_000);
+  test(
+    "the agent's requests are passed through as it sent them, with the headers the body needs; its text printed, each charged and logged",
+    async () => {
+      const user = await createUserKey(gw, { credits: String(GRANT) });
+      const start = nativeMock.requests.length;
+      const run = await agent.run({ gateway: gw.url, key: user.key, model: "agent-native", prompt: PROMPT, cwd: workspace().cwd });
+      expect(run.code, shown(run)).toBe(0);
+      expect(run.outside).toEqual([]);
+      expect(run.stdout, shown(run)).toContain(NATIVE_WORDS.join(""));
+      expect(nativeMock.requests.slice(start).map((request) => request.path)).toEqual(Array(nativeMock.requests.length - start).fill(agent.native.path));
+      for (const request of nativeMock.requests.slice(start)) {
+        for (const [name, part] of Object.entries(agent.native.headers)) expect(`${name}: ${request.headers[name] ?? "(not sent)"}`).toContain(part);
+      }
+      const sent = sentSince(nativeMock, start, agent.native.path);
+      expect(sent.length).toBeGreaterThan(0);
+      for (const body of sent) {
+        expect(body.model).toBe("mock-large");
+        expect(JSON.stringify(body)).toContain(PROMPT);
+      }
+      await expectChargedAsReported(
+        user,
+        agent.endpoint,
+        sent.map((body) => agent.native.reported(body)),
+      );
+    },
+    AGENT_RUN_TIMEOUT_MS + 5_000,
+  );
 });

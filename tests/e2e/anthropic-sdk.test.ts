@@ -117,15 +117,25 @@ async function failure(call: PromiseLike<unknown>): Promise<Error & { status?: n
 /** The user's request-log rows, once `count` are written (they are written behind the answers). */
 async function usageRows(email: string, count: number): Promise<Array<Record<string, unknown>>> {
   let rows: Array<Record<string, unknown>> = [];
-  await eventually(async () => {
-    rows = JSON.parse((await gw.cli(["usage", "export", "--user", email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
-    return rows.length >= count;
-  }, 5_000, 100);
+  await eventually(
+    async () => {
+      rows = JSON.parse((await gw.cli(["usage", "export", "--user", email, "--format", "json"])).stdout) as Array<Record<string, unknown>>;
+      return rows.length >= count;
+    },
+    5_000,
+    100,
+  );
   return rows;
 }
 
 const hello = [{ role: "user" as const, content: "Hello" }];
-const weather = [{ name: "get_weather", description: "The weather in a city", input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] } }];
+const weather = [
+  {
+    name: "get_weather",
+    description: "The weather in a city",
+    input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] },
+  },
+];
 
 describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
   test("messages.create: text, stop reason, usage; the upstream is called as the mode says", async () => {
@@ -145,7 +155,9 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
 
   test("a streamed call's upstream body: native as it came (no stream_options added), translated as chat asking for usage", async () => {
     const before = mock.requests.length;
-    await client().messages.stream({ model: mode, max_tokens: 100, messages: hello, metadata: { user_id: "u-1" } }).finalMessage();
+    await client()
+      .messages.stream({ model: mode, max_tokens: 100, messages: hello, metadata: { user_id: "u-1" } })
+      .finalMessage();
     const sent = mock.requests[before].body;
     // The SDK's anthropic-version goes on to a native upstream, which needs it to read the body.
     const version = mock.requests[before].headers["anthropic-version"];
@@ -170,7 +182,9 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
   });
 
   test("a two-turn tool-use loop, streamed then whole", async () => {
-    const first = await client().messages.stream({ model: mode, max_tokens: 100, messages: [{ role: "user", content: "Weather in Paris?" }], tools: weather }).finalMessage();
+    const first = await client()
+      .messages.stream({ model: mode, max_tokens: 100, messages: [{ role: "user", content: "Weather in Paris?" }], tools: weather })
+      .finalMessage();
     expect(first.stop_reason).toBe("tool_use");
     const call = first.content.find((block) => block.type === "tool_use")!;
     expect(call).toMatchObject({ type: "tool_use", name: "get_weather", input: MOCK_TOOL_INPUT });
@@ -234,7 +248,9 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
     const denied = await failure(client(narrowKey).messages.create({ model: mode, max_tokens: 10, messages: hello }));
     expect(denied).toBeInstanceOf(Anthropic.PermissionDeniedError);
     expect(denied.error?.error.type).toBe("permission_error");
-    await client(narrowKey).messages.create({ model: other, max_tokens: 10, messages: hello }).catch(() => {});
+    await client(narrowKey)
+      .messages.create({ model: other, max_tokens: 10, messages: hello })
+      .catch(() => {});
     const limited = await failure(client(narrowKey).messages.create({ model: other, max_tokens: 10, messages: hello }));
     expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
     expect(limited.error?.error.type).toBe("rate_limit_error");
@@ -255,8 +271,20 @@ describe.each(MODES)("@anthropic-ai/sdk, %s", (mode) => {
 
 describe("/v1/messages as Claude Code calls it", () => {
   test("x-api-key on ?beta=true with anthropic-beta and anthropic-version; a bad x-api-key is 401, never anonymous", async () => {
-    const headers = { "content-type": "application/json", "anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14" };
-    const body = JSON.stringify({ model: "translated", max_tokens: 32000, messages: [{ role: "user", content: "hi" }, { role: "system", content: [{ type: "text", text: "# Environment" }] }], thinking: { type: "adaptive" } });
+    const headers = {
+      "content-type": "application/json",
+      "anthropic-version": "2023-06-01",
+      "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
+    };
+    const body = JSON.stringify({
+      model: "translated",
+      max_tokens: 32000,
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "system", content: [{ type: "text", text: "# Environment" }] },
+      ],
+      thinking: { type: "adaptive" },
+    });
     const ok = await fetch(`${gw.url}/v1/messages?beta=true`, { method: "POST", headers: { ...headers, "x-api-key": key }, body });
     expect(await ok.clone().text()).toContain('"type":"message"');
     expect(ok.status).toBe(200);
@@ -265,7 +293,11 @@ describe("/v1/messages as Claude Code calls it", () => {
     expect(bad.status).toBe(401);
     expect(await bad.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
     // Judged before the body and the model, as a bad bearer token is.
-    const unknown = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { ...headers, "x-api-key": "sk-mg-wrong" }, body: body.replace('"translated"', '"nope"') });
+    const unknown = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { ...headers, "x-api-key": "sk-mg-wrong" },
+      body: body.replace('"translated"', '"nope"'),
+    });
     expect(unknown.status).toBe(401);
     const anonymous = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers, body });
     expect(anonymous.status).toBe(401);
@@ -276,7 +308,11 @@ describe("/v1/messages as Claude Code calls it", () => {
     const body = JSON.stringify({ model: "translated", messages: [{ role: "user", content: "hi" }] });
     const ok = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body });
     expect(ok.status).toBe(200);
-    const bad = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-mg-wrong" }, body });
+    const bad = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": "sk-mg-wrong" },
+      body,
+    });
     expect(bad.status).toBe(401);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
   });
@@ -288,7 +324,9 @@ describe("/v1/messages as Claude Code calls it", () => {
 
   test("a server tool cannot be translated: a 400 naming it, nothing sent upstream", async () => {
     const calls = mock.requests.length;
-    const error = await failure(client().messages.create({ model: "translated", max_tokens: 10, messages: hello, tools: [{ type: "web_search_20250305", name: "web_search" }] as never }));
+    const error = await failure(
+      client().messages.create({ model: "translated", max_tokens: 10, messages: hello, tools: [{ type: "web_search_20250305", name: "web_search" }] as never }),
+    );
     expect(error).toBeInstanceOf(Anthropic.BadRequestError);
     expect(error.message).toContain("web_search_20250305");
     expect(mock.requests.length).toBe(calls);

@@ -68,7 +68,9 @@ describe('api_key_header = "x-api-key"', () => {
 
   test("by default the key goes as Authorization: Bearer, which such an upstream refuses", async () => {
     anthropicApi.requests.length = 0;
-    const refused = await client().messages.create({ model: "claude-by-bearer", max_tokens: 50, messages: hello }).catch((err: unknown) => err);
+    const refused = await client()
+      .messages.create({ model: "claude-by-bearer", max_tokens: 50, messages: hello })
+      .catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(Anthropic.APIError);
     expect(anthropicApi.requests[0].headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
   });

@@ -95,7 +95,12 @@ describe("three replicas sharing Redis", () => {
     const responses = await Promise.all(
       Array.from({ length: 1_000 }, async () => {
         const response = await chat(balancer.url, key);
-        return { status: response.status, remaining: response.headers.get("x-ratelimit-remaining-requests"), retryAfter: response.headers.get("retry-after"), body: await response.text() };
+        return {
+          status: response.status,
+          remaining: response.headers.get("x-ratelimit-remaining-requests"),
+          retryAfter: response.headers.get("retry-after"),
+          body: await response.text(),
+        };
       }),
     );
     const ok = responses.filter((r) => r.status === 200);
@@ -152,11 +157,13 @@ describe("three replicas sharing Redis", () => {
     const { key } = await createUserKey(replicas[0], { email: "outage@example.com" });
     await redis.stop();
     // Straight to each replica: one was restarted above, on a port the balancer does not know.
-    const statuses = await Promise.all(Array.from({ length: 90 }, async (_, i) => {
-      const response = await chat(replicas[i % 3].url, key);
-      const body = (await response.json()) as { error?: { code: string; type: string } };
-      return { status: response.status, retryAfter: response.headers.get("retry-after"), code: body.error?.code };
-    }));
+    const statuses = await Promise.all(
+      Array.from({ length: 90 }, async (_, i) => {
+        const response = await chat(replicas[i % 3].url, key);
+        const body = (await response.json()) as { error?: { code: string; type: string } };
+        return { status: response.status, retryAfter: response.headers.get("retry-after"), code: body.error?.code };
+      }),
+    );
     expect(statuses.filter((s) => s.status === 200)).toHaveLength(0);
     for (const s of statuses) expect(s).toEqual({ status: 503, retryAfter: "1", code: "service_unavailable" });
     const status = (await (await fetch(`${replicas[2].url}/api/status`)).json()) as { status: string; cluster: { redis: string } };
@@ -181,7 +188,9 @@ describe("a replica started while Redis is down", () => {
   test("starts, refuses with 503 until Redis answers, then serves without a restart", async () => {
     const later = await startRedis();
     await later.stop();
-    const gw = await startGateway(`[cluster]\nredis_url = "${later.url}"\n[[upstreams]]\nname = "mock"\nbase_url = "${upstream.url}"\n[[models]]\nid = "free-model"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`);
+    const gw = await startGateway(
+      `[cluster]\nredis_url = "${later.url}"\n[[upstreams]]\nname = "mock"\nbase_url = "${upstream.url}"\n[[models]]\nid = "free-model"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`,
+    );
     try {
       const { key } = await createUserKey(gw, { email: "early@example.com" });
       expect((await chat(gw.url, key)).status).toBe(503);

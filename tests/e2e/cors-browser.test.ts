@@ -19,7 +19,11 @@ let key = "";
 
 /** A page server on its own origin (a port of its own): an empty page the test scripts. */
 function pageServer(): Server<undefined> {
-  return Bun.serve({ hostname: "127.0.0.1", port: freePort(), fetch: () => new Response("<!doctype html><title>chat</title>", { headers: { "content-type": "text/html" } }) });
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: freePort(),
+    fetch: () => new Response("<!doctype html><title>chat</title>", { headers: { "content-type": "text/html" } }),
+  });
 }
 
 beforeAll(async () => {
@@ -75,20 +79,23 @@ test("a page of another origin that posts a form to the chat endpoint (no prefli
   await browser.page.goto(`http://127.0.0.1:${other.port}/`);
   const before = mock.chatCount();
   const body = JSON.stringify({ model: "free-model", messages: [{ role: "user", content: "hi" }] });
-  await browser.page.evaluate(({ url, body }) => {
-    const document = (globalThis as any).document;
-    const form = document.createElement("form");
-    form.method = "POST";
-    form.action = url;
-    form.enctype = "text/plain";
-    const field = document.createElement("input");
-    // A text/plain form sends `name=value`: the JSON is split so that the = lands inside a string.
-    field.name = `${body.slice(0, -1)},"pad":"`;
-    field.value = '"}';
-    form.append(field);
-    document.body.append(form);
-    form.submit();
-  }, { url: `${gw.url}/v1/chat/completions`, body });
+  await browser.page.evaluate(
+    ({ url, body }) => {
+      const document = (globalThis as any).document;
+      const form = document.createElement("form");
+      form.method = "POST";
+      form.action = url;
+      form.enctype = "text/plain";
+      const field = document.createElement("input");
+      // A text/plain form sends `name=value`: the JSON is split so that the = lands inside a string.
+      field.name = `${body.slice(0, -1)},"pad":"`;
+      field.value = '"}';
+      form.append(field);
+      document.body.append(form);
+      form.submit();
+    },
+    { url: `${gw.url}/v1/chat/completions`, body },
+  );
   await browser.page.waitForURL(`${gw.url}/v1/chat/completions`);
   const answer = JSON.parse(await browser.page.locator("body").innerText());
   expect(answer.error.code).toBe("forbidden");

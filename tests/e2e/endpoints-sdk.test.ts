@@ -118,7 +118,11 @@ describe("openai SDK: embeddings and completions", () => {
   });
 
   test("an embeddings body without encoding_format gets none (vLLM refuses null)", async () => {
-    const response = await fetch(`${gw.url}/v1/embeddings`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body: JSON.stringify({ model: "local", input: "x" }) });
+    const response = await fetch(`${gw.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "local", input: "x" }),
+    });
     expect(response.status).toBe(200);
     expect(lastTo("/v1/embeddings").text).toBe('{"model":"mock-small","input":"x"}');
   });
@@ -186,7 +190,11 @@ describe("keys, credits, limits and failover beyond chat", () => {
     const bad = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "sk-mg-not-a-key", maxRetries: 0 });
     expect((await failure(bad.embeddings.create({ model: "local", input: "x" }))).status).toBe(401);
     expect((await failure(bad.completions.create({ model: "local", prompt: "x" }))).status).toBe(401);
-    const anonymous = await fetch(`${gw.url}/v1/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "paid", input: "x" }) });
+    const anonymous = await fetch(`${gw.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "paid", input: "x" }),
+    });
     expect(anonymous.status).toBe(401);
   });
 

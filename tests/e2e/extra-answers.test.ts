@@ -59,7 +59,10 @@ afterAll(async () => {
 
 test("two clients, an upstream that answers twice: each client gets its own answers, metered on its own usage", async () => {
   const clients = await Promise.all(
-    (["alice", "bob"] as const).map(async (who) => ({ who, sdk: new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: (await createUserKey(gw, { credits: "1000" })).key, maxRetries: 0 }) })),
+    (["alice", "bob"] as const).map(async (who) => ({
+      who,
+      sdk: new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: (await createUserKey(gw, { credits: "1000" })).key, maxRetries: 0 }),
+    })),
   );
   const seen: Array<{ who: "alice" | "bob"; requestId: string; status: number }> = [];
   // Four requests of each client in flight at a time, 25 after one another each.
@@ -87,7 +90,14 @@ test("two clients, an upstream that answers twice: each client gets its own answ
   // Request lines are written in batches, shortly after the request.
   const lines = async (): Promise<Map<string, { completion_tokens: number; cost_micro: number; status: number }>> => {
     for (let i = 0; i < 100; i++) {
-      const logged = new Map(gw.output().split("\n").filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l)).map((l) => [l.request_id, l]));
+      const logged = new Map(
+        gw
+          .output()
+          .split("\n")
+          .filter((l) => l.includes('"msg":"request"'))
+          .map((l) => JSON.parse(l))
+          .map((l) => [l.request_id, l]),
+      );
       if (seen.every((s) => logged.has(s.requestId))) return logged;
       await Bun.sleep(20);
     }

@@ -38,7 +38,11 @@ describe("one front door", () => {
     const answers = [];
     for (const path of ["/v1/chat/completions", "/v1/chat/completions/"]) {
       const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
-      answers.push({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code, overhead: res.headers.has("x-gateway-overhead-ms") });
+      answers.push({
+        status: res.status,
+        code: ((await res.json()) as { error: { code: string } }).error.code,
+        overhead: res.headers.has("x-gateway-overhead-ms"),
+      });
     }
     expect(answers).toEqual([
       { status: 413, code: "payload_too_large", overhead: true },

@@ -171,7 +171,7 @@ test("key revoke takes a leaked key itself, never prints it, and the key stops w
 test("usage export: the CSV and the JSON parsed back have one row per request, and their credits sum to the ledger's debits", async () => {
   const gateway = await startGateway(config(mock.url));
   try {
-    const a = await createUserKey(gateway, { credits: "10", name: "first, \"quoted\"" });
+    const a = await createUserKey(gateway, { credits: "10", name: 'first, "quoted"' });
     const b = await createUserKey(gateway, { email: a.email, name: "=second" });
     for (let i = 0; i < 7; i++) expect((await chat(gateway, i % 3 === 0 ? b.key : a.key)).status).toBe(200);
     expect(await gateway.stop()).toBe(0); // writes the request log's last rows

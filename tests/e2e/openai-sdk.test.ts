@@ -199,7 +199,10 @@ describe("graceful shutdown", () => {
     }
     expect(text.split(" w").length - 1).toBe(40);
     expect(await own.proc.exited).toBe(0);
-    const refused = await fetch(`${own.url}/api/health`).then(() => "answered", () => "refused");
+    const refused = await fetch(`${own.url}/api/health`).then(
+      () => "answered",
+      () => "refused",
+    );
     expect(refused).toBe("refused");
   });
 });

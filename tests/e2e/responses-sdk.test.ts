@@ -62,7 +62,15 @@ price = { prompt = 1000, completion = 2000 }
 `;
 
 const TEXT = "Hello from the mock upstream.";
-const TOOLS: OpenAI.Responses.Tool[] = [{ type: "function", name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false }];
+const TOOLS: OpenAI.Responses.Tool[] = [
+  {
+    type: "function",
+    name: "get_weather",
+    description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+    strict: false,
+  },
+];
 
 beforeAll(async () => {
   chat = startMockUpstream({ callTool: true, reasoning: "Think first." });
@@ -117,7 +125,14 @@ describe.each(["native", "translated"])("/v1/responses, %s", (model) => {
     expect(text).toBe(TEXT);
     expect(types[0]).toBe("response.created");
     expect(types.at(-1)).toBe("response.completed");
-    for (const type of ["response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.done", "response.output_item.done"]) expect(types).toContain(type);
+    for (const type of [
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.done",
+      "response.output_item.done",
+    ])
+      expect(types).toContain(type);
     expect(completed!.output_text ?? completed!.output.at(-1)).toBeTruthy();
     expect(completed!.usage!.output_tokens).toBe(6);
     // A completed stream is stored as the JSON answer is.
@@ -161,8 +176,18 @@ describe.each(["native", "translated"])("/v1/responses, %s", (model) => {
   });
 
   test("Codex's turns as it sends them: streamed, store false, developer items with ids, namespace and web_search tools, reasoning echoed", async () => {
-    const fn = (name: string) => ({ type: "function", name, description: name, parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] }, strict: false });
-    const tools = [fn("get_weather"), { type: "namespace", name: "multi_agent_v1", tools: [fn("spawn_agent")] }, { type: "web_search", external_web_access: false }];
+    const fn = (name: string) => ({
+      type: "function",
+      name,
+      description: name,
+      parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
+      strict: false,
+    });
+    const tools = [
+      fn("get_weather"),
+      { type: "namespace", name: "multi_agent_v1", tools: [fn("spawn_agent")] },
+      { type: "web_search", external_web_access: false },
+    ];
     const codex = (input: unknown[]) => ({
       model,
       stream: true,
@@ -181,9 +206,16 @@ describe.each(["native", "translated"])("/v1/responses, %s", (model) => {
       { type: "message", id: "msg_2", role: "user", content: [{ type: "input_text", text: "Weather in Paris?" }] },
     ];
     const done = async (body: unknown): Promise<Array<Record<string, any>>> => {
-      const response = await fetch(`${gw.url}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${alice.key}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(body) });
+      const response = await fetch(`${gw.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${alice.key}`, "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify(body),
+      });
       expect(response.status).toBe(200);
-      const events = (await response.text()).split("\n\n").filter((e) => e.includes("data:")).map((e) => JSON.parse(e.slice(e.indexOf("data:") + 5)));
+      const events = (await response.text())
+        .split("\n\n")
+        .filter((e) => e.includes("data:"))
+        .map((e) => JSON.parse(e.slice(e.indexOf("data:") + 5)));
       expect(events.at(-1)!.type).toBe("response.completed");
       return events.filter((e) => e.type === "response.output_item.done").map((e) => e.item);
     };
@@ -191,7 +223,14 @@ describe.each(["native", "translated"])("/v1/responses, %s", (model) => {
     const call = first.find((item) => item.type === "function_call")!;
     expect(call).toMatchObject({ name: "get_weather", arguments: '{"city":"Paris"}' });
     const reasoning = first.find((item) => item.type === "reasoning")!;
-    const second = await done(codex([...history, { ...reasoning, encrypted_content: null }, { ...call, status: "completed" }, { type: "function_call_output", id: "fco_1", call_id: call.call_id, output: "Output:\nclear\n" }]));
+    const second = await done(
+      codex([
+        ...history,
+        { ...reasoning, encrypted_content: null },
+        { ...call, status: "completed" },
+        { type: "function_call_output", id: "fco_1", call_id: call.call_id, output: "Output:\nclear\n" },
+      ]),
+    );
     expect(second.find((item) => item.type === "message")!.content[0].text).toBe(TEXT);
     if (model === "translated") expect(chat.requests.at(-1)!.body.tools.map((t: any) => t.function.name)).toEqual(["get_weather", "spawn_agent"]);
     else expect(responses.requests.at(-1)!.body.tools).toEqual(tools);

@@ -52,7 +52,14 @@ function anonymousChat(url: string, options: { localAddress: string; body?: stri
   return new Promise((resolve, reject) => {
     const target = new URL("/v1/chat/completions", url);
     const request = http.request(
-      { host: target.hostname, port: target.port, path: target.pathname, method: "POST", localAddress: options.localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: "POST",
+        localAddress: options.localAddress,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
       (response) => {
         let text = "";
         response.on("data", (chunk) => (text += chunk));

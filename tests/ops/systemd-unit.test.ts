@@ -15,7 +15,10 @@ const UNIT = resolve(import.meta.dir, "../../examples/systemd/modelgate.service"
 const text = readFileSync(UNIT, "utf8");
 
 beforeAll(() => {
-  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "systemd:systemd-analyze"], { stdout: "inherit", stderr: "inherit" });
+  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "systemd:systemd-analyze"], {
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   if (ensured.exitCode !== 0) throw new Error("systemd-analyze is missing and could not be installed");
 });
 

@@ -14,7 +14,9 @@ describe("a burst of 1,000 simultaneous requests on one fresh key (compiled bina
   let gw: RunningGateway;
   beforeAll(async () => {
     upstream = startMockUpstream();
-    gw = await startGateway(`[[upstreams]]\nname = "mock"\nbase_url = "${upstream.url}"\n[[models]]\nid = "free-model"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`);
+    gw = await startGateway(
+      `[[upstreams]]\nname = "mock"\nbase_url = "${upstream.url}"\n[[models]]\nid = "free-model"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`,
+    );
   });
   afterAll(async () => {
     await gw.stop();

@@ -17,7 +17,9 @@ afterAll(async () => {
 });
 
 test("a 429 says when one request is allowed again (Retry-After) and when all of them are (the reset)", async () => {
-  gateway = await startGateway(`[limits]\napi_key = { per_minute = 10 }\n\n[[upstreams]]\nname = "mock"\nbase_url = "${mock.url}"\n\n[[models]]\nid = "free"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`);
+  gateway = await startGateway(
+    `[limits]\napi_key = { per_minute = 10 }\n\n[[upstreams]]\nname = "mock"\nbase_url = "${mock.url}"\n\n[[models]]\nid = "free"\nfree = true\ntargets = [{ upstream = "mock", model = "mock-small" }]\n`,
+  );
   const { key } = await createUserKey(gateway);
   const chat = (): Promise<Response> =>
     fetch(`${gateway!.url}/v1/chat/completions`, {

@@ -23,7 +23,8 @@ const toy: EndpointAdapter = {
   },
   checkRoute: undefined,
   // The chat body built per target, with the priced completion limit where that target's upstream reads it.
-  payload: (body, target, tokenLimit) => completionPayload({ model: "", messages: [{ role: "user", content: body.text }], stream: body.stream === true }, target, tokenLimit),
+  payload: (body, target, tokenLimit) =>
+    completionPayload({ model: "", messages: [{ role: "user", content: body.text }], stream: body.stream === true }, target, tokenLimit),
   transformWhole: (text, body) => JSON.stringify({ said: JSON.parse(text).choices[0].message.content, asked: body.model }),
   rewriteEvents: () => ({ events: (text) => text.toUpperCase() }),
   renderError: (error, headers) => Response.json({ problem: error.message }, { status: error.status, headers }),
@@ -32,7 +33,10 @@ const toy: EndpointAdapter = {
 describe("a translating adapter on the pipeline", () => {
   test("its request is translated per target, its answer and stream back, its usage metered, its errors in its shape", async () => {
     const upstream = start();
-    const gw = routerApp({ upstreams: [{ name: "u", base_url: upstream.url }], models: [{ id: "m", targets: [{ upstream: "u", model: "mock-small" }], price: { prompt: 1000, completion: 1000 } }] });
+    const gw = routerApp({
+      upstreams: [{ name: "u", base_url: upstream.url }],
+      models: [{ id: "m", targets: [{ upstream: "u", model: "mock-small" }], price: { prompt: 1000, completion: 1000 } }],
+    });
     const endpoint = createEndpoint(gw.deps, toy);
     const call = (body: unknown) => endpoint(new Request("http://localhost/v1/toy", { method: "POST", body: JSON.stringify(body) }), null);
     expect(await (await call({ model: "m", text: "hi" })).json()).toEqual({ said: "Hello from the mock upstream.", asked: "m" });
@@ -42,7 +46,10 @@ describe("a translating adapter on the pipeline", () => {
     // The usage chunk reaches the translator though the toy's client never asked for it.
     expect(streamed).toContain('"USAGE":{"PROMPT_TOKENS"');
     expect(upstream.requests[1].body.stream_options).toEqual({ include_usage: true });
-    expect(gw.records.map((r) => [r.endpoint, r.status, r.costMicro > 0])).toEqual([["chat", 200, true], ["chat", 200, true]]);
+    expect(gw.records.map((r) => [r.endpoint, r.status, r.costMicro > 0])).toEqual([
+      ["chat", 200, true],
+      ["chat", 200, true],
+    ]);
     const refused = await call({ model: "m" });
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({ problem: "model and text, please" });

@@ -18,8 +18,23 @@ describe("weighted", () => {
     const [a, b, c] = [mock(), mock(), mock()];
     const gw = routerApp(
       {
-        upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }, { name: "c", base_url: c.url }],
-        models: [{ id: "m", free: true, strategy: "weighted", targets: [{ upstream: "a", weight: 6 }, { upstream: "b", weight: 3 }, { upstream: "c", weight: 1 }] }],
+        upstreams: [
+          { name: "a", base_url: a.url },
+          { name: "b", base_url: b.url },
+          { name: "c", base_url: c.url },
+        ],
+        models: [
+          {
+            id: "m",
+            free: true,
+            strategy: "weighted",
+            targets: [
+              { upstream: "a", weight: 6 },
+              { upstream: "b", weight: 3 },
+              { upstream: "c", weight: 1 },
+            ],
+          },
+        ],
       },
       { random: seededRandom(7) },
     );
@@ -32,10 +47,25 @@ describe("weighted", () => {
   });
 
   test("a weight-0 target is never picked first but still serves as the last fallback", () => {
-    const { config } = buildConfig({
-      upstreams: [{ name: "a", base_url: "http://127.0.0.1:1/v1" }, { name: "z", base_url: "http://127.0.0.1:2/v1" }],
-      models: [{ id: "m", strategy: "weighted", targets: [{ upstream: "z", weight: 0 }, { upstream: "a", weight: 1 }] }],
-    }, { env: {} });
+    const { config } = buildConfig(
+      {
+        upstreams: [
+          { name: "a", base_url: "http://127.0.0.1:1/v1" },
+          { name: "z", base_url: "http://127.0.0.1:2/v1" },
+        ],
+        models: [
+          {
+            id: "m",
+            strategy: "weighted",
+            targets: [
+              { upstream: "z", weight: 0 },
+              { upstream: "a", weight: 1 },
+            ],
+          },
+        ],
+      },
+      { env: {} },
+    );
     const route = new ModelRegistry(config).resolve("m")!;
     const random = seededRandom(1);
     for (let i = 0; i < 50; i++) expect(orderTargets(route, 0, random).map((t) => t.upstream.name)).toEqual(["a", "z"]);
@@ -44,10 +74,13 @@ describe("weighted", () => {
 
 describe("least-latency", () => {
   test("unmeasured targets go first, then the lowest moving average of time to first byte", () => {
-    const { config } = buildConfig({
-      upstreams: ["a", "b", "c"].map((name, i) => ({ name, base_url: `http://127.0.0.1:${i + 1}/v1` })),
-      models: [{ id: "m", strategy: "least-latency", targets: [{ upstream: "a" }, { upstream: "b" }, { upstream: "c" }] }],
-    }, { env: {} });
+    const { config } = buildConfig(
+      {
+        upstreams: ["a", "b", "c"].map((name, i) => ({ name, base_url: `http://127.0.0.1:${i + 1}/v1` })),
+        models: [{ id: "m", strategy: "least-latency", targets: [{ upstream: "a" }, { upstream: "b" }, { upstream: "c" }] }],
+      },
+      { env: {} },
+    );
     const registry = new ModelRegistry(config);
     const route = registry.resolve("m")!;
     const [a, b, c] = route.targets;
@@ -59,13 +92,26 @@ describe("least-latency", () => {
   });
 
   test("the average is the target's, not its upstream's: a fast small model on the same box does not make a slow large one look fast (regression: one average per upstream)", () => {
-    const { config } = buildConfig({
-      upstreams: [{ name: "box-a", base_url: "http://127.0.0.1:1/v1" }, { name: "box-b", base_url: "http://127.0.0.1:2/v1" }],
-      models: [
-        { id: "chat", strategy: "least-latency", targets: [{ upstream: "box-a", model: "llama-70b" }, { upstream: "box-b", model: "llama-8b" }] },
-        { id: "tiny", targets: [{ upstream: "box-a", model: "qwen-0.5b" }] },
-      ],
-    }, { env: {} });
+    const { config } = buildConfig(
+      {
+        upstreams: [
+          { name: "box-a", base_url: "http://127.0.0.1:1/v1" },
+          { name: "box-b", base_url: "http://127.0.0.1:2/v1" },
+        ],
+        models: [
+          {
+            id: "chat",
+            strategy: "least-latency",
+            targets: [
+              { upstream: "box-a", model: "llama-70b" },
+              { upstream: "box-b", model: "llama-8b" },
+            ],
+          },
+          { id: "tiny", targets: [{ upstream: "box-a", model: "qwen-0.5b" }] },
+        ],
+      },
+      { env: {} },
+    );
     const registry = new ModelRegistry(config);
     const chat = registry.resolve("chat")!;
     recordTargetAnswered(chat.targets[0], 400);
@@ -83,7 +129,10 @@ describe("cooldown", () => {
     const b = mock();
     const gw = routerApp(
       {
-        upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }],
+        upstreams: [
+          { name: "a", base_url: a.url },
+          { name: "b", base_url: b.url },
+        ],
         models: [{ id: "m", free: true, targets: [{ upstream: "a" }, { upstream: "b" }] }],
         routing: { cooldown_failures: 2, cooldown_ms: 10_000, retry_backoff_ms: 0 },
       },
@@ -103,14 +152,22 @@ describe("cooldown", () => {
       fetch: async (request) => {
         const body = (await request.json()) as { model: string };
         if (body.model === "big") return Response.json({ error: "model requires more system memory (40.0 GiB) than is available (15.2 GiB)" }, { status: 500 });
-        return Response.json({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "ok" } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+        return Response.json({
+          id: "c",
+          object: "chat.completion",
+          choices: [{ index: 0, message: { role: "assistant", content: "ok" } }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        });
       },
     });
     try {
       const gw = routerApp(
         {
           upstreams: [{ name: "ollama", base_url: `http://127.0.0.1:${ollama.port}/v1` }],
-          models: [{ id: "big", free: true, targets: [{ upstream: "ollama" }] }, { id: "small", free: true, targets: [{ upstream: "ollama" }] }],
+          models: [
+            { id: "big", free: true, targets: [{ upstream: "ollama" }] },
+            { id: "small", free: true, targets: [{ upstream: "ollama" }] },
+          ],
         },
         { now: () => clock },
       );
@@ -121,9 +178,16 @@ describe("cooldown", () => {
       expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(503);
       expect((await gw.chat({ model: "small", messages: HELLO })).status).toBe(200);
       const models = await json(await gw.request("/v1/models"));
-      expect(models.data.map((m: { id: string; targets: { state: string }[] }) => [m.id, m.targets[0].state])).toEqual([["big", "open"], ["small", "closed"]]);
+      expect(models.data.map((m: { id: string; targets: { state: string }[] }) => [m.id, m.targets[0].state])).toEqual([
+        ["big", "open"],
+        ["small", "closed"],
+      ]);
       const upstream = (await json(await gw.request("/api/status"))).upstreams[0];
-      expect(upstream).toMatchObject({ name: "ollama", state: "closed", last_error: 'upstream "ollama" answered 500: model requires more system memory (40.0 GiB) than is available (15.2 GiB)' });
+      expect(upstream).toMatchObject({
+        name: "ollama",
+        state: "closed",
+        last_error: 'upstream "ollama" answered 500: model requires more system memory (40.0 GiB) than is available (15.2 GiB)',
+      });
       clock += 30_000;
       expect((await gw.chat({ model: "big", messages: HELLO })).status).toBe(502); // probed again after the cooldown
     } finally {
@@ -132,11 +196,14 @@ describe("cooldown", () => {
   });
 
   test("an upstream that cannot be reached is stopped for every model on it", async () => {
-    let clock = 1_000_000;
+    const clock = 1_000_000;
     const gw = routerApp(
       {
         upstreams: [{ name: "gone", base_url: `http://127.0.0.1:${freePort()}/v1` }],
-        models: [{ id: "one", free: true, targets: [{ upstream: "gone" }] }, { id: "two", free: true, targets: [{ upstream: "gone" }] }],
+        models: [
+          { id: "one", free: true, targets: [{ upstream: "gone" }] },
+          { id: "two", free: true, targets: [{ upstream: "gone" }] },
+        ],
         routing: { retry_backoff_ms: 0 },
       },
       { now: () => clock },
@@ -304,12 +371,15 @@ describe("discover", () => {
   });
 
   test("an id listed by two discovering upstreams is the route of the first in the config, whichever poll answers first", () => {
-    const { config } = buildConfig({
-      upstreams: [
-        { name: "first", base_url: "http://127.0.0.1:1/v1", discover: true },
-        { name: "second", base_url: "http://127.0.0.1:2/v1", discover: true, discover_free: true },
-      ],
-    }, { env: {} });
+    const { config } = buildConfig(
+      {
+        upstreams: [
+          { name: "first", base_url: "http://127.0.0.1:1/v1", discover: true },
+          { name: "second", base_url: "http://127.0.0.1:2/v1", discover: true, discover_free: true },
+        ],
+      },
+      { env: {} },
+    );
     const registry = new ModelRegistry(config);
     registry.setDiscovered(config.upstreams[1], ["llama3"]);
     expect(registry.resolve("llama3")!.ownedBy).toBe("second");

@@ -40,7 +40,12 @@ function recordingUpstream(heads: string[]): number {
   return listener.port;
 }
 
-const header = (head: string, name: string) => head.split("\r\n").find((line) => line.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? null;
+const header = (head: string, name: string) =>
+  head
+    .split("\r\n")
+    .find((line) => line.toLowerCase().startsWith(`${name}:`))
+    ?.slice(name.length + 1)
+    .trim() ?? null;
 
 async function callBoth(baseUrl: string, extra: Record<string, unknown> = {}): Promise<void> {
   const upstream = { name: "up", base_url: baseUrl, ...extra };
@@ -67,7 +72,9 @@ describe("base_url", () => {
     listener = Bun.listen<{ head: string; answered: boolean }>({
       hostname: "127.0.0.1",
       port: 0,
-      socket: { data: (socket) => void socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${echo.length}\r\n\r\n${echo}`) },
+      socket: {
+        data: (socket) => void socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${echo.length}\r\n\r\n${echo}`),
+      },
     });
     const t = buildTestApp({
       upstreams: [{ name: "up", base_url: `http://bob:s3cret-pass-word@127.0.0.1:${listener.port}/v1` }],

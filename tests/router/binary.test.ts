@@ -15,7 +15,8 @@ let broken: MockUpstream;
 beforeAll(async () => {
   live = startMockUpstream();
   broken = startMockUpstream({ breakAfterChunks: 2, chunkDelayMs: 10 });
-  gateway = await startGateway(`
+  gateway = await startGateway(
+    `
 [metrics]
 token = "env:METRICS_TOKEN"
 
@@ -44,7 +45,9 @@ targets = [{ upstream = "down" }, { upstream = "live", model = "mock-small" }]
 id = "flaky"
 free = true
 targets = [{ upstream = "broken" }, { upstream = "live" }]
-`, { env: { METRICS_TOKEN: "prom-token-123" } });
+`,
+    { env: { METRICS_TOKEN: "prom-token-123" } },
+  );
 });
 
 afterAll(async () => {
@@ -94,7 +97,11 @@ test("the openai SDK gets answers through failover; /metrics counts them; each r
   // Request lines are written in batches, shortly after the request.
   let line: Record<string, unknown> | undefined;
   for (let i = 0; i < 100 && !line; i++) {
-    line = gateway.output().split("\n").filter((l) => l.includes(requestId)).map((l) => JSON.parse(l))[0];
+    line = gateway
+      .output()
+      .split("\n")
+      .filter((l) => l.includes(requestId))
+      .map((l) => JSON.parse(l))[0];
     if (!line) await Bun.sleep(20);
   }
   expect(line).toMatchObject({ level: "info", msg: "request", request_id: requestId, identity: "api_key", model: "chat", upstream: "live", status: 200 });

@@ -21,7 +21,11 @@ function gateway(extra: Record<string, unknown> = {}, upstreams = [start()]) {
   });
 }
 
-const post = (path: string, body: RequestInit["body"], headers: Record<string, string> = { "content-type": "application/json" }): RequestInit => ({ method: "POST", headers, body });
+const post = (_path: string, body: RequestInit["body"], headers: Record<string, string> = { "content-type": "application/json" }): RequestInit => ({
+  method: "POST",
+  headers,
+  body,
+});
 
 function upload(fields: Array<[string, string | Blob]>): FormData {
   const form = new FormData();
@@ -42,9 +46,25 @@ const BAD_INPUT: Array<[string, string, RequestInit["body"], Record<string, stri
   ["/v1/audio/speech", "model null", JSON.stringify({ model: null, input: "hi", voice: "alloy" })],
   ["/v1/audio/transcriptions", "JSON instead of an upload", JSON.stringify({ model: "m" })],
   ["/v1/audio/transcriptions", "an upload without a model", upload([["file", new Blob(["RIFF"])]]), {}],
-  ["/v1/audio/translations", "an empty model", upload([["model", ""], ["file", new Blob(["RIFF"])]]), {}],
+  [
+    "/v1/audio/translations",
+    "an empty model",
+    upload([
+      ["model", ""],
+      ["file", new Blob(["RIFF"])],
+    ]),
+    {},
+  ],
   ["/v1/audio/transcriptions", "a multipart type without a boundary", "--x\r\n", { "content-type": "multipart/form-data" }],
-  ["/v1/embeddings", "an upload instead of JSON", upload([["model", "m"], ["input", "x"]]), {}],
+  [
+    "/v1/embeddings",
+    "an upload instead of JSON",
+    upload([
+      ["model", "m"],
+      ["input", "x"],
+    ]),
+    {},
+  ],
 ];
 
 describe("bad input on every endpoint", () => {
@@ -63,14 +83,26 @@ describe("bad input on every endpoint", () => {
 
   test("odd bodies to every endpoint: a 4xx in the error shape, never a 500", async () => {
     const gw = gateway();
-    const paths = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", "/v1/audio/speech", "/v1/audio/transcriptions", "/v1/audio/translations"];
+    const paths = [
+      "/v1/chat/completions",
+      "/v1/completions",
+      "/v1/embeddings",
+      "/v1/rerank",
+      "/rerank",
+      "/v1/audio/speech",
+      "/v1/audio/transcriptions",
+      "/v1/audio/translations",
+    ];
     const bodies: Array<[RequestInit["body"], Record<string, string>]> = [
       ["", {}],
       ["null", { "content-type": "application/json" }],
       ['{"model":1}', { "content-type": "application/json" }],
-      ['{"model":"nope","input":"x","prompt":"x","messages":[{"role":"user","content":"x"}],"query":"q","documents":["d"],"voice":"v"}', { "content-type": "application/json" }],
+      [
+        '{"model":"nope","input":"x","prompt":"x","messages":[{"role":"user","content":"x"}],"query":"q","documents":["d"],"voice":"v"}',
+        { "content-type": "application/json" },
+      ],
       [new Uint8Array([0, 255, 13, 10, 45, 45]), { "content-type": "multipart/form-data; boundary=x" }],
-      ["--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nnope\r\n--x--\r\n", { "content-type": "multipart/form-data; boundary=x" }],
+      ['--x\r\nContent-Disposition: form-data; name="model"\r\n\r\nnope\r\n--x--\r\n', { "content-type": "multipart/form-data; boundary=x" }],
     ];
     for (const path of paths) {
       for (const [body, headers] of bodies) {
@@ -93,7 +125,10 @@ describe("bad input on every endpoint", () => {
   test("an upload over max_body_bytes is a 413, declared or chunked, and nothing reaches the upstream", async () => {
     const upstream = start();
     const gw = gateway({}, [upstream]);
-    const big = upload([["file", new Blob([new Uint8Array(8192)])], ["model", "m"]]);
+    const big = upload([
+      ["file", new Blob([new Uint8Array(8192)])],
+      ["model", "m"],
+    ]);
     const declared = await gw.request("/v1/audio/transcriptions", { method: "POST", body: big });
     expect(declared.status).toBe(413);
     expect((await json(declared)).error.code).toBe("payload_too_large");
@@ -114,7 +149,10 @@ describe("uploads and audio", () => {
   test("an upload that passes max_body_bytes after its model field is cut off with a 413, not charged, the target not blamed", async () => {
     const upstream = start();
     const gw = gateway({}, [upstream]);
-    const form = upload([["model", "m"], ["file", new Blob([new Uint8Array(8192)])]]);
+    const form = upload([
+      ["model", "m"],
+      ["file", new Blob([new Uint8Array(8192)])],
+    ]);
     const request = new Request("http://localhost/", { method: "POST", body: form });
     const type = request.headers.get("content-type")!;
     const bytes = new Uint8Array(await request.arrayBuffer());
@@ -190,13 +228,30 @@ describe("model routes and endpoints", () => {
     expect((await gw.request("/v1/embeddings", post("/", JSON.stringify({ model: "embed-only", input: "x" })))).status).toBe(200);
     const models = (await json(await gw.request("/v1/models"))).data;
     expect(models.find((m: { id: string }) => m.id === "embed-only").endpoints).toEqual(["embeddings"]);
-    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual(["chat", "completions", "embeddings", "rerank", "transcriptions", "translations", "speech", "messages", "responses"]);
+    expect(models.find((m: { id: string }) => m.id === "m").endpoints).toEqual([
+      "chat",
+      "completions",
+      "embeddings",
+      "rerank",
+      "transcriptions",
+      "translations",
+      "speech",
+      "messages",
+      "responses",
+    ]);
   });
 
   test("the model field of an upload is replaced by the target's name, the file passed through byte for byte", async () => {
     const upstream = start();
     const gw = gateway({}, [upstream]);
-    const res = await gw.request("/v1/audio/transcriptions", { method: "POST", body: upload([["file", new Blob(["RIFF1234"], { type: "audio/wav" })], ["model", "m"], ["language", "en"]]) });
+    const res = await gw.request("/v1/audio/transcriptions", {
+      method: "POST",
+      body: upload([
+        ["file", new Blob(["RIFF1234"], { type: "audio/wav" })],
+        ["model", "m"],
+        ["language", "en"],
+      ]),
+    });
     expect(await json(res)).toEqual({ text: "heard 8 bytes of RIFF" });
     expect(upstream.requests[0].body.fields).toEqual({ model: "mock-small", language: "en" });
   });
@@ -205,7 +260,13 @@ describe("model routes and endpoints", () => {
     const failing = start({ failWith: 500 });
     const other = start();
     const gw = gateway({}, [failing, other]);
-    const res = await gw.request("/v1/audio/transcriptions", { method: "POST", body: upload([["model", "m"], ["file", new Blob(["RIFF"])]]) });
+    const res = await gw.request("/v1/audio/transcriptions", {
+      method: "POST",
+      body: upload([
+        ["model", "m"],
+        ["file", new Blob(["RIFF"])],
+      ]),
+    });
     expect(res.status).toBe(502);
     expect(failing.requests).toHaveLength(1);
     expect(other.requests).toHaveLength(0);
@@ -253,7 +314,8 @@ describe("metrics and docs", () => {
     await gw.request("/v1/completions", post("/", JSON.stringify({ model: "m", prompt: "x" })));
     await gw.chat({ model: "m", messages: HELLO });
     const m = parseMetrics(await (await gw.request("/metrics")).text());
-    for (const endpoint of ["embeddings", "completions", "chat"]) expect(sample(m, "modelgate_requests_total", { model: "m", endpoint, status: "200" })).toBe(1);
+    for (const endpoint of ["embeddings", "completions", "chat"])
+      expect(sample(m, "modelgate_requests_total", { model: "m", endpoint, status: "200" })).toBe(1);
   });
 
   test("the OpenAPI document has every endpoint's operation, each example naming a model that serves it", async () => {

@@ -64,15 +64,20 @@ describe("failover before the first byte", () => {
       b.behaviour.failWith = status;
       const res = await twoTargets(a.url, b.url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
       expect(res.status).toBe(502);
-      const message = status === 402
-        ? 'upstream "b" refused for its own billing (HTTP 402); check the account behind its api_key'
-        : `upstream "b" refused the gateway's credentials (HTTP ${status}); check its api_key`;
+      const message =
+        status === 402
+          ? 'upstream "b" refused for its own billing (HTTP 402); check the account behind its api_key'
+          : `upstream "b" refused the gateway's credentials (HTTP ${status}); check its api_key`;
       expect((await json(res)).error).toMatchObject({ code: "upstream_error", message });
     }
   });
 
   test("an upstream's redirect moves on; alone, it is the gateway's 502 naming base_url (regression: the 3xx reached the client without its Location)", async () => {
-    const redirecting = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(null, { status: 301, headers: { location: "https://127.0.0.1:1/v1/chat/completions" } }) });
+    const redirecting = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => new Response(null, { status: 301, headers: { location: "https://127.0.0.1:1/v1/chat/completions" } }),
+    });
     try {
       const url = `http://127.0.0.1:${redirecting.port}/v1`;
       const b = mock();
@@ -80,7 +85,10 @@ describe("failover before the first byte", () => {
       expect(b.chatCount()).toBe(1);
       const res = await twoTargets(url, url, {}, { max_attempts: 2 }).chat({ model: "m", messages: HELLO });
       expect(res.status).toBe(502);
-      expect((await json(res)).error).toMatchObject({ code: "upstream_error", message: 'upstream "b" answered 301, a redirect; check its base_url (https instead of http? a missing /v1?)' });
+      expect((await json(res)).error).toMatchObject({
+        code: "upstream_error",
+        message: 'upstream "b" answered 301, a redirect; check its base_url (https instead of http? a missing /v1?)',
+      });
     } finally {
       redirecting.stop(true);
     }
@@ -139,7 +147,8 @@ describe("failover before the first byte", () => {
     const echo = Bun.serve({
       hostname: "127.0.0.1",
       port: 0,
-      fetch: (request) => Response.json({ error: { message: `bad request with ${request.headers.get("authorization")}`, type: "invalid_request_error" } }, { status: 400 }),
+      fetch: (request) =>
+        Response.json({ error: { message: `bad request with ${request.headers.get("authorization")}`, type: "invalid_request_error" } }, { status: 400 }),
     });
     try {
       // The second key is one JSON escapes (its echo in a JSON body is not the key as written).
@@ -215,11 +224,14 @@ describe("failover before the first byte", () => {
   test("a probe of an upstream opened for broken connections that takes the connection but never answers leaves that circuit unclosed (regression: the slow answer closed it, and every model was readmitted)", async () => {
     const a = mock({ delayMs: 5_000 });
     let clock = 1_000_000;
-    const gw = routerApp({
-      upstreams: [{ name: "a", base_url: a.url, first_byte_timeout_ms: 50 }],
-      models: [{ id: "big", free: true, targets: [{ upstream: "a" }] }],
-      routing: { max_attempts: 1, cooldown_failures: 3, cooldown_ms: 30_000 },
-    }, { now: () => clock });
+    const gw = routerApp(
+      {
+        upstreams: [{ name: "a", base_url: a.url, first_byte_timeout_ms: 50 }],
+        models: [{ id: "big", free: true, targets: [{ upstream: "a" }] }],
+        routing: { max_attempts: 1, cooldown_failures: 3, cooldown_ms: 30_000 },
+      },
+      { now: () => clock },
+    );
     const upstream = gw.deps.registry.upstreams.get("a")!;
     for (let i = 0; i < 3; i++) recordFailure(upstream, clock, "connection reset", gw.deps.config.routing);
     clock += 31_000; // the cooldown is over: the next request is the probe
@@ -299,7 +311,10 @@ describe("after the first byte", () => {
     const error = JSON.parse(events.at(-2)!);
     expect(error.error).toMatchObject({ type: "api_error", code: "upstream_error", param: null });
     expect(error.error.message).toContain("broke");
-    const content = events.slice(0, -2).map((e) => JSON.parse(e).choices[0].delta.content).join("");
+    const content = events
+      .slice(0, -2)
+      .map((e) => JSON.parse(e).choices[0].delta.content)
+      .join("");
     expect(content).toBe("Hello from the");
     expect(b.chatCount()).toBe(0);
     const [record] = gw.records;

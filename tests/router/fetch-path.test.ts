@@ -19,7 +19,8 @@ let gateway: RunningGateway;
 
 beforeAll(async () => {
   proxy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: (socket) => void socket.end(answer) } });
-  gateway = await startGateway(`
+  gateway = await startGateway(
+    `
 [routing]
 max_attempts = 1
 cooldown_failures = 1000
@@ -32,7 +33,9 @@ base_url = "http://models.example.invalid/v1?key=${SECRET}"
 id = "far"
 free = true
 targets = [{ upstream = "far" }]
-`, { env: { HTTP_PROXY: `http://127.0.0.1:${proxy.port}` } });
+`,
+    { env: { HTTP_PROXY: `http://127.0.0.1:${proxy.port}` } },
+  );
 });
 
 afterAll(async () => {
@@ -65,6 +68,9 @@ describe("an upstream reached through fetch", () => {
     expect(cut.status).toBe(502);
     expect(JSON.parse(cut.text).error.message).toBe('upstream "far" closed the connection before its answer was whole');
     expect(await ask(head + WHOLE)).toEqual({ status: 200, text: WHOLE });
-    expect(await ask(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${WHOLE.length}\r\n\r\n${WHOLE}`)).toEqual({ status: 200, text: WHOLE });
+    expect(await ask(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${WHOLE.length}\r\n\r\n${WHOLE}`)).toEqual({
+      status: 200,
+      text: WHOLE,
+    });
   });
 });

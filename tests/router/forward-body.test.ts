@@ -19,7 +19,10 @@ test("a body with a duplicate model key goes upstream as the gateway read it: on
   const up = mock();
   const gw = routerApp({
     upstreams: [{ name: "a", base_url: up.url }],
-    models: [{ id: "m", free: true, targets: [{ upstream: "a" }] }, { id: "pricey", price: { prompt: 1, completion: 1 }, targets: [{ upstream: "a" }] }],
+    models: [
+      { id: "m", free: true, targets: [{ upstream: "a" }] },
+      { id: "pricey", price: { prompt: 1, completion: 1 }, targets: [{ upstream: "a" }] },
+    ],
   });
   const twice = '{"model": "pricey", "messages": [{"role":"user","content":"hello"}], "model": "m"}';
   expect((await post(gw, twice)).status).toBe(200);
@@ -38,8 +41,20 @@ test("a target with its own model name gets the parsed body with that name", asy
 test("after a failover from a renamed target, the next target gets its own name, never the client's text", async () => {
   const up = mock();
   const gw = routerApp({
-    upstreams: [{ name: "down", base_url: `http://127.0.0.1:${freePort()}/v1` }, { name: "b", base_url: up.url }],
-    models: [{ id: "m", free: true, targets: [{ upstream: "down", model: "real" }, { upstream: "b", model: "real" }] }],
+    upstreams: [
+      { name: "down", base_url: `http://127.0.0.1:${freePort()}/v1` },
+      { name: "b", base_url: up.url },
+    ],
+    models: [
+      {
+        id: "m",
+        free: true,
+        targets: [
+          { upstream: "down", model: "real" },
+          { upstream: "b", model: "real" },
+        ],
+      },
+    ],
     routing: { retry_backoff_ms: 0 },
   });
   const res = await post(gw, SENT);

@@ -88,7 +88,10 @@ export function sample(samples: Map<string, number>, name: string, labels: Recor
 
 /** The `data:` payloads of an SSE body, in order. */
 export function sseData(text: string): string[] {
-  return text.split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
+  return text
+    .split("\n\n")
+    .filter((e) => e.startsWith("data: "))
+    .map((e) => e.slice(6));
 }
 
 /** A seeded random source (mulberry32) so weighted-split tests are reproducible. */

@@ -96,8 +96,7 @@ describe("parseHead", () => {
   });
 
   test("keep-alive: HTTP/1.1 unless close, HTTP/1.0 only with keep-alive", () => {
-    const keepAlive = (version: string, connection: string): boolean =>
-      head(`HTTP/${version} 200 OK\r\n${connection}content-length: 0\r\n\r\n`)!.keepAlive;
+    const keepAlive = (version: string, connection: string): boolean => head(`HTTP/${version} 200 OK\r\n${connection}content-length: 0\r\n\r\n`)!.keepAlive;
     expect(keepAlive("1.1", "")).toBe(true);
     expect(keepAlive("1.1", "connection: close\r\n")).toBe(false);
     expect(keepAlive("1.1", "Connection: Close\r\n")).toBe(false);
@@ -118,7 +117,15 @@ describe("parseHead", () => {
   });
 
   test("a status line that is not HTTP/1.x, and a header line without a name or with space around it, are ProtocolErrors", () => {
-    for (const bad of ["SSH-2.0-OpenSSH\r\n\r\n", "HTTP/2 200\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 200 OK\r\n: x\r\n\r\n", "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n", "HTTP/1.1 200 OK\r\ncontent-length : 5\r\n\r\n", "HTTP/1.1 200 OK\r\n folded: x\r\n\r\n"]) {
+    for (const bad of [
+      "SSH-2.0-OpenSSH\r\n\r\n",
+      "HTTP/2 200\r\n\r\n",
+      "HTTP/1.1 20 OK\r\n\r\n",
+      "HTTP/1.1 200 OK\r\n: x\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n",
+      "HTTP/1.1 200 OK\r\ncontent-length : 5\r\n\r\n",
+      "HTTP/1.1 200 OK\r\n folded: x\r\n\r\n",
+    ]) {
       expect(() => head(bad)).toThrow(ProtocolError);
     }
     expect(head("HTTP/1.1 200\r\ncontent-length: 0\r\n\r\n")!.status).toBe(200); // no reason phrase
@@ -126,7 +133,7 @@ describe("parseHead", () => {
 });
 
 describe("ChunkedDecoder", () => {
-  const body = "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n1f\r\n" + "x".repeat(31) + "\r\n0\r\ntrailer: yes\r\n\r\n";
+  const body = `5;ext=1\r\nhello\r\nA\r\n0123456789\r\n1f\r\n${"x".repeat(31)}\r\n0\r\ntrailer: yes\r\n\r\n`;
   const data = `hello0123456789${"x".repeat(31)}`;
 
   function decode(decoder: ChunkedDecoder, input: Buffer): { out: string; used: number } {

@@ -27,7 +27,14 @@ function eventNames(text: string): string[] {
 
 /** The chat stream relayed to the client translated, as the pipeline relays it. */
 function messagesFromChatStream(chat: ReadableStream<Uint8Array>, options: TranslatedStreamOptions): ReadableStream<Uint8Array> {
-  return relaySse(chat, { clientWantsUsage: true, idleTimeoutMs: 60_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: () => {}, rewrite: messagesFromChatEvents(options) });
+  return relaySse(chat, {
+    clientWantsUsage: true,
+    idleTimeoutMs: 60_000,
+    streamTimeoutMs: 60_000,
+    abortUpstream: () => {},
+    onEnd: () => {},
+    rewrite: messagesFromChatEvents(options),
+  });
 }
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
@@ -45,7 +52,7 @@ describe("messagesFromChatEvents on the relay", () => {
     seen = decoder.decode((await reader.read()).value);
     expect(eventNames(seen)).toEqual(["ping"]);
     upstream.send(chunk({ role: "assistant", content: "Hi" }));
-    upstream.send(chunk({}, "stop") + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\ndata: [DONE]\n\n`);
+    upstream.send(`${chunk({}, "stop")}data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\ndata: [DONE]\n\n`);
     upstream.end();
     let rest = "";
     for (let read = await reader.read(); !read.done; read = await reader.read()) rest += decoder.decode(read.value);
@@ -57,7 +64,9 @@ describe("messagesFromChatEvents on the relay", () => {
   test("the relay's error ending becomes Anthropic's error event, and nothing follows it", async () => {
     const upstream = controlledStream();
     upstream.send(chunk({ content: "Hi" }));
-    upstream.send(`data: ${JSON.stringify({ error: { message: "the upstream connection broke before the answer was complete", type: "api_error" } })}\n\ndata: [DONE]\n\n`);
+    upstream.send(
+      `data: ${JSON.stringify({ error: { message: "the upstream connection broke before the answer was complete", type: "api_error" } })}\n\ndata: [DONE]\n\n`,
+    );
     upstream.end();
     const text = await readAll(messagesFromChatStream(upstream.stream, { model: "m", stopSequences: [] }));
     expect(eventNames(text)).toEqual(["message_start", "content_block_start", "content_block_delta", "error"]);
@@ -66,7 +75,10 @@ describe("messagesFromChatEvents on the relay", () => {
 
   test("a stop sequence the upstream names is the stop reason, and the model is the one the client named", async () => {
     const upstream = controlledStream();
-    upstream.send(chunk({ content: "one two" }) + `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop", stop_reason: "END" }] })}\n\ndata: [DONE]\n\n`);
+    upstream.send(
+      chunk({ content: "one two" }) +
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop", stop_reason: "END" }] })}\n\ndata: [DONE]\n\n`,
+    );
     upstream.end();
     const text = await readAll(messagesFromChatStream(upstream.stream, { model: "my-route", stopSequences: ["END"] }));
     expect(text).toContain('"model":"my-route"');
@@ -83,7 +95,14 @@ describe("relaySse with the Messages dialect (a native stream)", () => {
   async function relayed(text: string): Promise<{ out: string; result: RelayResult }> {
     let result: RelayResult | null = null;
     const upstream = new Response(text).body!;
-    const stream = relaySse(upstream, { clientWantsUsage: false, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (result = r), dialect: MESSAGES_EVENTS });
+    const stream = relaySse(upstream, {
+      clientWantsUsage: false,
+      idleTimeoutMs: 5_000,
+      streamTimeoutMs: 60_000,
+      abortUpstream: () => {},
+      onEnd: (r) => void (result = r),
+      dialect: MESSAGES_EVENTS,
+    });
     const out = await new Response(stream).text();
     return { out, result: result! };
   }
@@ -100,6 +119,8 @@ describe("relaySse with the Messages dialect (a native stream)", () => {
     const { out, result } = await relayed(start + delta);
     expect(result.outcome).toBe("unfinished");
     expect(out.startsWith(start + delta)).toBe(true);
-    expect(out.slice((start + delta).length)).toMatch(/^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"the upstream ended its stream before the answer was complete"\}\}\n\n$/);
+    expect(out.slice((start + delta).length)).toMatch(
+      /^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"the upstream ended its stream before the answer was complete"\}\}\n\n$/,
+    );
   });
 });

@@ -23,7 +23,10 @@ function gateway(options: { token?: string; gate?: Gate } = {}) {
   mocks.push(a, b);
   const gw = routerApp(
     {
-      upstreams: [{ name: "a", base_url: a.url }, { name: "b", base_url: b.url }],
+      upstreams: [
+        { name: "a", base_url: a.url },
+        { name: "b", base_url: b.url },
+      ],
       models: [{ id: "m", price: { prompt: 1_000, completion: 2_000 }, targets: [{ upstream: "a" }, { upstream: "b" }] }],
       routing: { retry_backoff_ms: 0, max_attempts: 2, cooldown_failures: 100 },
       metrics: options.token ? { token: options.token } : {},
@@ -88,11 +91,20 @@ describe("/metrics", () => {
     const well = startMockUpstream();
     mocks.push(sick, well);
     const gw = routerApp({
-      upstreams: [{ name: "box", base_url: sick.url }, { name: "other", base_url: well.url }],
+      upstreams: [
+        { name: "box", base_url: sick.url },
+        { name: "other", base_url: well.url },
+      ],
       models: [
         { id: "large", targets: [{ upstream: "box" }] },
         // Two targets on one upstream: a series each (review finding: one series twice).
-        { id: "small", targets: [{ upstream: "other", model: "small-q4" }, { upstream: "other", model: "small-q8" }] },
+        {
+          id: "small",
+          targets: [
+            { upstream: "other", model: "small-q4" },
+            { upstream: "other", model: "small-q8" },
+          ],
+        },
       ],
       routing: { retry_backoff_ms: 0, cooldown_failures: 2 },
     });
@@ -140,7 +152,7 @@ describe("/metrics", () => {
   test("upstream failures and rate-limit rejections are counted by status", async () => {
     let limited = true;
     const gate: Gate = {
-      admit(input) {
+      admit(_input) {
         if (limited) return new GatewayError("rate_limit_exceeded", "slow down", { headers: { "retry-after": "1" } });
         return { identity: { kind: "api_key", userId: 1, keyId: "k1", subject: "k1" }, headers: {}, settle() {} };
       },
@@ -205,7 +217,16 @@ describe("request log lines", () => {
   function capture(options: { level: "debug" | "info" | "warn" | "error"; requests: boolean }) {
     const writes: string[] = [];
     const logger = createLogger({ ...options, write: (text) => void writes.push(text) });
-    return { logger, writes, lines: () => writes.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l)) };
+    return {
+      logger,
+      writes,
+      lines: () =>
+        writes
+          .join("")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l)),
+    };
   }
 
   test("a batch is written with one write, one JSON object per line", () => {
@@ -214,9 +235,23 @@ describe("request log lines", () => {
     expect(writes.length).toBe(1);
     expect(lines()).toEqual([
       {
-        time: "2026-01-01T00:00:00.000Z", level: "info", msg: "request", request_id: "req_1", identity: "api_key", user_id: 3,
-        key_id: "key_abc", model: "m", endpoint: "chat", upstream: "b", status: 200, prompt_tokens: 10, completion_tokens: 5, cost_micro: 20_000,
-        duration_ms: 12.35, upstream_ms: 10.1, overhead_ms: 2.25,
+        time: "2026-01-01T00:00:00.000Z",
+        level: "info",
+        msg: "request",
+        request_id: "req_1",
+        identity: "api_key",
+        user_id: 3,
+        key_id: "key_abc",
+        model: "m",
+        endpoint: "chat",
+        upstream: "b",
+        status: 200,
+        prompt_tokens: 10,
+        completion_tokens: 5,
+        cost_micro: 20_000,
+        duration_ms: 12.35,
+        upstream_ms: 10.1,
+        overhead_ms: 2.25,
       },
       expect.objectContaining({ request_id: "req_2", level: "warn", status: 502, upstream: null }),
     ]);

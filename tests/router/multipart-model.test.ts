@@ -26,7 +26,11 @@ function scan(bytes: Uint8Array, boundary: string, cuts: number[]) {
 
 describe("ModelFieldScanner", () => {
   test("finds the model after a file, split at every byte, with the offsets of its value", async () => {
-    const { bytes, boundary } = await encoded([["file", new Blob(["RIFF" + "x".repeat(300)])], ["model", "whisper-1"], ["language", "en"]]);
+    const { bytes, boundary } = await encoded([
+      ["file", new Blob([`RIFF${"x".repeat(300)}`])],
+      ["model", "whisper-1"],
+      ["language", "en"],
+    ]);
     for (let cut = 1; cut < bytes.length; cut++) {
       const found = scan(bytes, boundary, [cut]);
       expect(found?.model).toBe("whisper-1");
@@ -40,7 +44,10 @@ describe("ModelFieldScanner", () => {
   });
 
   test("a file whose content looks like a model field is not taken for one", async () => {
-    const { bytes, boundary } = await encoded([["file", new Blob(['Content-Disposition: form-data; name="model"\r\n\r\nfake'])], ["model", "real"]]);
+    const { bytes, boundary } = await encoded([
+      ["file", new Blob(['Content-Disposition: form-data; name="model"\r\n\r\nfake'])],
+      ["model", "real"],
+    ]);
     expect(scan(bytes, boundary, [])?.model).toBe("real");
   });
 

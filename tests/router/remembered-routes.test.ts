@@ -19,7 +19,10 @@ afterEach(async () => {
 
 async function modelIds(gateway: RunningGateway): Promise<string[]> {
   const body = (await (await fetch(`${gateway.url}/v1/models`)).json()) as { data: Array<{ id: string; source: string }> };
-  return body.data.filter((m) => m.source === "discovered").map((m) => m.id).sort();
+  return body.data
+    .filter((m) => m.source === "discovered")
+    .map((m) => m.id)
+    .sort();
 }
 
 test("a gateway started before its upstream serves the upstream's models soon after it comes up, and remembers them across restarts", async () => {
@@ -35,7 +38,11 @@ test("a gateway started before its upstream serves the upstream's models soon af
   running.push(upstream);
   expect(await eventually(async () => (await modelIds(first)).length === 2, 20_000, 100)).toBe(true);
   expect(await modelIds(first)).toEqual(["m1", "m2"]);
-  const answer = await fetch(`${first.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m1", messages: [{ role: "user", content: "hi" }] }) });
+  const answer = await fetch(`${first.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m1", messages: [{ role: "user", content: "hi" }] }),
+  });
   expect(answer.status).toBe(200);
   expect(await first.stop()).toBe(0);
   running.splice(running.indexOf(first), 1);

@@ -33,7 +33,9 @@ describe("stored responses", () => {
 
   test("a response over the size bound is not kept", () => {
     const { store: s } = store(2_000);
-    expect(s.put({ id: "resp_big", owner: "user:1", items: [{ type: "message", role: "user", content: "x".repeat(3_000) }], response: { id: "resp_big" } })).toBe(false);
+    expect(
+      s.put({ id: "resp_big", owner: "user:1", items: [{ type: "message", role: "user", content: "x".repeat(3_000) }], response: { id: "resp_big" } }),
+    ).toBe(false);
     expect(s.get("resp_big", "user:1")).toBeNull();
   });
 

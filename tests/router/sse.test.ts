@@ -18,15 +18,18 @@ function upstreamOf(pieces: string[], gapMs: number): { body: ReadableStream<Uin
   const aborted: string[] = [];
   let next = 0;
   let broken: ReadableStreamDefaultController<Uint8Array> | null = null;
-  const body = new ReadableStream<Uint8Array>({
-    start: (controller) => void (broken = controller),
-    async pull(controller) {
-      if (next > 0) await Bun.sleep(gapMs);
-      if (aborted.length > 0) return;
-      if (next === pieces.length) return controller.close();
-      controller.enqueue(encoder.encode(pieces[next++]));
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: (controller) => void (broken = controller),
+      async pull(controller) {
+        if (next > 0) await Bun.sleep(gapMs);
+        if (aborted.length > 0) return;
+        if (next === pieces.length) return controller.close();
+        controller.enqueue(encoder.encode(pieces[next++]));
+      },
     },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
   const abort = (reason: string): void => {
     aborted.push(reason);
     broken?.error(new Error(`aborted: ${reason}`));
@@ -108,7 +111,7 @@ describe("relaySse", () => {
 
   test("an event that never ends is cut off at MAX_EVENT_CHARS: the events before it, an error event, then [DONE] (regression: memory grew without bound)", async () => {
     const endless = Array.from({ length: 2 * (MAX_EVENT_CHARS / 65_536) + 1 }, () => "a".repeat(65_536));
-    const relayed = relay([EVENT + "data: ", ...endless], { gapMs: 0, idleTimeoutMs: 5_000 });
+    const relayed = relay([`${EVENT}data: `, ...endless], { gapMs: 0, idleTimeoutMs: 5_000 });
     const text = await new Response(relayed.stream).text();
     expect(text.startsWith(EVENT)).toBe(true);
     expect(text).toContain(`the upstream sent an event longer than ${MAX_EVENT_CHARS} characters`);
@@ -144,7 +147,13 @@ describe("relaySse", () => {
   test("a connection that breaks after [DONE] ends a whole answer: no error event, complete", async () => {
     const upstream = upstreamOf([EVENT, DONE], 0);
     let ended: RelayResult | null = null;
-    const stream = relaySse(upstream.body, { clientWantsUsage: false, idleTimeoutMs: 5_000, streamTimeoutMs: 60_000, abortUpstream: upstream.abort, onEnd: (r) => void (ended = r) });
+    const stream = relaySse(upstream.body, {
+      clientWantsUsage: false,
+      idleTimeoutMs: 5_000,
+      streamTimeoutMs: 60_000,
+      abortUpstream: upstream.abort,
+      onEnd: (r) => void (ended = r),
+    });
     const reader = stream.getReader();
     let text = "";
     while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
@@ -183,7 +192,9 @@ describe("relaySse", () => {
     for (const pieces of [[EVENT, EVENT], [], [withUsage, withUsage], [usage, EVENT]]) {
       const unfinished = relay(pieces, { gapMs: 0, idleTimeoutMs: 5_000 });
       const text = await new Response(unfinished.stream).text();
-      expect(text).toEndWith(`data: {"error":{"message":"the upstream ended its stream before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n${DONE}`);
+      expect(text).toEndWith(
+        `data: {"error":{"message":"the upstream ended its stream before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n${DONE}`,
+      );
       expect(unfinished.ended()).toMatchObject({ outcome: "unfinished" });
     }
   });
@@ -206,7 +217,10 @@ describe("relaySse", () => {
     expect(unended.ended()).toMatchObject({ outcome: "complete" });
     const bare = `data: ${JSON.stringify({ usage: { prompt_tokens: 5, completion_tokens: 6 } })}\n\n`;
     const multiLine = `data: {"choices": [],\ndata: "usage": {"prompt_tokens": 11, "completion_tokens": 12}}\n\n`;
-    for (const [usageEvent, usage] of [[bare, { prompt_tokens: 5, completion_tokens: 6 }], [multiLine, { prompt_tokens: 11, completion_tokens: 12 }]] as const) {
+    for (const [usageEvent, usage] of [
+      [bare, { prompt_tokens: 5, completion_tokens: 6 }],
+      [multiLine, { prompt_tokens: 11, completion_tokens: 12 }],
+    ] as const) {
       const relayed = relay([EVENT, usageEvent, DONE], { gapMs: 0, idleTimeoutMs: 5_000 });
       expect(await new Response(relayed.stream).text()).toBe(EVENT + DONE);
       expect(relayed.ended()).toMatchObject({ outcome: "complete", usage });
@@ -224,9 +238,14 @@ describe("relaySse", () => {
       },
     });
     let ended: RelayResult | null = null;
-    const stream = relaySse(open, { clientWantsUsage: false, idleTimeoutMs: 60_000, streamTimeoutMs: 60_000, abortUpstream: () => {}, onEnd: (r) => void (ended = r) });
+    const stream = relaySse(open, {
+      clientWantsUsage: false,
+      idleTimeoutMs: 60_000,
+      streamTimeoutMs: 60_000,
+      abortUpstream: () => {},
+      onEnd: (r) => void (ended = r),
+    });
     expect(await new Response(stream).text()).toBe(EVENT + DONE);
     expect(ended!).toMatchObject({ outcome: "complete" });
   }, 5_000);
 });
-

@@ -34,17 +34,24 @@ async function trickle(conn: { isClosed: boolean; write(data: string): Promise<v
 }
 
 describe("stream_timeout_ms", () => {
-  for (const [what, piece] of [["a comment every 20 ms", ": keep-alive\n\n"], ["a byte of an event every 20 ms", "d"]]) {
+  for (const [what, piece] of [
+    ["a comment every 20 ms", ": keep-alive\n\n"],
+    ["a byte of an event every 20 ms", "d"],
+  ]) {
     test(`an upstream that sends ${what}, never silent for idle_timeout_ms, is cut off: the error event, [DONE], recorded 502`, async () => {
-      const { server, app, state, target } = appOver(async (req) => {
-        await req.conn.write(STREAM_HEAD + chunk(EVENT));
-        await trickle(req.conn, piece, 20);
-      }, { idle_timeout_ms: 150, stream_timeout_ms: 300 });
+      const { server, app, state, target } = appOver(
+        async (req) => {
+          await req.conn.write(STREAM_HEAD + chunk(EVENT));
+          await trickle(req.conn, piece, 20);
+        },
+        { idle_timeout_ms: 150, stream_timeout_ms: 300 },
+      );
       const res = await app.chat({ ...ASK, stream: true });
       expect(res.status).toBe(200);
       const text = await res.text();
       expect(text.startsWith(EVENT)).toBe(true);
-      const error = 'data: {"error":{"message":"the upstream did not finish its answer within 300 ms before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n';
+      const error =
+        'data: {"error":{"message":"the upstream did not finish its answer within 300 ms before the answer was complete","type":"api_error","param":null,"code":"upstream_error"}}\n\n';
       expect(text.endsWith(`${error}data: [DONE]\n\n`)).toBe(true);
       expect(app.records.map((r) => r.status)).toEqual([502]);
       await server.conns[0].closed; // the upstream was cut off
@@ -57,10 +64,15 @@ describe("stream_timeout_ms", () => {
 
 describe("idle_timeout_ms, not streamed", () => {
   test("a body that stops after its headers is a 504 upstream_timeout in the error shape, recorded 504", async () => {
-    const { server, app, state, target } = appOver((req) => req.conn.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"id":'), { idle_timeout_ms: 200 });
+    const { server, app, state, target } = appOver(
+      (req) => req.conn.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"id":'),
+      { idle_timeout_ms: 200 },
+    );
     const res = await app.chat(ASK);
     expect(res.status).toBe(504);
-    expect(await res.json()).toEqual({ error: { message: 'upstream "raw" did not finish its answer within 200 ms', type: "api_error", param: null, code: "upstream_timeout" } });
+    expect(await res.json()).toEqual({
+      error: { message: 'upstream "raw" did not finish its answer within 200 ms', type: "api_error", param: null, code: "upstream_timeout" },
+    });
     expect(app.records.map((r) => r.status)).toEqual([504]);
     await server.conns[0].closed;
     expect([target.circuit.consecutiveFailures, state.consecutiveFailures]).toEqual([1, 0]);
@@ -89,7 +101,10 @@ describe("max_connections", () => {
 describe("framing in doubt", () => {
   test("Transfer-Encoding with Content-Length is a 502 upstream_error: neither reading of the body reaches the client", async () => {
     const smuggled = JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "smuggled" } }] });
-    const { app } = appOver((req) => req.conn.write(`HTTP/1.1 200 OK\r\ncontent-length: ${smuggled.length}\r\ntransfer-encoding: chunked\r\n\r\n${chunk(smuggled)}0\r\n\r\n`), {});
+    const { app } = appOver(
+      (req) => req.conn.write(`HTTP/1.1 200 OK\r\ncontent-length: ${smuggled.length}\r\ntransfer-encoding: chunked\r\n\r\n${chunk(smuggled)}0\r\n\r\n`),
+      {},
+    );
     const res = await app.chat(ASK);
     expect(res.status).toBe(502);
     const body = (await res.json()) as { error: { message: string; code: string } };

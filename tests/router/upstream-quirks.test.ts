@@ -13,7 +13,7 @@ import { buildTestApp } from "../support/app";
 
 const CHUNK = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] })}\n\n`;
 const USAGE = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } })}\n\n`;
-const SSE_BODY = CHUNK("Hi") + CHUNK(" there") + USAGE + "data: [DONE]\n\n";
+const SSE_BODY = `${CHUNK("Hi") + CHUNK(" there") + USAGE}data: [DONE]\n\n`;
 
 let listener: TCPSocketListener | null = null;
 afterEach(() => listener?.stop(true));
@@ -40,7 +40,7 @@ describe("answers from upstreams that bend the wire format", () => {
     const res = await t.chat({ ...ASK, stream: true });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/event-stream");
-    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(await res.text()).toBe(`${CHUNK("Hi") + CHUNK(" there")}data: [DONE]\n\n`);
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
   });
 
@@ -48,7 +48,7 @@ describe("answers from upstreams that bend the wire format", () => {
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=UTF-8\r\nconnection: close\r\n\r\n${SSE_BODY}`));
     const res = await t.chat({ ...ASK, stream: true });
     expect(res.headers.get("content-type")).toBe("text/event-stream");
-    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(await res.text()).toBe(`${CHUNK("Hi") + CHUNK(" there")}data: [DONE]\n\n`);
     expect(t.records.map((r) => [r.promptTokens, r.completionTokens])).toEqual([[7, 2]]);
   });
 
@@ -56,7 +56,7 @@ describe("answers from upstreams that bend the wire format", () => {
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\n${SSE_BODY}`));
     const res = await t.chat({ ...ASK, stream: true });
     expect(res.headers.get("content-type")).toBe("text/event-stream");
-    expect(await res.text()).toBe(CHUNK("Hi") + CHUNK(" there") + "data: [DONE]\n\n");
+    expect(await res.text()).toBe(`${CHUNK("Hi") + CHUNK(" there")}data: [DONE]\n\n`);
     expect(t.records.map((r) => [r.status, r.promptTokens, r.completionTokens])).toEqual([[200, 7, 2]]);
   });
 
@@ -64,7 +64,9 @@ describe("answers from upstreams that bend the wire format", () => {
     const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n${SSE_BODY}`));
     const res = await t.chat(ASK);
     expect(res.status).toBe(502);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('upstream "raw" answered with an event stream to a request that did not ask to stream');
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      'upstream "raw" answered with an event stream to a request that did not ask to stream',
+    );
     expect(t.records.map((r) => r.status)).toEqual([502]);
   });
 
@@ -105,7 +107,9 @@ describe("answers from upstreams that bend the wire format", () => {
       listener?.stop(true);
     }
     // Asked to stream, a type that merely mentions the event stream is not relayed as it came (regression: relayed verbatim, rendered as HTML).
-    const t = appOver(rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/html; x=text/event-stream\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`));
+    const t = appOver(
+      rawUpstream(`HTTP/1.1 200 OK\r\ncontent-type: text/html; x=text/event-stream\r\ncontent-length: ${page.length}\r\nconnection: close\r\n\r\n${page}`),
+    );
     expect((await t.chat({ ...ASK, stream: true })).headers.get("content-type")).toBe("text/event-stream");
   });
 
@@ -163,14 +167,14 @@ describe("an error event in the stream", () => {
     const t = appOver(rawUpstream(answer), { cooldown_failures: 1 });
     const res = await t.chat({ ...ASK, stream: true });
     expect(res.status).toBe(200);
-    expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
+    expect(await res.text()).toBe(`${CHUNK("Hi") + ERROR_EVENT}data: [DONE]\n\n`);
     expectModelFailed(t, 'upstream "raw" sent an error event: CUDA out of memory');
   });
 
   test("without [DONE] after it, the same: relayed once, the upstream's own message in last_error, its target's circuit alone (regression: a second error event, and the upstream's circuit)", async () => {
     const t = appOver(rawUpstream(answer.replace("data: [DONE]\n\n", "")), { cooldown_failures: 1 });
     const res = await t.chat({ ...ASK, stream: true });
-    expect(await res.text()).toBe(CHUNK("Hi") + ERROR_EVENT + "data: [DONE]\n\n");
+    expect(await res.text()).toBe(`${CHUNK("Hi") + ERROR_EVENT}data: [DONE]\n\n`);
     expectModelFailed(t, 'upstream "raw" sent an error event: CUDA out of memory');
   });
 

@@ -5,11 +5,13 @@
 import { describe, expect, test } from "bun:test";
 import { errorExcerpt, withoutSecrets } from "../../src/router/upstream-text";
 
-const KEY = "sk-upstream/secret\"key";
+const KEY = 'sk-upstream/secret"key';
 
 describe("errorExcerpt", () => {
   test("the reason from OpenAI's shape, a string error (Ollama), message, or FastAPI's detail; a body that is not JSON as it is", () => {
-    expect(errorExcerpt('{"error":{"message":"model requires more system memory (9.1 GiB)","type":"server_error"}}', [])).toBe("model requires more system memory (9.1 GiB)");
+    expect(errorExcerpt('{"error":{"message":"model requires more system memory (9.1 GiB)","type":"server_error"}}', [])).toBe(
+      "model requires more system memory (9.1 GiB)",
+    );
     expect(errorExcerpt('{"error":"llama runner process has terminated"}', [])).toBe("llama runner process has terminated");
     expect(errorExcerpt('{"message":"Internal Server Error"}', [])).toBe("Internal Server Error");
     expect(errorExcerpt('{"detail":"Model is loading"}', [])).toBe("Model is loading");
@@ -38,7 +40,7 @@ describe("errorExcerpt", () => {
 });
 
 describe("withoutSecrets", () => {
-  test("a placeholder key shorter than 6 characters is left in: taken out, it garbled every message (regression: api_key = \"null\" made an upstream's JSON error invalid JSON)", () => {
+  test('a placeholder key shorter than 6 characters is left in: taken out, it garbled every message (regression: api_key = "null" made an upstream\'s JSON error invalid JSON)', () => {
     const error = '{"error":{"message":"maximum context length is 4096 tokens","type":"invalid_request_error","param":null,"code":null}}';
     for (const key of ["null", "e", "EMPTY", "none"]) expect(withoutSecrets(error, [key])).toBe(error);
     expect(errorExcerpt(error, ["e"])).toBe("maximum context length is 4096 tokens");

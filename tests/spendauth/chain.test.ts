@@ -68,7 +68,11 @@ async function newAccount(funding: bigint): Promise<{ key: `0x${string}`; commit
   return { key, commitment };
 }
 
-async function paidHeader(account: { key: `0x${string}`; commitment: `0x${string}` }, nonce: bigint, amount = 1_000n): Promise<{ value: string; message: ReturnType<typeof fields> }> {
+async function paidHeader(
+  account: { key: `0x${string}`; commitment: `0x${string}` },
+  nonce: bigint,
+  amount = 1_000n,
+): Promise<{ value: string; message: ReturnType<typeof fields> }> {
   const message = fields({ commitment: account.commitment, nonce, amount, operator: OPERATOR.address });
   return { value: header(message, await sign(message, { key: account.key, chainId: chain.chainId, contract: deployed.credits })), message };
 }
@@ -85,9 +89,19 @@ describe("on-chain check and settlement", () => {
     expect(await runtime.worker!.runOnce()).toBe(2);
     expect(listSettlements(app.deps.db).map((r) => r.state)).toEqual(["done", "done"]);
     expect(await deployed.tokenBalance(OPERATOR.address)).toBe(before + 2_000n);
-    const spend = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getSpendAuth", args: [spendAuthHash(first.message)] });
+    const spend = await chain.client.readContract({
+      address: deployed.credits,
+      abi: SHIELDED_CREDITS_ABI,
+      functionName: "getSpendAuth",
+      args: [spendAuthHash(first.message)],
+    });
     expect(spend[4]).toBe(true);
-    const view = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getAccount", args: [account.commitment] });
+    const view = await chain.client.readContract({
+      address: deployed.credits,
+      abi: SHIELDED_CREDITS_ABI,
+      functionName: "getAccount",
+      args: [account.commitment],
+    });
     expect(view.nonce).toBe(2n);
     expect(view.balance).toBe(998_000n);
     // A nonce the chain has already consumed is refused even though this database never saw it.
@@ -122,7 +136,11 @@ describe("on-chain check and settlement", () => {
     const account = await newAccount(1_000_000n);
     const ahead = await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 1n)).value });
     expect(ahead.status).toBe(401);
-    expect(((await ahead.json()) as { error: { code: string; param: string; message: string } }).error).toMatchObject({ code: "invalid_spend_auth", param: "nonce", message: expect.stringContaining("the next it can take for this account (its on-chain nonce, after this gateway's unsettled authorizations) is 0") });
+    expect(((await ahead.json()) as { error: { code: string; param: string; message: string } }).error).toMatchObject({
+      code: "invalid_spend_auth",
+      param: "nonce",
+      message: expect.stringContaining("the next it can take for this account (its on-chain nonce, after this gateway's unsettled authorizations) is 0"),
+    });
     // In order, each served one makes room for the next, before any is settled.
     for (const nonce of [0n, 1n, 2n]) expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, nonce)).value })).status).toBe(200);
     expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 4n)).value })).status).toBe(401);
@@ -134,7 +152,14 @@ describe("on-chain check and settlement", () => {
   });
 
   test("a nonce whose settlement went dead is signed again, served and claimed, and the later nonce waiting on it is claimed after it (regression: nonce_replay until the dead one expired)", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: { ...deps.config, spend_auth: { ...deps.config.spend_auth, settle_max_attempts: 1 } }, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = appWith((deps) =>
+      setupSpendAuth({
+        config: { ...deps.config, spend_auth: { ...deps.config.spend_auth, settle_max_attempts: 1 } },
+        db: deps.db,
+        now: deps.now,
+        log: () => {},
+      }),
+    );
     const account = await newAccount(1_000_000n);
     for (const nonce of [0n, 1n]) expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, nonce)).value })).status).toBe(200);
     // The chain's clock an hour on (undone below): nonce 0's claim is refused, and with one attempt allowed it is dead.
@@ -151,14 +176,37 @@ describe("on-chain check and settlement", () => {
     await runtime.worker!.runOnce();
     expect(listSettlements(app.deps.db).find((r) => r.nonce === "1")).toMatchObject({ state: "pending", attempts: 0 });
 
-    const again = fields({ commitment: account.commitment, nonce: 0n, amount: 1_000n, operator: OPERATOR.address, expiry: BigInt(Math.floor(Date.now() / 1000) + 600) });
+    const again = fields({
+      commitment: account.commitment,
+      nonce: 0n,
+      amount: 1_000n,
+      operator: OPERATOR.address,
+      expiry: BigInt(Math.floor(Date.now() / 1000) + 600),
+    });
     const signed = header(again, await sign(again, { key: account.key, chainId: chain.chainId, contract: deployed.credits }));
     expect((await app.chat(BODY, { "x-payment-signature": signed })).status).toBe(200);
     for (let i = 0; i < 3 && listSettlements(app.deps.db).some((r) => r.state !== "done"); i++) await runtime.worker!.runOnce();
-    expect(listSettlements(app.deps.db).map((r) => [r.nonce, r.state, r.expiry]).sort()).toEqual([["0", "done", Number(again.expiry)], ["1", "done", expect.any(Number)]]);
-    const spend = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getSpendAuth", args: [spendAuthHash(again)] });
+    expect(
+      listSettlements(app.deps.db)
+        .map((r) => [r.nonce, r.state, r.expiry])
+        .sort(),
+    ).toEqual([
+      ["0", "done", Number(again.expiry)],
+      ["1", "done", expect.any(Number)],
+    ]);
+    const spend = await chain.client.readContract({
+      address: deployed.credits,
+      abi: SHIELDED_CREDITS_ABI,
+      functionName: "getSpendAuth",
+      args: [spendAuthHash(again)],
+    });
     expect(spend[4]).toBe(true);
-    const view = await chain.client.readContract({ address: deployed.credits, abi: SHIELDED_CREDITS_ABI, functionName: "getAccount", args: [account.commitment] });
+    const view = await chain.client.readContract({
+      address: deployed.credits,
+      abi: SHIELDED_CREDITS_ABI,
+      functionName: "getAccount",
+      args: [account.commitment],
+    });
     expect(view.nonce).toBe(2n);
     await runtime.stop();
   });

@@ -38,10 +38,7 @@ export function fields(overrides: Partial<AuthFields> = {}, nowMs = Date.now()):
   };
 }
 
-export async function sign(
-  message: AuthFields,
-  options: { key?: `0x${string}`; chainId?: number; contract?: `0x${string}` } = {},
-): Promise<`0x${string}`> {
+export async function sign(message: AuthFields, options: { key?: `0x${string}`; chainId?: number; contract?: `0x${string}` } = {}): Promise<`0x${string}`> {
   const account = privateKeyToAccount(options.key ?? KEYS.client);
   return account.signTypedData({
     domain: { name: "ShieldedCredits", version: "1", chainId: options.chainId ?? CHAIN_ID, verifyingContract: options.contract ?? CONTRACT },
@@ -90,7 +87,10 @@ allowed_signers = ["${CLIENT.address}"]
 `;
 
 /** An in-process app whose gate routes X-Payment-Signature to SpendAuth; everyone else is anonymous. */
-export function spendAuthApp(raw: Record<string, unknown> = BASE_CONFIG, extra: Partial<SpendAuthDeps> = {}): TestApp & { hook: ReturnType<typeof createSpendAuth> } {
+export function spendAuthApp(
+  raw: Record<string, unknown> = BASE_CONFIG,
+  extra: Partial<SpendAuthDeps> = {},
+): TestApp & { hook: ReturnType<typeof createSpendAuth> } {
   const holder: { hook?: ReturnType<typeof createSpendAuth> } = {};
   const gate: Gate = {
     admit: (input) => (input.request.headers.has(SPEND_AUTH_HEADER) ? holder.hook!(input) : openGate.admit(input)),
@@ -99,4 +99,3 @@ export function spendAuthApp(raw: Record<string, unknown> = BASE_CONFIG, extra: 
   holder.hook = createSpendAuth({ db: app.deps.db, config: app.deps.config, now: () => app.deps.now(), ...extra });
   return { ...app, hook: holder.hook };
 }
-

@@ -63,7 +63,11 @@ describe("SpendAuth's layout", () => {
   test("auth/ has no SpendAuth file and imports nothing from spendauth/", () => {
     const auth = sourcesUnder("auth");
     expect(auth.filter((file) => file.includes("spendauth"))).toEqual([]);
-    const crossing = auth.flatMap((file) => importsOf(join(ROOT, file)).all.filter((target) => target.startsWith("src/spendauth/")).map((target) => `${file} -> ${target}`));
+    const crossing = auth.flatMap((file) =>
+      importsOf(join(ROOT, file))
+        .all.filter((target) => target.startsWith("src/spendauth/"))
+        .map((target) => `${file} -> ${target}`),
+    );
     expect(crossing).toEqual([]);
   });
 

@@ -72,7 +72,10 @@ test("a stop that cannot write the queued settlements says how many it lost (ser
   const dir = mkdtempSync(join(tmpdir(), "modelgate-settle-stop-"));
   const { db, close } = openDatabase(dir);
   const { config } = buildConfig(
-    { server: { shutdown_grace_ms: 150 }, spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] } },
+    {
+      server: { shutdown_grace_ms: 150 },
+      spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] },
+    },
     { env: {} },
   );
   const lines: string[] = [];

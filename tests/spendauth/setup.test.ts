@@ -37,7 +37,10 @@ describe("configuration", () => {
     expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })).toThrow(/spend_auth\.operator_key: controls 0x/);
     const dir = mkdtempSync(join(tmpdir(), "modelgate-spend-"));
     const file = join(dir, "modelgate.toml");
-    writeFileSync(file, `[spend_auth]\nchain_id = ${CHAIN_ID}\nverifying_contract = "${CONTRACT}"\noperator = "${OPERATOR.address}"\nrpc_url = "http://127.0.0.1:9"\noperator_key = "${KEYS.stranger}"\n`);
+    writeFileSync(
+      file,
+      `[spend_auth]\nchain_id = ${CHAIN_ID}\nverifying_contract = "${CONTRACT}"\noperator = "${OPERATOR.address}"\nrpc_url = "http://127.0.0.1:9"\noperator_key = "${KEYS.stranger}"\n`,
+    );
     const error = spyOn(console, "error").mockImplementation(() => {});
     const printed = spyOn(console, "log").mockImplementation(() => {});
     try {
@@ -66,7 +69,10 @@ describe("configuration", () => {
 
 describe("start-up", () => {
   test("nonces admitted before a crash whose settlement row was never written are the clients' again; settled ones stay taken (regression: the commitment was locked out until they expired)", async () => {
-    const { config } = buildConfig({ spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] } }, { env: {} });
+    const { config } = buildConfig(
+      { spend_auth: { chain_id: CHAIN_ID, verifying_contract: CONTRACT, operator: OPERATOR.address, allowed_signers: [OPERATOR.address] } },
+      { env: {} },
+    );
     const { db } = openDatabase(":memory:");
     const commitment = `0x${"11".repeat(32)}`;
     const later = Date.now() + 3_600_000;
@@ -80,7 +86,9 @@ describe("start-up", () => {
     setupSpendAuth({ config, db, now: Date.now, log: (_level, message) => void logged.push(message) }).stop();
     const kept = db.$client.query("SELECT nonce FROM spend_nonces ORDER BY nonce").all() as Array<{ nonce: string }>;
     expect(kept.map((r) => r.nonce)).toEqual(["1"]);
-    expect(logged).toContain("spend_auth: 1 authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again");
+    expect(logged).toContain(
+      "spend_auth: 1 authorization(s) admitted before the last stop have no settlement row of their own (the process died before writing it); their nonces are the clients' again",
+    );
   });
 });
 
@@ -111,9 +119,22 @@ describe("settlement worker failures", () => {
     const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
     enqueueSettlement(db, auth, "req_1", now);
     const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000 }), {
-      rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000, operatorKey: KEYS.operator,
+      rpcUrl: "http://127.0.0.1:9",
+      chainId: CHAIN_ID,
+      contract: CONTRACT,
+      timeoutMs: 1000,
+      operatorKey: KEYS.operator,
     });
-    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => now, intervalMs: 3_600_000, maxAttempts: 3, log: () => {}, random: () => 0 });
+    const worker = startSettlementWorker({
+      db,
+      settler,
+      reservations: new Reservations(),
+      now: () => now,
+      intervalMs: 3_600_000,
+      maxAttempts: 3,
+      log: () => {},
+      random: () => 0,
+    });
     expect(await worker.runOnce()).toBe(0);
     let [row] = listSettlements(db);
     expect(row).toMatchObject({ state: "pending", attempts: 1 });
@@ -144,10 +165,21 @@ describe("settlement worker failures", () => {
     const settler = {
       getSpendAuth: async () => ({ amount: authorized ? auth.amount : 0n, claimed: false }),
       authorizeSpend: async () => void (authorized = true),
-      claimPayment: async () => { throw new Error("claimPayment reverted"); },
+      claimPayment: async () => {
+        throw new Error("claimPayment reverted");
+      },
     } as unknown as Settler;
     const forgotten: string[] = [];
-    const worker = startSettlementWorker({ db, settler, reservations, accounts: { forget: (c) => void forgotten.push(c) }, now: () => 1_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+    const worker = startSettlementWorker({
+      db,
+      settler,
+      reservations,
+      accounts: { forget: (c) => void forgotten.push(c) },
+      now: () => 1_000_000,
+      intervalMs: 3_600_000,
+      maxAttempts: 8,
+      log: () => {},
+    });
     await worker.runOnce();
     // Regression: the failed claim wrote the row's old state, "pending", over "authorized".
     expect(listSettlements(db)[0]).toMatchObject({ state: "authorized", attempts: 1, lastError: "claimPayment reverted" });
@@ -167,7 +199,15 @@ describe("settlement worker failures", () => {
           return { amount: onChain === "authorized" ? auth.amount : 0n, claimed: false };
         },
       } as unknown as Settler;
-      const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 5_000_000, intervalMs: 3_600_000, maxAttempts: 8, log: () => {} });
+      const worker = startSettlementWorker({
+        db,
+        settler,
+        reservations: new Reservations(),
+        now: () => 5_000_000,
+        intervalMs: 3_600_000,
+        maxAttempts: 8,
+        log: () => {},
+      });
       await worker.runOnce();
       await worker.stop();
       const { state, attempts, lastError, authHash } = listSettlements(db)[0];
@@ -176,7 +216,12 @@ describe("settlement worker failures", () => {
     const expired = "the authorization expired before it could be settled";
     expect(await outcome("unused")).toEqual({ state: "dead", attempts: 1, lastError: expired, authorized: false });
     expect(await outcome("authorized")).toEqual({ state: "dead", attempts: 1, lastError: expired, authorized: true });
-    expect(await outcome("unreachable")).toEqual({ state: "pending", attempts: 1, lastError: "the chain could not be asked about this expired authorization", authorized: false });
+    expect(await outcome("unreachable")).toEqual({
+      state: "pending",
+      attempts: 1,
+      lastError: "the chain could not be asked about this expired authorization",
+      authorized: false,
+    });
   });
 
   test("a row whose last attempt fails after its spend was mined (the receipt lost) dies with its hash kept", async () => {
@@ -191,7 +236,15 @@ describe("settlement worker failures", () => {
         throw new Error("timed out waiting for the receipt");
       },
     } as unknown as Settler;
-    const worker = startSettlementWorker({ db, settler, reservations: new Reservations(), now: () => 1_000_000, intervalMs: 3_600_000, maxAttempts: 1, log: () => {} });
+    const worker = startSettlementWorker({
+      db,
+      settler,
+      reservations: new Reservations(),
+      now: () => 1_000_000,
+      intervalMs: 3_600_000,
+      maxAttempts: 1,
+      log: () => {},
+    });
     await worker.runOnce();
     await worker.stop();
     expect(listSettlements(db)[0]).toMatchObject({ state: "dead", lastError: "timed out waiting for the receipt" });
@@ -206,7 +259,9 @@ describe("settlement worker failures", () => {
     const resigned = parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 9_000n, amount: 7n })) as SpendAuthorization;
     enqueueSettlement(db, resigned, "req_new", 2_000);
     enqueueSettlement(db, resigned, "req_again", 3_000); // the same authorization again: ignored
-    expect(listSettlements(db)).toMatchObject([{ nonce: "3", amount: "7", expiry: 9_000, requestId: "req_new", state: "pending", attempts: 0, lastError: null }]);
+    expect(listSettlements(db)).toMatchObject([
+      { nonce: "3", amount: "7", expiry: 9_000, requestId: "req_new", state: "pending", attempts: 0, lastError: null },
+    ]);
     db.$client.run("UPDATE settlements SET state = 'authorized', auth_hash = '0xabc'");
     enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 20_000n, amount: 9n })) as SpendAuthorization, "req_late", 4_000);
     expect(listSettlements(db)).toMatchObject([{ amount: "7", requestId: "req_new", state: "authorized" }]);

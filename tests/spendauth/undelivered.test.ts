@@ -41,7 +41,11 @@ for (const [name, spoil] of Object.entries(SPOILERS)) {
       if (req.index === 0) await spoil(req);
       else await req.conn.write(answer(COMPLETION));
     });
-    const config = { ...BASE_CONFIG, upstreams: [{ name: "mock", base_url: `http://127.0.0.1:${server.port}/v1` }], routing: { max_attempts: 1, cooldown_failures: 1000 } };
+    const config = {
+      ...BASE_CONFIG,
+      upstreams: [{ name: "mock", base_url: `http://127.0.0.1:${server.port}/v1` }],
+      routing: { max_attempts: 1, cooldown_failures: 1000 },
+    };
     const app = spendAuthApp(config);
     const paid = await signedHeader({ nonce: 21n });
     const spoilt = await app.chat(BODY, { "x-payment-signature": paid });

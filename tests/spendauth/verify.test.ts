@@ -36,17 +36,30 @@ describe("signatures from viem signTypedData", () => {
       "0x994cdce282c01d10b6a0add10c14531f38a70584f6443166a1a5f4b549973486058a61922c6f3e91fa30b852259ee2bfe31950bdc9370d34f31d8ae9098f590c1c",
     );
     // The digest the contract computes by hand (abi.encode of the typehash and fields) is the one signed.
-    const typehash = keccak256(toHex("SpendAuthorization(bytes32 commitment,uint64 serviceId,uint8 jobIndex,uint256 amount,address operator,uint256 nonce,uint64 expiry)"));
-    const domainSeparator = keccak256(encodeAbiParameters(parseAbiParameters("bytes32, bytes32, bytes32, uint256, address"), [
-      keccak256(toHex("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")),
-      keccak256(toHex("ShieldedCredits")),
-      keccak256(toHex("1")),
-      BigInt(CHAIN_ID),
-      CONTRACT,
-    ]));
-    const structHash = keccak256(encodeAbiParameters(parseAbiParameters("bytes32, bytes32, uint64, uint8, uint256, address, uint256, uint64"), [
-      typehash, message.commitment, message.serviceId, message.jobIndex, message.amount, message.operator, message.nonce, message.expiry,
-    ]));
+    const typehash = keccak256(
+      toHex("SpendAuthorization(bytes32 commitment,uint64 serviceId,uint8 jobIndex,uint256 amount,address operator,uint256 nonce,uint64 expiry)"),
+    );
+    const domainSeparator = keccak256(
+      encodeAbiParameters(parseAbiParameters("bytes32, bytes32, bytes32, uint256, address"), [
+        keccak256(toHex("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")),
+        keccak256(toHex("ShieldedCredits")),
+        keccak256(toHex("1")),
+        BigInt(CHAIN_ID),
+        CONTRACT,
+      ]),
+    );
+    const structHash = keccak256(
+      encodeAbiParameters(parseAbiParameters("bytes32, bytes32, uint64, uint8, uint256, address, uint256, uint64"), [
+        typehash,
+        message.commitment,
+        message.serviceId,
+        message.jobIndex,
+        message.amount,
+        message.operator,
+        message.nonce,
+        message.expiry,
+      ]),
+    );
     const digest = keccak256(concat(["0x1901", domainSeparator, structHash]));
     expect(await recoverAddress({ hash: digest, signature })).toBe(CLIENT.address);
   });
@@ -90,9 +103,24 @@ describe("each mutation is refused with its own error", () => {
     ["expiry extended", (h) => (h.expiry = String(Number(h.expiry) + 60)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
     ["commitment", (h) => (h.commitment = flip(h.commitment as string, 10)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
     ["chain id", () => {}, { chainId: 1 }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
-    ["verifying contract", () => {}, { contract: "0x000000000000000000000000000000000000dEaD" }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
-    ["v value flipped", (h) => (h.signature = (h.signature as string).slice(0, 130) + ((h.signature as string).endsWith("1b") ? "1c" : "1b")), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
-    ["v value out of range", (h) => (h.signature = (h.signature as string).slice(0, 130) + "1d"), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
+    [
+      "verifying contract",
+      () => {},
+      { contract: "0x000000000000000000000000000000000000dEaD" },
+      { status: 401, code: "invalid_spend_auth", param: "signature" },
+    ],
+    [
+      "v value flipped",
+      (h) => (h.signature = (h.signature as string).slice(0, 130) + ((h.signature as string).endsWith("1b") ? "1c" : "1b")),
+      {},
+      { status: 401, code: "invalid_spend_auth", param: "signature" },
+    ],
+    [
+      "v value out of range",
+      (h) => (h.signature = `${(h.signature as string).slice(0, 130)}1d`),
+      {},
+      { status: 401, code: "invalid_spend_auth", param: "signature" },
+    ],
     ["truncated signature", (h) => (h.signature = (h.signature as string).slice(0, 128)), {}, { status: 401, code: "invalid_spend_auth", param: "signature" }],
     ["signer not allowed", () => {}, { key: KEYS.stranger }, { status: 401, code: "invalid_spend_auth", param: "signature" }],
   ];
@@ -138,7 +166,11 @@ describe("each mutation is refused with its own error", () => {
 
   test("garbage that is not JSON is refused without a param", async () => {
     const app = spendAuthApp(config);
-    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": "not json at all" }))).toMatchObject({ status: 401, code: "invalid_spend_auth", param: null });
+    expect(await errorOf(await app.chat(BODY, { "x-payment-signature": "not json at all" }))).toMatchObject({
+      status: 401,
+      code: "invalid_spend_auth",
+      param: null,
+    });
   });
 });
 
@@ -205,7 +237,9 @@ describe("replay", () => {
     limited = false;
     expect(await replay(first)).toBe("nonce_replay");
     // Two new ones at once: the first takes the nonce, the other finds it taken.
-    const [a, b] = await Promise.all([600, 900].map(async (ahead) => app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 5n, expiry: BigInt(nowS + ahead) }) })));
+    const [a, b] = await Promise.all(
+      [600, 900].map(async (ahead) => app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 5n, expiry: BigInt(nowS + ahead) }) })),
+    );
     expect([a.status, b.status].sort()).toEqual([200, 401]);
     const [row] = listSettlements(app.deps.db);
     expect(row).toMatchObject({ nonce: "5", state: "pending", attempts: 0, lastError: null });
@@ -280,7 +314,8 @@ describe("replay", () => {
   test("a rate-limited request releases its nonce", async () => {
     let allow = false;
     const app = spendAuthApp(config, {
-      rateLimit: () => (allow ? { "x-ratelimit-limit-requests": "120" } : new GatewayError("rate_limit_exceeded", "slow down", { headers: { "retry-after": "1" } })),
+      rateLimit: () =>
+        allow ? { "x-ratelimit-limit-requests": "120" } : new GatewayError("rate_limit_exceeded", "slow down", { headers: { "retry-after": "1" } }),
     });
     const h = await signedHeader({ nonce: 6n });
     expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(429);
@@ -331,14 +366,25 @@ describe("the on-chain account and the rate limit", () => {
       const h = await signedHeader({ nonce });
       const request = new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "x-payment-signature": h } });
       const text = JSON.stringify(BODY);
-      const admitted = await app.hook({ request, clientIp: () => "127.0.0.1", requestId: `req_${nonce}`, route: app.deps.registry.resolve("paid")!, body: JSON.parse(text), bodyBytes: text.length });
+      const admitted = await app.hook({
+        request,
+        clientIp: () => "127.0.0.1",
+        requestId: `req_${nonce}`,
+        route: app.deps.registry.resolve("paid")!,
+        body: JSON.parse(text),
+        bodyBytes: text.length,
+      });
       if (admitted instanceof GatewayError) throw admitted;
       return admitted;
     };
     const [first, second] = [await admit(0n), await admit(1n)];
     second.settle({ status: 200, usage: { prompt_tokens: 1, completion_tokens: 1 }, upstream: "mock", latencyMs: 1 });
     first.settle({ status: 499, usage: null, upstream: null, latencyMs: 1 }); // the client left before any token
-    expect(listSettlements(app.deps.db).map((row) => row.nonce).sort()).toEqual(["0", "1"]);
+    expect(
+      listSettlements(app.deps.db)
+        .map((row) => row.nonce)
+        .sort(),
+    ).toEqual(["0", "1"]);
     // Alone, an undelivered one is released as before: the same authorization may be sent again.
     const third = await admit(2n);
     third.settle({ status: 502, usage: null, upstream: null, latencyMs: 1 });
@@ -350,9 +396,19 @@ describe("the on-chain account and the rate limit", () => {
     const app = spendAuthApp(config);
     const nowS = Math.floor(Date.now() / 1000);
     const admit = async (nonce: bigint, expiry: number) => {
-      const request = new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "x-payment-signature": await signedHeader({ nonce, expiry: BigInt(expiry) }) } });
+      const request = new Request("http://localhost/v1/chat/completions", {
+        method: "POST",
+        headers: { "x-payment-signature": await signedHeader({ nonce, expiry: BigInt(expiry) }) },
+      });
       const text = JSON.stringify(BODY);
-      const admitted = await app.hook({ request, clientIp: () => "127.0.0.1", requestId: `req_${nonce}`, route: app.deps.registry.resolve("paid")!, body: JSON.parse(text), bodyBytes: text.length });
+      const admitted = await app.hook({
+        request,
+        clientIp: () => "127.0.0.1",
+        requestId: `req_${nonce}`,
+        route: app.deps.registry.resolve("paid")!,
+        body: JSON.parse(text),
+        bodyBytes: text.length,
+      });
       if (admitted instanceof GatewayError) throw admitted;
       return admitted;
     };
@@ -366,7 +422,10 @@ describe("the on-chain account and the rate limit", () => {
   });
 
   test("a refusal for the account's balance carries the rate-limit headers", async () => {
-    const app = spendAuthApp(chainConfig(), { accounts: account(10n), rateLimit: () => ({ "x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "119" }) });
+    const app = spendAuthApp(chainConfig(), {
+      accounts: account(10n),
+      rateLimit: () => ({ "x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "119" }),
+    });
     const refused = await app.chat(BODY, { "x-payment-signature": await signedHeader() });
     expect(refused.status).toBe(402);
     expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("119");

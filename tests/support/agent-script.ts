@@ -46,10 +46,21 @@ const CALL_ID = "call_scripted_1";
 
 function whole(reply: Reply): Response {
   const message = reply.call
-    ? { role: "assistant", content: null, tool_calls: [{ id: CALL_ID, type: "function", function: { name: reply.call.name, arguments: JSON.stringify(reply.call.arguments) } }] }
+    ? {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: CALL_ID, type: "function", function: { name: reply.call.name, arguments: JSON.stringify(reply.call.arguments) } }],
+      }
     : { role: "assistant", content: reply.text };
   const finish = reply.call ? "tool_calls" : "stop";
-  return Response.json({ id: "chatcmpl-script", object: "chat.completion", created: 0, model: reply.model, choices: [{ index: 0, message, finish_reason: finish }], usage: reply.usage });
+  return Response.json({
+    id: "chatcmpl-script",
+    object: "chat.completion",
+    created: 0,
+    model: reply.model,
+    choices: [{ index: 0, message, finish_reason: finish }],
+    usage: reply.usage,
+  });
 }
 
 function streamed(reply: Reply, includeUsage: boolean): Response {
@@ -59,7 +70,11 @@ function streamed(reply: Reply, includeUsage: boolean): Response {
   if (reply.call) {
     const args = JSON.stringify(reply.call.arguments);
     const half = args.length >> 1;
-    deltas.push({ role: "assistant", content: null, tool_calls: [{ index: 0, id: CALL_ID, type: "function", function: { name: reply.call.name, arguments: "" } }] });
+    deltas.push({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ index: 0, id: CALL_ID, type: "function", function: { name: reply.call.name, arguments: "" } }],
+    });
     for (const piece of [args.slice(0, half), args.slice(half)]) deltas.push({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
   } else {
     deltas.push({ role: "assistant", content: "" });

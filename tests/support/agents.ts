@@ -100,7 +100,15 @@ async function run(argv: string[], options: { cwd: string; env: Record<string, s
     ...options.env,
   };
   try {
-    const child = Bun.spawn(argv, { cwd: options.cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: AGENT_RUN_TIMEOUT_MS, killSignal: "SIGTERM" });
+    const child = Bun.spawn(argv, {
+      cwd: options.cwd,
+      env,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: AGENT_RUN_TIMEOUT_MS,
+      killSignal: "SIGTERM",
+    });
     const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     return { code, stdout, stderr, outside: proxy.seen };
   } finally {

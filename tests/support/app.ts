@@ -59,9 +59,15 @@ export function composeTestApp(raw: Record<string, unknown>, options: ComposeTes
     startedAt: now(),
     random: options.random,
     gate: identities?.gate ?? options.gate,
-    requestDone: (metrics) => options.observeMetrics === "yes"
-      ? (r) => { records.push(r); metrics.observe(r); }
-      : (r) => { records.push(r); },
+    requestDone: (metrics) =>
+      options.observeMetrics === "yes"
+        ? (r) => {
+            records.push(r);
+            metrics.observe(r);
+          }
+        : (r) => {
+            records.push(r);
+          },
   });
   const deps: AppDeps = { ...composed.deps, ...options.overrides };
   const features = options.features?.({ deps, metrics: composed.metrics }) ?? [];

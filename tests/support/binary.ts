@@ -51,7 +51,8 @@ export async function createUserKey(
   const result = await gateway.cli(create);
   const key = result.stdout.trim();
   const id = /created (key_[a-z2-7]+)/.exec(result.stderr)?.[1];
-  if (result.code !== 0 || !key.startsWith("sk-mg-") || id === undefined) throw new Error(`modelgate ${create.join(" ")} exited ${result.code}: ${result.stderr}`);
+  if (result.code !== 0 || !key.startsWith("sk-mg-") || id === undefined)
+    throw new Error(`modelgate ${create.join(" ")} exited ${result.code}: ${result.stderr}`);
   if (options.credits !== undefined) await run(["credits", "grant", "--user", email, "--amount", options.credits]);
   return { email, key, id };
 }

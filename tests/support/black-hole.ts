@@ -23,7 +23,8 @@ export async function blackHole(): Promise<number> {
   const fd = libc.symbols.socket(2 /* AF_INET */, 1 /* SOCK_STREAM */, 0);
   expect(fd).toBeGreaterThanOrEqual(0);
   const address = new Uint8Array(16); // struct sockaddr_in: family, port (big-endian), address
-  if (process.platform === "darwin") address.set([16, 2]); // sin_len, sin_family
+  if (process.platform === "darwin")
+    address.set([16, 2]); // sin_len, sin_family
   else address[0] = 2; // sin_family, little-endian
   address.set([127, 0, 0, 1], 4);
   expect(libc.symbols.bind(fd, ptr(address), 16)).toBe(0);

@@ -89,9 +89,17 @@ export function expectText(locator: Locator, text: string | RegExp, options: { e
 }
 
 export function expectAttribute(locator: Locator, name: string, value: string): Promise<string | null> {
-  return eventually(() => locator.first().getAttribute(name), (v) => v === value, `${locator} to have ${name}="${value}"`);
+  return eventually(
+    () => locator.first().getAttribute(name),
+    (v) => v === value,
+    `${locator} to have ${name}="${value}"`,
+  );
 }
 
 export function expectCount(locator: Locator, count: number): Promise<number> {
-  return eventually(() => locator.count(), (n) => n === count, `${locator} to match ${count} element(s)`);
+  return eventually(
+    () => locator.count(),
+    (n) => n === count,
+    `${locator} to match ${count} element(s)`,
+  );
 }

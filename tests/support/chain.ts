@@ -44,7 +44,12 @@ export async function startChain(options: { chainId?: number } = {}): Promise<Lo
     stdin: "ignore",
   });
   const rpcUrl = `http://127.0.0.1:${port}`;
-  const chain = defineChain({ id: chainId, name: "anvil", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const chain = defineChain({
+    id: chainId,
+    name: "anvil",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
   const client = createPublicClient({ chain, transport: http(rpcUrl, { retryCount: 0 }), pollingInterval: 50 }) as PublicClient;
   const deadline = Date.now() + 15_000;
   for (;;) {
@@ -109,7 +114,9 @@ export async function deployShieldedCredits(chain: LocalChain, deployerKey: `0x$
   const account = privateKeyToAccount(deployerKey);
   const wallet = createWalletClient({ account, chain: chain.client.chain, transport: http(chain.rpcUrl, { retryCount: 0 }) });
   const deploy = async (name: string): Promise<`0x${string}`> => {
-    const hash = await wallet.deployContract({ abi: compiled[name].abi, bytecode: compiled[name].bytecode, args: [] } as unknown as Parameters<typeof wallet.deployContract>[0]);
+    const hash = await wallet.deployContract({ abi: compiled[name].abi, bytecode: compiled[name].bytecode, args: [] } as unknown as Parameters<
+      typeof wallet.deployContract
+    >[0]);
     const receipt = await chain.client.waitForTransactionReceipt({ hash });
     if (!receipt.contractAddress) throw new Error(`deploying ${name} failed`);
     return receipt.contractAddress;

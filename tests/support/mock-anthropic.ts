@@ -15,7 +15,14 @@ export const ANTHROPIC_PATHS = ["/v1/messages", "/v1/messages/count_tokens"];
 /** The arguments every mock tool call carries. */
 export const MOCK_TOOL_INPUT = { city: "Paris" };
 
-const ERROR_TYPES: Record<number, string> = { 400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error" };
+const ERROR_TYPES: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  429: "rate_limit_error",
+  529: "overloaded_error",
+};
 
 function anthropicError(status: number): Response {
   const type = ERROR_TYPES[status] ?? "api_error";
@@ -34,14 +41,20 @@ function endsWithToolResult(body: Record<string, any>): boolean {
   return Array.isArray(last?.content) && last.content.some((block: any) => block?.type === "tool_result");
 }
 
-export async function anthropicAnswer(path: string, request: Request, behaviour: MockBehaviour, record: (body: unknown, text: string) => void): Promise<Response> {
+export async function anthropicAnswer(
+  path: string,
+  request: Request,
+  behaviour: MockBehaviour,
+  record: (body: unknown, text: string) => void,
+): Promise<Response> {
   const text = await request.text();
   const body = JSON.parse(text) as Record<string, any>;
   record(body, text);
   if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
   if (behaviour.failWith) return anthropicError(behaviour.failWith);
   // As Anthropic's API: the key in x-api-key, never as a bearer token, and the version named.
-  if (behaviour.anthropicKey !== undefined && (request.headers.get("x-api-key") !== behaviour.anthropicKey || request.headers.has("authorization"))) return anthropicError(401);
+  if (behaviour.anthropicKey !== undefined && (request.headers.get("x-api-key") !== behaviour.anthropicKey || request.headers.has("authorization")))
+    return anthropicError(401);
   if (behaviour.anthropicKey !== undefined && !request.headers.has("anthropic-version")) return anthropicError(400);
   const inputTokens = Math.max(1, JSON.stringify(body.messages ?? []).length >> 2);
   if (path.endsWith("/count_tokens")) return Response.json({ input_tokens: inputTokens });
@@ -64,8 +77,22 @@ export async function anthropicAnswer(path: string, request: Request, behaviour:
   }
   const event = (name: string, data: Record<string, unknown>): string => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
   const events = [
-    event("message_start", { message: { id: "msg_mock", type: "message", role: "assistant", model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 1 } } }),
-    event("content_block_start", { index: 0, content_block: tool ? { type: "tool_use", id: "toolu_mock1", name: tool, input: {} } : { type: "text", text: "" } }),
+    event("message_start", {
+      message: {
+        id: "msg_mock",
+        type: "message",
+        role: "assistant",
+        model: body.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: inputTokens, output_tokens: 1 },
+      },
+    }),
+    event("content_block_start", {
+      index: 0,
+      content_block: tool ? { type: "tool_use", id: "toolu_mock1", name: tool, input: {} } : { type: "text", text: "" },
+    }),
     event("ping", {}),
     ...(tool
       ? [event("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify(MOCK_TOOL_INPUT) } })]
@@ -80,7 +107,8 @@ export async function anthropicAnswer(path: string, request: Request, behaviour:
     new ReadableStream({
       async pull(controller) {
         if (behaviour.chunkDelayMs && sent > 0) await Bun.sleep(behaviour.chunkDelayMs);
-        if (behaviour.breakAfterChunks !== undefined && sent === behaviour.breakAfterChunks + 3) return controller.error(new Error("mock upstream broke the stream"));
+        if (behaviour.breakAfterChunks !== undefined && sent === behaviour.breakAfterChunks + 3)
+          return controller.error(new Error("mock upstream broke the stream"));
         controller.enqueue(encoder.encode(events[sent++]));
         if (sent === events.length) controller.close();
       },

@@ -21,7 +21,15 @@ export interface UploadSeen {
   fileHead: string;
 }
 
-export const MOCK_PATHS = ["/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", "/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/speech"];
+export const MOCK_PATHS = [
+  "/v1/completions",
+  "/v1/embeddings",
+  "/v1/rerank",
+  "/rerank",
+  "/v1/audio/transcriptions",
+  "/v1/audio/translations",
+  "/v1/audio/speech",
+];
 
 export async function readUploadSeen(request: Request): Promise<UploadSeen> {
   const form = await request.formData();
@@ -48,17 +56,23 @@ export function completionAnswer(body: Record<string, any>, options: EndpointAns
     return Response.json({ ...base, choices: [{ index: 0, text, logprobs: null, finish_reason: "stop" }], ...(options.noUsage ? {} : { usage }) });
   }
   const includeUsage = body.stream_options?.include_usage === true && !options.noUsage;
-  const events: Array<Record<string, unknown>> = options.words.map((word) => ({ ...base, choices: [{ index: 0, text: word, logprobs: null, finish_reason: null }] }));
+  const events: Array<Record<string, unknown>> = options.words.map((word) => ({
+    ...base,
+    choices: [{ index: 0, text: word, logprobs: null, finish_reason: null }],
+  }));
   events.push({ ...base, choices: [{ index: 0, text: "", logprobs: null, finish_reason: "stop" }] });
   if (includeUsage) events.push({ ...base, choices: [], usage });
-  const sse = events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
+  const sse = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("")}data: [DONE]\n\n`;
   return new Response(sse, { headers: { "content-type": "text/event-stream" } });
 }
 
 export function embeddingAnswer(body: Record<string, any>, options: EndpointAnswerOptions): Response {
   if (body.encoding_format === null) {
     // vLLM's answer to a null it does not take.
-    return Response.json({ error: { message: "encoding_format: Input should be 'float' or 'base64'", type: "BadRequestError", param: null, code: 400 } }, { status: 400 });
+    return Response.json(
+      { error: { message: "encoding_format: Input should be 'float' or 'base64'", type: "BadRequestError", param: null, code: 400 } },
+      { status: 400 },
+    );
   }
   const inputs: unknown[] = Array.isArray(body.input) && typeof body.input[0] !== "number" ? body.input : [body.input];
   const dims = typeof body.dimensions === "number" ? body.dimensions : 8;
@@ -68,7 +82,12 @@ export function embeddingAnswer(body: Record<string, any>, options: EndpointAnsw
     return { object: "embedding", index, embedding };
   });
   const promptTokens = inputs.reduce<number>((sum, input) => sum + tokens(input), 0);
-  return Response.json({ object: "list", data, model: body.model, ...(options.noUsage ? {} : { usage: options.usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } }) });
+  return Response.json({
+    object: "list",
+    data,
+    model: body.model,
+    ...(options.noUsage ? {} : { usage: options.usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } }),
+  });
 }
 
 /** llama.cpp's /rerank answer: results by index with relevance_score, usage with prompt_tokens. */
@@ -77,7 +96,12 @@ export function rerankAnswer(body: Record<string, any>, options: EndpointAnswerO
   const results = documents.map((doc, index) => ({ index, relevance_score: tokens(doc) / 100 })).sort((a, b) => b.relevance_score - a.relevance_score);
   const top = typeof body.top_n === "number" ? results.slice(0, body.top_n) : results;
   const promptTokens = tokens(body.query) + documents.reduce<number>((sum, d) => sum + tokens(d), 0);
-  return Response.json({ model: body.model, object: "list", ...(options.noUsage ? {} : { usage: options.usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } }), results: top });
+  return Response.json({
+    model: body.model,
+    object: "list",
+    ...(options.noUsage ? {} : { usage: options.usage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens } }),
+    results: top,
+  });
 }
 
 export function transcriptionAnswer(seen: UploadSeen, translate: boolean): Response {

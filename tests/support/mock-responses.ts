@@ -64,10 +64,34 @@ export function responsesAnswer(body: Record<string, any>, options: Options): Re
   const output: Array<Record<string, any>> = [];
   if (options.reasoning) output.push({ type: "reasoning", id: `rs_${id}`, summary: [{ type: "summary_text", text: options.reasoning }] });
   if (tool) output.push({ type: "function_call", id: `fc_${id}`, call_id: `call_${id.slice(5, 13)}`, name: tool, arguments: ARGUMENTS, status: "completed" });
-  else output.push({ type: "message", id: `msg_${id}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: options.words.join(""), annotations: [] }] });
+  else
+    output.push({
+      type: "message",
+      id: `msg_${id}`,
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text: options.words.join(""), annotations: [] }],
+    });
   const inputTokens = Math.max(1, JSON.stringify(body.input ?? "").length >> 2);
-  const usage = { input_tokens: inputTokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: options.words.length, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: inputTokens + options.words.length };
-  const base = { id, object: "response", created_at: Math.floor(Date.now() / 1000), model: body.model, instructions: body.instructions ?? null, tools: body.tools ?? [], store: body.store ?? true, previous_response_id: null, error: null, incomplete_details: null };
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: options.words.length,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + options.words.length,
+  };
+  const base = {
+    id,
+    object: "response",
+    created_at: Math.floor(Date.now() / 1000),
+    model: body.model,
+    instructions: body.instructions ?? null,
+    tools: body.tools ?? [],
+    store: body.store ?? true,
+    previous_response_id: null,
+    error: null,
+    incomplete_details: null,
+  };
   const done = { ...base, status: "completed", output, usage };
   if (!body.stream) return Response.json(done);
   const events: Array<Record<string, unknown>> = [];
@@ -113,11 +137,17 @@ export function chatToolAnswer(body: Record<string, any>, options: Options): Res
   const finish = call ? "tool_calls" : "stop";
   const head = { id: "chatcmpl-tools", created: Math.floor(Date.now() / 1000), model: body.model };
   if (!body.stream) {
-    const message = { role: "assistant", content: call ? null : text, ...(call ? { tool_calls: [call] } : {}), ...(options.reasoning ? { reasoning_content: options.reasoning } : {}) };
+    const message = {
+      role: "assistant",
+      content: call ? null : text,
+      ...(call ? { tool_calls: [call] } : {}),
+      ...(options.reasoning ? { reasoning_content: options.reasoning } : {}),
+    };
     return Response.json({ ...head, object: "chat.completion", choices: [{ index: 0, message, finish_reason: finish }], usage });
   }
   const chunks: Array<Record<string, unknown>> = [];
-  const delta = (d: Record<string, unknown>, finish_reason: string | null = null): void => void chunks.push({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: d, finish_reason }] });
+  const delta = (d: Record<string, unknown>, finish_reason: string | null = null): void =>
+    void chunks.push({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: d, finish_reason }] });
   if (options.reasoning) delta({ role: "assistant", reasoning_content: options.reasoning });
   if (call) {
     delta({ tool_calls: [{ index: 0, id: call.id, type: "function", function: { name: tool, arguments: "" } }] });

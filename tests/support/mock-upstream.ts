@@ -75,7 +75,13 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
         return Response.json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 0, owned_by: "mock" })) });
       }
       if ((MOCK_PATHS.includes(url.pathname) || url.pathname === "/v1/responses") && request.method === "POST") return otherEndpoint(url.pathname, request);
-      if (ANTHROPIC_PATHS.includes(url.pathname) && request.method === "POST") return anthropicAnswer(url.pathname, request, behaviour, (body, text) => requests.length < RECORDED_LIMIT && requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) }));
+      if (ANTHROPIC_PATHS.includes(url.pathname) && request.method === "POST")
+        return anthropicAnswer(
+          url.pathname,
+          request,
+          behaviour,
+          (body, text) => requests.length < RECORDED_LIMIT && requests.push({ path: url.pathname, body, text, headers: Object.fromEntries(request.headers) }),
+        );
       if (url.pathname !== "/v1/chat/completions" || request.method !== "POST") {
         return Response.json({ error: { message: "not found", type: "invalid_request_error", param: null, code: null } }, { status: 404 });
       }
@@ -97,7 +103,8 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
       const scripted = behaviour.answer?.(body);
       if (scripted) return scripted;
       const promptTokens = JSON.stringify(body.messages ?? []).length >> 2;
-      const generated = behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
+      const generated =
+        behaviour.ownDefaultMaxTokens === undefined ? words.length : (body.max_tokens ?? body.max_completion_tokens ?? behaviour.ownDefaultMaxTokens);
       const usage = behaviour.usage ?? { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       const id = "chatcmpl-mock";
       const created = Math.floor(Date.now() / 1000);
@@ -111,9 +118,12 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
           ...(behaviour.noUsage ? {} : { usage }),
         });
       }
-      return new Response(sseStream(body, words, usage, behaviour, { id, created }, () => (mock.cancelledStreams += 1)), {
-        headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
-      });
+      return new Response(
+        sseStream(body, words, usage, behaviour, { id, created }, () => (mock.cancelledStreams += 1)),
+        {
+          headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+        },
+      );
     },
   });
   async function otherEndpoint(path: string, request: Request): Promise<Response> {
@@ -125,7 +135,10 @@ export function startMockUpstream(behaviour: MockBehaviour = {}, port = 0): Mock
     if (requests.length < RECORDED_LIMIT) requests.push({ path, body, text, headers });
     if (behaviour.delayMs) await Bun.sleep(behaviour.delayMs);
     if (behaviour.failWith) {
-      return Response.json({ error: { message: `mock failure ${behaviour.failWith}`, type: "server_error", param: null, code: null } }, { status: behaviour.failWith });
+      return Response.json(
+        { error: { message: `mock failure ${behaviour.failWith}`, type: "server_error", param: null, code: null } },
+        { status: behaviour.failWith },
+      );
     }
     const options = { words: behaviour.words ?? DEFAULT_WORDS, usage: behaviour.usage, noUsage: behaviour.noUsage, speechBytes: behaviour.speechBytes };
     if (seen) return transcriptionAnswer(seen, path.endsWith("translations"));
@@ -158,7 +171,9 @@ function sseStream(
   const encoder = new TextEncoder();
   const includeUsage = body.stream_options?.include_usage === true && !behaviour.noUsage;
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-    encoder.encode(`data: ${JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: body.model, choices, ...extra })}\n\n`);
+    encoder.encode(
+      `data: ${JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: body.model, choices, ...extra })}\n\n`,
+    );
   let sent = 0;
   let brokenSent = false;
   return new ReadableStream({

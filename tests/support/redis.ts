@@ -20,7 +20,10 @@ export interface RunningRedis {
 }
 
 function ensureRedis(): void {
-  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "redis-server:redis-server"], { stdout: "inherit", stderr: "inherit" });
+  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "redis-server:redis-server"], {
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   if (ensured.exitCode !== 0) throw new Error("redis-server is missing and could not be installed");
 }
 
@@ -32,7 +35,11 @@ export async function startRedis(): Promise<RunningRedis> {
   let proc: Subprocess | null = null;
   const clients: RedisClient[] = [];
   const start = async (): Promise<void> => {
-    proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { cwd: dir, stdout: "ignore", stderr: "inherit" });
+    proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+      cwd: dir,
+      stdout: "ignore",
+      stderr: "inherit",
+    });
     const deadline = Date.now() + 10_000;
     for (;;) {
       const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });

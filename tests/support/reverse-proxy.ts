@@ -25,7 +25,10 @@ export interface RunningProxy {
 }
 
 export function ensureReverseProxies(): void {
-  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "nginx:/usr/sbin/nginx", "caddy:caddy"], { stdout: "inherit", stderr: "inherit" });
+  const ensured = Bun.spawnSync(["bash", resolve(import.meta.dir, "../../scripts/ensure-debian.sh"), "nginx:/usr/sbin/nginx", "caddy:caddy"], {
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   if (ensured.exitCode !== 0) throw new Error("nginx or caddy is missing and could not be installed");
 }
 
@@ -60,7 +63,10 @@ http {
 `;
   writeFileSync(join(dir, "nginx.conf"), main);
   const nginx = Bun.which("nginx") ?? "/usr/sbin/nginx";
-  const proc = Bun.spawn([nginx, "-p", `${dir}/`, "-e", `${dir}/error.log`, "-c", join(dir, "nginx.conf"), "-g", "daemon off;"], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([nginx, "-p", `${dir}/`, "-e", `${dir}/error.log`, "-c", join(dir, "nginx.conf"), "-g", "daemon off;"], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return await running(proc, { url: `http://127.0.0.1:${port}`, config: site, log: join(dir, "error.log") });
 }
 

@@ -11,7 +11,11 @@ export interface RoundRobin {
 }
 
 export async function startRoundRobin(targets: string[]): Promise<RoundRobin> {
-  const proc = Bun.spawn([process.execPath, resolve(import.meta.dir, "round-robin-server.ts"), ...targets], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+  const proc = Bun.spawn([process.execPath, resolve(import.meta.dir, "round-robin-server.ts"), ...targets], {
+    stdout: "pipe",
+    stderr: "inherit",
+    stdin: "ignore",
+  });
   const reader = proc.stdout.getReader();
   let printed = "";
   while (!printed.includes("\n")) {

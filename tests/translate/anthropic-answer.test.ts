@@ -47,7 +47,9 @@ describe("chatToMessage", () => {
   });
 
   test("a tool call whose arguments are not a JSON object gets input {}", () => {
-    const answer = { choices: [{ message: { tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "[1" } }] }, finish_reason: "tool_calls" }] };
+    const answer = {
+      choices: [{ message: { tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "[1" } }] }, finish_reason: "tool_calls" }],
+    };
     expect(chatToMessage(answer, { model: "m" }).content).toEqual([{ type: "tool_use", id: "c", name: "f", input: {} }]);
   });
 
@@ -74,7 +76,11 @@ describe("chatToMessage", () => {
 
   test("the official SDK reads the translated answer", async () => {
     const body = JSON.stringify(chatToMessage(collect(TOOLS), { model: "m" }));
-    const message = await anthropicClient(body, { contentType: "application/json" }).messages.create({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "x" }] });
+    const message = await anthropicClient(body, { contentType: "application/json" }).messages.create({
+      model: "m",
+      max_tokens: 10,
+      messages: [{ role: "user", content: "x" }],
+    });
     expect(message.content.map((b) => b.type)).toEqual(["text", "tool_use", "tool_use"]);
   });
 });
@@ -118,7 +124,15 @@ describe("estimateInputTokens", () => {
     const body = {
       model: "m",
       system: "x".repeat(40),
-      messages: [{ role: "user", content: [{ type: "text", text: "y".repeat(80) }, { type: "image", source: { type: "url", url: "https://x/i.png" } }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "y".repeat(80) },
+            { type: "image", source: { type: "url", url: "https://x/i.png" } },
+          ],
+        },
+      ],
     };
     expect(estimateInputTokens(body)).toEqual({ input_tokens: 30 + 2 * 4 + 1600 });
   });

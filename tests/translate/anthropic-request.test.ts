@@ -20,7 +20,14 @@ function errorOf(body: unknown): string {
 describe("messagesToChat: system, content and parameters", () => {
   test("a system string becomes the first system message; model and max_tokens are kept", () => {
     const chat = chatOf({ system: "Be terse.", messages: [{ role: "user", content: "hi" }] });
-    expect(chat).toEqual({ model: "claude-ish", max_tokens: 64, messages: [{ role: "system", content: "Be terse." }, { role: "user", content: "hi" }] });
+    expect(chat).toEqual({
+      model: "claude-ish",
+      max_tokens: 64,
+      messages: [
+        { role: "system", content: "Be terse." },
+        { role: "user", content: "hi" },
+      ],
+    });
   });
 
   test("system blocks are joined into one system message; cache_control is ignored", () => {
@@ -63,7 +70,16 @@ describe("messagesToChat: system, content and parameters", () => {
   });
 
   test("stop_sequences, temperature, top_p, top_k, stream and metadata.user_id", () => {
-    const out = messagesToChat({ ...base, messages: [{ role: "user", content: "x" }], stop_sequences: ["END", "##"], temperature: 0.2, top_p: 0.9, top_k: 40, stream: true, metadata: { user_id: "u-1" } });
+    const out = messagesToChat({
+      ...base,
+      messages: [{ role: "user", content: "x" }],
+      stop_sequences: ["END", "##"],
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 40,
+      stream: true,
+      metadata: { user_id: "u-1" },
+    });
     if ("error" in out) throw new Error(out.error.message);
     expect(out.stopSequences).toEqual(["END", "##"]);
     expect(out.chat).toMatchObject({ stop: ["END", "##"], temperature: 0.2, top_p: 0.9, top_k: 40, stream: true, user: "u-1" });
@@ -94,7 +110,12 @@ describe("messagesToChat: system, content and parameters", () => {
         { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "no data", is_error: true }] },
       ],
     });
-    expect(chat.tools).toEqual([{ type: "function", function: { name: "get_weather", description: "Weather by city", parameters: { type: "object", properties: { city: { type: "string" } } } } }]);
+    expect(chat.tools).toEqual([
+      {
+        type: "function",
+        function: { name: "get_weather", description: "Weather by city", parameters: { type: "object", properties: { city: { type: "string" } } } },
+      },
+    ]);
     expect(chat.messages).toEqual([
       { role: "user", content: "Weather in Paris?" },
       {
@@ -111,7 +132,16 @@ describe("messagesToChat: system, content and parameters", () => {
   });
 
   test("an image inside a tool_result travels in the user message after the tool message", () => {
-    const content = [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "chart:" }, { type: "image", source: { type: "url", url: "https://x/c.png" } }] }];
+    const content = [
+      {
+        type: "tool_result",
+        tool_use_id: "t1",
+        content: [
+          { type: "text", text: "chart:" },
+          { type: "image", source: { type: "url", url: "https://x/c.png" } },
+        ],
+      },
+    ];
     expect(chatOf({ messages: [{ role: "user", content }] }).messages).toEqual([
       { role: "tool", tool_call_id: "t1", content: "chart:" },
       { role: "user", content: [{ type: "image_url", image_url: { url: "https://x/c.png" } }] },
@@ -123,10 +153,15 @@ describe("messagesToChat: system, content and parameters", () => {
     [{ type: "any" }, { tool_choice: "required" }],
     [{ type: "none" }, { tool_choice: "none" }],
     [{ type: "tool", name: "get_weather" }, { tool_choice: { type: "function", function: { name: "get_weather" } } }],
-    [{ type: "auto", disable_parallel_tool_use: true }, { tool_choice: "auto", parallel_tool_calls: false }],
+    [
+      { type: "auto", disable_parallel_tool_use: true },
+      { tool_choice: "auto", parallel_tool_calls: false },
+    ],
   ])("tool_choice %j", (choice, expected) => {
     const chat = chatOf({ messages: [{ role: "user", content: "x" }], tool_choice: choice });
-    expect({ tool_choice: chat.tool_choice, ...(chat.parallel_tool_calls === undefined ? {} : { parallel_tool_calls: chat.parallel_tool_calls }) }).toEqual(expected);
+    expect({ tool_choice: chat.tool_choice, ...(chat.parallel_tool_calls === undefined ? {} : { parallel_tool_calls: chat.parallel_tool_calls }) }).toEqual(
+      expected,
+    );
   });
 });
 
@@ -151,12 +186,19 @@ describe("messagesToChat: malformed or untranslatable requests are 400s naming t
   });
 
   test("an unknown content block type is named with its path", () => {
-    const content = [{ type: "text", text: "read" }, { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBER" } }];
-    expect(errorOf({ ...base, messages: [{ role: "user", content }] })).toBe('messages.0.content.1: content block type "document" cannot be translated for this model');
+    const content = [
+      { type: "text", text: "read" },
+      { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBER" } },
+    ];
+    expect(errorOf({ ...base, messages: [{ role: "user", content }] })).toBe(
+      'messages.0.content.1: content block type "document" cannot be translated for this model',
+    );
   });
 
   test("an unknown block in an assistant turn or a system block is named", () => {
-    expect(errorOf({ ...base, messages: [{ role: "assistant", content: [{ type: "server_tool_use", id: "s", name: "web_search", input: {} }] }] })).toMatch(/"server_tool_use"/);
+    expect(errorOf({ ...base, messages: [{ role: "assistant", content: [{ type: "server_tool_use", id: "s", name: "web_search", input: {} }] }] })).toMatch(
+      /"server_tool_use"/,
+    );
     expect(errorOf({ ...base, system: [{ type: "image" }], messages: [{ role: "user", content: "x" }] })).toMatch(/system\.0: content block type "image"/);
   });
 

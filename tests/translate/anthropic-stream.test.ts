@@ -76,7 +76,11 @@ describe("createMessagesStream through the official SDK's MessageStream", () => 
       [2, ': "CET"}'],
     ]);
     expect(events.filter((e) => e.type === "content_block_stop").map((e) => e.index)).toEqual([0, 1, 2]);
-    expect(events.find((e) => e.type === "message_delta")).toEqual({ type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { input_tokens: 30, output_tokens: 20 } });
+    expect(events.find((e) => e.type === "message_delta")).toEqual({
+      type: "message_delta",
+      delta: { stop_reason: "tool_use", stop_sequence: null },
+      usage: { input_tokens: 30, output_tokens: 20 },
+    });
   });
 
   test("ping events are well-formed and ignored by the SDK", async () => {
@@ -95,7 +99,10 @@ describe("createMessagesStream through the official SDK's MessageStream", () => 
 
   test("usage given to end() wins over the stream's", async () => {
     const stream = createMessagesStream({ model: "m", id: "msg_1" });
-    const sse = TEXT.slice(0, 5).map((c) => stream.chunk(c)).join("") + stream.end({ usage: { prompt: 3, completion: 2, cached: 0, reasoning: 0 } });
+    const sse =
+      TEXT.slice(0, 5)
+        .map((c) => stream.chunk(c))
+        .join("") + stream.end({ usage: { prompt: 3, completion: 2, cached: 0, reasoning: 0 } });
     expect((await finalMessage(sse)).usage).toMatchObject({ input_tokens: 3, output_tokens: 2 });
   });
 
@@ -106,7 +113,10 @@ describe("createMessagesStream through the official SDK's MessageStream", () => 
     expect(eventNames(sse).at(-1)).toBe("error");
     const err = await finalMessage(sse).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
-    expect((err as InstanceType<typeof Anthropic.APIError>).error).toEqual({ type: "error", error: { type: "overloaded_error", message: "The upstream stopped answering" } });
+    expect((err as InstanceType<typeof Anthropic.APIError>).error).toEqual({
+      type: "error",
+      error: { type: "overloaded_error", message: "The upstream stopped answering" },
+    });
   });
 
   test("a failure before any chunk still opens the message first", () => {

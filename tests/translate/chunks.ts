@@ -20,7 +20,7 @@ function usage(prompt: number, completion: number, cached = 0): Chunk {
 export const TEXT: Chunk[] = [
   chunk({ role: "assistant", content: "" }),
   chunk({ content: "Hello" }),
-  chunk({ content: ", \"world\"\n" }),
+  chunk({ content: ', "world"\n' }),
   chunk({ content: "ünïcode ✓" }),
   chunk({}, "stop"),
   usage(12, 5, 4),
@@ -47,7 +47,12 @@ export const TOOLS: Chunk[] = [
 
 export const STOP_SEQUENCE: Chunk[] = [chunk({ role: "assistant", content: "one two" }), chunk({}, "stop", { stop_reason: "END" }), usage(3, 2)];
 
-export const REFUSAL: Chunk[] = [chunk({ role: "assistant", content: null, refusal: "I can't " }), chunk({ refusal: "help with that." }), chunk({}, "stop"), usage(4, 6)];
+export const REFUSAL: Chunk[] = [
+  chunk({ role: "assistant", content: null, refusal: "I can't " }),
+  chunk({ refusal: "help with that." }),
+  chunk({}, "stop"),
+  usage(4, 6),
+];
 
 /** An upstream that goes back to reasoning after some text. */
 export const INTERLEAVED: Chunk[] = [

@@ -15,10 +15,26 @@ import { REASONING, TOOLS, collect } from "./chunks";
 
 function random(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
-const ODD: unknown[] = [null, 0, -1, 1.5, "", "x", true, [], {}, [null], { type: "zzz" }, { type: "text" }, { type: "image", source: {} }, { role: "user" }, 1e308];
+const ODD: unknown[] = [
+  null,
+  0,
+  -1,
+  1.5,
+  "",
+  "x",
+  true,
+  [],
+  {},
+  [null],
+  { type: "zzz" },
+  { type: "text" },
+  { type: "image", source: {} },
+  { role: "user" },
+  1e308,
+];
 
 /** Every path into a JSON value, as key lists. */
 function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
@@ -49,8 +65,20 @@ const messagesBody = {
   tools: [{ name: "t", input_schema: { type: "object" } }],
   tool_choice: { type: "tool", name: "t" },
   messages: [
-    { role: "user", content: [{ type: "text", text: "hi" }, { type: "image", source: { type: "base64", media_type: "image/png", data: "AA" } }] },
-    { role: "assistant", content: [{ type: "thinking", thinking: "t" }, { type: "tool_use", id: "a", name: "t", input: { x: 1 } }] },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "hi" },
+        { type: "image", source: { type: "base64", media_type: "image/png", data: "AA" } },
+      ],
+    },
+    {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "t" },
+        { type: "tool_use", id: "a", name: "t", input: { x: 1 } },
+      ],
+    },
     { role: "user", content: [{ type: "tool_result", tool_use_id: "a", content: [{ type: "text", text: "r" }], is_error: false }] },
   ],
 };
@@ -63,7 +91,13 @@ const responsesBody = {
   tools: [{ type: "function", name: "t", parameters: {} }],
   tool_choice: { type: "function", name: "t" },
   input: [
-    { role: "user", content: [{ type: "input_text", text: "hi" }, { type: "input_image", image_url: "https://x/i.png" }] },
+    {
+      role: "user",
+      content: [
+        { type: "input_text", text: "hi" },
+        { type: "input_image", image_url: "https://x/i.png" },
+      ],
+    },
     { type: "reasoning", summary: [{ type: "summary_text", text: "r" }] },
     { type: "function_call", call_id: "c", name: "t", arguments: "{}" },
     { type: "function_call_output", call_id: "c", output: "o" },
@@ -74,7 +108,11 @@ describe("malformed input never throws", () => {
   test("requests: a translation or a 400", () => {
     const rand = random(1);
     for (let i = 0; i < 2000; i++) {
-      for (const out of [messagesToChat(mutate(messagesBody, rand)), estimateInputTokens(mutate(messagesBody, rand)), responsesToChat(mutate(responsesBody, rand))]) {
+      for (const out of [
+        messagesToChat(mutate(messagesBody, rand)),
+        estimateInputTokens(mutate(messagesBody, rand)),
+        responsesToChat(mutate(responsesBody, rand)),
+      ]) {
         if ("error" in out) expect(out.error.status).toBe(400);
         else expect(out).toBeObject();
       }

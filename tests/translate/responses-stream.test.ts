@@ -20,7 +20,9 @@ function translate(chunks: Record<string, unknown>[]): string {
 /** The Response the openai SDK's ResponseStream accumulates, without the SDK's own additions (`output_text`, `output_parsed`, `parsed`, `parsed_arguments`). */
 async function finalResponse(sse: string): Promise<Record<string, unknown>> {
   const response = await openaiClient(sse).responses.stream({ model: "route-r", input: "x" }).finalResponse();
-  return JSON.parse(JSON.stringify(response, (key, value) => (["output_text", "output_parsed", "parsed", "parsed_arguments"].includes(key) ? undefined : value)));
+  return JSON.parse(
+    JSON.stringify(response, (key, value) => (["output_text", "output_parsed", "parsed", "parsed_arguments"].includes(key) ? undefined : value)),
+  );
 }
 
 describe("chatToResponse", () => {
@@ -33,14 +35,32 @@ describe("chatToResponse", () => {
       error: null,
       incomplete_details: null,
       model: "route-r",
-      output: [{ type: "message", id: "msg_abc123", status: "completed", role: "assistant", content: [{ type: "output_text", text: 'Hello, "world"\nünïcode ✓', annotations: [], logprobs: [] }] }],
-      usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 4 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 17 },
+      output: [
+        {
+          type: "message",
+          id: "msg_abc123",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text: 'Hello, "world"\nünïcode ✓', annotations: [], logprobs: [] }],
+        },
+      ],
+      usage: {
+        input_tokens: 12,
+        input_tokens_details: { cached_tokens: 4 },
+        output_tokens: 5,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 17,
+      },
       ...echo,
     });
   });
 
   test("reasoning becomes a reasoning item with a summary; tool calls function_call items", () => {
-    expect(chatToResponse(collect(REASONING), meta).output[0]).toEqual({ type: "reasoning", id: "rs_abc123", summary: [{ type: "summary_text", text: "Let me think." }] });
+    expect(chatToResponse(collect(REASONING), meta).output[0]).toEqual({
+      type: "reasoning",
+      id: "rs_abc123",
+      summary: [{ type: "summary_text", text: "Let me think." }],
+    });
     expect(chatToResponse(collect(TOOLS), meta).output.slice(1)).toEqual([
       { type: "function_call", id: "fc_abc123_0", call_id: "call_1", name: "get_weather", arguments: '{"city": "Paris"}', status: "completed" },
       { type: "function_call", id: "fc_abc123_1", call_id: "call_2", name: "get_time", arguments: '{"tz": "CET"}', status: "completed" },
@@ -49,7 +69,11 @@ describe("chatToResponse", () => {
 
   test("length gives an incomplete response naming max_output_tokens", () => {
     const response = chatToResponse(collect(LENGTH), meta);
-    expect([response.status, response.incomplete_details, response.output[0].type === "message" && response.output[0].status]).toEqual(["incomplete", { reason: "max_output_tokens" }, "incomplete"]);
+    expect([response.status, response.incomplete_details, response.output[0].type === "message" && response.output[0].status]).toEqual([
+      "incomplete",
+      { reason: "max_output_tokens" },
+      "incomplete",
+    ]);
   });
 
   test("the official SDK reads it, output_text included", async () => {
@@ -71,8 +95,14 @@ describe("createResponsesStream through the openai SDK's ResponseStream", () => 
   });
 
   test("a refusal is a message item of its own, as in the non-streamed translation", async () => {
-    expect(chatToResponse(collect(REFUSAL), meta).output).toEqual([{ type: "message", id: "msg_abc123", status: "completed", role: "assistant", content: [{ type: "refusal", refusal: "I can't help with that." }] }]);
-    expect(eventNames(translate(REFUSAL)).filter((n) => n.startsWith("response.refusal"))).toEqual(["response.refusal.delta", "response.refusal.delta", "response.refusal.done"]);
+    expect(chatToResponse(collect(REFUSAL), meta).output).toEqual([
+      { type: "message", id: "msg_abc123", status: "completed", role: "assistant", content: [{ type: "refusal", refusal: "I can't help with that." }] },
+    ]);
+    expect(eventNames(translate(REFUSAL)).filter((n) => n.startsWith("response.refusal"))).toEqual([
+      "response.refusal.delta",
+      "response.refusal.delta",
+      "response.refusal.done",
+    ]);
   });
 
   test("reasoning after text opens new items with their own ids, which the SDK accepts", async () => {
@@ -101,7 +131,10 @@ describe("createResponsesStream through the openai SDK's ResponseStream", () => 
 
   test("tool calls: an item per call, argument deltas as sent, .done with the whole arguments", () => {
     const sse = translate(TOOLS);
-    const events = sse.split("\n\n").filter(Boolean).map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)));
+    const events = sse
+      .split("\n\n")
+      .filter(Boolean)
+      .map((e) => JSON.parse(e.slice(e.indexOf("data: ") + 6)));
     expect(events.filter((e) => e.type === "response.function_call_arguments.delta").map((e) => [e.item_id, e.output_index, e.delta])).toEqual([
       ["fc_abc123_0", 1, '{"city":'],
       ["fc_abc123_0", 1, ' "Paris"}'],
@@ -138,7 +171,11 @@ describe("createResponsesStream through the openai SDK's ResponseStream", () => 
     expect(eventNames(sse).at(-1)).toBe("response.failed");
     const failed = JSON.parse(sse.slice(sse.lastIndexOf("data: ") + 6));
     expect(failed.response).toMatchObject({ status: "failed", error: { code: "server_error", message: "The upstream stopped answering" } });
-    expect(await finalResponse(sse)).toMatchObject({ id: "resp_abc123", status: "failed", error: { code: "server_error", message: "The upstream stopped answering" } });
+    expect(await finalResponse(sse)).toMatchObject({
+      id: "resp_abc123",
+      status: "failed",
+      error: { code: "server_error", message: "The upstream stopped answering" },
+    });
   });
 });
 
@@ -153,7 +190,9 @@ describe("responsesError", () => {
     const { status: sent, body } = responsesError(status, code, "denied", null);
     expect(sent).toBe(status);
     expect(body).toEqual({ error: { message: "denied", type, param: null, code } });
-    const err = await openaiClient(JSON.stringify(body), { status, contentType: "application/json" }).responses.create({ model: "m", input: "x" }).catch((e: unknown) => e);
+    const err = await openaiClient(JSON.stringify(body), { status, contentType: "application/json" })
+      .responses.create({ model: "m", input: "x" })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(errorClass);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe(code);
   });

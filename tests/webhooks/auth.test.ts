@@ -142,7 +142,7 @@ describe("edge statuses", () => {
   test("the 401 is decided before anything is stored", async () => {
     const before = t.outbox.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_jobs").get()!.n;
     await expectUnauthorized(await t.post("/bearer", "x", { authorization: "Bearer nope" }));
-    await expectUnauthorized(await t.post("/hmac", "x", { "X-Signature-256": "sha256=" + "0".repeat(64) }));
+    await expectUnauthorized(await t.post("/hmac", "x", { "X-Signature-256": `sha256=${"0".repeat(64)}` }));
     const after = t.outbox.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_jobs").get()!.n;
     expect(after).toBe(before);
   });

@@ -109,7 +109,10 @@ describe("the webhook feature in the binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-jobs-cli-"));
     const { gateway, hooks } = await start(dir, "", []);
     // Said once, at info: only a Blueprint deployment needs a service id.
-    const notes = gateway.output().split("\n").filter((line) => line.includes("service_id is 0"));
+    const notes = gateway
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("service_id is 0"));
     expect(notes.map((line) => (JSON.parse(line) as { level: string }).level)).toEqual(["info"]);
     // No [[jobs]] handler and no pull token: the job its endpoint feeds is named at start.
     expect(gateway.output()).toMatch(/webhooks: job 3 \(\/[^)]*\) has no \[\[jobs\]\] handler and the pull API is off/);
@@ -135,7 +138,11 @@ describe("the webhook feature in the binary", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-sweep-"));
     const { gateway, hooks } = await start(dir, 'max_attempts = 1\npull_token = "pull-token-123"\n');
     expect((await send(hooks, '{"alert":"once"}')).status).toBe(202);
-    const claim = await fetch(`${hooks}/webhooks/jobs/claim`, { method: "POST", headers: { authorization: "Bearer pull-token-123" }, body: JSON.stringify({ lease_ms: 100 }) });
+    const claim = await fetch(`${hooks}/webhooks/jobs/claim`, {
+      method: "POST",
+      headers: { authorization: "Bearer pull-token-123" },
+      body: JSON.stringify({ lease_ms: 100 }),
+    });
     expect(((await claim.json()) as { jobs: unknown[] }).jobs).toHaveLength(1);
     const webhooks = async () => ((await (await fetch(`${gateway.url}/api/status`)).json()) as { webhooks: { pending: number; dead: number } }).webhooks;
     await until(async () => (await webhooks()).dead === 1, "the sweep to mark the call dead");
@@ -157,7 +164,9 @@ describe("the webhook feature in the binary", () => {
         port: Number(port),
         socket: {
           open(socket) {
-            socket.write(`POST /hooks/alert HTTP/1.1\r\nhost: ${hostname}\r\ntransfer-encoding: chunked\r\nx-hub-signature-256: sha256=00\r\n\r\n${chunk.repeat(3)}0\r\n\r\n`);
+            socket.write(
+              `POST /hooks/alert HTTP/1.1\r\nhost: ${hostname}\r\ntransfer-encoding: chunked\r\nx-hub-signature-256: sha256=00\r\n\r\n${chunk.repeat(3)}0\r\n\r\n`,
+            );
           },
           data(socket, data) {
             received += data.toString("latin1");
@@ -235,7 +244,9 @@ describe("the webhook feature in the binary", () => {
     expect(health).toStartWith("HTTP/1.1 200");
     expect(health.endsWith("\r\n\r\nok")).toBe(true);
     const body = '{"a":1}';
-    const accepted = await exchange(`POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(WEBHOOK_SECRET, body)}\r\n\r\n${body}`);
+    const accepted = await exchange(
+      `POST /hooks/alert HTTP/1.0\r\ncontent-length: ${body.length}\r\nx-hub-signature-256: sha256=${signBody(WEBHOOK_SECRET, body)}\r\n\r\n${body}`,
+    );
     expect(accepted).toStartWith("HTTP/1.1 202");
     expect(accepted).toContain('"job_id":3');
     await gateway.stop();

@@ -84,7 +84,9 @@ describe("loading", () => {
     const { config } = loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "/hooks/from-env", HOOK_TOKEN: "token-from-env" });
     expect(config.webhooks.endpoints.map((e) => [e.path, e.job_id, e.secret])).toEqual([["/hooks/from-env", 3, "token-from-env"]]);
     // A bad value from the environment is named with the file, as a bad literal is.
-    expect(() => loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "no-slash", HOOK_TOKEN: "t" })).toThrow(`${join(dir, "hooks.toml")}: endpoints[0].path: must start with "/"`);
+    expect(() => loadConfig(join(dir, "modelgate.toml"), { WEBHOOKS_FILE: "hooks.toml", HOOK_PATH: "no-slash", HOOK_TOKEN: "t" })).toThrow(
+      `${join(dir, "hooks.toml")}: endpoints[0].path: must start with "/"`,
+    );
   });
 
   test("every error about a key the file set names the file: types, unknown keys and unset variables too (regression: they named webhooks.endpoints[…], which is in no file)", () => {
@@ -96,10 +98,16 @@ describe("loading", () => {
       [`[[endpoints]]\npath = "/x"\njob_id = "x"\n`, `${file}: endpoints[0].job_id: expected integer`],
       [`[[endpoints]]\npath = "/x"\n`, `${file}: endpoints[0].job_id`],
       [`[[endpoints]]\npath = "/x"\njob_id = 1\ncolour = "red"\n`, `${file}: endpoints[0].colour: unknown key`],
-      [`[[endpoints]]\npath = "/x"\njob_id = 1\nauth = "bearer"\nsecret = "env:UNSET_HOOK_TOKEN"\n`, `${file}: endpoints[0].secret: environment variable UNSET_HOOK_TOKEN is not set`],
+      [
+        `[[endpoints]]\npath = "/x"\njob_id = 1\nauth = "bearer"\nsecret = "env:UNSET_HOOK_TOKEN"\n`,
+        `${file}: endpoints[0].secret: environment variable UNSET_HOOK_TOKEN is not set`,
+      ],
       [`max_body_bytes_in_flight = -1\n[[endpoints]]\npath = "/x"\njob_id = 1\n`, `${file}: max_body_bytes_in_flight`],
       // A message naming two keys, each followed by something else than a dot or bracket.
-      [`max_body_bytes = 2000000\nmax_body_bytes_in_flight = 1000000\n[[endpoints]]\npath = "/x"\njob_id = 1\n`, `${file}: max_body_bytes_in_flight: must be at least ${file}: max_body_bytes,`],
+      [
+        `max_body_bytes = 2000000\nmax_body_bytes_in_flight = 1000000\n[[endpoints]]\npath = "/x"\njob_id = 1\n`,
+        `${file}: max_body_bytes_in_flight: must be at least ${file}: max_body_bytes,`,
+      ],
       // The hint says how to write it in this file.
       [`[endpoints]\npath = "/x"\njob_id = 1\n`, `${file}: endpoints: expected a list (a list of tables is written [[endpoints]])`],
     ];
@@ -140,31 +148,83 @@ describe("validation errors name the path", () => {
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ["no endpoints when enabled", { webhooks: { enabled: true } }, "webhooks.endpoints: at least one endpoint"],
     ["path without a leading slash", on([{ path: "hooks/x", job_id: 1 }]), 'webhooks.endpoints[0].path: must start with "/"'],
-    ["duplicate path", on([{ path: "/x", job_id: 1 }, { path: "/x", job_id: 2 }]), 'webhooks.endpoints[1].path: duplicate path "/x"'],
-    ["reserved path", on([{ path: "/webhooks/health", job_id: 1 }]), "webhooks.endpoints[0].path: \"/webhooks/health\" is reserved"],
+    [
+      "duplicate path",
+      on([
+        { path: "/x", job_id: 1 },
+        { path: "/x", job_id: 2 },
+      ]),
+      'webhooks.endpoints[1].path: duplicate path "/x"',
+    ],
+    ["reserved path", on([{ path: "/webhooks/health", job_id: 1 }]), 'webhooks.endpoints[0].path: "/webhooks/health" is reserved'],
     ["bearer without secret", on([{ path: "/x", job_id: 1, auth: "bearer" }]), 'webhooks.endpoints[0].secret: required for auth "bearer"'],
     ["hmac without secret", on([{ path: "/x", job_id: 1, auth: "hmac-sha256" }]), 'webhooks.endpoints[0].secret: required for auth "hmac-sha256"'],
     ["api-key without secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "" }]), 'webhooks.endpoints[0].secret: required for auth "api-key"'],
     // Regression: unquoted digits were told the secret was missing.
-    ["secret not a string", on([{ path: "/x", job_id: 1, auth: "bearer", secret: 12345678 }]), "webhooks.endpoints[0].secret: expected string, not a number (write it in quotes)"],
+    [
+      "secret not a string",
+      on([{ path: "/x", job_id: 1, auth: "bearer", secret: 12345678 }]),
+      "webhooks.endpoints[0].secret: expected string, not a number (write it in quotes)",
+    ],
     ["a path no request can carry as written", on([{ path: "/x y", job_id: 1 }]), 'webhooks.endpoints[0].path: "/x y" cannot arrive as written'],
     ["a path with a query", on([{ path: "/q?y=1", job_id: 1 }]), 'webhooks.endpoints[0].path: "/q?y=1" cannot arrive as written'],
     ["a non-ASCII path", on([{ path: "/café", job_id: 1 }]), 'webhooks.endpoints[0].path: "/café" cannot arrive as written'],
-    ["a bearer secret ending in a newline", on([{ path: "/x", job_id: 1, auth: "bearer", secret: "tok123\n" }]), "webhooks.endpoints[0].secret: the bearer secret is sent in a header"],
-    ["a non-ASCII api-key secret", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "pässwörd" }]), "webhooks.endpoints[0].secret: the api-key secret is sent in a header"],
-    ["an api_key_header that is not a header name", on([{ path: "/x", job_id: 1, auth: "api-key", secret: "k", api_key_header: "X Bad Key" }]), 'webhooks.endpoints[0].api_key_header: "X Bad Key" is not a header name'],
-    ["a dedupe_header that is not a header name", on([{ path: "/x", job_id: 1, dedupe_header: "X Bad" }]), 'webhooks.endpoints[0].dedupe_header: "X Bad" is not a header name'],
-    ["unknown auth mode", on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]), 'webhooks.endpoints[0].auth: must be one of "none", "bearer", "hmac-sha256", "api-key", "standard-webhooks" (got "oauth2")'],
+    [
+      "a bearer secret ending in a newline",
+      on([{ path: "/x", job_id: 1, auth: "bearer", secret: "tok123\n" }]),
+      "webhooks.endpoints[0].secret: the bearer secret is sent in a header",
+    ],
+    [
+      "a non-ASCII api-key secret",
+      on([{ path: "/x", job_id: 1, auth: "api-key", secret: "pässwörd" }]),
+      "webhooks.endpoints[0].secret: the api-key secret is sent in a header",
+    ],
+    [
+      "an api_key_header that is not a header name",
+      on([{ path: "/x", job_id: 1, auth: "api-key", secret: "k", api_key_header: "X Bad Key" }]),
+      'webhooks.endpoints[0].api_key_header: "X Bad Key" is not a header name',
+    ],
+    [
+      "a dedupe_header that is not a header name",
+      on([{ path: "/x", job_id: 1, dedupe_header: "X Bad" }]),
+      'webhooks.endpoints[0].dedupe_header: "X Bad" is not a header name',
+    ],
+    [
+      "unknown auth mode",
+      on([{ path: "/x", job_id: 1, auth: "oauth2", secret: "k" }]),
+      'webhooks.endpoints[0].auth: must be one of "none", "bearer", "hmac-sha256", "api-key", "standard-webhooks" (got "oauth2")',
+    ],
     ["missing job_id", on([{ path: "/x" }]), "webhooks.endpoints[0].job_id"],
     ["unknown endpoint key", on([{ path: "/x", job_id: 1, colour: "red" }]), "webhooks.endpoints[0].colour: unknown key"],
     // Sent as a header: refused here, not found out by every forward failing until the call is dead.
-    ["a name that cannot be a header value", on([{ path: "/x", job_id: 1, name: "Alertmanager – prod" }]), "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII"],
-    ["a name with a line break", on([{ path: "/x", job_id: 1, name: "a\r\nX-Injected: yes" }]), "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header"],
+    [
+      "a name that cannot be a header value",
+      on([{ path: "/x", job_id: 1, name: "Alertmanager – prod" }]),
+      "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header, so it must be printable ASCII",
+    ],
+    [
+      "a name with a line break",
+      on([{ path: "/x", job_id: 1, name: "a\r\nX-Injected: yes" }]),
+      "webhooks.endpoints[0].name: it is sent as the X-WEBHOOK-NAME header",
+    ],
     // Regression: a table (not a list) was reported as "at least one endpoint is required".
     ["endpoints written as a table", { webhooks: { enabled: true, endpoints: { path: "/x", job_id: 1 } } }, "webhooks.endpoints: expected a list"],
-    ["job handler with two actions", { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] }, 'jobs[0]: set exactly one of "command", "forward" or "triage"'],
+    [
+      "job handler with two actions",
+      { jobs: [{ job_id: 1, command: ["true"], forward: "http://127.0.0.1:1/" }] },
+      'jobs[0]: set exactly one of "command", "forward" or "triage"',
+    ],
     ["job handler with no action", { jobs: [{ job_id: 1 }] }, "jobs[0]: set exactly one"],
-    ["two handlers for one job", { jobs: [{ job_id: 1, command: ["true"] }, { job_id: 1, command: ["true"] }] }, "jobs[1].job_id: another [[jobs]] handler"],
+    [
+      "two handlers for one job",
+      {
+        jobs: [
+          { job_id: 1, command: ["true"] },
+          { job_id: 1, command: ["true"] },
+        ],
+      },
+      "jobs[1].job_id: another [[jobs]] handler",
+    ],
   ];
   for (const [name, raw, message] of cases) {
     test(name, () => {
@@ -208,8 +268,9 @@ describe("validation errors name the path", () => {
 
   test("a key set both inline and in the file is refused", () => {
     const dir = dirWith({ "w.toml": CRATE_FILE });
-    expect(() => buildConfig({ webhooks: { enabled: true, config: "w.toml", endpoints: [] } }, { env: { PRICE_ALERT_TOKEN: "t" }, baseDir: dir }))
-      .toThrow("webhooks.endpoints: set both inline and in");
+    expect(() => buildConfig({ webhooks: { enabled: true, config: "w.toml", endpoints: [] } }, { env: { PRICE_ALERT_TOKEN: "t" }, baseDir: dir })).toThrow(
+      "webhooks.endpoints: set both inline and in",
+    );
   });
 });
 
@@ -227,7 +288,8 @@ describe("jobs nothing consumes", () => {
     { path: "/hooks/legacy-2", job_id: 3 },
   ];
   test("an endpoint's job without a [[jobs]] handler is named with its paths, unless the pull API is on (regression: its calls waited in silence)", () => {
-    const config = (extra: Record<string, unknown>) => buildConfig({ webhooks: { enabled: true, endpoints, ...extra }, jobs: [{ job_id: 1, command: ["true"] }] }, { env: {} }).config;
+    const config = (extra: Record<string, unknown>) =>
+      buildConfig({ webhooks: { enabled: true, endpoints, ...extra }, jobs: [{ job_id: 1, command: ["true"] }] }, { env: {} }).config;
     expect(unconsumedJobs(config({}))).toEqual([{ id: 3, paths: ["/hooks/legacy", "/hooks/legacy-2"] }]);
     expect(unconsumedJobs(config({ pull_token: "runner-token-1" }))).toEqual([]);
   });

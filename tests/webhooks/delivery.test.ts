@@ -9,7 +9,12 @@ import { OutboxFullError } from "../../src/webhooks/outbox";
 
 const LEASE = 30_000;
 const t = buildTestGateway({
-  endpoints: [{ path: "/a", job_id: 1 }, { path: "/b", job_id: 2 }, { path: "/c", job_id: 3 }, { path: "/pull", job_id: 4 }],
+  endpoints: [
+    { path: "/a", job_id: 1 },
+    { path: "/b", job_id: 2 },
+    { path: "/c", job_id: 3 },
+    { path: "/pull", job_id: 4 },
+  ],
   lease_ms: LEASE,
   max_attempts: 3,
   backoff_ms: 1_000,
@@ -227,7 +232,11 @@ describe("leases", () => {
 
 describe("pull API", () => {
   const pull = (path: string, body: unknown, token = "pull-secret") =>
-    t.request(`/webhooks/jobs/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    t.request(`/webhooks/jobs/${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   test("needs the pull token", async () => {
     expect((await pull("claim", {}, "wrong")).status).toBe(401);
@@ -257,10 +266,14 @@ describe("pull API", () => {
     try {
       expect((await own.post("/hook", "x", { authorization: "Bearer hook-token-abc" })).status).toBe(202);
       const auth = { authorization: "Bearer pull-token-123", "content-type": "application/json" };
-      const claimed = (await (await own.request("/webhooks/jobs/claim", { method: "POST", headers: auth, body: "{}" })).json()) as { jobs: Array<{ call_id: number }> };
+      const claimed = (await (await own.request("/webhooks/jobs/claim", { method: "POST", headers: auth, body: "{}" })).json()) as {
+        jobs: Array<{ call_id: number }>;
+      };
       const callId = claimed.jobs[0].call_id;
       const error = "runner log: token=pull-token-123 hook=hook-token-abc";
-      expect((await own.request(`/webhooks/jobs/${callId}/fail`, { method: "POST", headers: auth, body: JSON.stringify({ attempt: 1, error }) })).status).toBe(200);
+      expect((await own.request(`/webhooks/jobs/${callId}/fail`, { method: "POST", headers: auth, body: JSON.stringify({ attempt: 1, error }) })).status).toBe(
+        200,
+      );
       expect(listJobs(own.main.db, {}).find((j) => j.callId === callId)?.lastError).toBe("runner log: token=[redacted] hook=[redacted]");
     } finally {
       own.close();
@@ -314,7 +327,9 @@ describe("max_pending_bytes", () => {
       const again = await own.post("/big", kilobyte, { "x-id": "d0" });
       expect(again.status).toBe(202);
       const reopened = outboxFor(own.config, join(own.dir, "modelgate.db"), { now: own.clock.now });
-      await expect(reopened.append({ jobId: 9, serviceId: 1, path: "/big", name: null, body: new TextEncoder().encode(kilobyte), contentType: null, dedupeKey: null })).rejects.toBeInstanceOf(OutboxFullError);
+      await expect(
+        reopened.append({ jobId: 9, serviceId: 1, path: "/big", name: null, body: new TextEncoder().encode(kilobyte), contentType: null, dedupeKey: null }),
+      ).rejects.toBeInstanceOf(OutboxFullError);
       reopened.close();
     } finally {
       own.close();

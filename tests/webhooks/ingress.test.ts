@@ -43,15 +43,18 @@ const GRAFANA = `{
   "message": "**Firing**\\n\\nValue: B=31.5"
 }`;
 
-const t = buildTestGateway({
-  endpoints: [
-    { path: "/hooks/alertmanager", job_id: 11, auth: "bearer", secret: "am-token", name: "Alertmanager" },
-    { path: "/hooks/grafana", job_id: 12, auth: "hmac-sha256", secret: "gf-key" },
-    { path: "/hooks/github", job_id: 13, dedupe_header: "X-GitHub-Delivery" },
-    { path: "/hooks/plain", job_id: 14 },
-  ],
-  dedupe_window_s: 3600,
-}, { serviceId: 42 });
+const t = buildTestGateway(
+  {
+    endpoints: [
+      { path: "/hooks/alertmanager", job_id: 11, auth: "bearer", secret: "am-token", name: "Alertmanager" },
+      { path: "/hooks/grafana", job_id: 12, auth: "hmac-sha256", secret: "gf-key" },
+      { path: "/hooks/github", job_id: 13, dedupe_header: "X-GitHub-Delivery" },
+      { path: "/hooks/plain", job_id: 14 },
+    ],
+    dedupe_window_s: 3600,
+  },
+  { serviceId: 42 },
+);
 afterAll(() => t.close());
 
 async function accepted(response: Response): Promise<{ status: string; job_id: number; call_id: number }> {
@@ -73,7 +76,9 @@ async function nextCall(jobId: number): Promise<JobCall> {
 
 describe("JobCalls", () => {
   test("an accepted request is a JobCall with the body and the metadata", async () => {
-    const reply = await accepted(await t.post("/hooks/alertmanager", ALERTMANAGER_V4, { authorization: "Bearer am-token", "content-type": "application/json" }));
+    const reply = await accepted(
+      await t.post("/hooks/alertmanager", ALERTMANAGER_V4, { authorization: "Bearer am-token", "content-type": "application/json" }),
+    );
     expect(reply.status).toBe("accepted");
     expect(reply.job_id).toBe(11);
     const call = await nextCall(11);
@@ -191,7 +196,12 @@ describe("an unwritable outbox is 503 with Retry-After", () => {
 
   test("its log line names the request id its answer carries (regression: the id was made after the answer)", async () => {
     const lines: Array<{ msg: string; fields?: Record<string, unknown> }> = [];
-    const logged = new WebhookGateway({ config: t.config.webhooks, outbox: t.outbox, serviceId: 42, log: (_level, msg, fields) => void lines.push({ msg, fields }) });
+    const logged = new WebhookGateway({
+      config: t.config.webhooks,
+      outbox: t.outbox,
+      serviceId: 42,
+      log: (_level, msg, fields) => void lines.push({ msg, fields }),
+    });
     t.outbox.sqlite.run("PRAGMA query_only = ON");
     try {
       const response = await logged.fetch(new Request("http://localhost/hooks/plain", { method: "POST", body: "while read-only" }));

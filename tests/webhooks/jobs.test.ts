@@ -95,7 +95,9 @@ describe("command handlers", () => {
     const callId = await enqueue("/cmd", body);
     await until(() => row(callId).state === "done", "the command call to finish");
     expect(readFileSync(join(out, `${callId}.body`)).equals(Buffer.from(body))).toBe(true);
-    const env = readFileSync(join(out, `${callId}.env`), "utf8").trim().split("\n");
+    const env = readFileSync(join(out, `${callId}.env`), "utf8")
+      .trim()
+      .split("\n");
     expect(env).toEqual([
       "X_GATEWAY_ATTEMPT=1",
       `X_GATEWAY_CALL_ID=${callId}`,
@@ -110,8 +112,13 @@ describe("command handlers", () => {
   test("GitHub's event and delivery id reach a command as X_WEBHOOK_GITHUB_EVENT and X_WEBHOOK_GITHUB_DELIVERY", async () => {
     const callId = await enqueue("/cmd", "{}", { "x-github-event": "workflow_run", "x-github-delivery": "d-1", "x-hub-signature-256": "sha256=ab" });
     await until(() => row(callId).state === "done", "the command call to finish");
-    const env = readFileSync(join(out, `${callId}.env`), "utf8").trim().split("\n");
-    expect(env.filter((line) => line.startsWith("X_WEBHOOK_GITHUB") || line.includes("SIGNATURE"))).toEqual(["X_WEBHOOK_GITHUB_DELIVERY=d-1", "X_WEBHOOK_GITHUB_EVENT=workflow_run"]);
+    const env = readFileSync(join(out, `${callId}.env`), "utf8")
+      .trim()
+      .split("\n");
+    expect(env.filter((line) => line.startsWith("X_WEBHOOK_GITHUB") || line.includes("SIGNATURE"))).toEqual([
+      "X_WEBHOOK_GITHUB_DELIVERY=d-1",
+      "X_WEBHOOK_GITHUB_EVENT=workflow_run",
+    ]);
   });
 
   test("a non-zero exit fails the attempt and the call is retried", async () => {
@@ -158,7 +165,12 @@ describe("secrets", () => {
         { job_id: 8, command: ["sh", "-c", 'echo "env=[$MG_TEST_SECRET] literal=s3cr3t-value-42" >&2; exit 3'], timeout_ms: 5_000, concurrency: 1 },
         { job_id: 9, forward: secretUrl, timeout_ms: 5_000, concurrency: 1 },
         // The secret straddles where the 500-character tail of stderr begins.
-        { job_id: 10, command: ["sh", "-c", `printf 'A%.0s' $(seq 100) >&2; printf 's3cr3t-value-42' >&2; printf 'B%.0s' $(seq 495) >&2; exit 3`], timeout_ms: 5_000, concurrency: 1 },
+        {
+          job_id: 10,
+          command: ["sh", "-c", `printf 'A%.0s' $(seq 100) >&2; printf 's3cr3t-value-42' >&2; printf 'B%.0s' $(seq 495) >&2; exit 3`],
+          timeout_ms: 5_000,
+          concurrency: 1,
+        },
         // A long secret printed many times: the kept tail starts inside one of them.
         { job_id: 11, command: ["sh", "-c", `for i in $(seq 40); do printf 'auth=${LONG_SECRET}\\n' >&2; done; exit 2`], timeout_ms: 5_000, concurrency: 1 },
       ],
@@ -230,7 +242,11 @@ describe("stopping the runner", () => {
   test("commands still running after the grace are killed, group and all (regression: they outlived the stop)", async () => {
     // A runner of its own, for job 7 only, stopped while its command (a shell and its sleep) runs.
     const pidFile = join(out, "stopping.pid");
-    const own = startJobRunner(t.outbox, [{ job_id: 7, command: ["sh", "-c", `sleep 30 & echo $! > "${pidFile}"; wait`], timeout_ms: 60_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    const own = startJobRunner(
+      t.outbox,
+      [{ job_id: 7, command: ["sh", "-c", `sleep 30 & echo $! > "${pidFile}"; wait`], timeout_ms: 60_000, concurrency: 1 }],
+      { leaseMs: 300, pollMs: 20 },
+    );
     const callId = await enqueue("/stopping", "x");
     await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", "the command to start");
     const pid = Number(readFileSync(pidFile, "utf8").trim());
@@ -245,7 +261,10 @@ describe("stopping the runner", () => {
   test("a forward still waiting after the grace is given up and its call handed back with its attempt (regression: left leased, its attempt spent, and the stop waited on)", async () => {
     let arrived = false;
     const silent = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => ((arrived = true), new Promise<Response>(() => {})) });
-    const own = startJobRunner(t.outbox, [{ job_id: 16, forward: `http://127.0.0.1:${silent.port}/hook`, timeout_ms: 60_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    const own = startJobRunner(t.outbox, [{ job_id: 16, forward: `http://127.0.0.1:${silent.port}/hook`, timeout_ms: 60_000, concurrency: 1 }], {
+      leaseMs: 300,
+      pollMs: 20,
+    });
     try {
       const callId = await enqueue("/stopping-forward", "x");
       await until(() => arrived, "the forward to reach its receiver");
@@ -258,7 +277,11 @@ describe("stopping the runner", () => {
 
   test("a metadata variable the call does not carry is not inherited from the gateway's environment", async () => {
     process.env.X_WEBHOOK_NAME = "from-the-parent";
-    const own = startJobRunner(t.outbox, [{ job_id: 12, command: ["sh", "-c", `echo "\${X_WEBHOOK_NAME-unset}" > "${out}/unnamed"`], timeout_ms: 5_000, concurrency: 1 }], { leaseMs: 300, pollMs: 20 });
+    const own = startJobRunner(
+      t.outbox,
+      [{ job_id: 12, command: ["sh", "-c", `echo "\${X_WEBHOOK_NAME-unset}" > "${out}/unnamed"`], timeout_ms: 5_000, concurrency: 1 }],
+      { leaseMs: 300, pollMs: 20 },
+    );
     try {
       const callId = await enqueue("/unnamed", "x");
       await until(() => row(callId).state === "done", "the unnamed call to finish");

@@ -29,18 +29,26 @@ const VECTOR = {
 const SECRET = `whsec_${Buffer.from("a Standard Webhooks key, 32 B...").toString("base64")}`;
 const OTHER_SECRET = `whsec_${Buffer.from("another key that is not the one.").toString("base64")}`;
 
-const t = buildTestGateway({
-  endpoints: [
-    { path: "/sw", job_id: 21, auth: "standard-webhooks", secret: "env:SW_SECRET" },
-    { path: "/sw-short", job_id: 22, auth: "standard-webhooks", secret: SECRET, tolerance_s: 10 },
-    { path: "/bearer", job_id: 23, auth: "bearer", secret: "tok-123" },
-    { path: "/hmac", job_id: 24, auth: "hmac-sha256", secret: "hmac-key" },
-  ],
-  // Shorter than a replay can stay on time: ids are still remembered twice the tolerance.
-  dedupe_window_s: 1,
-}, { env: { SW_SECRET: SECRET } });
+const t = buildTestGateway(
+  {
+    endpoints: [
+      { path: "/sw", job_id: 21, auth: "standard-webhooks", secret: "env:SW_SECRET" },
+      { path: "/sw-short", job_id: 22, auth: "standard-webhooks", secret: SECRET, tolerance_s: 10 },
+      { path: "/bearer", job_id: 23, auth: "bearer", secret: "tok-123" },
+      { path: "/hmac", job_id: 24, auth: "hmac-sha256", secret: "hmac-key" },
+    ],
+    // Shorter than a replay can stay on time: ids are still remembered twice the tolerance.
+    dedupe_window_s: 1,
+  },
+  { env: { SW_SECRET: SECRET } },
+);
 const lines: Array<{ msg: string; fields?: Record<string, unknown> }> = [];
-const logged = new WebhookGateway({ config: t.config.webhooks, outbox: t.outbox, serviceId: 42, log: (_level, msg, fields) => void lines.push({ msg, fields }) });
+const logged = new WebhookGateway({
+  config: t.config.webhooks,
+  outbox: t.outbox,
+  serviceId: 42,
+  log: (_level, msg, fields) => void lines.push({ msg, fields }),
+});
 afterAll(() => t.close());
 
 function post(path: string, body: string, headers: Record<string, string>): Promise<Response> {
@@ -186,7 +194,9 @@ describe("replays fold on webhook-id", () => {
 });
 
 describe("config", () => {
-  const endpoint = (extra: Record<string, unknown>) => ({ webhooks: { enabled: true, endpoints: [{ path: "/sw", job_id: 1, auth: "standard-webhooks", ...extra }] } });
+  const endpoint = (extra: Record<string, unknown>) => ({
+    webhooks: { enabled: true, endpoints: [{ path: "/sw", job_id: 1, auth: "standard-webhooks", ...extra }] },
+  });
   function error(raw: Record<string, unknown>, env: Record<string, string> = {}): string {
     try {
       buildConfig(raw, { env });
@@ -211,21 +221,25 @@ describe("config", () => {
   });
 
   test("tolerance_s: standard-webhooks only, 1 to 86400 s", () => {
-    expect(error({ webhooks: { enabled: true, endpoints: [{ path: "/b", job_id: 1, auth: "bearer", secret: "tok-123", tolerance_s: 60 }] } }))
-      .toContain('webhooks.endpoints[0].tolerance_s: only for auth "standard-webhooks"');
+    expect(error({ webhooks: { enabled: true, endpoints: [{ path: "/b", job_id: 1, auth: "bearer", secret: "tok-123", tolerance_s: 60 }] } })).toContain(
+      'webhooks.endpoints[0].tolerance_s: only for auth "standard-webhooks"',
+    );
     expect(error(endpoint({ secret: SECRET, tolerance_s: 0 }))).toStartWith("webhooks.endpoints[0].tolerance_s");
     expect(error(endpoint({ secret: SECRET, tolerance_s: 86_401 }))).toStartWith("webhooks.endpoints[0].tolerance_s");
   });
 
   test("dedupe_header may only name webhook-id, which the mode folds on anyway", () => {
-    expect(error(endpoint({ secret: SECRET, dedupe_header: "X-Delivery" }))).toContain("webhooks.endpoints[0].dedupe_header: standard-webhooks endpoints fold redeliveries on webhook-id");
+    expect(error(endpoint({ secret: SECRET, dedupe_header: "X-Delivery" }))).toContain(
+      "webhooks.endpoints[0].dedupe_header: standard-webhooks endpoints fold redeliveries on webhook-id",
+    );
     expect(buildConfig(endpoint({ secret: SECRET, dedupe_header: "Webhook-Id" }), { env: {} }).config.webhooks.endpoints).toHaveLength(1);
   });
 
   test("in a Blueprint webhooks.toml, loaded and checked as inline, its errors naming the file", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-sw-config-"));
     const file = join(dir, "webhooks.toml");
-    const toml = (secret: string) => `bind_address = "127.0.0.1:9091"\n\n[[endpoints]]\npath = "/hooks/clerk"\njob_id = 4\nauth = "standard-webhooks"\nsecret = "${secret}"\ntolerance_s = 120\n`;
+    const toml = (secret: string) =>
+      `bind_address = "127.0.0.1:9091"\n\n[[endpoints]]\npath = "/hooks/clerk"\njob_id = 4\nauth = "standard-webhooks"\nsecret = "${secret}"\ntolerance_s = 120\n`;
     writeFileSync(file, toml(SECRET));
     const { config } = buildConfig({ webhooks: { enabled: true, config: "webhooks.toml" } }, { env: {}, baseDir: dir });
     expect(config.webhooks.endpoints).toEqual([{ path: "/hooks/clerk", job_id: 4, auth: "standard-webhooks", secret: SECRET, tolerance_s: 120 }]);

@@ -36,14 +36,21 @@ export interface TestGateway {
   close(): void;
 }
 
-export function buildTestGateway(webhooks: Record<string, unknown>, options: { jobs?: unknown[]; serviceId?: number; env?: Record<string, string>; realClock?: true } = {}): TestGateway {
+export function buildTestGateway(
+  webhooks: Record<string, unknown>,
+  options: { jobs?: unknown[]; serviceId?: number; env?: Record<string, string>; realClock?: true } = {},
+): TestGateway {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-webhooks-"));
   const raw: Record<string, unknown> = { server: { data_dir: dir }, webhooks: { enabled: true, ...webhooks } };
   if (options.jobs) raw.jobs = options.jobs;
   const { config, secretValues } = buildConfig(raw, { env: options.env ?? {}, baseDir: dir });
   const main = openDatabase(dir);
   const clock = testClock();
-  const outbox = outboxFor(config, join(dir, "modelgate.db"), { now: options.realClock ? Date.now : clock.now, random: options.realClock ? undefined : () => 0, redact: secretRedactor(secretValues) });
+  const outbox = outboxFor(config, join(dir, "modelgate.db"), {
+    now: options.realClock ? Date.now : clock.now,
+    random: options.realClock ? undefined : () => 0,
+    redact: secretRedactor(secretValues),
+  });
   const gateway = new WebhookGateway({ config: config.webhooks, outbox, serviceId: options.serviceId ?? 42 });
   const request = (path: string, init?: RequestInit) => gateway.fetch(new Request(`http://localhost${path}`, init));
   return {

@@ -59,7 +59,9 @@ notify = ${options.notify ?? `[{ kind = "slack", url = "${r}/slack/T000/B000/sla
 `;
 }
 
-async function setup(options: Parameters<typeof toml>[3] & { dir?: string; mock?: MockUpstream; receivers?: Receivers; hooksPort?: number } = {}): Promise<Setup> {
+async function setup(
+  options: Parameters<typeof toml>[3] & { dir?: string; mock?: MockUpstream; receivers?: Receivers; hooksPort?: number } = {},
+): Promise<Setup> {
   const mock = options.mock ?? startMockUpstream({ words: SUMMARY });
   const receivers = options.receivers ?? startReceivers();
   if (!options.mock) cleanups.push(() => mock.stop());
@@ -89,8 +91,27 @@ function post(hooks: string, body: string): Promise<Response> {
 
 /** An Alertmanager v4 group of one alert, as Alertmanager sends it. */
 function amGroup(name: string, status: "firing" | "resolved", fingerprint = name): string {
-  const alert = { status, labels: { alertname: name, severity: "critical", instance: "db-1" }, annotations: { summary: `${name} on db-1` }, startsAt: "2026-11-28T06:00:00Z", endsAt: status === "resolved" ? "2026-11-28T06:14:00Z" : "0001-01-01T00:00:00Z", generatorURL: "http://prometheus/graph", fingerprint };
-  return JSON.stringify({ version: "4", groupKey: `{}:{alertname="${name}"}`, truncatedAlerts: 0, status, receiver: "modelgate", groupLabels: { alertname: name }, commonLabels: alert.labels, commonAnnotations: alert.annotations, externalURL: "http://alertmanager", alerts: [alert] });
+  const alert = {
+    status,
+    labels: { alertname: name, severity: "critical", instance: "db-1" },
+    annotations: { summary: `${name} on db-1` },
+    startsAt: "2026-11-28T06:00:00Z",
+    endsAt: status === "resolved" ? "2026-11-28T06:14:00Z" : "0001-01-01T00:00:00Z",
+    generatorURL: "http://prometheus/graph",
+    fingerprint,
+  };
+  return JSON.stringify({
+    version: "4",
+    groupKey: `{}:{alertname="${name}"}`,
+    truncatedAlerts: 0,
+    status,
+    receiver: "modelgate",
+    groupLabels: { alertname: name },
+    commonLabels: alert.labels,
+    commonAnnotations: alert.annotations,
+    externalURL: "http://alertmanager",
+    alerts: [alert],
+  });
 }
 
 function rows<T>(dir: string, sql: string): T[] {

@@ -53,10 +53,15 @@ function triageJob(jobId: number, notify: string): string {
 }
 
 /** `jobs`: the [[jobs]] tables, given the receivers' URL. */
-async function start(jobs: (receiversUrl: string) => string): Promise<{ gateway: RunningGateway; hooks: string; mock: MockUpstream; receivers: Receivers; hooksPort: number }> {
+async function start(
+  jobs: (receiversUrl: string) => string,
+): Promise<{ gateway: RunningGateway; hooks: string; mock: MockUpstream; receivers: Receivers; hooksPort: number }> {
   const mock = startMockUpstream({ words: ["Summary", " here."] });
   const receivers = startReceivers();
-  cleanups.push(() => mock.stop(), () => receivers.stop());
+  cleanups.push(
+    () => mock.stop(),
+    () => receivers.stop(),
+  );
   const hooksPort = freePort();
   const gateway = await startGateway(config(hooksPort, mock, jobs(receivers.url)));
   cleanups.push(() => gateway.proc.exitCode === null && gateway.stop("SIGKILL"));
@@ -79,7 +84,20 @@ function prompts(mock: MockUpstream): string[] {
 test("a GitHub push signed with X-Hub-Signature-256 is triaged as a push by its X-GitHub-Event; only allowlisted headers are stored", async () => {
   const { gateway, hooks, mock, receivers } = await start((url) => triageJob(2, `[{ kind = "slack", url = "${url}/slack/T/B/gh" }]`));
   // The push payload has no object that names its event (no pull_request, issue, workflow_run): only the header says "push".
-  const payload = JSON.stringify({ ref: "refs/heads/main", before: "a1", after: "b2", forced: false, commits: [{ id: "b2", message: "Fix cache eviction" }, { id: "c3", message: "Bump version" }], head_commit: { id: "c3", message: "Bump version\n\nsigned-off" }, repository: { full_name: "acme/shop" }, pusher: { name: "octocat" }, sender: { login: "octocat" } });
+  const payload = JSON.stringify({
+    ref: "refs/heads/main",
+    before: "a1",
+    after: "b2",
+    forced: false,
+    commits: [
+      { id: "b2", message: "Fix cache eviction" },
+      { id: "c3", message: "Bump version" },
+    ],
+    head_commit: { id: "c3", message: "Bump version\n\nsigned-off" },
+    repository: { full_name: "acme/shop" },
+    pusher: { name: "octocat" },
+    sender: { login: "octocat" },
+  });
   const response = await fetch(`${hooks}/hooks/github`, {
     method: "POST",
     body: payload,
@@ -104,7 +122,11 @@ test("a GitHub push signed with X-Hub-Signature-256 is triaged as a push by its 
   expect(prompt).toContain("Say which branch, how many commits and by whom");
 
   const [stored] = rows<{ headers: string }>(gateway, "SELECT headers FROM webhook_jobs");
-  expect(JSON.parse(stored.headers)).toEqual({ "x-github-event": "push", "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "user-agent": "GitHub-Hookshot/044aadd" });
+  expect(JSON.parse(stored.headers)).toEqual({
+    "x-github-event": "push",
+    "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    "user-agent": "GitHub-Hookshot/044aadd",
+  });
   expect(stored.headers).not.toContain("not-for-the-outbox");
   expect(stored.headers).not.toContain("sha256=");
 }, 40_000);
@@ -115,11 +137,15 @@ test("a reload adds a triage job (a call waiting for it is triaged), then change
   const ntfy = `[{ kind = "ntfy", url = "${receivers.url}/ntfy/second" }]`;
   const reloads = async (): Promise<number> => ((await (await fetch(`${gateway.url}/api/status`)).json()) as { config_reloads: number }).config_reloads;
   const reload = async (jobs: string, count: number): Promise<void> => {
-    writeFileSync(join(gateway.dir, "modelgate.toml"), `[server]\nlisten = "127.0.0.1:${gateway.port}"\ndata_dir = "${join(gateway.dir, "data")}"\n${config(hooksPort, mock, jobs)}`);
+    writeFileSync(
+      join(gateway.dir, "modelgate.toml"),
+      `[server]\nlisten = "127.0.0.1:${gateway.port}"\ndata_dir = "${join(gateway.dir, "data")}"\n${config(hooksPort, mock, jobs)}`,
+    );
     gateway.proc.kill("SIGHUP");
     expect(await eventually(async () => (await reloads()) === count, 10_000)).toBe(true);
   };
-  const post = (body: string): Promise<Response> => fetch(`${hooks}/hooks/alertmanager`, { method: "POST", body, headers: { authorization: `Bearer ${TOKEN}` } });
+  const post = (body: string): Promise<Response> =>
+    fetch(`${hooks}/hooks/alertmanager`, { method: "POST", body, headers: { authorization: `Bearer ${TOKEN}` } });
 
   expect((await post("disk full on db-1")).status).toBe(202);
   await reload(triageJob(1, slack), 1);

@@ -58,7 +58,19 @@ export function startReceivers(): Receivers {
     port: 0,
     async fetch(request) {
       const path = new URL(request.url).pathname;
-      const service: Service | null = path.startsWith("/slack/") ? "slack" : path.startsWith("/discord/") ? "discord" : path.startsWith("/ntfy/") ? "ntfy" : path.startsWith("/gotify/") ? "gotify" : path.startsWith("/_matrix/") ? "matrix" : path.startsWith("/hook") ? "webhook" : null;
+      const service: Service | null = path.startsWith("/slack/")
+        ? "slack"
+        : path.startsWith("/discord/")
+          ? "discord"
+          : path.startsWith("/ntfy/")
+            ? "ntfy"
+            : path.startsWith("/gotify/")
+              ? "gotify"
+              : path.startsWith("/_matrix/")
+                ? "matrix"
+                : path.startsWith("/hook")
+                  ? "webhook"
+                  : null;
       if (service === null) return new Response("not found", { status: 404 });
       if (down.has(service)) return new Response("unavailable", { status: 503 });
       if (service === "slack") {
@@ -97,7 +109,8 @@ export function startReceivers(): Receivers {
         if (token !== GOTIFY_TOKEN) return new Response(JSON.stringify({ error: "Unauthorized", errorCode: 401 }), { status: 401 });
         const body = await jsonOf(request);
         if (body instanceof Response) return body;
-        if (typeof body.message !== "string" || (body.priority !== undefined && !Number.isInteger(body.priority))) return refuse("message and integer priority");
+        if (typeof body.message !== "string" || (body.priority !== undefined && !Number.isInteger(body.priority)))
+          return refuse("message and integer priority");
         record("gotify", `${body.title ?? ""}\n${body.message}`, request, body);
         return Response.json({ id: received.length, appid: 1, message: body.message });
       }
@@ -105,7 +118,8 @@ export function startReceivers(): Receivers {
         // Matrix client-server API: PUT /_matrix/client/v3/rooms/{roomId}/send/m.room.message/{txnId}.
         const match = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/send\/m\.room\.message\/([^/]+)$/.exec(path);
         if (request.method !== "PUT" || !match) return refuse("PUT .../send/m.room.message/{txnId}");
-        if (request.headers.get("authorization") !== `Bearer ${MATRIX_TOKEN}`) return Response.json({ errcode: "M_UNKNOWN_TOKEN", error: "Unknown token" }, { status: 401 });
+        if (request.headers.get("authorization") !== `Bearer ${MATRIX_TOKEN}`)
+          return Response.json({ errcode: "M_UNKNOWN_TOKEN", error: "Unknown token" }, { status: 401 });
         const body = await jsonOf(request);
         if (body instanceof Response) return body;
         if (body.msgtype !== "m.text" || typeof body.body !== "string") return refuse("m.text with a body");
@@ -146,7 +160,9 @@ export interface Alertmanager {
 export async function startAlertmanager(receiverUrl: string, token: string): Promise<Alertmanager> {
   const dir = mkdtempSync(join(tmpdir(), "alertmanager-"));
   const port = freePort();
-  writeFileSync(join(dir, "alertmanager.yml"), `route:
+  writeFileSync(
+    join(dir, "alertmanager.yml"),
+    `route:
   receiver: modelgate
   group_by: ["alertname"]
   group_wait: 200ms
@@ -161,8 +177,18 @@ receivers:
           authorization:
             type: Bearer
             credentials: "${token}"
-`);
-  const proc = Bun.spawn([ALERTMANAGER, `--config.file=${join(dir, "alertmanager.yml")}`, `--storage.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--cluster.listen-address="], { stdout: "ignore", stderr: "pipe" });
+`,
+  );
+  const proc = Bun.spawn(
+    [
+      ALERTMANAGER,
+      `--config.file=${join(dir, "alertmanager.yml")}`,
+      `--storage.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      "--cluster.listen-address=",
+    ],
+    { stdout: "ignore", stderr: "pipe" },
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15_000;
   for (;;) {

@@ -43,16 +43,22 @@ export function adminPage(view: AdminView): Html {
 <h2 id="users-h">Users</h2>
 <div class="table-wrap"><table id="users" class="actions">
   <thead><tr><th>Email</th><th>Role</th><th>Status</th><th class="num">Balance</th><th>Created</th><th><span class="hint">Action</span></th></tr></thead>
-  <tbody>${view.users.map((u) => html`<tr data-user="${u.email}">
+  <tbody>${view.users.map(
+    (u) => html`<tr data-user="${u.email}">
     <td class="whole">${u.email}</td>
     <td>${u.isAdmin ? html`<span class="badge">admin</span>` : "user"}</td>
     <td>${u.disabledAt === null ? html`<span class="badge ok">active</span>` : html`<span class="badge bad">disabled</span>`}${u.emailUnverified ? html` <span class="badge" title="Signed up with a password: nothing proves the address">unproven</span>` : ""}</td>
     <td class="num" data-balance="${u.balanceMicro}">${formatCredits(u.balanceMicro)}</td>
     <td>${time(u.createdAt)}</td>
-    <td>${u.id === view.selfId ? html`<span class="hint">you</span>` : u.disabledAt === null
-      ? html`<form method="post" action="/dashboard/admin/users/${u.id}/disable" data-confirm="Disable ${u.email}? Their sessions end and their keys stop working until re-enabled.">${csrf}<button type="submit" class="danger" aria-label="Disable ${u.email}">Disable</button></form>`
-      : html`<form method="post" action="/dashboard/admin/users/${u.id}/enable">${csrf}<button type="submit" class="secondary" aria-label="Enable ${u.email}">Enable</button></form>`}${u.emailUnverified ? proveForm(u, csrf) : ""}</td>
-  </tr>`)}</tbody>
+    <td>${
+      u.id === view.selfId
+        ? html`<span class="hint">you</span>`
+        : u.disabledAt === null
+          ? html`<form method="post" action="/dashboard/admin/users/${u.id}/disable" data-confirm="Disable ${u.email}? Their sessions end and their keys stop working until re-enabled.">${csrf}<button type="submit" class="danger" aria-label="Disable ${u.email}">Disable</button></form>`
+          : html`<form method="post" action="/dashboard/admin/users/${u.id}/enable">${csrf}<button type="submit" class="secondary" aria-label="Enable ${u.email}">Enable</button></form>`
+    }${u.emailUnverified ? proveForm(u, csrf) : ""}</td>
+  </tr>`,
+  )}</tbody>
 </table></div>
 </section>
 <div class="grid">
@@ -96,9 +102,13 @@ function outboxSection(outbox: OutboxView): Html {
   return html`<section aria-labelledby="outbox-h">
 <h2 id="outbox-h">Webhook outbox</h2>
 <p>${states.map(([state, n]) => html`<span class="badge ${state === "dead" && n > 0 ? "bad" : ""}">${state}: ${formatNumber(n)}</span> `)}</p>
-${outbox.recent.length === 0 ? html`<p class="muted">No webhook calls yet.</p>` : html`<div class="table-wrap"><table id="outbox">
+${
+  outbox.recent.length === 0
+    ? html`<p class="muted">No webhook calls yet.</p>`
+    : html`<div class="table-wrap"><table id="outbox">
   <thead><tr><th class="num">Call</th><th class="num">Job</th><th>Path</th><th>State</th><th class="num">Attempts</th><th>Received</th><th>Last error</th></tr></thead>
   <tbody>${outbox.recent.map((j) => html`<tr><td class="num">${j.callId}</td><td class="num">${j.jobId}</td><td><code>${j.path}</code></td><td>${j.state}</td><td class="num">${j.attempts}</td><td>${time(j.createdAt)}</td><td>${j.lastError ?? ""}</td></tr>`)}</tbody>
-</table></div>`}
+</table></div>`
+}
 </section>`;
 }

@@ -21,29 +21,43 @@ export function recentAlerts(sqlite: Database): AlertView[] {
   const alerts = sqlite.query<AlertRow, [number]>("SELECT * FROM triage_alerts WHERE state != 'held' ORDER BY id DESC LIMIT ?").all(PAGE);
   if (alerts.length === 0) return [];
   const ids = JSON.stringify(alerts.map((a) => a.id));
-  const deliveries = sqlite.query<DeliveryRow, [string]>("SELECT * FROM triage_deliveries WHERE alert_id IN (SELECT value FROM json_each(?)) ORDER BY target").all(ids);
-  const held = new Map(sqlite.query<{ digest_id: number; n: number }, [string]>("SELECT digest_id, count(*) AS n FROM triage_alerts WHERE digest_id IN (SELECT value FROM json_each(?)) GROUP BY digest_id").all(ids).map((r) => [r.digest_id, r.n]));
+  const deliveries = sqlite
+    .query<DeliveryRow, [string]>("SELECT * FROM triage_deliveries WHERE alert_id IN (SELECT value FROM json_each(?)) ORDER BY target")
+    .all(ids);
+  const held = new Map(
+    sqlite
+      .query<{ digest_id: number; n: number }, [string]>(
+        "SELECT digest_id, count(*) AS n FROM triage_alerts WHERE digest_id IN (SELECT value FROM json_each(?)) GROUP BY digest_id",
+      )
+      .all(ids)
+      .map((r) => [r.digest_id, r.n]),
+  );
   return alerts.map((alert) => ({ alert, deliveries: deliveries.filter((d) => d.alert_id === alert.id), held: held.get(alert.id) ?? 0 }));
 }
 
 function delivery(d: DeliveryRow, csrf: string): Html {
   const badge = d.state === "sent" ? "ok" : d.state === "dead" ? "bad" : "";
   return html`<li><span class="badge ${badge}">${d.kind} ${d.state}</span>${d.attempts > 0 ? html` <span class="hint">${d.attempts} attempt(s)</span>` : ""}${d.last_error ? html` <span class="muted whole">${d.last_error}</span>` : ""}${
-    d.state === "dead" ? html` <form method="post" action="/dashboard/alerts/${d.alert_id}/retry" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" aria-label="Retry the ${d.kind} delivery of alert ${d.alert_id}">Retry</button></form>` : ""
+    d.state === "dead"
+      ? html` <form method="post" action="/dashboard/alerts/${d.alert_id}/retry" class="inline"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" aria-label="Retry the ${d.kind} delivery of alert ${d.alert_id}">Retry</button></form>`
+      : ""
   }</li>`;
 }
 
 export function alertsPage(views: AlertView[], csrf: string): Html {
-  if (views.length === 0) return html`<p class="muted card" id="alerts-empty">No alerts yet. A <code>triage</code> job (see the docs' Alert triage page) lists each alert group it receives here.</p>`;
+  if (views.length === 0)
+    return html`<p class="muted card" id="alerts-empty">No alerts yet. A <code>triage</code> job (see the docs' Alert triage page) lists each alert group it receives here.</p>`;
   return html`<div class="table-wrap"><table id="alerts">
   <thead><tr><th>Received</th><th>Status</th><th>Alert</th><th>State</th><th>Summary</th><th>Deliveries</th></tr></thead>
-  <tbody>${views.map(({ alert: a, deliveries, held }) => html`<tr id="alert-${a.id}">
+  <tbody>${views.map(
+    ({ alert: a, deliveries, held }) => html`<tr id="alert-${a.id}">
     <td>${time(a.created_at)}</td>
     <td><span class="badge ${a.status === "resolved" ? "ok" : a.status === "firing" ? "bad" : ""}">${a.status}</span>${a.severity ? html` <span class="hint">${a.severity}</span>` : ""}</td>
     <td class="whole">${a.title}<br><span class="hint">${a.kind} on ${a.path}</span></td>
     <td>${a.state}${a.state === "digest" ? html` <span class="hint">${held} alerts</span>` : ""}</td>
     <td class="whole">${a.summary ?? (a.summary_error ? html`<span class="muted">no summary: ${a.summary_error}</span>` : "")}</td>
     <td><ul class="plain">${deliveries.map((d) => delivery(d, csrf))}</ul></td>
-  </tr>`)}</tbody>
+  </tr>`,
+  )}</tbody>
 </table></div>`;
 }

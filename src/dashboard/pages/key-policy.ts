@@ -66,9 +66,10 @@ export interface KeySpendView extends PolicyColumns {
 export function policyCell(key: KeySpendView): Html {
   const policy = describePolicy(key);
   const spent = formatCredits(key.spentMicro);
-  const budget = key.budgetMicro !== null && key.budgetPeriod !== null
-    ? html`<br><span class="hint" data-spent="${spent}">spent ${spent}, ${formatCredits(Math.max(0, key.budgetMicro - key.spentMicro))} left this ${key.budgetPeriod === "total" ? "budget" : key.budgetPeriod}</span>`
-    : html`<br><span class="hint" data-spent="${spent}">spent ${spent} this month</span>`;
+  const budget =
+    key.budgetMicro !== null && key.budgetPeriod !== null
+      ? html`<br><span class="hint" data-spent="${spent}">spent ${spent}, ${formatCredits(Math.max(0, key.budgetMicro - key.spentMicro))} left this ${key.budgetPeriod === "total" ? "budget" : key.budgetPeriod}</span>`
+      : html`<br><span class="hint" data-spent="${spent}">spent ${spent} this month</span>`;
   return html`<span class="policy">${policy === "-" ? "none" : policy}</span>${budget}`;
 }
 

@@ -70,7 +70,10 @@ function createdKey(created: { key: string; name: string }): Html {
 </section>`;
 }
 
-export function keysTable(keys: KeyView[], options: { csrf: string; now: number; revokeAction: (id: string) => string; policyAction: (id: string) => string; showOwner?: boolean }): Html {
+export function keysTable(
+  keys: KeyView[],
+  options: { csrf: string; now: number; revokeAction: (id: string) => string; policyAction: (id: string) => string; showOwner?: boolean },
+): Html {
   if (keys.length === 0) return html`<p class="muted" id="keys-empty">No keys yet.</p>`;
   return html`<div class="table-wrap"><table id="keys" class="actions">
   <thead><tr>${options.showOwner ? html`<th>Owner</th>` : ""}<th>Name</th><th>Key</th><th>Created</th><th>Expires</th><th>Last used</th><th>Status</th><th>Policy and spend</th><th><span class="hint">Action</span></th></tr></thead>
@@ -85,11 +88,13 @@ export function keysTable(keys: KeyView[], options: { csrf: string; now: number;
       <td>${time(k.lastUsedAt, { empty: "never" })}</td>
       <td><span class="badge ${status.kind}">${status.label}</span>${k.revokedAt !== null ? html`<br><span class="hint">${time(k.revokedAt)}</span>` : ""}</td>
       <td class="whole">${policyCell(k)}${k.revokedAt === null ? policyEditForm(k, { csrf: options.csrf, action: options.policyAction(k.id) }) : ""}</td>
-      <td>${k.revokedAt === null
-        ? html`<form method="post" action="${options.revokeAction(k.id)}" data-confirm="Revoke the key “${k.name}”? Programs using it will get 401 from now on. This cannot be undone.">
+      <td>${
+        k.revokedAt === null
+          ? html`<form method="post" action="${options.revokeAction(k.id)}" data-confirm="Revoke the key “${k.name}”? Programs using it will get 401 from now on. This cannot be undone.">
             <input type="hidden" name="csrf" value="${options.csrf}">
             <button type="submit" class="danger" aria-label="Revoke key ${k.name}">Revoke</button></form>`
-        : ""}</td>
+          : ""
+      }</td>
     </tr>`;
   })}</tbody>
 </table></div>`;

@@ -28,13 +28,15 @@ export function modelsPage(registry: ModelRegistry, now: number): Html {
 <h2>Upstreams</h2>
 <div class="table-wrap"><table id="upstreams">
   <thead><tr><th>Upstream</th><th>State</th><th class="num">Failures in a row</th><th class="num">Time to first byte</th><th>Last error</th></tr></thead>
-  <tbody>${upstreams.map((u) => html`<tr>
+  <tbody>${upstreams.map(
+    (u) => html`<tr>
     <td class="whole">${u.name}</td>
     <td><span class="badge ${STATE[u.state].kind}">${STATE[u.state].label}</span></td>
     <td class="num">${u.consecutive_failures}</td>
     <td class="num">${u.ttfb_ms === null ? "–" : `${u.ttfb_ms} ms`}</td>
     <td>${u.last_error ?? html`<span class="muted">none</span>`}</td>
-  </tr>`)}</tbody>
+  </tr>`,
+  )}</tbody>
 </table></div>`;
 }
 

@@ -31,18 +31,22 @@ export function requestsPage(view: RequestsView): Html {
   <div class="shrink"><button type="submit">Filter</button></div>
 </form>
 <p><a href="/dashboard/usage.csv?${csv.toString()}" download id="requests-csv">Download these as CSV</a>${view.isAdmin ? html` · ${view.showUser ? html`<a href="/dashboard/requests">Only mine</a>` : html`<a href="/dashboard/requests?scope=all">Everyone's requests</a>`}` : ""}</p>
-${view.rows.length === 0
+${
+  view.rows.length === 0
     ? html`<p class="muted" id="requests-empty">No requests match.</p>`
     : html`<div class="table-wrap"><table id="requests">
   <thead><tr><th>Time</th>${view.showUser ? html`<th>User</th>` : ""}<th>Key</th><th>Model</th><th>Endpoint</th><th class="num">Status</th><th class="num">Tokens (in + out)</th><th class="num">Credits</th><th class="num">Latency</th><th>Request id</th></tr></thead>
-  <tbody>${view.rows.map((r) => html`<tr>
+  <tbody>${view.rows.map(
+    (r) => html`<tr>
     <td>${time(r.createdAt)}</td>${view.showUser ? html`<td class="whole">${r.email ?? "anonymous"}</td>` : ""}
     <td class="whole">${r.keyName === null ? "-" : html`${r.keyName} <code>${r.keyPrefix}…</code>`}</td>
     <td class="whole">${r.model}</td><td>${r.endpoint}</td>
     <td class="num"><span class="badge ${r.status < 400 ? "ok" : "bad"}">${r.status}</span></td>
     <td class="num">${formatNumber(r.promptTokens)} + ${formatNumber(r.completionTokens)}</td>
     <td class="num">${formatCredits(r.costMicro)}</td><td class="num">${formatNumber(r.latencyMs)} ms</td><td><code>${r.requestId}</code></td>
-  </tr>`)}</tbody>
-</table></div>`}
+  </tr>`,
+  )}</tbody>
+</table></div>`
+}
 ${view.nextBefore === null ? "" : html`<p><a href="/dashboard/requests?${next.toString()}" id="requests-next">Older requests →</a></p>`}`;
 }

@@ -30,9 +30,11 @@ export function signinPage(view: SignedOutView): Html {
     <button type="submit">Sign in</button>
   </form>
   ${oauthButtons(view)}
-  ${view.auth.signup === "closed"
-    ? html`<p class="muted">Accounts are created by an administrator.</p>`
-    : html`<p>New here? <a href="${withNext("/dashboard/signup", view.next)}">Create an account</a>${view.auth.signup === "domain" ? html` <span class="muted">(${domains(view.auth)})</span>` : ""}.</p>`}
+  ${
+    view.auth.signup === "closed"
+      ? html`<p class="muted">Accounts are created by an administrator.</p>`
+      : html`<p>New here? <a href="${withNext("/dashboard/signup", view.next)}">Create an account</a>${view.auth.signup === "domain" ? html` <span class="muted">(${domains(view.auth)})</span>` : ""}.</p>`
+  }
 </div>`;
 }
 

@@ -45,11 +45,13 @@ export function usagePage(view: UsageView): Html {
   ${barChart({ id: "chart-credits", title: "Credits spent", days, series: series((r) => r.costMicro), format: (n) => formatCredits(Math.round(n)), axisScale: 1_000_000 })}
 </div>
 <h2>Recent requests</h2>
-${view.recent.length === 0
+${
+  view.recent.length === 0
     ? html`<p class="muted">No requests yet. Try the <a href="/dashboard/playground">playground</a>.</p>`
     : html`<div class="table-wrap"><table id="recent">
   <thead><tr><th>Time</th><th>Model</th><th>Via</th><th class="num">Tokens (in + out)</th><th class="num">Cost</th><th class="num">Status</th><th class="num">Latency</th></tr></thead>
-  <tbody>${view.recent.map((r) => html`<tr>
+  <tbody>${view.recent.map(
+    (r) => html`<tr>
     <td>${time(r.createdAt)}</td>
     <td class="whole">${r.model}</td>
     <td>${r.identity === "api_key" ? html`key <em class="whole">${r.keyName ?? r.keyId ?? ""}</em>` : r.identity}</td>
@@ -57,6 +59,8 @@ ${view.recent.length === 0
     <td class="num">${formatCredits(r.costMicro)}</td>
     <td class="num"><span class="badge ${r.status < 400 ? "ok" : "bad"}">${r.status}</span></td>
     <td class="num">${formatNumber(r.latencyMs)} ms</td>
-  </tr>`)}</tbody>
-</table></div>`}`;
+  </tr>`,
+  )}</tbody>
+</table></div>`
+}`;
 }

@@ -27,7 +27,9 @@ export function completionsPriced(route: ModelRoute): boolean {
 /** llama.cpp's n_predict -1 sets no limit: no reservation covers it on a route that charges for completions. */
 export function checkCompletionLimit(body: CallBody, route: ModelRoute): void {
   if (body.n_predict === -1 && completionsPriced(route)) {
-    throw new GatewayError("invalid_request_error", `n_predict -1 sets no limit, and "${route.id}" charges for completions: send a limit of at least 0`, { param: "n_predict" });
+    throw new GatewayError("invalid_request_error", `n_predict -1 sets no limit, and "${route.id}" charges for completions: send a limit of at least 0`, {
+      param: "n_predict",
+    });
   }
 }
 
@@ -44,7 +46,10 @@ export function completionPayload(body: CallBody, target: Target, tokenLimit: nu
  * limit sent.
  */
 export function estimatedCompletion(input: EstimateInput): Usage {
-  return { prompt_tokens: promptTokenEstimate(input.bodyBytes), completion_tokens: Math.min(input.completionTokens, completionBound(input.body, input.defaultMaxTokens)) };
+  return {
+    prompt_tokens: promptTokenEstimate(input.bodyBytes),
+    completion_tokens: Math.min(input.completionTokens, completionBound(input.body, input.defaultMaxTokens)),
+  };
 }
 
 export const chatAdapter: EndpointAdapter = {
@@ -58,10 +63,15 @@ export const chatAdapter: EndpointAdapter = {
     const missing = contentMissing(body.messages);
     if (missing !== -1) {
       const param = `messages[${missing}].content`;
-      throw new GatewayError("invalid_request_error", `Invalid request body: ${param}: required (a string or an array; null only on an assistant message with tool_calls)`, { param });
+      throw new GatewayError(
+        "invalid_request_error",
+        `Invalid request body: ${param}: required (a string or an array; null only on an assistant message with tool_calls)`,
+        { param },
+      );
     }
     const messages = body.messages as Array<Record<string | symbol, unknown>>;
-    for (let i = 0; i < messages.length; i++) if (messages[i].role === "developer") (body as Record<symbol, unknown>)[DEVELOPER] = messages[i][DEVELOPER] = true;
+    for (let i = 0; i < messages.length; i++)
+      if (messages[i].role === "developer") (body as Record<symbol, unknown>)[DEVELOPER] = messages[i][DEVELOPER] = true;
   },
   checkRoute: checkCompletionLimit,
   payload(body, target, tokenLimit) {

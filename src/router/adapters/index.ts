@@ -6,6 +6,16 @@ import { speechAdapter, transcriptionsAdapter, translationsAdapter } from "./aud
 import { countTokensAdapter, messagesAdapter } from "./messages";
 import type { EndpointAdapter } from "./types";
 
-export const ADAPTERS: readonly EndpointAdapter[] = [chatAdapter, completionsAdapter, embeddingsAdapter, rerankAdapter, transcriptionsAdapter, translationsAdapter, speechAdapter, messagesAdapter, countTokensAdapter];
+export const ADAPTERS: readonly EndpointAdapter[] = [
+  chatAdapter,
+  completionsAdapter,
+  embeddingsAdapter,
+  rerankAdapter,
+  transcriptionsAdapter,
+  translationsAdapter,
+  speechAdapter,
+  messagesAdapter,
+  countTokensAdapter,
+];
 
 export type { EndpointAdapter } from "./types";

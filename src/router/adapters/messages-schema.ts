@@ -8,7 +8,9 @@ import { Type as t } from "@sinclair/typebox";
 const Message = t.Object(
   {
     role: t.Union([t.Literal("user"), t.Literal("assistant"), t.Literal("system")]),
-    content: t.Union([t.String(), t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))], { description: "A string, or content blocks: text, image, tool_use, tool_result, thinking" }),
+    content: t.Union([t.String(), t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))], {
+      description: "A string, or content blocks: text, image, tool_use, tool_result, thinking",
+    }),
   },
   { additionalProperties: true },
 );
@@ -17,7 +19,14 @@ const Fields = {
   model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
   messages: t.Array(Message, { minItems: 1 }),
   system: t.Optional(t.Union([t.String(), t.Array(t.Object({ type: t.Literal("text"), text: t.String() }, { additionalProperties: true }))])),
-  tools: t.Optional(t.Array(t.Object({ name: t.String(), description: t.Optional(t.String()), input_schema: t.Object({}, { additionalProperties: true }) }, { additionalProperties: true }))),
+  tools: t.Optional(
+    t.Array(
+      t.Object(
+        { name: t.String(), description: t.Optional(t.String()), input_schema: t.Object({}, { additionalProperties: true }) },
+        { additionalProperties: true },
+      ),
+    ),
+  ),
 };
 
 export const MessagesRequest = t.Object(

@@ -86,7 +86,8 @@ export const messagesAdapter: EndpointAdapter = {
     }
     return JSON.stringify(chatToMessage(answer as Record<string, unknown>, { model: body.model, stopSequences: stopSequences(body) }));
   },
-  rewriteEvents: (body, target) => (servesNatively(messagesAdapter, target) ? null : messagesFromChatEvents({ model: body.model, stopSequences: stopSequences(body) })),
+  rewriteEvents: (body, target) =>
+    servesNatively(messagesAdapter, target) ? null : messagesFromChatEvents({ model: body.model, stopSequences: stopSequences(body) }),
   // The translation reads the chat stream's usage chunk.
   keepUsageChunk: true,
   transformError: anthropicErrorText,

@@ -32,7 +32,9 @@ import { servesNatively, type CallBody, type EndpointAdapter } from "./types";
 export const ResponsesRequest = t.Object(
   {
     model: t.String({ minLength: 1, description: "Model route identifier (GET /v1/models)" }),
-    input: t.Optional(t.Union([t.String(), t.Array(t.Unknown())], { description: "A string, or items: messages, function_call, function_call_output, reasoning" })),
+    input: t.Optional(
+      t.Union([t.String(), t.Array(t.Unknown())], { description: "A string, or items: messages, function_call, function_call_output, reasoning" }),
+    ),
     instructions: t.Optional(t.String()),
     previous_response_id: t.Optional(t.String({ description: "A stored response of the same caller to continue" })),
     store: t.Optional(t.Boolean({ description: "Keep the response for previous_response_id and GET /v1/responses/{id} (default true)" })),
@@ -115,7 +117,11 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
       const previous = body.previous_response_id;
       if (typeof previous !== "string") return;
       if (owner === null) {
-        throw new GatewayError("invalid_request_error", "previous_response_id continues a stored response, and anonymous calls store none: call with an API key, a session or SpendAuth", { param: "previous_response_id" });
+        throw new GatewayError(
+          "invalid_request_error",
+          "previous_response_id continues a stored response, and anonymous calls store none: call with an API key, a session or SpendAuth",
+          { param: "previous_response_id" },
+        );
       }
       const stored = store.get(previous, owner);
       if (stored === null) throw new GatewayError("not_found", `No stored response with id "${previous.slice(0, 100)}"`, { param: "previous_response_id" });

@@ -25,7 +25,8 @@ export function checkTriage(job: JobHandlerConfig, at: string, baseDir: string):
     if (job.notify !== undefined) throw new ConfigError(`${at}.notify: only a "triage" job notifies; add triage = { model = "…" }`);
     return;
   }
-  if (job.notify === undefined || job.notify.length === 0) throw new ConfigError(`${at}.notify: a triage job needs at least one target, e.g. notify = [{ kind = "slack", url = "env:SLACK_WEBHOOK_URL" }]`);
+  if (job.notify === undefined || job.notify.length === 0)
+    throw new ConfigError(`${at}.notify: a triage job needs at least one target, e.g. notify = [{ kind = "slack", url = "env:SLACK_WEBHOOK_URL" }]`);
   job.notify.forEach((target, i) => {
     const kind = target.kind;
     for (const key of NEEDS[kind]) {
@@ -45,6 +46,8 @@ export function checkTriage(job: JobHandlerConfig, at: string, baseDir: string):
   }
   const unknown = unknownVariables(template);
   if (unknown.length > 0) {
-    throw new ConfigError(`${where}: unknown variable${unknown.length > 1 ? "s" : ""} ${unknown.map((v) => `{{${v}}}`).join(", ")} (known: ${Object.keys(PROMPT_VARIABLES).join(", ")})`);
+    throw new ConfigError(
+      `${where}: unknown variable${unknown.length > 1 ? "s" : ""} ${unknown.map((v) => `{{${v}}}`).join(", ")} (known: ${Object.keys(PROMPT_VARIABLES).join(", ")})`,
+    );
   }
 }

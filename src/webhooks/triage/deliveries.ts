@@ -52,12 +52,19 @@ export function startDeliveries(options: DeliveryOptions): DeliverySender {
     const job = alert ? jobs.get(alert.job_id) : undefined;
     const target: NotifierConfig | undefined = job?.notify[row.target];
     if (!alert || !target || target.kind !== row.kind) {
-      await outbox.transact(() => markFailed(outbox.sqlite, row, `notify target ${row.target} (${row.kind}) is no longer in the config of job ${alert?.job_id ?? "?"}`, null));
+      await outbox.transact(() =>
+        markFailed(outbox.sqlite, row, `notify target ${row.target} (${row.kind}) is no longer in the config of job ${alert?.job_id ?? "?"}`, null),
+      );
       return;
     }
     const message = messageOf(outbox.sqlite, alert);
-    const replyTo = message.refersTo === null ? null : deliveriesOf(outbox.sqlite, message.refersTo).find((d) => d.target === row.target)?.remote_id ?? null;
-    const result = await sendMessage(target, message, { deliveryId: `modelgate-${row.alert_id}-${row.target}`, replyTo, timeoutMs: job!.timeout_ms, signal: stopped.signal });
+    const replyTo = message.refersTo === null ? null : (deliveriesOf(outbox.sqlite, message.refersTo).find((d) => d.target === row.target)?.remote_id ?? null);
+    const result = await sendMessage(target, message, {
+      deliveryId: `modelgate-${row.alert_id}-${row.target}`,
+      replyTo,
+      timeoutMs: job!.timeout_ms,
+      signal: stopped.signal,
+    });
     if (stopped.signal.aborted && !result.ok) return; // the stop cut it short: pending as it was, sent after the restart
     if (result.ok) {
       await outbox.transact(() => markSent(outbox.sqlite, row, outbox.now(), result.remoteId));
@@ -68,7 +75,8 @@ export function startDeliveries(options: DeliveryOptions): DeliverySender {
     const dead = result.permanent || attempts >= job!.triage.delivery_attempts;
     const retryAt = dead ? null : outbox.now() + backoffDelay(attempts, { firstMs: options.backoffMs, maxMs: options.backoffMaxMs });
     await outbox.transact(() => markFailed(outbox.sqlite, row, error, retryAt));
-    if (dead) options.log("error", `triage: delivery of alert ${row.alert_id} to notify[${row.target}] (${row.kind}) is dead after ${attempts} attempt(s)`, { error });
+    if (dead)
+      options.log("error", `triage: delivery of alert ${row.alert_id} to notify[${row.target}] (${row.kind}) is dead after ${attempts} attempt(s)`, { error });
     else options.log("warn", `triage: delivery of alert ${row.alert_id} to notify[${row.target}] (${row.kind}) failed; retrying`, { error, attempt: attempts });
   }
 

@@ -10,7 +10,12 @@ import { isObject, str, type Raw } from "./narrow";
 
 /** The objects whose name says the event when no header does, in the order they are looked for. */
 const SUBJECTS: ReadonlyArray<[key: string, event: string]> = [
-  ["pull_request", "pull_request"], ["issue", "issues"], ["release", "release"], ["workflow_run", "workflow_run"], ["check_run", "check_run"], ["alert", "alert"],
+  ["pull_request", "pull_request"],
+  ["issue", "issues"],
+  ["release", "release"],
+  ["workflow_run", "workflow_run"],
+  ["check_run", "check_run"],
+  ["alert", "alert"],
 ];
 
 const FAILED = new Set(["failure", "timed_out", "startup_failure", "action_required"]);

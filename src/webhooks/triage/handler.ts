@@ -49,11 +49,13 @@ export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps)
   const group = parseAlert(call);
   const { path, name } = origin(call);
   const found = alertByCall(outbox.sqlite, call.callId);
-  const row = found ?? (await outbox.transact(() => {
-    const recorded = recordAlert(outbox.sqlite, job, call, group, outbox.now());
-    if (recorded.state !== "triaging") ack();
-    return recorded;
-  }));
+  const row =
+    found ??
+    (await outbox.transact(() => {
+      const recorded = recordAlert(outbox.sqlite, job, call, group, outbox.now());
+      if (recorded.state !== "triaging") ack();
+      return recorded;
+    }));
   if (row.state !== "triaging") {
     if (found !== null) await outbox.transact(ack);
     return;
@@ -62,7 +64,12 @@ export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps)
   const answer = await askModel(job.triage, prompt, deps.callModel, outbox.now);
   await outbox.transact(() => {
     setSummary(outbox.sqlite, row.id, answer);
-    addDeliveries(outbox.sqlite, row.id, job.notify.map((n) => n.kind), outbox.now());
+    addDeliveries(
+      outbox.sqlite,
+      row.id,
+      job.notify.map((n) => n.kind),
+      outbox.now(),
+    );
     ack();
   });
   deps.delivered();
@@ -75,17 +82,42 @@ function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, group: Ale
   const base = alertFields(job, path, call.callId, group, now);
   if (last !== null && group.dedupeKey !== null && last.dedupe_key === group.dedupeKey) return insertAlert(sqlite, { ...base, state: "duplicate" });
   if (group.status === "resolved" && group.groupKey !== null) base.refers_to = lastOfGroup(sqlite, job.job_id, group.groupKey, "firing")?.id ?? null;
-  if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS, job.triage.storm_per_minute) < job.triage.storm_per_minute) return insertAlert(sqlite, { ...base, state: "triaging" });
+  if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS, job.triage.storm_per_minute) < job.triage.storm_per_minute)
+    return insertAlert(sqlite, { ...base, state: "triaging" });
   let digest = openDigest(sqlite, job.job_id, path, now);
   if (digest === null) {
     const dueAt = now + job.triage.digest_window_s * 1000;
-    digest = insertAlert(sqlite, { ...base, call_id: null, kind: "digest", status: "firing", group_key: null, dedupe_key: null, title: `Alert storm on ${path}`, details: "", alert_count: 0, state: "digest", refers_to: null, due_at: dueAt });
-    addDeliveries(sqlite, digest.id, job.notify.map((n) => n.kind), dueAt);
+    digest = insertAlert(sqlite, {
+      ...base,
+      call_id: null,
+      kind: "digest",
+      status: "firing",
+      group_key: null,
+      dedupe_key: null,
+      title: `Alert storm on ${path}`,
+      details: "",
+      alert_count: 0,
+      state: "digest",
+      refers_to: null,
+      due_at: dueAt,
+    });
+    addDeliveries(
+      sqlite,
+      digest.id,
+      job.notify.map((n) => n.kind),
+      dueAt,
+    );
   }
   return insertAlert(sqlite, { ...base, state: "held", digest_id: digest.id });
 }
 
-function alertFields(job: TriageJob, path: string, callId: number, group: AlertGroup, now: number): Omit<AlertRow, "id" | "summary" | "summary_error" | "state"> {
+function alertFields(
+  job: TriageJob,
+  path: string,
+  callId: number,
+  group: AlertGroup,
+  now: number,
+): Omit<AlertRow, "id" | "summary" | "summary_error" | "state"> {
   return {
     call_id: callId,
     job_id: job.job_id,

@@ -34,7 +34,14 @@ export function triageJobs(config: Pick<Config, "jobs">): TriageJob[] {
 export function startTriage(config: Pick<Config, "jobs" | "webhooks">, options: TriageOptions): TriageService | null {
   const jobs = triageJobs(config);
   if (jobs.length === 0) return null;
-  const sender = startDeliveries({ outbox: options.outbox, jobs, backoffMs: config.webhooks.backoff_ms, backoffMaxMs: config.webhooks.backoff_max_ms, redact: options.redact, log: options.log });
+  const sender = startDeliveries({
+    outbox: options.outbox,
+    jobs,
+    backoffMs: config.webhooks.backoff_ms,
+    backoffMaxMs: config.webhooks.backoff_max_ms,
+    redact: options.redact,
+    log: options.log,
+  });
   return {
     deps: { outbox: options.outbox, callModel: options.callModel, delivered: sender.wake },
     setJobs: (next) => sender.setJobs(next),

@@ -31,14 +31,33 @@ export function messageOf(sqlite: Database, alert: AlertRow): Message {
     const lines = titles.map((t) => `${t.n > 1 ? `${t.n} × ` : ""}${t.title}`);
     const listed = titles.reduce((sum, t) => sum + t.n, 0);
     if (count > listed) lines.push(`and ${count - listed} more`);
-    return { title: `[STORM] ${count} alerts on ${alert.path}`, text: lines.join("\n"), status: "firing", severity: "critical", kind: "digest", summary: null, refersTo: null };
+    return {
+      title: `[STORM] ${count} alerts on ${alert.path}`,
+      text: lines.join("\n"),
+      status: "firing",
+      severity: "critical",
+      kind: "digest",
+      summary: null,
+      refersTo: null,
+    };
   }
   const parts: string[] = [];
   const firing = alert.refers_to === null ? null : alertById(sqlite, alert.refers_to);
-  if (firing) parts.push(`Resolved after ${minutes(alert.created_at - firing.created_at)} (firing since ${new Date(firing.created_at).toISOString().slice(0, 16).replace("T", " ")} UTC: ${firing.title})`);
+  if (firing)
+    parts.push(
+      `Resolved after ${minutes(alert.created_at - firing.created_at)} (firing since ${new Date(firing.created_at).toISOString().slice(0, 16).replace("T", " ")} UTC: ${firing.title})`,
+    );
   if (alert.summary !== null) parts.push(alert.summary);
   else if (alert.summary_error !== null) parts.push(`(no summary: ${alert.summary_error})`);
   if (alert.summary === null && alert.details !== "") parts.push(alert.details);
   const label = alert.status === "info" ? "" : `[${alert.status.toUpperCase()}${severity && alert.status === "firing" ? ` ${severity}` : ""}] `;
-  return { title: `${label}${alert.title}`, text: parts.join("\n\n"), status: alert.status, severity, kind: alert.kind, summary: alert.summary, refersTo: firing?.id ?? null };
+  return {
+    title: `${label}${alert.title}`,
+    text: parts.join("\n\n"),
+    status: alert.status,
+    severity,
+    kind: alert.kind,
+    summary: alert.summary,
+    refersTo: firing?.id ?? null,
+  };
 }

@@ -38,7 +38,7 @@ function ntfyTags(message: Message): string {
 }
 
 function priorityOf(message: Message): Severity {
-  return message.status === "resolved" ? "info" : message.severity ?? "warning";
+  return message.status === "resolved" ? "info" : (message.severity ?? "warning");
 }
 
 function plain(message: Message): string {
@@ -56,10 +56,20 @@ function build(target: NotifierConfig, message: Message, options: SendOptions): 
   const json = { "content-type": "application/json" };
   switch (target.kind) {
     case "slack":
-      return { url: target.url!, method: "POST", headers: json, body: JSON.stringify({ text: `*${message.title}*${message.text ? `\n${message.text}` : ""}` }) };
+      return {
+        url: target.url!,
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ text: `*${message.title}*${message.text ? `\n${message.text}` : ""}` }),
+      };
     case "discord": {
       const content = `**${message.title}**${message.text ? `\n${message.text}` : ""}`;
-      return { url: target.url!, method: "POST", headers: json, body: JSON.stringify({ content: content.length > DISCORD_MAX ? `${content.slice(0, DISCORD_MAX - 1)}…` : content }) };
+      return {
+        url: target.url!,
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ content: content.length > DISCORD_MAX ? `${content.slice(0, DISCORD_MAX - 1)}…` : content }),
+      };
     }
     case "ntfy": {
       const headers: Record<string, string> = {
@@ -95,7 +105,14 @@ function build(target: NotifierConfig, message: Message, options: SendOptions): 
         url: target.url!,
         method: "POST",
         headers: json,
-        body: JSON.stringify({ title: message.title, text: message.text, status: message.status, severity: message.severity, kind: message.kind, summary: message.summary }),
+        body: JSON.stringify({
+          title: message.title,
+          text: message.text,
+          status: message.status,
+          severity: message.severity,
+          kind: message.kind,
+          summary: message.summary,
+        }),
       };
   }
 }
@@ -130,7 +147,10 @@ export async function sendMessage(target: NotifierConfig, message: Message, opti
     return { ok: false, permanent, error: `${target.kind}: HTTP ${response.status} from ${shown}${said ? `: ${said}` : ""}` };
   } catch (error) {
     const name = (error as Error)?.name;
-    const why = name === "TimeoutError" ? `no answer within ${options.timeoutMs} ms` : String((error as Error)?.message ?? error).replace(/https?:\/\/[^\s"]+/gi, (found) => redactedUrl(found, { path: true }));
+    const why =
+      name === "TimeoutError"
+        ? `no answer within ${options.timeoutMs} ms`
+        : String((error as Error)?.message ?? error).replace(/https?:\/\/[^\s"]+/gi, (found) => redactedUrl(found, { path: true }));
     return { ok: false, permanent: false, error: `${target.kind}: ${shown}: ${why}` };
   }
 }

@@ -82,7 +82,15 @@ export function parseAlert(input: ParseInput): AlertGroup {
     if ("heartbeat" in json && "monitor" in json) return kumaGroup(json);
     if (looksLikeGithub(json)) return githubGroup(json, null);
   }
-  return { kind: "json", status: "info", groupKey: null, dedupeKey: null, title: jsonTitle(json), severity: isObject(json) ? severityOf(json.severity ?? json.priority ?? json.level) : null, alerts: [] };
+  return {
+    kind: "json",
+    status: "info",
+    groupKey: null,
+    dedupeKey: null,
+    title: jsonTitle(json),
+    severity: isObject(json) ? severityOf(json.severity ?? json.priority ?? json.level) : null,
+    alerts: [],
+  };
 }
 
 function textGroup(text: string): AlertGroup {
@@ -108,7 +116,9 @@ function alertGroup(json: Raw): AlertGroup {
     if (!isObject(alert)) continue;
     const labels = isObject(alert.labels) ? alert.labels : {};
     const annotations = isObject(alert.annotations) ? alert.annotations : {};
-    const rest = Object.entries(labels).filter(([k]) => k !== "alertname" && k !== "severity").map(([k, v]) => `${k}=${String(v)}`);
+    const rest = Object.entries(labels)
+      .filter(([k]) => k !== "alertname" && k !== "severity")
+      .map(([k, v]) => `${k}=${String(v)}`);
     alerts.push({
       status: str(alert.status) ?? "firing",
       name: str(labels.alertname) ?? "alert",
@@ -121,8 +131,13 @@ function alertGroup(json: Raw): AlertGroup {
   const status: AlertStatus = str(json.status) === "resolved" ? "resolved" : "firing";
   const groupLabels = isObject(json.groupLabels) ? Object.values(json.groupLabels).map(String) : [];
   const names = [...new Set(alerts.map((a) => a.name))];
-  const title = str(json.title) ?? `${names.slice(0, 3).join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""}${groupLabels.length > 0 ? ` (${groupLabels.join(", ")})` : ""}`;
-  const fingerprints = alerts.map((a) => `${a.fingerprint ?? a.name}:${a.status}`).sort().join(",");
+  const title =
+    str(json.title) ??
+    `${names.slice(0, 3).join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""}${groupLabels.length > 0 ? ` (${groupLabels.join(", ")})` : ""}`;
+  const fingerprints = alerts
+    .map((a) => `${a.fingerprint ?? a.name}:${a.status}`)
+    .sort()
+    .join(",");
   const groupKey = str(json.groupKey) ?? `${str(json.orgId) ?? ""}:${names.join(",")}`;
   return {
     kind: grafana ? "grafana" : "alertmanager",
@@ -149,8 +164,19 @@ function kumaGroup(json: Raw): AlertGroup {
     status,
     groupKey: id === null ? null : `kuma:${id}`,
     dedupeKey: id === null ? null : `${status}|${str(heartbeat?.time) ?? ""}`,
-    title: status === "firing" ? `${name} is down` : status === "resolved" ? `${name} is up` : str(json.msg) ?? name,
+    title: status === "firing" ? `${name} is down` : status === "resolved" ? `${name} is up` : (str(json.msg) ?? name),
     severity: status === "firing" ? "critical" : "info",
-    alerts: monitor ? [{ status, name, severity: status === "firing" ? "critical" : null, summary: message, labels: str(monitor.url) ?? str(monitor.hostname), fingerprint: id }] : [],
+    alerts: monitor
+      ? [
+          {
+            status,
+            name,
+            severity: status === "firing" ? "critical" : null,
+            summary: message,
+            labels: str(monitor.url) ?? str(monitor.hostname),
+            fingerprint: id,
+          },
+        ]
+      : [],
   };
 }

@@ -111,7 +111,9 @@ function promptValues({ group, body, endpoint, name }: PromptInput): Record<Prom
     title: group.title,
     severity: group.severity ?? "",
     alert_count: String(group.alerts.length),
-    alerts: group.alerts.map((a) => `- [${a.status}] ${a.name}${a.severity ? ` (${a.severity})` : ""}${a.summary ? `: ${a.summary}` : ""}${a.labels ? ` {${a.labels}}` : ""}`).join("\n"),
+    alerts: group.alerts
+      .map((a) => `- [${a.status}] ${a.name}${a.severity ? ` (${a.severity})` : ""}${a.summary ? `: ${a.summary}` : ""}${a.labels ? ` {${a.labels}}` : ""}`)
+      .join("\n"),
     body: body.length > BODY_CHARS ? `${body.slice(0, BODY_CHARS)}\n[… ${body.length - BODY_CHARS} more characters]` : body,
     endpoint,
     name: name ?? "",

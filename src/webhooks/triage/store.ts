@@ -45,7 +45,8 @@ export interface DeliveryRow {
 
 export type NewAlert = Omit<AlertRow, "id" | "summary" | "summary_error">;
 
-const COLUMNS = "id, call_id, job_id, path, kind, status, group_key, dedupe_key, title, severity, details, alert_count, state, summary, summary_error, refers_to, digest_id, created_at, due_at";
+const COLUMNS =
+  "id, call_id, job_id, path, kind, status, group_key, dedupe_key, title, severity, details, alert_count, state, summary, summary_error, refers_to, digest_id, created_at, due_at";
 
 export function alertByCall(sqlite: Database, callId: number): AlertRow | null {
   return sqlite.query<AlertRow, [number]>(`SELECT ${COLUMNS} FROM triage_alerts WHERE call_id = ?`).get(callId);
@@ -58,7 +59,9 @@ export function alertById(sqlite: Database, id: number): AlertRow | null {
 /** The latest alert of a group that was not itself a repeat. */
 export function lastOfGroup(sqlite: Database, jobId: number, groupKey: string, status?: string): AlertRow | null {
   return sqlite
-    .query<AlertRow, [number, string, string | null]>(`SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND group_key = ? AND state != 'duplicate' AND (?3 IS NULL OR status = ?3) ORDER BY id DESC LIMIT 1`)
+    .query<AlertRow, [number, string, string | null]>(
+      `SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND group_key = ? AND state != 'duplicate' AND (?3 IS NULL OR status = ?3) ORDER BY id DESC LIMIT 1`,
+    )
     .get(jobId, groupKey, status ?? null);
 }
 
@@ -68,13 +71,19 @@ export function lastOfGroup(sqlite: Database, jobId: number, groupKey: string, s
  */
 export function countSince(sqlite: Database, jobId: number, path: string, since: number, upTo: number): number {
   return sqlite
-    .query<{ n: number }, [string, number, number, number]>("SELECT count(*) AS n FROM (SELECT 1 FROM triage_alerts WHERE path = ? AND created_at >= ? AND job_id = ? AND state NOT IN ('duplicate', 'digest') LIMIT ?)")
+    .query<{ n: number }, [string, number, number, number]>(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM triage_alerts WHERE path = ? AND created_at >= ? AND job_id = ? AND state NOT IN ('duplicate', 'digest') LIMIT ?)",
+    )
     .get(path, since, jobId, upTo)!.n;
 }
 
 /** The digest of `path` still collecting at `now`. */
 export function openDigest(sqlite: Database, jobId: number, path: string, now: number): AlertRow | null {
-  return sqlite.query<AlertRow, [number, string, number]>(`SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND path = ? AND state = 'digest' AND due_at > ? ORDER BY id DESC LIMIT 1`).get(jobId, path, now);
+  return sqlite
+    .query<AlertRow, [number, string, number]>(
+      `SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND path = ? AND state = 'digest' AND due_at > ? ORDER BY id DESC LIMIT 1`,
+    )
+    .get(jobId, path, now);
 }
 
 export function insertAlert(sqlite: Database, row: NewAlert): AlertRow {
@@ -83,7 +92,24 @@ export function insertAlert(sqlite: Database, row: NewAlert): AlertRow {
       `INSERT INTO triage_alerts (call_id, job_id, path, kind, status, group_key, dedupe_key, title, severity, details, alert_count, state, refers_to, digest_id, created_at, due_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
     )
-    .get(row.call_id, row.job_id, row.path, row.kind, row.status, row.group_key, row.dedupe_key, row.title, row.severity, row.details, row.alert_count, row.state, row.refers_to, row.digest_id, row.created_at, row.due_at)!;
+    .get(
+      row.call_id,
+      row.job_id,
+      row.path,
+      row.kind,
+      row.status,
+      row.group_key,
+      row.dedupe_key,
+      row.title,
+      row.severity,
+      row.details,
+      row.alert_count,
+      row.state,
+      row.refers_to,
+      row.digest_id,
+      row.created_at,
+      row.due_at,
+    )!;
 }
 
 export function setSummary(sqlite: Database, id: number, answer: { summary: string } | { error: string }): void {
@@ -99,7 +125,9 @@ export function addDeliveries(sqlite: Database, alertId: number, kinds: readonly
 
 export function dueDeliveries(sqlite: Database, now: number, limit: number): DeliveryRow[] {
   return sqlite
-    .query<DeliveryRow, [number, number]>("SELECT * FROM triage_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, alert_id LIMIT ?")
+    .query<DeliveryRow, [number, number]>(
+      "SELECT * FROM triage_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, alert_id LIMIT ?",
+    )
     .all(now, limit);
 }
 
@@ -113,7 +141,10 @@ export function deliveriesOf(sqlite: Database, alertId: number): DeliveryRow[] {
 }
 
 export function markSent(sqlite: Database, row: Pick<DeliveryRow, "alert_id" | "target">, now: number, remoteId: string | null): void {
-  sqlite.run("UPDATE triage_deliveries SET state = 'sent', attempts = attempts + 1, sent_at = ?, remote_id = ?, last_error = NULL WHERE alert_id = ? AND target = ? AND state = 'pending'", [now, remoteId, row.alert_id, row.target]);
+  sqlite.run(
+    "UPDATE triage_deliveries SET state = 'sent', attempts = attempts + 1, sent_at = ?, remote_id = ?, last_error = NULL WHERE alert_id = ? AND target = ? AND state = 'pending'",
+    [now, remoteId, row.alert_id, row.target],
+  );
 }
 
 /** A failed attempt: pending again at `retryAt`, or dead when `retryAt` is null. */
@@ -126,12 +157,17 @@ export function markFailed(sqlite: Database, row: Pick<DeliveryRow, "alert_id" |
 
 /** Dead deliveries of an alert made pending again, with a fresh budget of attempts; how many. */
 export function retryDeliveries(sqlite: Database, alertId: number, now: number): number {
-  return sqlite.run("UPDATE triage_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE alert_id = ? AND state = 'dead'", [now, alertId]).changes;
+  return sqlite.run("UPDATE triage_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE alert_id = ? AND state = 'dead'", [now, alertId])
+    .changes;
 }
 
 /** What a digest collected: how many alerts, and the titles seen most. */
 export function digestMembers(sqlite: Database, digestId: number): { count: number; titles: Array<{ title: string; n: number }> } {
   const count = sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM triage_alerts WHERE digest_id = ?").get(digestId)!.n;
-  const titles = sqlite.query<{ title: string; n: number }, [number]>("SELECT title, count(*) AS n FROM triage_alerts WHERE digest_id = ? GROUP BY title ORDER BY n DESC, title LIMIT 10").all(digestId);
+  const titles = sqlite
+    .query<{ title: string; n: number }, [number]>(
+      "SELECT title, count(*) AS n FROM triage_alerts WHERE digest_id = ? GROUP BY title ORDER BY n DESC, title LIMIT 10",
+    )
+    .all(digestId);
   return { count, titles };
 }
