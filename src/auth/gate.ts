@@ -29,7 +29,7 @@ import { limitsUnavailable, policyFromLimit, rateLimitHeaders, MINUTE_MS } from 
 import type { CreditMeter } from "../credits/meter";
 import { reserveWithin } from "../credits/reservation";
 import { formatCredits } from "../credits/amount";
-import { costMicro } from "../router/usage";
+import { costMicro } from "../credits/cost";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type ReadInput, type SettleInput, type SpendAuthHook } from "./types";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";

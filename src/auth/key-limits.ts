@@ -21,7 +21,7 @@ import type { GatewayError } from "../errors";
 import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
 import { decidedNow, MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../ratelimit/types";
 import type { ModelRoute } from "../router/registry";
-import type { Usage } from "../router/usage";
+import type { Usage } from "../credits/cost";
 import type { VerifiedKey } from "./apikey";
 import type { KeyVerifier } from "./key-verifier";
 import { budgetPeriod, type BudgetPeriod } from "./key-policy";

@@ -5,7 +5,7 @@
  */
 import { GatewayError, type ErrorCode } from "../errors";
 import type { ModelRoute } from "../router/registry";
-import type { Usage } from "../router/usage";
+import type { Usage } from "../credits/cost";
 import type { Reserve } from "../credits/reservation";
 
 /** `job`: a call the gateway makes for itself (a triage job), as a user or as its built-in service identity. */

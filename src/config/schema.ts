@@ -83,7 +83,7 @@ const Target = T.Object(
 
 /**
  * Credits per 1M tokens. At most a credit a token, so that a request's cost (at most
- * MAX_COUNTED_TOKENS of each kind, src/router/usage.ts) stays an exact integer of micro-credits.
+ * MAX_COUNTED_TOKENS of each kind, src/credits/cost.ts) stays an exact integer of micro-credits.
  */
 const Price = T.Object(
   {

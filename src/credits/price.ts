@@ -8,7 +8,7 @@
  * routing.default_max_tokens, times `n` (the choices asked for), at most MAX_COUNTED_TOKENS (a
  * bound of 1e308 tokens would make the cost Infinity).
  */
-import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../router/usage";
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "./cost";
 
 /** OpenAI's own limit on `n`; a larger one is counted as this many (the upstream refuses it anyway). */
 const MAX_CHOICES = 128;

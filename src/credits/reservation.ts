@@ -13,7 +13,7 @@
  *     -> { micro, completionLimit }   completionLimit: per choice, null when the request's own is covered
  *     -> { neededMicro }              the least it would need: refuse it
  */
-import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../router/usage";
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "./cost";
 import { choicesAsked, completionLimit, promptTokenEstimate, type CostInput } from "./price";
 
 /** The fewest completion tokens per choice a request cut to its balance is still sent upstream. */

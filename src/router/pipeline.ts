@@ -16,7 +16,7 @@ import { relaySse } from "./sse";
 import { watchClient } from "./client-watch";
 import { hundredths } from "../log";
 import { completionLimit } from "../credits/price";
-import type { Usage } from "./usage";
+import type { Usage } from "../credits/cost";
 import { UpstreamFailure } from "./upstream-client";
 import { errorExcerpt, withoutSecrets } from "./upstream-text";
 import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";

@@ -3,7 +3,7 @@
  * is given (timeouts, the stream's API, a translation, the settlement to run when it ends) and
  * what it reports once the stream ended, however it ended.
  */
-import type { Usage } from "./usage";
+import type { Usage } from "../credits/cost";
 import type { StreamDialect, StreamRewrite } from "./sse-events";
 
 export interface RelayOptions {

@@ -10,7 +10,7 @@ import { presentedKind } from "../auth/presented";
 import type { AppDeps, RequestRecord } from "../deps";
 import type { ModelRoute } from "./registry";
 import type { ClientWatch } from "./client-watch";
-import { costMicro, type Usage } from "./usage";
+import { costMicro, type Usage } from "../credits/cost";
 import type { CallBody, EndpointAdapter } from "./adapters/types";
 import type { EndpointName } from "../config/schema";
 import type { Upload } from "./upload";

@@ -4,7 +4,7 @@
  * another API's stream is read by, and the StreamRewrite a translating endpoint hands the relay.
  * Pure text functions: the relay loop owns the reading, timing and settling.
  */
-import type { Usage } from "./usage";
+import type { Usage } from "../credits/cost";
 
 /**
  * An API's own event stream where it is not chat completions' (a native /v1/responses): how the

@@ -21,7 +21,7 @@
  * - one incomplete event holds at most MAX_EVENT_CHARS: an upstream that never ends an event is
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
-import { readUsage, type Usage } from "./usage";
+import { readUsage, type Usage } from "../credits/cost";
 import { withoutSecrets } from "./upstream-text";
 import { DONE, DONE_TEXT, errorEvent, FINISHED, parseData, USAGE_PATTERN } from "./sse-events";
 import type { RelayOptions, RelayResult } from "./relay-options";

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/log";
-import { usageFromJson } from "../../src/router/usage";
+import { usageFromJson } from "../../src/credits/cost";
 import type { RequestRecord } from "../../src/deps";
 
 describe("request log line", () => {

@@ -4,7 +4,7 @@ import { formatCredits, MAX_BALANCE_MICRO, MICRO_PER_CREDIT, parseCredits } from
 import { createDebitWriter, getBalance, grantCredits, listLedger, refundCredits } from "../../src/credits/ledger";
 import { recentUsage } from "../../src/credits/usage";
 import { maxCostMicro } from "../../src/credits/price";
-import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../../src/router/usage";
+import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../../src/credits/cost";
 import { buildConfig } from "../../src/config/load";
 import { DEBITS_STALLED_MS } from "../../src/auth/gate";
 import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, leastToServe, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { MIN_COMPLETION_TOKENS, reserveWithin } from "../../src/credits/reservation";
-import { tokensCostMicro } from "../../src/router/usage";
+import { tokensCostMicro } from "../../src/credits/cost";
 
 const price = { prompt: 10, completion: 20 };
 const bodyBytes = 400; // 100 prompt tokens: 1,000 micro-credits

@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { getBalance } from "../../src/credits/ledger";
-import { MAX_COUNTED_TOKENS, usageFromJson } from "../../src/router/usage";
+import { MAX_COUNTED_TOKENS, usageFromJson } from "../../src/credits/cost";
 import { buildAuthApp, HELLO, HELLO_COST, leastToServe, PAID_PRICE, payingUser, type AuthTestApp } from "../auth/support";
 import type { MockBehaviour } from "../support/mock-upstream";
 

@@ -9,7 +9,7 @@ import { BASE_CONFIG, CHAIN_ID, CLIENT, COMMITMENT, CONTRACT, KEYS, OPERATOR, fi
 import { concat, encodeAbiParameters, keccak256, parseAbiParameters, recoverAddress, toHex } from "viem";
 import { GatewayError } from "../../src/errors";
 import { listSettlements } from "../../src/spendauth/settlements";
-import { MAX_COUNTED_TOKENS } from "../../src/router/usage";
+import { MAX_COUNTED_TOKENS } from "../../src/credits/cost";
 
 let mock: MockUpstream;
 let config: typeof BASE_CONFIG;

@@ -7,7 +7,7 @@
 import { GatewayError } from "../../errors";
 import { anthropicError } from "../../translate/anthropic-errors";
 import { isRecord } from "../../translate/chat";
-import { MAX_COUNTED_TOKENS, usageFromJson, type Usage } from "../usage";
+import { MAX_COUNTED_TOKENS, usageFromJson, type Usage } from "../../credits/cost";
 import type { StreamDialect } from "../sse-events";
 import type { CallBody } from "./types";
 

@@ -6,7 +6,7 @@
  * successful call is charged price.request.
  */
 import { Type as t } from "@sinclair/typebox";
-import { callCostMicro, type Usage } from "../usage";
+import { callCostMicro, type Usage } from "../../credits/cost";
 import { reserveFixed, type ReserveInput } from "../../credits/reservation";
 import { jsonChecker } from "./check";
 import type { CallBody, EndpointAdapter } from "./types";

@@ -10,10 +10,10 @@ import { completionBound, promptTokenEstimate } from "../../credits/price";
 import { reserveWithin } from "../../credits/reservation";
 import { ChatCompletionRequest, contentMissing } from "../schema";
 import { setTokenLimit } from "../upstream-body";
-import { usageFromJson } from "../usage";
+import { usageFromJson } from "../../credits/cost";
 import type { ModelRoute, Target } from "../registry";
 import type { CallBody, EndpointAdapter, EstimateInput } from "./types";
-import type { Usage } from "../usage";
+import type { Usage } from "../../credits/cost";
 
 const checker = TypeCompiler.Compile(ChatCompletionRequest);
 /** Marks a message the client sent as `developer` (a symbol: never serialised), so each target gets its own role for it. */

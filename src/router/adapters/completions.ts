@@ -6,7 +6,7 @@
  */
 import { Type as t } from "@sinclair/typebox";
 import { reserveWithin } from "../../credits/reservation";
-import { usageFromJson } from "../usage";
+import { usageFromJson } from "../../credits/cost";
 import { checkCompletionLimit, completionPayload, estimatedCompletion } from "./chat";
 import { jsonChecker } from "./check";
 import type { EndpointAdapter } from "./types";

@@ -6,7 +6,7 @@
  */
 import { Type as t } from "@sinclair/typebox";
 import { promptTokenEstimate } from "../../credits/price";
-import { readUsage, tokensCostMicro, usageFromJson, type Usage } from "../usage";
+import { readUsage, tokensCostMicro, usageFromJson, type Usage } from "../../credits/cost";
 import { jsonChecker } from "./check";
 import type { EndpointAdapter, EstimateInput } from "./types";
 import { reserveFixed, type ReserveInput } from "../../credits/reservation";

@@ -17,7 +17,7 @@ import { chatToMessage } from "../../translate/anthropic-answer";
 import { estimateInputTokens } from "../../translate/count-tokens";
 import { reserveWithin } from "../../credits/reservation";
 import { setTokenLimit } from "../upstream-body";
-import { usageFromJson, type Usage } from "../usage";
+import { usageFromJson, type Usage } from "../../credits/cost";
 import { estimatedCompletion } from "./chat";
 import { anthropicErrorText, anthropicUsageFromJson, checkMessagesBody, invalid, MESSAGES_EVENTS, renderAnthropicError } from "./anthropic-wire";
 import { messagesFromChatEvents } from "./messages-stream";

@@ -7,7 +7,7 @@
  * The answer reaches the client as the upstream gave it; nativeEvents only watches it, for the
  * Response object to store and the id the failure event names.
  */
-import { readUsage, usageFromJson, type Usage } from "../usage";
+import { readUsage, usageFromJson, type Usage } from "../../credits/cost";
 import { parseData, type StreamDialect, type StreamRewrite } from "../sse-events";
 import type { CallBody, NativeForm } from "./types";
 import type { Target } from "../registry";

@@ -20,7 +20,7 @@ import { reserveWithin } from "../../credits/reservation";
 import { responsesToChat, type ResponseEcho } from "../../translate/responses-request";
 import { chatToResponse } from "../../translate/responses-answer";
 import type { ChatRequest } from "../../translate/chat";
-import { usageFromJson } from "../usage";
+import { usageFromJson } from "../../credits/cost";
 import { createResponseStore, responseOwner } from "../response-store";
 import type { ModelRoute } from "../registry";
 import { completionPayload, estimatedCompletion } from "./chat";

@@ -17,7 +17,7 @@ import type { GatewayError } from "../../errors";
 import type { Identity } from "../../auth/types";
 import type { StreamDialect, StreamRewrite } from "../sse-events";
 import type { ModelRoute, Target } from "../registry";
-import type { Usage } from "../usage";
+import type { Usage } from "../../credits/cost";
 
 /** A request body the adapter has checked: an object naming a model. */
 export type CallBody = { model: string } & Record<string, unknown>;

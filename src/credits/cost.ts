@@ -5,8 +5,8 @@
  * A reported usage is untrusted JSON: readUsage takes it only when both counts are whole numbers
  * of at least 0 (larger than MAX_COUNTED_TOKENS counts as that many), so no cost, hold or log row is
  * ever NaN, Infinity or a string; any other report (a count negative, fractional, not a number or
- * missing) is no report, and the answer is charged an estimate (./pipeline.ts). Either way a
- * request is charged at most its reservation (../credits/meter.ts).
+ * missing) is no report, and the answer is charged an estimate (../router/pipeline.ts). Either way a
+ * request is charged at most its reservation (./meter.ts).
  */
 export interface Usage {
   prompt_tokens: number;
