@@ -22,11 +22,19 @@ import type { OutboxView, UserView } from "./pages/admin";
 
 type Result<T> = { ok: true; value: T } | { ok: false; message: string };
 
-export interface SignedIn {
+interface SignedIn {
   user: PageUser;
   /** The raw session cookie value (only used to derive the CSRF token; never rendered). */
   token: string;
 }
+
+/** A signed-in caller past the dashboard's guard, with the CSRF token its forms carry. */
+export interface Guarded extends SignedIn {
+  csrf: string;
+}
+
+/** A posted form's fields: only string values are kept (a JSON body may carry anything). */
+export type Form = Record<string, string | undefined>;
 
 export interface DashboardAccounts {
   sessionUser(request: Request): SignedIn | null;

@@ -12,7 +12,7 @@ import { adminPage, type AdminView } from "./pages/admin";
 import { policyFlagsOf, policyMessage } from "./pages/key-policy";
 import { parsePolicyFlags } from "../auth/key-policy";
 import { AMOUNT_RULE, parseCredits } from "../credits/amount";
-import type { Form, Guarded } from "./index";
+import type { Form, Guarded } from "./accounts";
 
 interface AdminRoutesDeps {
   deps: AppDeps;

@@ -7,7 +7,7 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { createAccounts, type DashboardAccounts, type SignedIn } from "./accounts";
+import { createAccounts, type DashboardAccounts, type Form, type Guarded } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
 import { originAllowed } from "../auth/session";
 import { requestPath } from "../request-url";
@@ -28,13 +28,6 @@ import { usageRoutes } from "./usage-routes";
 import { adminRoutes, idOf } from "./admin-routes";
 import { alertsPage, recentAlerts } from "./pages/alerts";
 import { retryDeliveries } from "../webhooks/triage/store";
-
-/** A posted form's fields: only string values are kept (a JSON body may carry anything). */
-export type Form = Record<string, string | undefined>;
-
-export interface Guarded extends SignedIn {
-  csrf: string;
-}
 
 export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts; reveals?: KeyReveals } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);
