@@ -7,7 +7,7 @@
  * no more than the keyed one.
  */
 import { composeTestApp } from "../tests/support/app";
-import { buildIdentities } from "../src/auth/wire";
+import { buildIdentities } from "../src/auth/identities";
 import { createUser } from "../src/auth/users";
 import { createApiKey } from "../src/auth/apikey";
 import { createModelCaller } from "../src/router/in-process";

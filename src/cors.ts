@@ -8,7 +8,7 @@
  * session cookie cross-origin (a key or a payment header must be sent explicitly); the dashboard,
  * sign-in and admin routes never get CORS headers.
  */
-import { requestOrigin } from "./request-url";
+import { requestOrigin } from "./requests/url";
 
 /** Headers a page may read from an answer, beyond the CORS-safelisted ones. */
 const EXPOSED =

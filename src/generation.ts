@@ -13,7 +13,7 @@ import type { AppDeps, RequestRecord } from "./deps";
 import type { SpendAuthHook } from "./auth/types";
 import type { GatewayMetrics } from "./metrics/gateway";
 import type { RouteMemory } from "./router/remembered-routes";
-import { identitiesFor, type IdentityState } from "./auth/wire";
+import { identitiesFor, type IdentityState } from "./auth/identities";
 import { buildDeps } from "./compose";
 import { createApp, type App } from "./app";
 import { metricsRoutes } from "./metrics/routes";

@@ -1,7 +1,7 @@
 /**
  * Structured JSON logs, one object per line. Service lines (start-up, shutdown, warnings) are
  * written at once; request lines, one per finished chat request, arrive in batches from the
- * request sink (./request-sink.ts) and are written with one write per batch, so a request never
+ * request sink (./requests/sink.ts) and are written with one write per batch, so a request never
  * pays for formatting or a write. Lines below `[log] level` are dropped; `[log] requests = false`
  * drops request lines. A record carries identity kind and ids, never a credential.
  */

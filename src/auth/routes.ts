@@ -19,7 +19,7 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
-import { requestMeta } from "../request-meta";
+import { requestMeta } from "../requests/meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";

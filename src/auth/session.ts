@@ -17,7 +17,7 @@
 import { eq } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { sessions } from "../db/schema";
-import { requestOrigin } from "../request-url";
+import { requestOrigin } from "../requests/url";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
 export const SESSION_COOKIE = "mg_session";
@@ -199,7 +199,7 @@ export function originAllowed(request: Request, publicUrl: string): boolean {
 /**
  * Deletes the rows of sessions that can no longer sign in (expired, or slid under a longer
  * session_days than today's: the validator's own test), so the rows of browsers that never come
- * back do not pile up. The server runs it hourly (see wire.ts); a locked database skips a round.
+ * back do not pile up. The server runs it hourly (see identities.ts); a locked database skips a round.
  */
 export function pruneEndedSessions(db: Db, options: { now: number; durationMs: number }): number {
   const statement = db.$client.query<unknown, [number, number]>("DELETE FROM sessions WHERE expires_at <= ?1 OR expires_at > ?2");

@@ -18,7 +18,7 @@ import { setupTokenValid } from "../auth/setup";
 import { signinPage, signupPage } from "./pages/signin";
 import { setupLinkInvalidPage, setupPage } from "./pages/setup";
 
-export function authRoutes(deps: AppDeps, accounts: DashboardAccounts) {
+export function authPageRoutes(deps: AppDeps, accounts: DashboardAccounts) {
   const { auth } = deps.config;
   const secure = deps.config.server.public_url.startsWith("https:");
   const hidden = { detail: { hide: true } };

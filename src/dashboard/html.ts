@@ -37,7 +37,7 @@ function render(value: Interpolation): string {
 }
 
 /** Micro-credits as a credit amount with up to 6 decimals, trailing zeros trimmed (12.5, 0.000042). */
-export function formatCredits(micro: number): string {
+export function displayCredits(micro: number): string {
   const sign = micro < 0 ? "-" : "";
   const abs = Math.abs(Math.trunc(micro));
   const whole = Math.floor(abs / 1_000_000);

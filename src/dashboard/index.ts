@@ -10,7 +10,7 @@ import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type Form, type Guarded } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
 import { originAllowed } from "../auth/session";
-import { requestPath } from "../request-url";
+import { requestPath } from "../requests/url";
 import { KEY_NAME_MAX_CHARS, keyNameTooLong } from "../auth/apikey";
 import { html } from "./html";
 import { redirect, renderPage, type NavKey, type PageOptions } from "./layout";
@@ -19,7 +19,7 @@ import { modelsPage } from "./pages/models";
 import { playgroundPage } from "./pages/playground";
 import { EXPIRY_CHOICES, keysPage } from "./pages/keys";
 import { usagePage, USAGE_DAYS } from "./pages/usage";
-import { authRoutes } from "./auth-pages";
+import { authPageRoutes } from "./auth-pages";
 import { dailyUsage, recentRequests } from "./usage-query";
 import { createKeyReveals, type CreatedKey, type KeyReveals } from "./key-reveals";
 import { parsePolicyFlags } from "../auth/key-policy";
@@ -96,7 +96,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   return new Elysia({ name: "modelgate.dashboard" })
     .get("/dashboard/assets/style.css", () => asset(STYLE, "text/css; charset=utf-8"), hidden)
     .get("/dashboard/assets/app.js", () => asset(SCRIPT, "text/javascript; charset=utf-8"), hidden)
-    .use(authRoutes(deps, accounts))
+    .use(authPageRoutes(deps, accounts))
     .get(
       "/dashboard",
       ({ request }) => {

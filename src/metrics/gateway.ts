@@ -1,6 +1,6 @@
 /**
  * The gateway's metrics: fed one RequestRecord per finished model request (observe() is a handful
- * of Map updates, no I/O; the server calls it in batches, see src/request-sink.ts), and read at
+ * of Map updates, no I/O; the server calls it in batches, see src/requests/sink.ts), and read at
  * scrape time from the live upstream states. Other parts add their own gauges with registerGauge
  * (for example the webhook outbox depth), which are computed only when /metrics is scraped.
  */
@@ -33,7 +33,7 @@ export interface GatewayMetricsOptions {
   /** Process start, epoch ms. */
   startedAt: number;
   now: () => number;
-  /** Called first thing in render(): hands over observations still queued (./request-sink.ts). */
+  /** Called first thing in render(): hands over observations still queued (../requests/sink.ts). */
   beforeRender?: () => void;
 }
 

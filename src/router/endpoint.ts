@@ -10,7 +10,7 @@
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
 import { BodyBudget, declaredLength, parseJsonBody, readJsonBody } from "../body";
-import { requestMeta, type RequestMeta } from "../request-meta";
+import { requestMeta, type RequestMeta } from "../requests/meta";
 import { trustedProxies } from "../client-address";
 import { handleCall } from "./pipeline";
 import { refusalRecord } from "./served";

@@ -7,9 +7,9 @@
  */
 import type { AppDeps } from "../deps";
 import { createCors } from "../cors";
-import { requestMeta } from "../request-meta";
+import { requestMeta } from "../requests/meta";
 import { trustedProxies } from "../client-address";
-import { requestPath } from "../request-url";
+import { requestPath } from "../requests/url";
 import { ADAPTERS } from "./adapters";
 import { createResponsesAdapter } from "./adapters/responses";
 import { createEndpoint, type ModelEndpoint } from "./endpoint";

@@ -10,7 +10,7 @@ import type { AppDeps } from "../deps";
 import { errorBody, GatewayError } from "../errors";
 import { createCors, fromForeignPage } from "../cors";
 import { trustedProxies } from "../client-address";
-import { requestMeta, type RequestMeta } from "../request-meta";
+import { requestMeta, type RequestMeta } from "../requests/meta";
 import { hundredths } from "../log";
 import type { Identity } from "../auth/types";
 import { createResponseStore, responseOwner, type ResponseStore } from "./response-store";

@@ -8,7 +8,7 @@ import type { AppDeps } from "../deps";
 import type { ModelEndpoint } from "./endpoint";
 import type { ModelRoute } from "./registry";
 import { GatewayError } from "../errors";
-import { requestPath } from "../request-url";
+import { requestPath } from "../requests/url";
 import { targetState } from "./target-state";
 import { errorDoc, jsonDoc } from "../swagger";
 import { endpointDocs } from "./endpoint-docs";

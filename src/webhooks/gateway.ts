@@ -26,8 +26,8 @@ import { createPullApi } from "./pull-api";
 import { storedHeaders } from "./headers";
 import { parseAddress, stopWithin } from "../listen";
 import { BodyBudget, declaredLength, UNCOUNTED_BODY_BYTES } from "../body";
-import { nextRequestId } from "../request-meta";
-import { rawPath } from "../request-url";
+import { nextRequestId } from "../requests/meta";
+import { rawPath } from "../requests/url";
 
 export interface GatewayOptions {
   config: WebhooksConfig;

@@ -5,7 +5,7 @@
 import type { createApp } from "../../src/app";
 import type { AppDeps, RequestRecord } from "../../src/deps";
 import { composeTestApp } from "../support/app";
-import { buildIdentities, type Identities } from "../../src/auth/wire";
+import { buildIdentities, type Identities } from "../../src/auth/identities";
 import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
 import type { PolicyChange } from "../../src/auth/key-policy";

@@ -5,7 +5,7 @@
  * proxy chose its own rate-limit subjects, of any length).
  */
 import { describe, expect, test } from "bun:test";
-import { requestMeta } from "../../src/request-meta";
+import { requestMeta } from "../../src/requests/meta";
 import { addressSubject, canonicalAddress, parseProxyEntry, trustedProxies } from "../../src/client-address";
 import { buildConfig } from "../../src/config/load";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
-import { createRequestLog, pruneRequestLog } from "../../src/request-log";
+import { createRequestLog, pruneRequestLog } from "../../src/requests/log";
 import type { RequestRecord } from "../../src/deps";
 
 const DAY = 86_400_000;

@@ -4,7 +4,7 @@
  */
 import { captureLog } from "../support/log";
 import { describe, expect, test } from "bun:test";
-import { createRequestSink, FULL_BATCH } from "../../src/request-sink";
+import { createRequestSink, FULL_BATCH } from "../../src/requests/sink";
 import { createGatewayMetrics } from "../../src/metrics/gateway";
 import { ModelRegistry } from "../../src/router/registry";
 import { buildConfig } from "../../src/config/load";

@@ -11,7 +11,7 @@ import { createApp } from "../../src/app";
 import { buildDeps } from "../../src/compose";
 import type { AppDeps, RequestRecord } from "../../src/deps";
 import type { Gate } from "../../src/auth/types";
-import type { Identities } from "../../src/auth/wire";
+import type { Identities } from "../../src/auth/identities";
 import type { GatewayMetrics } from "../../src/metrics/gateway";
 
 export interface TestApp {

@@ -3,7 +3,7 @@
  * unproven address proven), a credit grant form, every key with revoke, and the webhook outbox
  * when the webhooks part exposes it.
  */
-import { emailInput, formatCredits, formatNumber, html, raw, time, type Html } from "../html";
+import { emailInput, displayCredits, formatNumber, html, raw, time, type Html } from "../html";
 import { keysTable, type KeyView } from "./keys";
 
 export interface UserView {
@@ -48,7 +48,7 @@ export function adminPage(view: AdminView): Html {
     <td class="whole">${u.email}</td>
     <td>${u.isAdmin ? html`<span class="badge">admin</span>` : "user"}</td>
     <td>${u.disabledAt === null ? html`<span class="badge ok">active</span>` : html`<span class="badge bad">disabled</span>`}${u.emailUnverified ? html` <span class="badge" title="Signed up with a password: nothing proves the address">unproven</span>` : ""}</td>
-    <td class="num" data-balance="${u.balanceMicro}">${formatCredits(u.balanceMicro)}</td>
+    <td class="num" data-balance="${u.balanceMicro}">${displayCredits(u.balanceMicro)}</td>
     <td>${time(u.createdAt)}</td>
     <td>${
       u.id === view.selfId

@@ -2,7 +2,7 @@
  * The request log: a filter form (key, model, endpoint, status, time) and one page of rows, newest
  * first, with a link to the next page. Metadata only: the gateway never stores prompts or answers.
  */
-import { formatCredits, formatNumber, html, time, type Html } from "../html";
+import { displayCredits, formatNumber, html, time, type Html } from "../html";
 import type { RequestLogRow } from "../request-log-query";
 
 export interface RequestsView {
@@ -43,7 +43,7 @@ ${
     <td class="whole">${r.model}</td><td>${r.endpoint}</td>
     <td class="num"><span class="badge ${r.status < 400 ? "ok" : "bad"}">${r.status}</span></td>
     <td class="num">${formatNumber(r.promptTokens)} + ${formatNumber(r.completionTokens)}</td>
-    <td class="num">${formatCredits(r.costMicro)}</td><td class="num">${formatNumber(r.latencyMs)} ms</td><td><code>${r.requestId}</code></td>
+    <td class="num">${displayCredits(r.costMicro)}</td><td class="num">${formatNumber(r.latencyMs)} ms</td><td><code>${r.requestId}</code></td>
   </tr>`,
   )}</tbody>
 </table></div>`

@@ -4,7 +4,7 @@
  * download (../usage-routes.ts).
  */
 import { barChart, lastDays, type ChartSeries } from "../chart";
-import { formatCredits, formatNumber, html, time, type Html } from "../html";
+import { displayCredits, formatNumber, html, time, type Html } from "../html";
 import type { DailyUsageRow, RecentRequest } from "../usage-query";
 
 export const USAGE_DAYS = 30;
@@ -34,7 +34,7 @@ export function usagePage(view: UsageView): Html {
   const balanceClass = view.balanceMicro > 0 ? "" : " bad";
   return html`<section class="card" aria-labelledby="balance-h">
   <h2 id="balance-h">Balance</h2>
-  <p class="stat${balanceClass}" id="balance" data-micro="${view.balanceMicro}">${formatCredits(view.balanceMicro)} <span class="unit">credits</span></p>
+  <p class="stat${balanceClass}" id="balance" data-micro="${view.balanceMicro}">${displayCredits(view.balanceMicro)} <span class="unit">credits</span></p>
   ${view.balanceMicro <= 0 ? html`<p class="muted">Paid models answer 402 until an admin grants credits; free models still work.</p>` : ""}
 </section>
 <p class="row" id="usage-downloads"><a href="/dashboard/usage.csv" download id="usage-csv">Download CSV</a>${view.isAdmin ? html` <a href="/dashboard/usage.csv?scope=all" download id="usage-csv-all">Download everyone's CSV</a>` : ""} <a href="/dashboard/requests">Request log</a></p>
@@ -42,7 +42,7 @@ export function usagePage(view: UsageView): Html {
 <div class="grid">
   ${barChart({ id: "chart-requests", title: "Requests", days, series: series((r) => r.requests), format: (n) => formatNumber(Math.round(n)) })}
   ${barChart({ id: "chart-tokens", title: "Tokens", days, series: series((r) => r.tokens), format: (n) => formatNumber(Math.round(n)) })}
-  ${barChart({ id: "chart-credits", title: "Credits spent", days, series: series((r) => r.costMicro), format: (n) => formatCredits(Math.round(n)), axisScale: 1_000_000 })}
+  ${barChart({ id: "chart-credits", title: "Credits spent", days, series: series((r) => r.costMicro), format: (n) => displayCredits(Math.round(n)), axisScale: 1_000_000 })}
 </div>
 <h2>Recent requests</h2>
 ${
@@ -56,7 +56,7 @@ ${
     <td class="whole">${r.model}</td>
     <td>${r.identity === "api_key" ? html`key <em class="whole">${r.keyName ?? r.keyId ?? ""}</em>` : r.identity}</td>
     <td class="num">${formatNumber(r.promptTokens)} + ${formatNumber(r.completionTokens)}</td>
-    <td class="num">${formatCredits(r.costMicro)}</td>
+    <td class="num">${displayCredits(r.costMicro)}</td>
     <td class="num"><span class="badge ${r.status < 400 ? "ok" : "bad"}">${r.status}</span></td>
     <td class="num">${formatNumber(r.latencyMs)} ms</td>
   </tr>`,

@@ -1,15 +1,15 @@
 /**
  * The request log: one row per finished chat request in `request_log`. Batches come from the
- * request sink (./request-sink.ts), so no request waits on the database; each batch is one
+ * request sink (./sink.ts), so no request waits on the database; each batch is one
  * transaction of multi-row prepared statements (./db/batch-insert.ts; a query-builder insert costs
  * ~30 µs a row, a bound statement about 2). Rows older than `server.request_log_days` are pruned
  * 5 s after start and then hourly, in small chunks so the event loop is never held long; a prune
  * the database refuses (locked elsewhere) is logged and put off to the next.
  */
-import { createBatchInsert, type SqlValue } from "./db/batch-insert";
-import { brieflyLocked, type Db } from "./db/client";
-import type { RequestRecord } from "./deps";
-import { log } from "./log";
+import { createBatchInsert, type SqlValue } from "../db/batch-insert";
+import { brieflyLocked, type Db } from "../db/client";
+import type { RequestRecord } from "../deps";
+import { log } from "../log";
 
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;

@@ -4,7 +4,7 @@
  * Ids are `req_` + a random per-process prefix + a counter of 12 hex digits (it starts at
  * 0x100000000000, so it needs no padding): unique across restarts, and far cheaper than a UUID.
  */
-import { clientAddress, type TrustedProxies } from "./client-address";
+import { clientAddress, type TrustedProxies } from "../client-address";
 
 const metas = new WeakMap<Request, RequestMeta>();
 const PROCESS_PREFIX = `req_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;

@@ -8,8 +8,8 @@
  * are kept and inserted with the next flush, up to MAX_KEPT rows. A metrics scrape flushes the
  * queue first, so /metrics is never behind.
  */
-import { createWriteBehind, type WriteBehind } from "./db/write-behind";
-import type { RequestRecord } from "./deps";
+import { createWriteBehind, type WriteBehind } from "../db/write-behind";
+import type { RequestRecord } from "../deps";
 
 const FLUSH_MS = 100;
 /**
