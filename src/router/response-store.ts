@@ -12,6 +12,7 @@
  * a chunk at a time.
  */
 import { brieflyLocked, type Db } from "../db/client";
+import { pruneOlderThan, startPruning } from "../db/prune";
 import type { Identity } from "../auth/types";
 import { log } from "../log";
 
@@ -29,9 +30,6 @@ export interface ResponseStore {
   put(input: { id: string; owner: string; items: unknown[]; response: Record<string, unknown> }): boolean;
 }
 
-const DAY_MS = 86_400_000;
-const PRUNE_EVERY_MS = 3_600_000;
-const PRUNE_FIRST_MS = 5_000;
 const PRUNE_CHUNK = 2_000;
 
 /** Who owns what an identity stores; null for an anonymous caller, who keeps nothing. */
@@ -76,32 +74,11 @@ export function createResponseStore(db: Db, options: { maxBytes: number; now: ()
 }
 
 /** Deletes stored responses created before `before` (ms), a chunk at a time; returns how many. */
-export async function pruneStoredResponses(db: Db, before: number): Promise<number> {
-  const statement = db.$client.prepare<unknown, [number, number]>(
-    "DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE created_at < ? LIMIT ?)",
-  );
-  const chunk = brieflyLocked(db.$client, () => statement.run(before, PRUNE_CHUNK));
-  let total = 0;
-  for (;;) {
-    const { changes } = chunk();
-    total += changes;
-    if (changes < PRUNE_CHUNK) return total;
-    await Bun.sleep(0); // let requests in between chunks
-  }
+export function pruneStoredResponses(db: Db, before: number): Promise<number> {
+  return pruneOlderThan(db, "stored_responses", before, PRUNE_CHUNK);
 }
 
-/** Prunes soon after start (a server restarted more often than hourly prunes too), then hourly; returns the stop. */
+/** Prunes soon after start, then hourly (../db/prune.ts); returns the stop. */
 export function startResponsePruning(db: Db, options: { retainDays: number; now: () => number; firstPruneMs?: number }): () => void {
-  const prune = (): void =>
-    void pruneStoredResponses(db, options.now() - options.retainDays * DAY_MS).catch((error: unknown) =>
-      log("warn", "responses: prune put off, the database refused it", { error: String((error as Error)?.message ?? error) }),
-    );
-  const first = setTimeout(prune, options.firstPruneMs ?? PRUNE_FIRST_MS);
-  const pruner = setInterval(prune, PRUNE_EVERY_MS);
-  first.unref?.();
-  pruner.unref?.();
-  return () => {
-    clearTimeout(first);
-    clearInterval(pruner);
-  };
+  return startPruning({ ...options, prune: (before) => pruneStoredResponses(db, before), label: "responses" });
 }
