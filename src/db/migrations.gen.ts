@@ -7,6 +7,7 @@ import m4 from "../../drizzle/0004_key_policy.sql" with { type: "text" };
 import m5 from "../../drizzle/0005_triage.sql" with { type: "text" };
 import m6 from "../../drizzle/0006_responses_store.sql" with { type: "text" };
 import m7 from "../../drizzle/0007_webhook_headers.sql" with { type: "text" };
+import m8 from "../../drizzle/0008_leases.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0000_init", when: 1795320266897, sql: m0 },
@@ -17,4 +18,5 @@ export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0005_triage", when: 1795846249582, sql: m5 },
   { tag: "0006_responses_store", when: 1795850039259, sql: m6 },
   { tag: "0007_webhook_headers", when: 1795850457161, sql: m7 },
+  { tag: "0008_leases", when: 1795855835481, sql: m8 },
 ];

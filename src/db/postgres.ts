@@ -10,6 +10,7 @@ import { SQL } from "bun";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrations } from "./migrations-pg.gen";
 import * as schema from "./schema-pg";
+import { registerPostgres, type Tables } from "./engine";
 
 export type PgDb = BunSQLDatabase<typeof schema> & { $client: SQL };
 
@@ -35,6 +36,7 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     throw new Error(`[database] url: cannot migrate the Postgres database at ${describe(url)} (${(err as Error)?.message ?? err})`);
   }
   const db = drizzle({ client: sql, schema }) as PgDb;
+  registerPostgres(db, sql, schema as unknown as Tables);
   return { db, sql, applied, close: () => sql.close() };
 }
 

@@ -262,3 +262,9 @@ export const triageDeliveries = pgTable(
   },
   (t) => [primaryKey({ columns: [t.alertId, t.target] }), index("triage_deliveries_due").on(t.state, t.nextAttemptAt)],
 );
+
+export const leases = pgTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: int("expires_at").notNull(),
+});

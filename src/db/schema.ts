@@ -302,3 +302,14 @@ export const triageDeliveries = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.alertId, t.target] }), index("triage_deliveries_due").on(t.state, t.nextAttemptAt)],
 );
+
+/**
+ * Who runs a singleton (discovery, pruning, the settlement worker, a job handler's consumer) when
+ * several processes share the database: one row per name, held until `expires_at` and renewed by
+ * its holder well before then (src/db/lease.ts).
+ */
+export const leases = sqliteTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
