@@ -9,7 +9,7 @@
  * queues (retrying for up to the grace while the database refuses), close the database.
  */
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load";
-import { openDatabase } from "./db/client";
+import { openStorage, type OpenedStorage } from "./db/open";
 import { normalizeStoredEmails } from "./auth/users";
 import { stampLegacyLinks } from "./auth/oauth";
 import { createIdentityState } from "./auth/identities";
@@ -40,8 +40,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const started = loaded.config;
   const logger = createLogger(started.log);
   setLogger(logger);
-  const database = openDatabase(started.server.data_dir);
-  for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { file: database.sqlite.filename });
+  const database = await openStorage({ dataDir: started.server.data_dir, url: started.database.url, poolSize: started.database.pool_size });
+  for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { where: database.where });
   for (const { id, email } of normalizeStoredEmails(database.db)) {
     log(
       "warn",
@@ -117,6 +117,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
       () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),
       cluster ? cluster.statusSection : () => ({}),
+      await databaseStatusSection(database),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
       () => webhooks?.status() ?? {},
     ],
@@ -159,6 +160,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, bound.port)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: started.server.data_dir,
+    database: database.where,
     configured_models: serving.generation.deps.registry.list().length,
   });
 
@@ -213,7 +215,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     }
     requestLog.close();
     stopResponsePruning();
-    database.close();
+    await database.close();
     removePidFile?.();
     log("info", "stopped");
     process.exit(exitCode);
@@ -229,4 +231,10 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   // Last: `modelgate reload` signals only a server that has its SIGHUP handler (the default would end it).
   removePidFile = writePidFile(started.server.data_dir);
   process.on("exit", removePidFile);
+}
+
+/** The `database` section of /api/status: the engine, and on Postgres the schema's migration state. */
+async function databaseStatusSection(database: OpenedStorage): Promise<() => Record<string, unknown>> {
+  if (database.engine === "sqlite") return () => ({ database: { engine: "sqlite" } });
+  return (await import("./db/schema-state")).postgresStatusSection(database.db, { now: Date.now });
 }

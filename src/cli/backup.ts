@@ -86,7 +86,7 @@ function backup(ctx: CliContext): number {
   if (operand === undefined) throw new UsageError(BACKUP_USAGE);
   const target = resolve(operand);
   if (existsSync(target) && !ctx.args.flags.has("force")) throw new UsageError(`${target} exists: give --force to replace it, or name another file`);
-  const database = ctx.databaseFile();
+  const database = ctx.sqliteFile("modelgate backup");
   if (!existsSync(database)) throw new UsageError(`no database at ${database}: nothing to back up (${OTHER_DATA_DIR})`);
   const source = new Database(database);
   try {
@@ -121,11 +121,11 @@ function lockAlone(database: string): Database | null {
 function restore(ctx: CliContext): number {
   const operand = ctx.args.positionals[1];
   if (operand === undefined) throw new UsageError(RESTORE_USAGE);
+  const database = ctx.sqliteFile("modelgate restore");
   const source = resolve(operand);
   if (!existsSync(source)) throw new UsageError(`no file at ${source}`);
   checkDatabase(source);
   const dataDir = resolve(ctx.dataDir());
-  const database = ctx.databaseFile();
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const exists = existsSync(database);
   const current = exists ? lockAlone(database) : null;

@@ -8,14 +8,14 @@ import { redactedConfig } from "../config/redact";
 import { COMMIT, INTERFACE_VERSION, VERSION } from "../version";
 import { stringFlag, UsageError, type Args } from "./args";
 import { migrateCommand } from "./migrate";
-import { command, POSTGRES_NOT_SERVED, type CommandEntry } from "./registry";
+import { command, POSTGRES_NOT_SERVED, POSTGRES_SERVED, type CommandEntry } from "./registry";
 
 export const BUILT_IN: Readonly<Record<string, CommandEntry>> = {
   serve: command(
     async (ctx) => {
       const serviceId = parseServiceId(ctx.args);
       const loaded = ctx.config();
-      if (loaded.config.database.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
+      if (loaded.config.database.url !== undefined && !POSTGRES_SERVED) throw new ConfigError(POSTGRES_NOT_SERVED);
       const { serve } = await import("../serve");
       await serve({ loaded, serviceId });
       return null;
@@ -29,7 +29,10 @@ export const BUILT_IN: Readonly<Record<string, CommandEntry>> = {
       const loaded = ctx.config();
       // What serve checks with viem, loaded only when there is an operator key to check.
       if (loaded.config.spend_auth.operator_key) (await import("../spendauth/setup")).checkOperatorKey(loaded.config.spend_auth);
+      // What serve would connect to, reached now: a config whose database or Redis is out of reach is not ok.
+      const reached = await (await import("./connections")).checkConnections(loaded.config);
       ctx.print(`# ${loaded.source ?? "embedded defaults"}: ok`);
+      for (const line of reached) ctx.print(line);
       const shown = redactedConfig(loaded) as { server: { public_url: string | null } };
       if (shown.server.public_url === null) ctx.print("# server.public_url: null, as it follows server.listen, whose port the system picks at start");
       ctx.print(JSON.stringify(shown, null, 2));
@@ -71,9 +74,10 @@ export const USAGE = `usage: modelgate <command> [--config FILE]   (modelgate he
   serve [--service-id N]                       run the gateway (default command)
   reload                                       check the config, then have the running server read it again
   migrate [--from-sqlite FILE]                 apply embedded database migrations; copy a SQLite database into [database] url
-  backup FILE [--force]                        copy the database to FILE while the server runs
+  backup FILE [--force]                        copy the SQLite database to FILE while the server runs
   restore FILE                                 put a backup in place of the database (server stopped)
-  config check                                 validate and print the resolved config (secrets redacted)
+  config check                                 validate, reach [database] url and [cluster] redis_url if set,
+                                               and print the resolved config (secrets redacted)
   user add EMAIL [--admin] [--password-stdin]  create a user
   user password EMAIL                          set a new password, read from stdin; their sessions end
   user disable EMAIL | user enable EMAIL       end a user's sessions and stop their keys; undo that

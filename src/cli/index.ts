@@ -4,15 +4,16 @@
  * an exit code, or null to keep the process running (serve). Only `config()` resolves the `env:` secrets, so a command
  * that works on the database alone runs in a shell without the server's environment.
  */
-import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, type LoadedConfig } from "../config/load";
+import { ConfigError, findConfigFile, loadConfig, loadDataDir, loadDatabaseUrl, readConfigFile, type LoadedConfig } from "../config/load";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { openDatabase } from "../db/client";
+import { openStorage } from "../db/open";
+import { describePostgresUrl } from "../db/where";
 import { normalizeStoredEmails } from "../auth/users";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
-import { OTHER_DATA_DIR, POSTGRES_NOT_SERVED, type CliContext } from "./registry";
+import { OTHER_DATA_DIR, POSTGRES_NOT_SERVED, POSTGRES_SERVED, type CliContext } from "./registry";
 import { COMMANDS } from "./commands";
 import { USAGE } from "./builtin";
 
@@ -60,25 +61,38 @@ export async function runCli(argv: string[]): Promise<number | null> {
     checkShape(args, name);
     let loaded: LoadedConfig | undefined;
     let dataDir: string | undefined;
+    let databaseUrl: { url: string | undefined } | undefined;
     const file = (): string | null => findConfigFile(stringFlag(args, "config"));
     const context: CliContext = {
       args,
       config: () => (loaded ??= loadConfig(file())),
       dataDir: () => (dataDir ??= loadDataDir(file())),
       rawConfig: () => readConfigFile(file()),
+      databaseUrl: () => (databaseUrl ??= { url: loadDatabaseUrl(file()) }).url,
       databaseFile: () => {
-        // Every command on the SQLite file comes through here (backup and restore too).
-        if ((context.rawConfig().database as { url?: unknown } | undefined)?.url !== undefined) throw new ConfigError(POSTGRES_NOT_SERVED);
-        return join(resolve(context.dataDir()), "modelgate.db");
+        const url = context.databaseUrl();
+        return url === undefined ? join(resolve(context.dataDir()), "modelgate.db") : describePostgresUrl(url);
       },
-      openDb: (options = {}) => {
+      sqliteFile: (what) => {
+        if (context.databaseUrl() === undefined) return context.databaseFile();
+        throw new ConfigError(
+          POSTGRES_SERVED
+            ? `database.url: ${what} works on the SQLite file in server.data_dir; a Postgres database is backed up and restored with pg_dump and pg_restore (docs/scaling.md)`
+            : POSTGRES_NOT_SERVED,
+        );
+      },
+      openDb: async (options = {}) => {
+        // Every command on the database comes through here, on either engine.
+        const url = context.databaseUrl();
+        if (url !== undefined && !POSTGRES_SERVED) throw new ConfigError(POSTGRES_NOT_SERVED);
         const database = context.databaseFile();
-        if (!options.create && !existsSync(database)) {
+        if (url === undefined && !options.create && !existsSync(database)) {
           throw new UsageError(
             `no database at ${database}: nothing is stored under this data_dir yet (${OTHER_DATA_DIR}; serve, migrate and user add create it)`,
           );
         }
-        const opened = openDatabase(context.dataDir());
+        // A command makes one query at a time: two connections, whatever the server's pool_size.
+        const opened = await openStorage({ dataDir: context.dataDir(), url, poolSize: 2 });
         normalizeStoredEmails(opened.db);
         return opened;
       },

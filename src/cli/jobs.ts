@@ -42,7 +42,7 @@ function printTable(ctx: CliContext, rows: JobSummary[]): void {
   for (const line of formatTable([header, ...lines])) ctx.print(line);
 }
 
-function list(ctx: CliContext): number {
+async function list(ctx: CliContext): Promise<number> {
   const state = stringFlag(ctx.args, "state");
   if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
     throw new UsageError(`--state must be one of ${JOB_STATES.join(", ")}`);
@@ -50,20 +50,20 @@ function list(ctx: CliContext): number {
   const limitFlag = stringFlag(ctx.args, "limit");
   const limit = limitFlag === undefined ? 100 : /^\d{1,7}$/.test(limitFlag) ? Number(limitFlag) : NaN;
   if (!(limit >= 1 && limit <= 1_000_000)) throw new UsageError("--limit must be a whole number from 1 to 1000000");
-  const opened = ctx.openDb();
+  const opened = await ctx.openDb();
   try {
     const rows = listJobs(opened.db, { state: state as JobState | undefined, limit });
     if (ctx.args.flags.has("json")) ctx.print(JSON.stringify(rows));
     else printTable(ctx, rows);
   } finally {
-    opened.close();
+    await opened.close();
   }
   return 0;
 }
 
-function retry(ctx: CliContext): number {
+async function retry(ctx: CliContext): Promise<number> {
   const callId = idOperand(ctx.args.positionals[2], "usage: modelgate jobs retry CALL_ID");
-  const opened = ctx.openDb();
+  const opened = await ctx.openDb();
   try {
     const result = retryJob(opened.db, callId, Date.now());
     if (!result.ok) {
@@ -79,7 +79,7 @@ function retry(ctx: CliContext): number {
     ctx.print(`call ${callId} (${result.previous}) is pending again with a fresh attempt budget`);
     return 0;
   } finally {
-    opened.close();
+    await opened.close();
   }
 }
 

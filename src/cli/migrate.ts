@@ -15,21 +15,21 @@ import { command, type CliContext } from "./registry";
 export const migrateCommand = command(
   async (ctx) => {
     const from = stringFlag(ctx.args, "from-sqlite");
-    const url = (ctx.rawConfig().database as { url?: unknown } | undefined)?.url === undefined ? undefined : ctx.config().config.database.url;
+    const url = ctx.databaseUrl();
     if (url === undefined) {
       if (from !== undefined) throw new UsageError("--from-sqlite copies into Postgres: set [database] url in the config first (docs/scaling.md)");
-      const db = ctx.openDb({ create: true }); // opening applies the embedded migrations
+      const db = await ctx.openDb({ create: true }); // opening applies the embedded migrations
       const applied = db.applied;
-      db.close();
+      await db.close();
       ctx.print(`database is up to date (${ctx.dataDir()}/modelgate.db)${appliedText(applied)}`);
       return 0;
     }
     const source = from === undefined ? null : openSource(from);
     try {
-      const { describe, openPostgres } = await import("../db/postgres");
+      const { openPostgres } = await import("../db/postgres");
       const pg = await openPostgres(url, { max: 1 });
       try {
-        ctx.print(`Postgres database ${describe(url)} is up to date${appliedText(pg.applied)}`);
+        ctx.print(`Postgres database ${ctx.databaseFile()} is up to date${appliedText(pg.applied)}`);
         if (source) return await copy(ctx, { source, pg: pg.db });
         return 0;
       } finally {

@@ -4,7 +4,7 @@
  * each command module and the table import it without a cycle.
  */
 import type { LoadedConfig } from "../config/load";
-import type { OpenedDb } from "../db/client";
+import type { OpenedStorage } from "../db/open";
 import type { Args } from "./args";
 
 export interface CliContext {
@@ -15,14 +15,18 @@ export interface CliContext {
   dataDir(): string;
   /** The config file's TOML as written, unchecked and unresolved: for what a message names only. */
   rawConfig(): Record<string, unknown>;
-  /** The absolute path of the database file in dataDir(), for messages. */
+  /** `[database] url` with its `env:` variable resolved, or undefined: SQLite in dataDir(). */
+  databaseUrl(): string | undefined;
+  /** Where the data lives, for messages: the SQLite file's absolute path, or Postgres' host:port/database (never the URL). */
   databaseFile(): string;
+  /** The SQLite file itself, for a command that copies or replaces it (`what`); refused with `[database] url`. */
+  sqliteFile(what: string): string;
   /**
-   * The database in dataDir(), migrated. One that does not exist yet is a usage error unless
-   * `create` (migrate, user add): a command run from the wrong directory must not start an empty
-   * database there and answer from it.
+   * The configured database, migrated: Postgres with `[database] url`, else SQLite in dataDir().
+   * A SQLite file that does not exist yet is a usage error unless `create` (migrate, user add): a
+   * command run from the wrong directory must not start an empty database there and answer from it.
    */
-  openDb(options?: { create?: boolean }): OpenedDb;
+  openDb(options?: { create?: boolean }): Promise<OpenedStorage>;
   print(line: string): void;
 }
 
@@ -44,9 +48,12 @@ export type CommandShapes = Record<string, CommandShape>;
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
 /**
- * Why a command other than migrate refuses a config with `[database] url`: it would otherwise read
+ * Whether serve and the commands run on `[database] url`. Until every data-access module awaits
+ * its queries on both engines they refuse such a config (POSTGRES_NOT_SERVED), rather than read
  * and write the SQLite file in data_dir while the operator means the Postgres database.
  */
+export const POSTGRES_SERVED = false;
+
 export const POSTGRES_NOT_SERVED =
   "database.url: only `modelgate migrate` runs on Postgres in this release; serve and the other commands still use SQLite in server.data_dir (docs/scaling.md#postgres-database-url). Remove [database] url to run them";
 

@@ -33,7 +33,7 @@ export const usageCommand = command(
     const filter: UsageFilter = { from: from === undefined ? undefined : parseBound("from", from), to: to === undefined ? undefined : parseBound("to", to) };
     const email = stringFlag(ctx.args, "user");
     const key = stringFlag(ctx.args, "key");
-    const opened = ctx.openDb();
+    const opened = await ctx.openDb();
     try {
       if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
       if (key !== undefined) {
@@ -51,7 +51,7 @@ export const usageCommand = command(
       }
       await out.flush();
     } finally {
-      opened.close();
+      await opened.close();
     }
     return 0;
   },

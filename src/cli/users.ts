@@ -48,12 +48,12 @@ export function parseExpiry(text: string, now: number): number {
   return absolute;
 }
 
-export function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
-  const opened = ctx.openDb();
+export async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Promise<T> {
+  const opened = await ctx.openDb();
   try {
-    return work(opened.db);
+    return await work(opened.db);
   } finally {
-    opened.close();
+    await opened.close();
   }
 }
 
@@ -107,7 +107,7 @@ export const userCommand = command(
     const [, sub, email] = ctx.args.positionals;
     if (!email) throw new UsageError(USER_USAGE);
     if (sub === "disable") {
-      const result = withDb(ctx, (db) => disableUser(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, (db) => disableUser(db, requireUser(db, email, ctx).id));
       ctx.print(
         result === "disabled"
           ? `disabled ${email}: their sessions ended and their API keys are refused from the next request (modelgate user enable ${email} undoes it)`
@@ -116,13 +116,13 @@ export const userCommand = command(
       return 0;
     }
     if (sub === "enable") {
-      const result = withDb(ctx, (db) => enableUser(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, (db) => enableUser(db, requireUser(db, email, ctx).id));
       ctx.print(result === "enabled" ? `enabled ${email}: their API keys work again; they sign in again for a session` : `${email} was not disabled`);
       return 0;
     }
     if (sub === "verify") {
       // The operator vouches for the address (its owner proved it to them): OAuth may join the account, setup and --admin accept it.
-      const result = withDb(ctx, (db) => proveEmail(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, (db) => proveEmail(db, requireUser(db, email, ctx).id));
       ctx.print(
         result === "proven" ? `${email} is now a proven address: GitHub or Google sign-in with it joins this account` : `${email} was already a proven address`,
       );
@@ -134,13 +134,13 @@ export const userCommand = command(
       const password = await readPassword();
       const problem = passwordProblem(password);
       if (problem !== null) throw new UsageError(problem);
-      const opened = ctx.openDb();
+      const opened = await ctx.openDb();
       try {
         const user = requireUser(opened.db, email, ctx);
         await setPassword(opened.db, user.id, password);
         deleteUserSessions(opened.db, user.id);
       } finally {
-        opened.close();
+        await opened.close();
       }
       ctx.print(`set a new password for ${email}; their sessions ended, so they sign in again`);
       return 0;
@@ -148,7 +148,7 @@ export const userCommand = command(
     if (sub !== "add") throw new UsageError(USER_USAGE);
     const password = ctx.args.flags.has("password-stdin") ? await readPassword() : undefined;
     const isAdmin = ctx.args.flags.has("admin");
-    const opened = ctx.openDb({ create: true });
+    const opened = await ctx.openDb({ create: true });
     try {
       const created = await createUser(opened.db, { email, password, isAdmin });
       if ("error" in created) {
@@ -173,7 +173,7 @@ export const userCommand = command(
       );
       return 0;
     } finally {
-      opened.close();
+      await opened.close();
     }
   },
   {
@@ -186,7 +186,7 @@ export const userCommand = command(
 );
 
 export const creditsCommand = command(
-  (ctx) => {
+  async (ctx) => {
     const sub = ctx.args.positionals[1];
     const email = stringFlag(ctx.args, "user");
     if (sub === "grant" && email) {
@@ -194,13 +194,13 @@ export const creditsCommand = command(
       const micro = parseCredits(amount);
       if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
       const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
-      const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email, ctx).id, micro, note }));
+      const balance = await withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email, ctx).id, micro, note }));
       if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
       ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
       return 0;
     }
     if (sub === "balance" && email) {
-      const balance = withDb(ctx, (db) => getBalance(db, requireUser(db, email, ctx).id));
+      const balance = await withDb(ctx, (db) => getBalance(db, requireUser(db, email, ctx).id));
       ctx.print(`${email}: ${formatCredits(balance)} credits`);
       return 0;
     }

@@ -69,6 +69,25 @@ export function loadDataDir(file: string | null, env = process.env): string {
   return dataDir;
 }
 
+/**
+ * `[database] url` for the same commands, read as loadDataDir reads data_dir: from the whole
+ * config when every variable it names is set, else alone (its own `env:` variable must be).
+ * Undefined when the config names none (SQLite in data_dir).
+ */
+export function loadDatabaseUrl(file: string | null, env = process.env): string | undefined {
+  const raw = readConfigFile(file);
+  const database = raw.database !== null && typeof raw.database === "object" ? (raw.database as Record<string, unknown>) : {};
+  if (database.url === undefined) return undefined;
+  try {
+    return buildConfig(raw, { env, baseDir: baseDirOf(file), source: file }).config.database.url;
+  } catch (err) {
+    if (!(err instanceof UnsetVariableError)) throw err;
+  }
+  const url = resolveEnv(database.url, "database.url", env);
+  if (typeof url !== "string" || !/^postgres(ql)?:\/\//.test(url)) throw new ConfigError("database.url: expected a postgres:// or postgresql:// URL");
+  return url;
+}
+
 function baseDirOf(file: string | null): string {
   return file ? dirname(resolve(file)) : process.cwd();
 }

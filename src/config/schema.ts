@@ -197,13 +197,14 @@ const Cluster = T.Object(
 );
 
 /**
- * `[database]`: where the tables live. Without `url`, SQLite in server.data_dir. A Postgres `url`
- * is taken by `modelgate migrate` (and `migrate --from-sqlite FILE`); serve and the other commands
- * do not run on Postgres yet and refuse such a config (docs/scaling.md).
+ * `[database]`: where the tables live. Without `url`, SQLite in server.data_dir. With a Postgres
+ * `url`, serve and every command use that database (docs/scaling.md); `pool_size` is each
+ * server's number of connections to it (a CLI command opens two).
  */
 const DatabaseSection = T.Object(
   {
     url: T.Optional(T.String({ pattern: "^postgres(ql)?://" })),
+    pool_size: T.Integer({ default: 10, minimum: 1, maximum: 1_000 }),
   },
   { additionalProperties: false, default: {} },
 );

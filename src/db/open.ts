@@ -4,6 +4,7 @@
  */
 import type { Db } from "./client";
 import type { Engine } from "./engine";
+import { describePostgresUrl } from "./where";
 
 export interface OpenedStorage {
   db: Db;
@@ -17,9 +18,9 @@ export interface OpenedStorage {
 
 export async function openStorage(options: { dataDir: string; url?: string; poolSize?: number }): Promise<OpenedStorage> {
   if (options.url !== undefined) {
-    const { describe, openPostgres } = await import("./postgres");
+    const { openPostgres } = await import("./postgres");
     const pg = await openPostgres(options.url, { max: options.poolSize });
-    return { db: pg.db as unknown as Db, engine: "postgres", applied: pg.applied, where: describe(options.url), close: pg.close };
+    return { db: pg.db as unknown as Db, engine: "postgres", applied: pg.applied, where: describePostgresUrl(options.url), close: pg.close };
   }
   const { openDatabase } = await import("./client");
   const sqlite = openDatabase(options.dataDir);

@@ -11,6 +11,7 @@ import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrations } from "./migrations-pg.gen";
 import * as schema from "./schema-pg";
 import { registerPostgres, type Tables } from "./engine";
+import { describePostgresUrl as describe } from "./where";
 
 export type PgDb = BunSQLDatabase<typeof schema> & { $client: SQL };
 
@@ -64,16 +65,6 @@ async function applyPgMigrations(sql: SQL): Promise<string[]> {
     }
     return pending.map((m) => m.tag);
   });
-}
-
-/** host:port/database of a postgres:// URL, without its user or password. */
-export function describe(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.host}${parsed.pathname}`;
-  } catch {
-    return "(an unparsable URL)";
-  }
 }
 
 function isoDate(ms: number): string {

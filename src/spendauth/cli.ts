@@ -11,7 +11,7 @@ import { listSettlements, retrySettlement, settlementCounts, SETTLEMENT_STATES, 
 const USAGE = "usage: modelgate settlements list [--state pending|authorized|done|dead] [--json] | settlements retry ID";
 
 export const settlementsCommand = command(
-  (ctx) => {
+  async (ctx) => {
     const sub = ctx.args.positionals[1];
     // Usage errors come before the database is opened (or created).
     if (sub !== "list" && sub !== "retry") throw new UsageError(USAGE);
@@ -19,7 +19,7 @@ export const settlementsCommand = command(
     const state = stringFlag(ctx.args, "state");
     if (state !== undefined && !SETTLEMENT_STATES.includes(state as SettlementState))
       throw new UsageError(`--state must be one of ${SETTLEMENT_STATES.join(", ")}`);
-    const opened = ctx.openDb();
+    const opened = await ctx.openDb();
     try {
       if (sub === "list") {
         const rows = listSettlements(opened.db, { state: state as SettlementState | undefined, limit: 1000 });
@@ -45,7 +45,7 @@ export const settlementsCommand = command(
       ctx.print(`settlement ${retryId} queued again`);
       return 0;
     } finally {
-      opened.close();
+      await opened.close();
     }
   },
   {

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { BINARY, createUserKey, startGateway } from "../support/binary";
 import { startMockUpstream } from "../support/mock-upstream";
 import { startPostgres, type RunningPostgres } from "../support/postgres";
+import { migrations } from "../../src/db/migrations-pg.gen";
 
 const mock = startMockUpstream();
 let pg: RunningPostgres;
@@ -116,8 +117,11 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   expect(backup.code).toBe(1);
   expect(backup.stderr).toContain("only `modelgate migrate` runs on Postgres");
   const shown = await run(["config", "check"], env);
+  expect(shown.code).toBe(0);
   expect(shown.stdout).toContain(`"url": "<redacted>"`);
-  expect(shown.stdout).not.toContain(String(pg.port));
+  expect(shown.stdout).toContain(`# database.url: connected to PostgreSQL 15.`);
+  expect(shown.stdout).toContain(` at 127.0.0.1:${pg.port}/modelgate; ${migrations.length} migrations applied, up to this release's ${migrations.at(-1)!.tag}\n`);
+  expect(shown.stdout).not.toContain(pg.url);
 });
 
 test("--from-sqlite refuses a file that is not a modelgate database, and needs [database] url", async () => {
