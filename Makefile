@@ -11,7 +11,7 @@ SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
 # The build's commit, stamped into the binary (`modelgate version`, /api/health, /api/status).
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: run build test bench bench-cluster ab install migrations check clean
+.PHONY: run build test test-postgres bench bench-cluster ab install migrations check clean
 
 run: build
 	./dist/modelgate serve
@@ -52,6 +52,16 @@ test: check build
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager redis-server:redis-server
 	bash scripts/ensure-postgres.sh >/dev/null
 	bash scripts/test.sh "$(BUN)"
+	$(MAKE) --no-print-directory test-postgres
+
+# The suites that drive the compiled binary, once more on Postgres + Redis (issue 36): with
+# MODELGATE_TEST_POSTGRES=1 every gateway tests/support/binary.ts starts serves from a database of
+# its own in one shared PostgreSQL cluster, with its own Redis database (tests/support/shared-storage.ts).
+POSTGRES_SUITES := tests/core/server.test.ts tests/e2e/openai-sdk.test.ts tests/e2e/cluster.test.ts tests/auth/e2e.test.ts tests/webhooks/binary.test.ts tests/spendauth/e2e.test.ts
+test-postgres: build
+	bash scripts/ensure-debian.sh redis-server:redis-server
+	bash scripts/ensure-postgres.sh >/dev/null
+	MODELGATE_TEST_POSTGRES=1 bash scripts/test.sh "$(BUN)" $(POSTGRES_SUITES)
 
 # wrk comes from Debian's packages; Portkey (the peer) is installed by the harness into bench/.peers/.
 bench: build

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every bun:test file and closes with the plain line `N passed, N failed`.
+# Runs every bun:test file (or those the arguments after the first name) and closes with the
+# plain line `N passed, N failed`.
 set -uo pipefail
 BUN="${1:-bun}"
 log="$(mktemp)"
@@ -7,7 +8,7 @@ log="$(mktemp)"
 # directory, removed at the end, so runs leave nothing behind in /tmp.
 scratch="$(mktemp -d -t modelgate-tests-XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
-TMPDIR="$scratch" "$BUN" test --timeout 60000 2>&1 | tee "$log"
+TMPDIR="$scratch" "$BUN" test --timeout 60000 "${@:2}" 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}
 passed=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
 failed=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)

@@ -120,7 +120,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   expect(shown.code).toBe(0);
   expect(shown.stdout).toContain(`"url": "<redacted>"`);
   expect(shown.stdout).toContain(`# database.url: connected to PostgreSQL 15.`);
-  expect(shown.stdout).toContain(` at 127.0.0.1:${pg.port}/modelgate; ${migrations.length} migrations applied, up to this release's ${migrations.at(-1)!.tag}\n`);
+  expect(shown.stdout).toContain(
+    ` at 127.0.0.1:${pg.port}/modelgate; ${migrations.length} migrations applied, up to this release's ${migrations.at(-1)!.tag}\n`,
+  );
   expect(shown.stdout).not.toContain(pg.url);
 });
 

@@ -207,7 +207,7 @@ describe("kill -9 under paid chat, SpendAuth and webhook load", () => {
       expect(settled.length).toBeLessThanOrEqual(served.length + spendInFlight);
 
       // (c) every acknowledged webhook is in the outbox with its body, and no body twice
-      const outbox = outboxBodies(dataDir);
+      const outbox = await outboxBodies({ dir, databaseUrl: null });
       const bodies = [...outbox.values()];
       expect(new Set(bodies).size).toBe(bodies.length);
       const lost = [...acked].filter(([callId, body]) => outbox.get(callId) !== body);

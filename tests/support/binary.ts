@@ -2,11 +2,13 @@
  * Spawns the compiled binary (dist/modelgate, built by `make test`) on a free loopback port with a
  * config written to a fresh temporary directory, and waits until /api/health answers.
  * MODELGATE_TEST_BINARY names another build to run instead (an older commit's, to see a test fail).
+ * MODELGATE_TEST_POSTGRES=1 puts every gateway on a shared Postgres and Redis (./shared-storage.ts).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { ON_POSTGRES, sharedStorage, withSharedStorage } from "./shared-storage";
 
 export const BINARY = process.env.MODELGATE_TEST_BINARY ?? resolve(import.meta.dir, "../../dist/modelgate");
 
@@ -14,6 +16,8 @@ export interface RunningGateway {
   url: string;
   port: number;
   dir: string;
+  /** The Postgres database it serves from under MODELGATE_TEST_POSTGRES=1; null on SQLite in dir/data. */
+  databaseUrl: string | null;
   proc: Subprocess<"ignore", "pipe", "pipe">;
   /** Everything the process printed so far (stdout and stderr). */
   output(): string;
@@ -70,7 +74,9 @@ export async function startGateway(config = "", options: { env?: Record<string, 
   const port = freePort();
   const file = join(dir, "modelgate.toml");
   const serverTable = `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n`;
-  writeFileSync(file, config.includes("[server]") ? config.replace("[server]", serverTable) : `${serverTable}\n${config}`);
+  const written = config.includes("[server]") ? config.replace("[server]", serverTable) : `${serverTable}\n${config}`;
+  const deployed = ON_POSTGRES ? withSharedStorage(written, await sharedStorage(dir)) : { config: written, databaseUrl: null };
+  writeFileSync(file, deployed.config);
   const env = { ...process.env, MODELGATE_CONFIG: file, ...options.env };
   const proc = Bun.spawn([BINARY, "serve", ...(options.args ?? [])], { cwd: dir, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   let output = "";
@@ -93,6 +99,7 @@ export async function startGateway(config = "", options: { env?: Record<string, 
     url,
     port,
     dir,
+    databaseUrl: deployed.databaseUrl,
     proc,
     output: () => output,
     cli: async (args, stdin) => {

@@ -23,6 +23,8 @@ export interface RunningPostgres {
   /** Makes another empty database in the same cluster and returns its URL. */
   createDatabase(name: string): Promise<string>;
   stop(): Promise<void>;
+  /** Stops it at once, its clients left as they are: for a process's exit handler, which cannot wait. */
+  kill(): void;
 }
 
 function ensurePostgres(): string {
@@ -37,7 +39,7 @@ function runAs(user: string, argv: string[]): void {
   if (ran.exitCode !== 0) throw new Error(`${argv[0]} failed: ${ran.stderr.toString()}${ran.stdout.toString()}`);
 }
 
-export async function startPostgres(): Promise<RunningPostgres> {
+export async function startPostgres(options: { maxConnections?: number } = {}): Promise<RunningPostgres> {
   const user = ensurePostgres();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(asRoot ? "/tmp" : tmpdir(), "modelgate-pg-"));
@@ -49,8 +51,8 @@ export async function startPostgres(): Promise<RunningPostgres> {
   const port = freePort();
   try {
     runAs(user, [`${BIN}/initdb`, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
-    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-    runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]);
+    const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=${options.maxConnections ?? 100}`;
+    runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-o", settings, "-l", join(dir, "log"), "-w", "-t", "30", "start"]);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
     throw err;
@@ -67,6 +69,10 @@ export async function startPostgres(): Promise<RunningPostgres> {
     return `${base}/${name}`;
   };
   const url = await createDatabase("modelgate");
+  const kill = (): void => {
+    runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-w", "stop"]);
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+  };
   return {
     url,
     port,
@@ -74,8 +80,8 @@ export async function startPostgres(): Promise<RunningPostgres> {
     createDatabase,
     async stop() {
       for (const sql of clients.splice(0)) await sql.close();
-      runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-w", "stop"]);
-      rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+      kill();
     },
+    kill,
   };
 }

@@ -27,7 +27,8 @@ function ensureRedis(): void {
   if (ensured.exitCode !== 0) throw new Error("redis-server is missing and could not be installed");
 }
 
-export async function startRedis(): Promise<RunningRedis> {
+/** `databases`: how many numbered databases (`redis://…/N`) it has, 16 by default as Redis has. */
+export async function startRedis(options: { databases?: number } = {}): Promise<RunningRedis> {
   ensureRedis();
   const dir = mkdtempSync(join(tmpdir(), "modelgate-redis-"));
   const port = freePort();
@@ -35,11 +36,28 @@ export async function startRedis(): Promise<RunningRedis> {
   let proc: Subprocess | null = null;
   const clients: RedisClient[] = [];
   const start = async (): Promise<void> => {
-    proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
-      cwd: dir,
-      stdout: "ignore",
-      stderr: "inherit",
-    });
+    proc = Bun.spawn(
+      [
+        "redis-server",
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir,
+        "--databases",
+        String(options.databases ?? 16),
+      ],
+      {
+        cwd: dir,
+        stdout: "ignore",
+        stderr: "inherit",
+      },
+    );
     const deadline = Date.now() + 10_000;
     for (;;) {
       const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });

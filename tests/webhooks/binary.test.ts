@@ -38,9 +38,11 @@ describe("durability under kill -9", () => {
     const dir = mkdtempSync(join(tmpdir(), "modelgate-durable-"));
     const acked = new Map<number, string>();
     let previousMax = 0;
+    let last: RunningGateway | null = null;
     const rounds = 6;
     for (let round = 0; round < rounds; round++) {
       const { gateway, hooks } = await start(dir);
+      last = gateway;
       let stop = false;
       let sent = 0;
       const roundIds: number[] = [];
@@ -69,7 +71,7 @@ describe("durability under kill -9", () => {
       expect(Math.min(...roundIds)).toBeGreaterThan(previousMax);
       previousMax = Math.max(...roundIds);
     }
-    const byId = outboxBodies(join(dir, "data"));
+    const byId = await outboxBodies(last!);
     const bodyCounts = new Map<string, number>();
     for (const body of byId.values()) bodyCounts.set(body, (bodyCounts.get(body) ?? 0) + 1);
     expect(acked.size).toBeGreaterThan(rounds * 20);
