@@ -23,8 +23,6 @@ export interface RunningPostgres {
   /** Makes another empty database in the same cluster and returns its URL. */
   createDatabase(name: string): Promise<string>;
   stop(): Promise<void>;
-  /** Stops it at once, its clients left as they are: for a process's exit handler, which cannot wait. */
-  kill(): void;
 }
 
 function ensurePostgres(): string {
@@ -69,10 +67,6 @@ export async function startPostgres(options: { maxConnections?: number } = {}): 
     return `${base}/${name}`;
   };
   const url = await createDatabase("modelgate");
-  const kill = (): void => {
-    runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-w", "stop"]);
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
-  };
   return {
     url,
     port,
@@ -80,8 +74,8 @@ export async function startPostgres(options: { maxConnections?: number } = {}): 
     createDatabase,
     async stop() {
       for (const sql of clients.splice(0)) await sql.close();
-      kill();
+      runAs(user, [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "-w", "stop"]);
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
     },
-    kill,
   };
 }

@@ -2,7 +2,7 @@
  * MODELGATE_TEST_POSTGRES=1 (`make test-postgres`) runs every gateway ./binary.ts starts on a
  * Postgres + Redis deployment instead of SQLite and memory, so the binary suites run once more as
  * issue 36 asks. One PostgreSQL cluster and one redis-server serve the whole test process: started
- * on first use, stopped when it exits. Each data directory gets a fresh database and a Redis
+ * on first use, stopped after the last test (./preload.ts). Each data directory gets a fresh database and a Redis
  * database number of its own, so tests never meet one another's rows, limits or replay records,
  * and a gateway restarted on the same directory (or replicas sharing one) find the same data.
  */
@@ -30,14 +30,18 @@ function deployment(): Promise<{ pg: RunningPostgres; redis: RunningRedis; admin
     // Several gateways at once, each with its pool, beside the tests' own clients.
     const pg = await startPostgres({ maxConnections: 500 });
     const redis = await startRedis({ databases: REDIS_DATABASES });
-    // Redis's stop() ends within this turn (no client of its own here), as an exit handler must.
-    process.on("exit", () => {
-      pg.kill();
-      void redis.stop();
-    });
     return { pg, redis, admin: new SQL({ url: `postgres://postgres@127.0.0.1:${pg.port}/postgres`, max: 1 }) };
   })();
   return started;
+}
+
+/** Stops the cluster and Redis, if this process started them. */
+export async function stopSharedStorage(): Promise<void> {
+  if (started === null) return;
+  const { pg, redis, admin } = await started;
+  started = null;
+  await admin.close();
+  await Promise.all([pg.stop(), redis.stop()]);
 }
 
 /** The database and Redis for the gateways of data directory `dir`, made on first use. */
