@@ -6,7 +6,7 @@
  */
 import type { RequestRecord } from "../deps";
 import type { ModelRegistry, ModelRoute } from "../router/registry";
-import { circuitState, type CircuitState } from "../router/upstream-state";
+import { circuitState, type CircuitState } from "../router/circuit";
 import { targetState } from "../router/target-state";
 import { Counter, Histogram, renderSamples, type Sample } from "./exposition";
 

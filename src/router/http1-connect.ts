@@ -7,7 +7,7 @@ import { unresolved } from "./connect";
 import { Connection, type Http1Socket } from "./http1-connection";
 import type { Pool } from "./http1-pool";
 import type { ConnectionExchange } from "./http1";
-import { UpstreamFailure } from "./upstream-client";
+import { UpstreamFailure } from "./exchange";
 
 const HANDLERS = {
   data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),

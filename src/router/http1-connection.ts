@@ -17,7 +17,7 @@ import { ChunkedDecoder, parseHead, ProtocolError, type ResponseHead } from "./h
 import { Http1Reply } from "./http1-reply";
 import type { Pool } from "./http1-pool";
 import { queueWrite } from "./http1-writes";
-import { UpstreamFailure } from "./upstream-client";
+import { UpstreamFailure } from "./exchange";
 import type { ConnectionExchange, Http1Origin } from "./http1";
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { Connection } from "./http1-connection";
 import type { HeaderBlock } from "./http1-parse";
-import { answerTooLarge, MAX_ANSWER_BYTES, UpstreamFailure, type UpstreamReply } from "./upstream-client";
+import { answerTooLarge, MAX_ANSWER_BYTES, UpstreamFailure, type UpstreamReply } from "./exchange";
 
 /** Chunks a streamed body may queue for a slow reader before the socket is paused. */
 const STREAM_HIGH_WATER = 16;

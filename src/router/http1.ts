@@ -15,7 +15,7 @@
 import type { Connection } from "./http1-connection";
 import type { Http1Reply } from "./http1-reply";
 import { poolOf } from "./http1-pool";
-import { UpstreamFailure, type UpstreamExchange } from "./upstream-client";
+import { UpstreamFailure, type UpstreamExchange } from "./exchange";
 
 export { closeIdleConnections } from "./http1-pool";
 
