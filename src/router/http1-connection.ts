@@ -13,12 +13,11 @@
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
+import { UpstreamFailure } from "./exchange";
 import { ChunkedDecoder, parseHead, ProtocolError, type ResponseHead } from "./http1-parse";
 import { Http1Reply } from "./http1-reply";
-import type { Pool } from "./http1-pool";
+import type { ConnectionExchange, ConnectionPool, ExchangeConnection, Http1Origin, RequestWriter } from "./http1-types";
 import { queueWrite } from "./http1-writes";
-import { UpstreamFailure } from "./exchange";
-import type { ConnectionExchange, Http1Origin } from "./http1";
 
 /**
  * How soon after its request a pooled connection's close, with no byte of the answer, may be taken
@@ -29,7 +28,7 @@ export const RESEND_WINDOW_MS = 200;
 
 export type Http1Socket = Socket<Connection>;
 
-export class Connection {
+export class Connection implements ExchangeConnection, RequestWriter {
   socket: Http1Socket | null = null;
   exchange: ConnectionExchange | null = null;
   private reused = false;
@@ -49,7 +48,7 @@ export class Connection {
 
   /** Counted in `pool` already, connecting to carry `exchange`. */
   constructor(
-    readonly pool: Pool,
+    readonly pool: ConnectionPool<Connection>,
     exchange: ConnectionExchange,
   ) {
     this.exchange = exchange;
