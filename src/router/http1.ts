@@ -10,7 +10,7 @@
  * - an exchange settles exactly once: answered (status and headers arrived) or failed;
  * - a request is sent again only when the upstream cannot have acted on it (a pooled connection
  *   that closed before the request went out or as it arrived, or answered 408: see
- *   Connection.mayResend), and after a write at most once, always on a new connection.
+ *   ./http1-resend.ts), and after a write at most once, always on a new connection.
  */
 import { UpstreamFailure, type UpstreamExchange, type UpstreamReply } from "./exchange";
 import { poolOf } from "./http1-pool";
