@@ -8,18 +8,8 @@
  * Every child process is ended before returning.
  */
 import { readFileSync } from "node:fs";
-import type { Subprocess } from "bun";
-import { freePort, startGateway } from "../tests/support/binary";
 import { median, runWrk, type Scenario } from "./load";
-import { benchDir, startMock } from "./processes";
-
-export interface EndpointsBenchOptions {
-  mockUrl?: string;
-  pin?: (pid: number) => void;
-  clientCpus?: string | null;
-  durationS?: number;
-  concurrency?: number;
-}
+import { startBenchGateway, type LoopbackBenchOptions } from "./support/gateway";
 
 const BODIES: Record<string, [path: string, body: Record<string, unknown>]> = {
   chat: ["/chat/completions", { model: "m", messages: [{ role: "user", content: "Say hello in one short sentence." }] }],
@@ -29,24 +19,11 @@ const BODIES: Record<string, [path: string, body: Record<string, unknown>]> = {
 
 const UPLOAD_BYTES = 20 * 1024 * 1024;
 
-export async function runEndpointsBench(options: EndpointsBenchOptions = {}): Promise<string> {
-  const children: Subprocess[] = [];
-  try {
-    let mockUrl = options.mockUrl;
-    if (!mockUrl) {
-      const mock = await startMock(freePort(), null);
-      children.push(mock.proc);
-      mockUrl = mock.url;
-    }
-    const huge = 1_000_000_000;
-    const gateway = await startGateway(
-      `
+export async function runEndpointsBench(options: LoopbackBenchOptions = {}): Promise<string> {
+  const bench = await startBenchGateway(
+    (mockUrl) => `
 [server]
 max_body_bytes = ${32 * 1024 * 1024}
-[limits]
-anonymous = { per_minute = ${huge}, per_day = ${huge} }
-[log]
-requests = false
 [[upstreams]]
 name = "mock"
 base_url = "${mockUrl}"
@@ -55,17 +32,17 @@ id = "m"
 free = true
 targets = [{ upstream = "mock", model = "mock-small" }]
 `,
-      { dir: benchDir("modelgate-bench-") },
-    );
-    children.push(gateway.proc as unknown as Subprocess);
-    options.pin?.(gateway.proc.pid);
+    options,
+  );
+  try {
+    const { gateway, mockUrl } = bench;
     const names = Object.keys(BODIES);
     const scenario = (name: string, base: string, model: string): Scenario => {
       const [path, body] = BODIES[name];
       return { name, url: `${base}${path}`, headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, model }) };
     };
     const through = names.map((name) => scenario(name, `${gateway.url}/v1`, "m"));
-    const direct = names.map((name) => scenario(name, mockUrl!, "mock-small"));
+    const direct = names.map((name) => scenario(name, mockUrl, "mock-small"));
     const { latency, overhead } = await interleaved([...through, ...direct.map((s) => ({ ...s, name: `${s.name} direct` }))], 8, 150);
     const durationS = Math.max(1, (options.durationS ?? 3) - 1);
     const rps = new Map<string, number>();
@@ -93,7 +70,7 @@ targets = [{ upstream = "mock", model = "mock-small" }]
       `- A ${UPLOAD_BYTES / 1024 / 1024} MB transcription upload: resident set growth ${rss.modelFirst.toFixed(1)} MB with the model field first, ${rss.fileFirst.toFixed(1)} MB with the file first (kept in a temporary file until the model arrives); bound 5 MB: ${Math.max(rss.modelFirst, rss.fileFirst) < 5 ? "within" : "ABOVE"}.`,
     ].join("\n");
   } finally {
-    for (const child of children) child.kill();
+    bench.close();
   }
 }
 

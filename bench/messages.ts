@@ -12,22 +12,12 @@
  * Runs inside `make bench` (bench/run.ts calls runMessagesBench) or alone: `bun bench/messages.ts`.
  * Every child process is ended before returning.
  */
-import type { Subprocess } from "bun";
-import { freePort, startGateway } from "../tests/support/binary";
 import { median, processCpuMs, runWrk, type Scenario } from "./load";
-import { benchDir, startMock } from "./processes";
+import { startBenchGateway, type LoopbackBenchOptions } from "./support/gateway";
 import { messagesAdapter } from "../src/router/adapters/messages";
 import { relaySse } from "../src/router/sse";
 import type { CallBody } from "../src/router/adapters/types";
 import type { ModelRoute, Target } from "../src/router/registry";
-
-export interface MessagesBenchOptions {
-  mockUrl?: string;
-  pin?: (pid: number) => void;
-  clientCpus?: string | null;
-  durationS?: number;
-  concurrency?: number;
-}
 
 const PROMPT = "Say hello in one short sentence.";
 const ROUNDS = 5;
@@ -40,22 +30,9 @@ interface Row {
   cpuUs: number;
 }
 
-export async function runMessagesBench(options: MessagesBenchOptions = {}): Promise<string> {
-  const children: Subprocess[] = [];
-  try {
-    let mockUrl = options.mockUrl;
-    if (!mockUrl) {
-      const mock = await startMock(freePort(), null);
-      children.push(mock.proc);
-      mockUrl = mock.url;
-    }
-    const huge = 1_000_000_000;
-    const gateway = await startGateway(
-      `
-[limits]
-anonymous = { per_minute = ${huge}, per_day = ${huge} }
-[log]
-requests = false
+export async function runMessagesBench(options: LoopbackBenchOptions = {}): Promise<string> {
+  const bench = await startBenchGateway(
+    (mockUrl) => `
 [[upstreams]]
 name = "native"
 base_url = "${mockUrl}"
@@ -72,10 +49,10 @@ id = "translated"
 free = true
 targets = [{ upstream = "chat", model = "mock-small" }]
 `,
-      { dir: benchDir("modelgate-bench-") },
-    );
-    children.push(gateway.proc as unknown as Subprocess);
-    options.pin?.(gateway.proc.pid);
+    options,
+  );
+  try {
+    const { gateway } = bench;
     const pid = gateway.proc.pid;
     const json = { "content-type": "application/json" };
     const chat = (stream: boolean): Scenario => ({
@@ -142,7 +119,7 @@ targets = [{ upstream = "chat", model = "mock-small" }]
       "- CPU per request comes from /proc at 10 ms ticks over whole runs; on a shared machine the rates move with other work, the CPU figures far less.",
     ].join("\n");
   } finally {
-    for (const child of children) child.kill();
+    bench.close();
   }
 }
 

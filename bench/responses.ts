@@ -9,40 +9,17 @@
  * Runs inside `make bench` (bench/run.ts calls runResponsesBench) or alone: `bun bench/responses.ts`.
  * Every child process is ended before returning.
  */
-import type { Subprocess } from "bun";
-import { freePort, startGateway } from "../tests/support/binary";
 import { median, processCpuMs, runWrk, type Scenario } from "./load";
-import { benchDir, startMock } from "./processes";
-
-export interface ResponsesBenchOptions {
-  mockUrl?: string;
-  pin?: (pid: number) => void;
-  clientCpus?: string | null;
-  durationS?: number;
-  concurrency?: number;
-}
+import { startBenchGateway, type LoopbackBenchOptions } from "./support/gateway";
 
 /** Chat chunks in one streamed mock answer (six words, the finish, the usage), for the per-event figure. */
 const CHAT_EVENTS = 8;
 const PROMPT = "Say hello in one short sentence.";
 const ROUNDS = 4;
 
-export async function runResponsesBench(options: ResponsesBenchOptions = {}): Promise<string> {
-  const children: Subprocess[] = [];
-  try {
-    let mockUrl = options.mockUrl;
-    if (!mockUrl) {
-      const mock = await startMock(freePort(), null);
-      children.push(mock.proc);
-      mockUrl = mock.url;
-    }
-    const huge = 1_000_000_000;
-    const gateway = await startGateway(
-      `
-[limits]
-anonymous = { per_minute = ${huge}, per_day = ${huge} }
-[log]
-requests = false
+export async function runResponsesBench(options: LoopbackBenchOptions = {}): Promise<string> {
+  const bench = await startBenchGateway(
+    (mockUrl) => `
 [[upstreams]]
 name = "chat"
 base_url = "${mockUrl}"
@@ -59,10 +36,10 @@ id = "native"
 free = true
 targets = [{ upstream = "native", model = "mock-small" }]
 `,
-      { dir: benchDir("modelgate-bench-") },
-    );
-    children.push(gateway.proc as unknown as Subprocess);
-    options.pin?.(gateway.proc.pid);
+    options,
+  );
+  try {
+    const { gateway } = bench;
     const base = `${gateway.url}/v1`;
     const scenario = (name: string, path: string, body: Record<string, unknown>): Scenario => ({
       name,
@@ -135,7 +112,7 @@ targets = [{ upstream = "native", model = "mock-small" }]
       `- Medians of ${ROUNDS - 1} rounds (after a warm-up round) of ${durationS} s per scenario, interleaved; first bytes over 500 sequential requests each, interleaved. CPU per request is the whole process's time over a run divided by its requests: on a shared machine it carries others' noise; compare rows of one run.`,
     ].join("\n");
   } finally {
-    for (const child of children) child.kill();
+    bench.close();
   }
 }
 

@@ -7,20 +7,14 @@
  */
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { freePort, startGateway } from "../tests/support/binary";
+import { freePort } from "../tests/support/binary";
 import { median, percentile, runWrk, type Scenario, type WrkResult } from "./load";
 import { checkConnect } from "../src/router/connect";
-import { benchDir } from "./processes";
-
-export interface RoutingBenchOptions {
-  mockUrl?: string;
-  pin?: (pid: number) => void;
-  clientCpus?: string | null;
-  durationS?: number;
-  concurrency?: number;
-}
+import { startBenchGateway, type BenchGateway, type LoopbackBenchOptions } from "./support/gateway";
 
 const ROOT = join(import.meta.dir, "..");
+/** Failures in a row before a circuit opens: never, so that every failover is measured. */
+const NO_COOLDOWN = 1_000_000_000;
 const BODY = JSON.stringify({ model: "one", messages: [{ role: "user", content: "Say hello in one short sentence." }] });
 
 async function spawnMock(port: number, behaviour: string): Promise<Subprocess> {
@@ -40,32 +34,21 @@ async function spawnMock(port: number, behaviour: string): Promise<Subprocess> {
   throw new Error("mock upstream did not start");
 }
 
-export async function runRoutingBench(options: RoutingBenchOptions = {}): Promise<string> {
+export async function runRoutingBench(options: LoopbackBenchOptions = {}): Promise<string> {
   const durationS = Math.max(1, (options.durationS ?? 4) - 1);
   const concurrency = options.concurrency ?? 32;
   const cpus = options.clientCpus ?? null;
-  const children: Subprocess[] = [];
+  const failPort = freePort();
+  const failing = await spawnMock(failPort, "{ failWith: 503 }");
+  const failUrl = `http://127.0.0.1:${failPort}/v1`;
+  const deadPort = freePort();
+  let bench: BenchGateway | null = null;
   try {
-    let mockUrl = options.mockUrl;
-    if (!mockUrl) {
-      const port = freePort();
-      children.push(await spawnMock(port, "{}"));
-      mockUrl = `http://127.0.0.1:${port}/v1`;
-    }
-    const failPort = freePort();
-    children.push(await spawnMock(failPort, "{ failWith: 503 }"));
-    const failUrl = `http://127.0.0.1:${failPort}/v1`;
-    const deadPort = freePort();
-    const huge = 1_000_000_000;
-    const gateway = await startGateway(
-      `
-[limits]
-anonymous = { per_minute = ${huge}, per_day = ${huge} }
-[log]
-requests = false
+    bench = await startBenchGateway(
+      (mockUrl) => `
 [routing]
 retry_backoff_ms = 0
-cooldown_failures = ${huge}
+cooldown_failures = ${NO_COOLDOWN}
 ${["u1", "u2", "u3"].map((n) => `[[upstreams]]\nname = "${n}"\nbase_url = "${mockUrl}"\n`).join("")}
 [[upstreams]]
 name = "refusing"
@@ -79,10 +62,9 @@ ${route("three-failover", ["u1", "u2", "u3"], "failover")}
 ${route("past-refused", ["refusing", "u1"], "failover")}
 ${route("past-503", ["failing", "u1"], "failover")}
 `,
-      { dir: benchDir("modelgate-bench-") },
+      options,
     );
-    children.push(gateway.proc as unknown as Subprocess);
-    options.pin?.(gateway.proc.pid);
+    const { gateway, mockUrl } = bench;
     const scenario = (name: string, url: string, model: string): Scenario => ({
       name,
       url,
@@ -126,10 +108,11 @@ ${route("past-503", ["failing", "u1"], "failover")}
       `- Three targets vs one: p50 ${f(three)} ms vs ${f(one)} ms (${three <= one * 1.1 + 0.05 ? "no worse" : "WORSE"}).`,
       `- Failover past a 503: adds ${f(past503)} ms; the failed attempt alone (a 503 fetched directly) takes ${f(failedOwn)} ms (${past503 <= failedOwn * 1.25 + 0.05 ? "within" : "ABOVE"} its own time).`,
       `- Failover past a refused connection: adds ${f(pastRefused)} ms; a refused connect alone takes ${f(refusedMs)} ms.`,
-      `- Cooldown is disabled here (cooldown_failures = ${huge}) to measure every failover; with the default (3), a failing target is skipped after its third failure and costs nothing until its probe.`,
+      `- Cooldown is disabled here (cooldown_failures = ${NO_COOLDOWN}) to measure every failover; with the default (3), a failing target is skipped after its third failure and costs nothing until its probe.`,
     ].join("\n");
   } finally {
-    for (const child of children) child.kill();
+    bench?.close();
+    failing.kill();
   }
 }
 

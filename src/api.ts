@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps";
 import { COMMIT, INTERFACE_VERSION } from "./version";
-import { upstreamHealth } from "./router/upstream-state";
+import { upstreamHealth } from "./router/upstream-health";
 import { jsonDoc } from "./swagger";
 import type { OpenAPIV3 } from "openapi-types";
 

@@ -7,7 +7,8 @@
  */
 import type { Config } from "./config/schema";
 import type { Db } from "./db/client";
-import type { AppDeps, RequestRecord } from "./deps";
+import type { AppDeps } from "./deps";
+import type { RequestRecord } from "./requests/record";
 import { openGate, type Gate } from "./auth/types";
 import { ModelRegistry } from "./router/registry";
 import { createGatewayMetrics, type GatewayMetrics } from "./metrics/gateway";

@@ -9,7 +9,8 @@
 import type { Server } from "bun";
 import type { Config } from "./config/schema";
 import type { Db } from "./db/client";
-import type { AppDeps, RequestRecord } from "./deps";
+import type { AppDeps } from "./deps";
+import type { RequestRecord } from "./requests/record";
 import type { SpendAuthHook } from "./auth/types";
 import type { GatewayMetrics } from "./metrics/gateway";
 import type { RouteMemory } from "./router/remembered-routes";

@@ -5,7 +5,7 @@
  * pays for formatting or a write. Lines below `[log] level` are dropped; `[log] requests = false`
  * drops request lines. A record carries identity kind and ids, never a credential.
  */
-import type { RequestRecord } from "./deps";
+import type { RequestRecord } from "./requests/record";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 

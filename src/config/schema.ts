@@ -6,7 +6,7 @@
  */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { WebhooksSection, JobsSection } from "./webhooks-schema";
-import { MAX_TIMER_MS } from "./timer";
+import { MAX_TIMER_MS } from "./timer-limit";
 import { ETH_ADDRESS, HTTP_URL, HTTP_URL_PATTERN } from "./patterns";
 import { Limits } from "./limits-schema";
 

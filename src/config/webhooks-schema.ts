@@ -6,7 +6,7 @@
  * checked in src/webhooks/config.ts after this schema passes.
  */
 import { Type as T, type Static } from "@sinclair/typebox";
-import { MAX_TIMER_MS } from "./timer";
+import { MAX_TIMER_MS } from "./timer-limit";
 import { HTTP_URL } from "./patterns";
 
 const AUTH_MODES = ["none", "bearer", "hmac-sha256", "api-key", "standard-webhooks"] as const;

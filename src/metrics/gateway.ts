@@ -4,9 +4,9 @@
  * scrape time from the live upstream states. Other parts add their own gauges with registerGauge
  * (for example the webhook outbox depth), which are computed only when /metrics is scraped.
  */
-import type { RequestRecord } from "../deps";
+import type { RequestRecord } from "../requests/record";
 import type { ModelRegistry, ModelRoute } from "../router/registry";
-import { circuitState, type CircuitState } from "../router/upstream-state";
+import { circuitState, type CircuitState } from "../router/circuit";
 import { targetState } from "../router/target-state";
 import { Counter, Histogram, renderSamples, type Sample } from "./exposition";
 

@@ -8,7 +8,7 @@
 import { createBatchInsert, type SqlValue } from "../db/batch-insert";
 import { brieflyLocked, type Db } from "../db/client";
 import { pruneOlderThan, startPruning } from "../db/prune";
-import type { RequestRecord } from "../deps";
+import type { RequestRecord } from "./record";
 
 const PRUNE_CHUNK = 5_000;
 const INSERT = `INSERT INTO request_log (request_id, created_at, identity, user_id, key_id, model, endpoint, upstream, status,

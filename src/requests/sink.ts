@@ -9,7 +9,7 @@
  * queue first, so /metrics is never behind.
  */
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
-import type { RequestRecord } from "../deps";
+import type { RequestRecord } from "./record";
 
 const FLUSH_MS = 100;
 /**

@@ -7,7 +7,7 @@
  * is read the same way.
  */
 import type { ForwardInput } from "./forward";
-import { serialize } from "./upstream-body";
+import { serialize } from "./attempt-body";
 import { servesNatively } from "./adapters/types";
 import type { CallContext } from "./served";
 

@@ -17,8 +17,8 @@ import { backoffDelay } from "../backoff";
 import { log as serviceLog, type Logger } from "../log";
 import type { ModelRegistry } from "./registry";
 import { responseText } from "../response-text";
-import { withoutSecrets } from "./upstream-text";
-import type { UpstreamState } from "./upstream-state";
+import { withoutSecrets } from "./upstream-redaction";
+import type { UpstreamState } from "./upstream-setup";
 
 export const MAX_MODELS = 1_000;
 export const MAX_ID_CHARACTERS = 256;

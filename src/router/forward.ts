@@ -14,9 +14,10 @@ import { checkConnect } from "./connect";
 import type { ModelRoute, Target } from "./registry";
 import type { ClientWatch } from "./client-watch";
 import { orderTargets } from "./select";
-import { UpstreamFailure, USES_PROXY, type UpstreamExchange, type UpstreamReply } from "./upstream-client";
-import { errorExcerpt } from "./upstream-text";
-import type { UpstreamState } from "./upstream-state";
+import { UpstreamFailure, type UpstreamExchange, type UpstreamReply } from "./exchange";
+import { USES_PROXY } from "./fetch-exchange";
+import { errorExcerpt } from "./upstream-redaction";
+import type { UpstreamState } from "./upstream-setup";
 import {
   abandonTargetAttempt,
   beginTargetAttempt,

@@ -4,10 +4,9 @@
  * connect that failed in the gateway's words.
  */
 import { unresolved } from "./connect";
+import { UpstreamFailure } from "./exchange";
 import { Connection, type Http1Socket } from "./http1-connection";
-import type { Pool } from "./http1-pool";
-import type { ConnectionExchange } from "./http1";
-import { UpstreamFailure } from "./upstream-client";
+import type { ConnectionExchange, ConnectionPool } from "./http1-types";
 
 const HANDLERS = {
   data: (socket: Http1Socket, data: Buffer) => socket.data.onData(data),
@@ -19,7 +18,7 @@ const HANDLERS = {
 };
 
 /** Connects to `pool`'s origin (counted in the pool already) to carry `exchange`. */
-export function openConnection(pool: Pool, exchange: ConnectionExchange): void {
+export function openConnection(pool: ConnectionPool<Connection>, exchange: ConnectionExchange): void {
   const conn = new Connection(pool, exchange);
   const { hostname, port, connectTimeoutMs, name } = pool.origin;
   const timer = setTimeout(() => {

@@ -13,29 +13,23 @@
  * - bodies are delivered as they arrive; a streamed body pauses the socket while its reader lags.
  */
 import type { Socket } from "bun";
+import { UpstreamFailure } from "./exchange";
 import { ChunkedDecoder, parseHead, ProtocolError, type ResponseHead } from "./http1-parse";
 import { Http1Reply } from "./http1-reply";
-import type { Pool } from "./http1-pool";
+import type { ConnectionExchange, ConnectionPool, ExchangeConnection, Http1Origin, RequestWriter } from "./http1-types";
+import { mayResendAfter408, mayResendAfterClose, type SendProgress } from "./http1-resend";
 import { queueWrite } from "./http1-writes";
-import { UpstreamFailure } from "./upstream-client";
-import type { ConnectionExchange, Http1Origin } from "./http1";
-
-/**
- * How soon after its request a pooled connection's close, with no byte of the answer, may be taken
- * for the upstream's idle close crossing the request on the wire (a round trip and a busy event
- * loop's turn; a model server takes longer to do anything with a request). See mayResend.
- */
-export const RESEND_WINDOW_MS = 200;
 
 export type Http1Socket = Socket<Connection>;
 
-export class Connection {
+export class Connection implements ExchangeConnection, RequestWriter, SendProgress {
   socket: Http1Socket | null = null;
   exchange: ConnectionExchange | null = null;
-  private reused = false;
-  private written = false;
-  private writtenAt = 0;
-  private received = false;
+  /** Where its request stands (./http1-resend.ts reads it when the connection closes or answers 408). */
+  reused = false;
+  written = false;
+  writtenAt = 0;
+  received = false;
   private headBytes: Buffer | null = null;
   private head: ResponseHead | null = null;
   private reply: Http1Reply | null = null;
@@ -49,7 +43,7 @@ export class Connection {
 
   /** Counted in `pool` already, connecting to carry `exchange`. */
   constructor(
-    readonly pool: Pool,
+    readonly pool: ConnectionPool<Connection>,
     exchange: ConnectionExchange,
   ) {
     this.exchange = exchange;
@@ -126,9 +120,7 @@ export class Connection {
         this.headBytes = bytes;
         return;
       }
-      // A 408 on a reused connection: the upstream timed it out unused (RFC 9110 §15.5.9: the
-      // request was not acted on, and may be repeated). Once more, on a new connection.
-      if (head.status === 408 && this.reused && !exchange.resent) return this.resendElsewhere(exchange);
+      if (mayResendAfter408(head.status, this, exchange)) return this.resendElsewhere(exchange);
       this.headBytes = null;
       this.head = head;
       this.remaining = head.length;
@@ -180,20 +172,6 @@ export class Connection {
     else this.destroy();
   }
 
-  /**
-   * May `exchange`, whose pooled connection ended before any byte of its answer, be sent again?
-   * A POST is not idempotent (RFC 9110 §9.2.2): it is repeated only when the upstream cannot have
-   * acted on it. That holds when the request never went out (the close was read first), and is
-   * taken to hold when the close came within RESEND_WINDOW_MS of the request: the upstream closed
-   * the connection as idle while the request was on its way. A close later than that (a crash 60 s
-   * into a long generation) may follow work done, and paid for by nobody: it is the upstream's
-   * failure, never a second generation. Once only.
-   */
-  private mayResend(exchange: ConnectionExchange): boolean {
-    if (!this.reused || this.received || exchange.settled) return false;
-    return !this.written || (!exchange.resent && performance.now() - this.writtenAt <= RESEND_WINDOW_MS);
-  }
-
   /** Closes this connection and sends `exchange` again, on the new one its place opens. */
   private resendElsewhere(exchange: ConnectionExchange): void {
     if (this.written) exchange.resent = true;
@@ -219,7 +197,7 @@ export class Connection {
     if (exchange !== null && !wasClosed) {
       // A body framed by the close ends with an orderly close; a reset cut it short.
       if (this.head?.framing === "until-close" && !error) this.reply!.end();
-      else if (this.mayResend(exchange)) this.resendElsewhere(exchange);
+      else if (mayResendAfterClose(this, exchange, performance.now())) this.resendElsewhere(exchange);
       else {
         const failure = new UpstreamFailure(
           "broken",

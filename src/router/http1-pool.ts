@@ -21,13 +21,13 @@
  */
 import { openConnection } from "./http1-connect";
 import type { Connection } from "./http1-connection";
-import type { ConnectionExchange, Http1Origin } from "./http1";
+import type { ConnectionExchange, ConnectionPool, Http1Origin } from "./http1-types";
 
 const IDLE_SECONDS = 4;
 const REUSE_PAUSE_MS = 60_000;
 
 /** The connections to one origin. */
-export class Pool {
+export class Pool implements ConnectionPool<Connection> {
   /** Connections counted against maxConnections. */
   open = 0;
   /** Idle connections, the most recently used last. */

@@ -4,9 +4,9 @@
  * The connection pushes bytes as (buffer, start, end), so a body that shares its packet with the
  * head is read in place; then it ends or fails the reply exactly once.
  */
-import type { Connection } from "./http1-connection";
+import { answerTooLarge, MAX_ANSWER_BYTES, UpstreamFailure, type UpstreamReply } from "./exchange";
 import type { HeaderBlock } from "./http1-parse";
-import { answerTooLarge, MAX_ANSWER_BYTES, UpstreamFailure, type UpstreamReply } from "./upstream-client";
+import type { ExchangeConnection } from "./http1-types";
 
 /** Chunks a streamed body may queue for a slow reader before the socket is paused. */
 const STREAM_HIGH_WATER = 16;
@@ -27,7 +27,7 @@ export class Http1Reply implements UpstreamReply {
   constructor(
     readonly status: number,
     private readonly headers: HeaderBlock,
-    private readonly conn: Connection,
+    private readonly conn: ExchangeConnection,
     readonly closeDelimited: boolean,
   ) {}
 

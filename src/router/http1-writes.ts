@@ -6,13 +6,13 @@
  * immediates run waits for the next poll): whatever the upstream sent while the connection sat
  * idle is read by then, before the request, and so can never be taken for its answer.
  */
-import type { Connection } from "./http1-connection";
+import type { RequestWriter } from "./http1-types";
 
-let writeNow: Connection[] = [];
-let writeNextTurn: Connection[] = [];
+let writeNow: RequestWriter[] = [];
+let writeNextTurn: RequestWriter[] = [];
 let scheduled = false;
 
-export function queueWrite(conn: Connection, from: "new" | "pool"): void {
+export function queueWrite(conn: RequestWriter, from: "new" | "pool"): void {
   if (from === "new") writeNow.push(conn);
   else writeNextTurn.push(conn);
   if (!scheduled) {

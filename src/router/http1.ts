@@ -10,40 +10,14 @@
  * - an exchange settles exactly once: answered (status and headers arrived) or failed;
  * - a request is sent again only when the upstream cannot have acted on it (a pooled connection
  *   that closed before the request went out or as it arrived, or answered 408: see
- *   Connection.mayResend), and after a write at most once, always on a new connection.
+ *   ./http1-resend.ts), and after a write at most once, always on a new connection.
  */
-import type { Connection } from "./http1-connection";
-import type { Http1Reply } from "./http1-reply";
+import { UpstreamFailure, type UpstreamExchange, type UpstreamReply } from "./exchange";
 import { poolOf } from "./http1-pool";
-import { UpstreamFailure, type UpstreamExchange } from "./upstream-client";
+import type { ConnectionExchange, ExchangeConnection, Http1Origin } from "./http1-types";
 
 export { closeIdleConnections } from "./http1-pool";
-
-export interface Http1Origin {
-  hostname: string;
-  port: number;
-  /** "POST /path HTTP/1.1" and every header line but Content-Length, each ending in CRLF: chat's (another path's is given to http1Post). */
-  requestHead: string;
-  connectTimeoutMs: number;
-  /** Most connections open to the origin at once; requests past it wait for one (./http1-pool.ts). */
-  maxConnections: number;
-  /** For messages: the upstream's name. */
-  name: string;
-}
-
-/** What a connection needs of the exchange it carries. */
-export interface ConnectionExchange {
-  readonly origin: Http1Origin;
-  /** The whole request, head and body, and its size in bytes. */
-  readonly payload: string;
-  readonly payloadBytes: number;
-  readonly settled: boolean;
-  conn: Connection | null;
-  /** Written once and sent again already: never again. */
-  resent: boolean;
-  answered(reply: Http1Reply): void;
-  fail(failure: UpstreamFailure): void;
-}
+export type { Http1Origin } from "./http1-types";
 
 /** Sends `body` with `requestHead` (the origin's own unless given: another path on the same connections). */
 export function http1Post(origin: Http1Origin, body: string, requestHead = origin.requestHead): UpstreamExchange {
@@ -56,11 +30,11 @@ export function http1Post(origin: Http1Origin, body: string, requestHead = origi
 }
 
 class Exchange implements UpstreamExchange, ConnectionExchange {
-  reply: Promise<Http1Reply>;
-  conn: Connection | null = null;
+  reply: Promise<UpstreamReply>;
+  conn: ExchangeConnection | null = null;
   settled = false;
   resent = false;
-  private resolve!: (reply: Http1Reply) => void;
+  private resolve!: (reply: UpstreamReply) => void;
   private reject!: (failure: UpstreamFailure) => void;
 
   constructor(
@@ -74,7 +48,7 @@ class Exchange implements UpstreamExchange, ConnectionExchange {
     });
   }
 
-  answered(reply: Http1Reply): void {
+  answered(reply: UpstreamReply): void {
     this.settled = true;
     this.resolve(reply);
   }

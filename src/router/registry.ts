@@ -4,7 +4,8 @@
  * with the same id. Lookups are one Map read on the hot path.
  */
 import { ENDPOINT_NAMES, type Config, type EndpointName, type ModelConfig, type UpstreamConfig } from "../config/schema";
-import { closedCircuit, createUpstreamState, type Circuit, type UpstreamState } from "./upstream-state";
+import { closedCircuit, type Circuit } from "./circuit";
+import { createUpstreamState, type UpstreamState } from "./upstream-setup";
 
 type Strategy = ModelConfig["strategy"];
 

@@ -7,7 +7,8 @@
 import { ERROR_STATUS, type GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type Identity } from "../auth/types";
 import { presentedKind } from "../auth/presented";
-import type { AppDeps, RequestRecord } from "../deps";
+import type { AppDeps } from "../deps";
+import type { RequestRecord } from "../requests/record";
 import type { ModelRoute } from "./registry";
 import type { ClientWatch } from "./client-watch";
 import { costMicro, type Usage } from "../credits/cost";

@@ -22,7 +22,7 @@
  *   cut off with an error event (memory and the rescans of what is pending stay bounded).
  */
 import { readUsage, type Usage } from "../credits/cost";
-import { withoutSecrets } from "./upstream-text";
+import { withoutSecrets } from "./upstream-redaction";
 import { DONE, DONE_TEXT, errorEvent, FINISHED, parseData, USAGE_PATTERN } from "./sse-events";
 import type { RelayOptions, RelayResult } from "./relay-options";
 

@@ -1,5 +1,5 @@
 /**
- * A route target's health: two circuits (./upstream-state.ts) decide whether a request may use it.
+ * A route target's health: two circuits (./circuit.ts) decide whether a request may use it.
  * The upstream's own opens when the upstream cannot be reached or breaks its answers (connection
  * errors, connect timeouts, broken streams, a wrong key or base_url) and stops every model on it.
  * The target's opens when the upstream answers this model with 429 or 5xx, or not within the
@@ -8,21 +8,8 @@
  * go on being served.
  */
 import type { Target } from "./registry";
-import {
-  abandonAttempt,
-  beginAttempt,
-  circuitState,
-  closeCircuit,
-  countFailure,
-  isAvailable,
-  nextTtfbAverage,
-  noteFailure,
-  recordAnswered,
-  recordComplete,
-  recordFailure,
-  type CircuitPolicy,
-  type CircuitState,
-} from "./upstream-state";
+import { abandonAttempt, beginAttempt, circuitState, closeCircuit, countFailure, isAvailable, type CircuitPolicy, type CircuitState } from "./circuit";
+import { nextTtfbAverage, noteFailure, recordAnswered, recordComplete, recordFailure } from "./upstream-health";
 
 export function targetAvailable(t: Target, now: number): boolean {
   return isAvailable(t.upstream, now) && isAvailable(t.circuit, now);

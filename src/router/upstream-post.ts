@@ -5,7 +5,8 @@
  * upload's stream goes through fetch, which sends a request body as it is read.
  */
 import { http1Post, type Http1Origin } from "./http1";
-import { fetchPost, type UpstreamExchange } from "./upstream-client";
+import type { UpstreamExchange } from "./exchange";
+import { fetchPost } from "./fetch-exchange";
 
 export interface PostSetup {
   name: string;
@@ -59,7 +60,7 @@ export function createPost(setup: PostSetup): UpstreamPost {
 
 /**
  * `endpoint` under base_url: appended to its path, its query kept (`?api-version=…`), its fragment
- * dropped, and its user and password left out (they travel as a header: ./upstream-state.ts).
+ * dropped, and its user and password left out (they travel as a header: ./upstream-setup.ts).
  */
 export function endpointUrl(base: URL, endpoint: string): URL {
   const url = new URL(base.href);

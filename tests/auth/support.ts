@@ -3,7 +3,8 @@
  * database, a mock upstream serving a free and a paid model, and an injected clock.
  */
 import type { createApp } from "../../src/app";
-import type { AppDeps, RequestRecord } from "../../src/deps";
+import type { AppDeps } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 import { composeTestApp } from "../support/app";
 import { buildIdentities, type Identities } from "../../src/auth/identities";
 import { createUser, type User } from "../../src/auth/users";

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/log";
 import { usageFromJson } from "../../src/credits/cost";
-import type { RequestRecord } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 
 describe("request log line", () => {
   test("is valid JSON with config strings escaped, and nulls as null", () => {

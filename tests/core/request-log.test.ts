@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
 import { createRequestLog, pruneRequestLog } from "../../src/requests/log";
-import type { RequestRecord } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 
 const DAY = 86_400_000;
 

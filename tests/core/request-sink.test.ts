@@ -8,7 +8,7 @@ import { createRequestSink, FULL_BATCH } from "../../src/requests/sink";
 import { createGatewayMetrics } from "../../src/metrics/gateway";
 import { ModelRegistry } from "../../src/router/registry";
 import { buildConfig } from "../../src/config/load";
-import type { RequestRecord } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 
 const record = (i: number): RequestRecord => ({
   requestId: `req_${i}`,

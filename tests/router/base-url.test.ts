@@ -11,7 +11,7 @@ import { buildTestApp } from "../support/app";
 import { discoverOnce } from "../../src/router/discover";
 import { ModelRegistry } from "../../src/router/registry";
 import { buildConfig } from "../../src/config/load";
-import { createUpstreamState } from "../../src/router/upstream-state";
+import { createUpstreamState } from "../../src/router/upstream-setup";
 
 const COMPLETION = JSON.stringify({ id: "c1", object: "chat.completion", choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
 const MODELS = JSON.stringify({ object: "list", data: [{ id: "found", object: "model" }] });

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { eventually } from "../support/eventually";
 import { freePort } from "../support/binary";
 import { HELLO, json, mockUpstreams, routerApp, sseData } from "./helpers";
-import { recordFailure } from "../../src/router/upstream-state";
+import { recordFailure } from "../../src/router/upstream-health";
 
 const mock = mockUpstreams();
 

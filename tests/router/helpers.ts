@@ -4,7 +4,8 @@
  * small parser of the Prometheus text format and an SSE reader.
  */
 import { afterEach } from "bun:test";
-import type { AppDeps, RequestRecord } from "../../src/deps";
+import type { AppDeps } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 import type { Gate } from "../../src/auth/types";
 import type { GatewayMetrics } from "../../src/metrics/gateway";
 import { metricsRoutes } from "../../src/metrics/routes";

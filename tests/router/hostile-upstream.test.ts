@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { http1Post } from "../../src/router/http1";
-import { RESEND_WINDOW_MS } from "../../src/router/http1-connection";
+import { RESEND_WINDOW_MS } from "../../src/router/http1-resend";
 import { answer, cleanUp, expectFailure, originFor, post, T, upstream } from "../support/raw-upstream";
 
 afterEach(cleanUp);

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { http1Post } from "../../src/router/http1";
 import { answer, chunk, cleanUp, expectFailure, joined, post, readPieces, T, upstream } from "../support/raw-upstream";
-import { fetchPost, MAX_ANSWER_BYTES } from "../../src/router/upstream-client";
+import { MAX_ANSWER_BYTES } from "../../src/router/exchange";
+import { fetchPost } from "../../src/router/fetch-exchange";
 
 afterEach(cleanUp);
 

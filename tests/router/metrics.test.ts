@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { GatewayError } from "../../src/errors";
 import type { Gate } from "../../src/auth/types";
 import { createLogger } from "../../src/log";
-import type { RequestRecord } from "../../src/deps";
+import type { RequestRecord } from "../../src/requests/record";
 import { Counter } from "../../src/metrics/exposition";
 import { discoverOnce } from "../../src/router/discover";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";

@@ -8,7 +8,7 @@
 import { expect } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import { closeIdleConnections, http1Post, type Http1Origin } from "../../src/router/http1";
-import { UpstreamFailure, type FailureKind, type UpstreamReply } from "../../src/router/upstream-client";
+import { UpstreamFailure, type FailureKind, type UpstreamReply } from "../../src/router/exchange";
 
 /** Every socket test must finish well within this; a hang fails fast instead of after 60 s. */
 export const T = 2_000;

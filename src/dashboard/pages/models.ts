@@ -4,7 +4,8 @@
  * registry. Read-only; any signed-in user may see it.
  */
 import type { ModelRegistry, ModelRoute } from "../../router/registry";
-import { upstreamHealth, type CircuitState } from "../../router/upstream-state";
+import type { CircuitState } from "../../router/circuit";
+import { upstreamHealth } from "../../router/upstream-health";
 import { targetState } from "../../router/target-state";
 import { html, type Html } from "../html";
 

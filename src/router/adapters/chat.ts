@@ -9,7 +9,7 @@ import { violationError } from "../../validation";
 import { completionBound, promptTokenEstimate } from "../../credits/price";
 import { reserveWithin } from "../../credits/reservation";
 import { ChatCompletionRequest, contentMissing } from "../schema";
-import { setTokenLimit } from "../upstream-body";
+import { setTokenLimit } from "../attempt-body";
 import { usageFromJson } from "../../credits/cost";
 import type { ModelRoute, Target } from "../registry";
 import type { CallBody, EndpointAdapter, EstimateInput } from "./types";

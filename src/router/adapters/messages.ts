@@ -16,7 +16,7 @@ import { messagesToChat, type MessagesTranslation } from "../../translate/anthro
 import { chatToMessage } from "../../translate/anthropic-answer";
 import { estimateInputTokens } from "../../translate/count-tokens";
 import { reserveWithin } from "../../credits/reservation";
-import { setTokenLimit } from "../upstream-body";
+import { setTokenLimit } from "../attempt-body";
 import { usageFromJson, type Usage } from "../../credits/cost";
 import { estimatedCompletion } from "./chat";
 import { anthropicErrorText, anthropicUsageFromJson, checkMessagesBody, invalid, MESSAGES_EVENTS, renderAnthropicError } from "./anthropic-wire";

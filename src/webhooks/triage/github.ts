@@ -5,7 +5,7 @@
  * (GitHub's other content type) carries the JSON in its `payload` field. A failed workflow or
  * check run is `firing` (warning): someone may need to act; every other event is `info`.
  */
-import type { AlertGroup } from "./parse";
+import type { AlertGroup } from "./alert";
 import { isObject, str, type Raw } from "./narrow";
 
 /** The objects whose name says the event when no header does, in the order they are looked for. */

@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { alertById, digestMembers, type AlertRow } from "./store";
-import type { Severity } from "./parse";
+import type { Severity } from "./alert";
 
 export interface Message {
   title: string;

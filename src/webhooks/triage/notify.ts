@@ -11,7 +11,7 @@
 import type { NotifierConfig } from "../../config/webhooks-schema";
 import { redactedUrl } from "../../config/redact";
 import type { Message } from "./message";
-import type { Severity } from "./parse";
+import type { Severity } from "./alert";
 
 export type SendResult = { ok: true; remoteId: string | null } | { ok: false; error: string; permanent: boolean };
 

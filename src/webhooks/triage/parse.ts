@@ -11,34 +11,9 @@
  * fingerprints): a repeat of the last one for its group is not sent again.
  */
 import type { StoredHeader } from "../headers";
+import type { AlertGroup, AlertLine, AlertStatus, Severity } from "./alert";
 import { githubGroup, githubPayload, looksLikeGithub } from "./github";
 import { isObject, str, type Raw } from "./narrow";
-
-export type AlertKind = "alertmanager" | "grafana" | "uptime-kuma" | "github" | "json" | "text" | "digest";
-type AlertStatus = "firing" | "resolved" | "info";
-export type Severity = "critical" | "warning" | "info";
-
-interface AlertLine {
-  status: string;
-  name: string;
-  severity: Severity | null;
-  summary: string | null;
-  /** The labels other than alertname and severity, `k=v, …`. */
-  labels: string | null;
-  fingerprint: string | null;
-}
-
-export interface AlertGroup {
-  kind: AlertKind;
-  /** GitHub's event name (push, pull_request, …): its X-GitHub-Event header, else guessed from the body. */
-  event?: string;
-  status: AlertStatus;
-  groupKey: string | null;
-  dedupeKey: string | null;
-  title: string;
-  severity: Severity | null;
-  alerts: AlertLine[];
-}
 
 /** A sender's severity word as one of three (Alertmanager's `severity` label, Grafana's, a priority). */
 function severityOf(value: unknown): Severity | null {

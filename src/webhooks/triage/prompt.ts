@@ -4,7 +4,7 @@
  * template naming a variable that does not exist is refused when the config loads
  * (unknownVariables), so a typo cannot reach the model as literal braces.
  */
-import type { AlertGroup, AlertKind } from "./parse";
+import type { AlertGroup, AlertKind } from "./alert";
 
 /** Every variable a template may name, with what it holds (docs/triage.md lists the same). */
 export const PROMPT_VARIABLES = {

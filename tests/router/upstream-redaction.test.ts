@@ -1,9 +1,9 @@
 /**
- * What the gateway passes on of an upstream's error answer (src/router/upstream-text.ts): the
+ * What the gateway passes on of an upstream's error answer (src/router/upstream-redaction.ts): the
  * reason in the shapes servers write it, on one line, bounded, and never the gateway's own key.
  */
 import { describe, expect, test } from "bun:test";
-import { errorExcerpt, withoutSecrets } from "../../src/router/upstream-text";
+import { errorExcerpt, withoutSecrets } from "../../src/router/upstream-redaction";
 
 const KEY = 'sk-upstream/secret"key';
 
