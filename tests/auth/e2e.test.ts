@@ -171,7 +171,7 @@ describe("CLI errors", () => {
     const unknownUser = await gw.cli(["key", "create", "--user", "nobody@example.com"]);
     expect(unknownUser.code).toBe(2);
     // The database looked in is named (regression: run from another directory, a new empty one was searched in silence).
-    expect(unknownUser.stderr).toContain(`no user with the email nobody@example.com in ${gw.dir}/data/modelgate.db (create one with`);
+    expect(unknownUser.stderr).toContain(`no user with the email nobody@example.com in ${gw.where} (create one with`);
     const badAmount = await gw.cli(["credits", "grant", "--user", "sdk@example.com", "--amount", "1.2345678"]);
     expect(badAmount.code).toBe(2);
     expect(badAmount.stderr).toContain("at most 6 decimals");

@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { describePostgresUrl } from "../../src/db/where";
 import { ON_POSTGRES, sharedStorage, withSharedStorage } from "./shared-storage";
 
 export const BINARY = process.env.MODELGATE_TEST_BINARY ?? resolve(import.meta.dir, "../../dist/modelgate");
@@ -16,8 +17,10 @@ export interface RunningGateway {
   url: string;
   port: number;
   dir: string;
-  /** The Postgres database it serves from under MODELGATE_TEST_POSTGRES=1; null on SQLite in dir/data. */
+  /** The Postgres database the harness gave it (MODELGATE_TEST_POSTGRES=1); null otherwise (SQLite in dir/data, or a database its config names). */
   databaseUrl: string | null;
+  /** Where the CLI's messages say the data is: the SQLite file, or the database's host:port/name. */
+  where: string;
   proc: Subprocess<"ignore", "pipe", "pipe">;
   /** Everything the process printed so far (stdout and stderr). */
   output(): string;
@@ -100,6 +103,7 @@ export async function startGateway(config = "", options: { env?: Record<string, 
     port,
     dir,
     databaseUrl: deployed.databaseUrl,
+    where: deployed.databaseUrl === null ? join(dir, "data", "modelgate.db") : describePostgresUrl(deployed.databaseUrl),
     proc,
     output: () => output,
     cli: async (args, stdin) => {
