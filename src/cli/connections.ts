@@ -42,17 +42,18 @@ function schemaText(state: { applied: number; latest: string; schema: string }):
 }
 
 async function checkRedis(url: string, timeoutMs: number): Promise<string> {
-  const { createRedisLink, describeRedisUrl } = await import("../cluster/redis");
+  const { RedisClient } = await import("bun");
+  const { describeRedisUrl } = await import("../cluster/redis");
   const where = describeRedisUrl(url);
-  const link = createRedisLink(url, { timeoutMs });
+  const client = new RedisClient(url, { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: timeoutMs });
   try {
-    await link.ready();
-    await link.send("PING", []);
+    await client.connect();
+    await client.send("PING", []);
     return `# cluster.redis_url: connected to Redis at ${where}`;
   } catch (err) {
     throw new Error(`cluster.redis_url: cannot reach Redis at ${where} within ${timeoutMs} ms (${reason(err, url)})`);
   } finally {
-    link.close();
+    client.close();
   }
 }
 

@@ -29,6 +29,7 @@ test("version, /api/health and /api/status name the release and the commit of th
   expect({ version: health.version, commit: health.commit }).toEqual({ version: pkg.version, commit });
   const status = (await (await fetch(`${gateway.url}/api/status`)).json()) as Record<string, unknown>;
   expect({ version: status.version, commit: status.commit }).toEqual({ version: pkg.version, commit });
+  expect(status.database).toEqual({ engine: "sqlite" });
   expect(gateway.output()).toContain(`"msg":"modelgate ${pkg.version} (commit ${commit}) listening on `);
 });
 

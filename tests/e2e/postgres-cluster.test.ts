@@ -179,17 +179,32 @@ describe("three replicas on one Postgres database", () => {
     );
     expect(checked.stdout).toContain(`# cluster.redis_url: connected to Redis at redis://127.0.0.1:${redis.port}\n`);
 
-    // A password in the URL and a database that does not exist: named by host:port/database only.
-    const missing = `postgres://postgres:hunter2-secret@127.0.0.1:${pg.port}/missing`;
-    const refused = Bun.spawn([BINARY, "config", "check"], {
-      cwd: gateway.dir,
-      env: { ...process.env, MODELGATE_CONFIG: join(gateway.dir, "modelgate.toml"), DATABASE_URL: missing, TEST_REDIS_URL: redis.url },
-      stdout: "pipe",
-      stderr: "pipe",
+    // Passwords in the URLs, a database that does not exist, a Redis that is not there: each named
+    // by where it points only.
+    const check = async (env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> => {
+      const child = Bun.spawn([BINARY, "config", "check"], {
+        cwd: gateway.dir,
+        env: { ...process.env, MODELGATE_CONFIG: join(gateway.dir, "modelgate.toml"), DATABASE_URL: databaseUrl, TEST_REDIS_URL: redis.url, ...env },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      return { code, stdout, stderr };
+    };
+    expect(await check({ DATABASE_URL: `postgres://postgres:hunter2-secret@127.0.0.1:${pg.port}/missing` })).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `modelgate: database.url: cannot use the Postgres database at 127.0.0.1:${pg.port}/missing (database "missing" does not exist)\n`,
     });
-    const [stdout, stderr, code] = await Promise.all([new Response(refused.stdout).text(), new Response(refused.stderr).text(), refused.exited]);
-    expect(code).toBe(1);
-    expect(stdout).toBe("");
-    expect(stderr).toBe(`modelgate: database.url: cannot use the Postgres database at 127.0.0.1:${pg.port}/missing (database "missing" does not exist)\n`);
+    const nowhere = freePort();
+    const noRedis = await check({ TEST_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${nowhere}` });
+    expect(noRedis.code).toBe(1);
+    expect(noRedis.stderr).toStartWith(`modelgate: cluster.redis_url: cannot reach Redis at redis://127.0.0.1:${nowhere} within 1000 ms (`);
+    expect(noRedis.stderr).not.toContain("hunter2");
+
+    // The SQLite file's commands say what to use instead.
+    const backup = await gateway.cli(["backup", join(gateway.dir, "copy.db")]);
+    expect(backup.code).toBe(1);
+    expect(backup.stderr).toContain("modelgate backup works on the SQLite file in server.data_dir; a Postgres database is backed up and restored with pg_dump");
   }, 60_000);
 });
