@@ -16,28 +16,67 @@
  * A balance is thus one read per user per debit batch, not one per request. A key's spend in its
  * budget period (storedKeySpendCache) is summed once, added to as this process writes the key's
  * debits, emptied by the same poll, and summed again when the period turns.
+ *
+ * On Postgres there is no data_version: the poll reads, once every
+ * PG_CHANGE_POLL_MS, the `keys` row of change_counters, which triggers move in the transaction of
+ * every change to a key or to its owner's disabled state, whoever makes it (another replica, the
+ * CLI, psql). A change thus reaches this process's cache within that second plus one round trip;
+ * `[cluster] redis_url` makes it sooner (../cluster). Balances and key spend, which other
+ * replicas' debits change, are emptied at every poll. A read the cache misses is a promise there.
  */
+import type { SQL } from "bun";
 import type { Db } from "../db/client";
+import { postgresOf, sqliteOf } from "../db/engine";
 import { keySpendSince, storedBalanceCache, storedKeySpendCache } from "../credits/ledger";
 import { compilePolicy } from "./key-policy";
 import { parseApiKey, verifiedKeyCache, type KeyDenial, type KeyRow, type VerifiedKey } from "./apikey";
 import { equalSecrets } from "./tokens";
 
 const CHANGE_POLL_MS = 50;
+const PG_CHANGE_POLL_MS = 1_000;
 /** Cached keys, and cached balances, before the cache is emptied. */
 const MAX_KEYS = 10_000;
 
 export interface KeyVerifier {
-  /** The same VerifiedKey object for every request with the key, while it stays cached. */
-  verify(key: string): VerifiedKey | KeyDenial;
-  /** The owner's stored balance in micro-credits (0 without a row). */
-  readBalance(userId: number): number;
-  /** What the key's stored debits took since `start` (its budget period's start), micro-credits. */
-  readKeySpend(keyId: string, start: number): number;
+  /** The same VerifiedKey object for every request with the key, while it stays cached; a promise only when Postgres must be asked. */
+  verify(key: string): VerifiedKey | KeyDenial | Promise<VerifiedKey | KeyDenial>;
+  /** The owner's stored balance in micro-credits (0 without a row); a promise only when Postgres must be asked. */
+  readBalance(userId: number): number | Promise<number>;
+  /** What the key's stored debits took since `start` (its budget period's start), micro-credits; as readBalance. */
+  readKeySpend(keyId: string, start: number): number | Promise<number>;
+}
+
+const NOT_VALID: KeyDenial = { ok: false, message: "The API key is not valid" };
+
+function verifiedFrom(found: KeyRow): VerifiedKey {
+  return {
+    ok: true,
+    row: found,
+    policy: compilePolicy(found),
+    identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` },
+  };
+}
+
+/** The key as it stands now: refused when revoked, expired or its owner disabled. */
+function judge(verified: VerifiedKey, now: () => number): VerifiedKey | KeyDenial {
+  const row = verified.row;
+  if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
+  if (row.expiresAt !== null && row.expiresAt <= now()) {
+    return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
+  }
+  if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
+  return verified;
+}
+
+function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  if (map.size >= MAX_KEYS) map.clear();
+  map.set(key, value);
 }
 
 export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
-  const sqlite = db.$client;
+  const pg = postgresOf(db);
+  if (pg !== null) return createPostgresKeyVerifier(db, pg, now);
+  const sqlite = sqliteOf(db, "the SQLite key check");
   const byHash = sqlite.query<KeyRow, [string]>(
     // A scalar subquery, not a join: the same index lookups, measured faster in SQLite.
     `SELECT k.id AS id, k.user_id AS userId, k.key_hash AS keyHash, k.per_minute AS perMinute,
@@ -82,39 +121,132 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       let verified = known.get(parsed.hash);
       if (verified === undefined) {
         const found = byHash.get(parsed.hash);
-        if (found === null || !equalSecrets(found.keyHash, parsed.hash)) return { ok: false, message: "The API key is not valid" };
-        if (known.size >= MAX_KEYS) known.clear();
-        verified = {
-          ok: true,
-          row: found,
-          policy: compilePolicy(found),
-          identity: { kind: "api_key", userId: found.userId, keyId: found.id, subject: `key:${found.id}` },
-        };
-        known.set(parsed.hash, verified);
+        if (found === null || !equalSecrets(found.keyHash, parsed.hash)) return NOT_VALID;
+        remember(known, parsed.hash, (verified = verifiedFrom(found)));
       }
-      const row = verified.row;
-      if (row.revokedAt !== null) return { ok: false, message: "The API key has been revoked" };
-      if (row.expiresAt !== null && row.expiresAt <= now()) {
-        return { ok: false, message: `The API key expired at ${new Date(row.expiresAt).toISOString()}` };
-      }
-      if (row.disabledAt !== null) return { ok: false, message: "The account that owns this API key is disabled" };
-      return verified;
+      return judge(verified, now);
     },
     readBalance(userId) {
       let micro = balances.get(userId);
-      if (micro === undefined) {
-        if (balances.size >= MAX_KEYS) balances.clear();
-        balances.set(userId, (micro = balance.get(userId)?.micro ?? 0));
-      }
+      if (micro === undefined) remember(balances, userId, (micro = balance.get(userId)?.micro ?? 0));
       return micro;
     },
     readKeySpend(keyId, start) {
       let spent = keySpend.get(keyId);
-      if (spent === undefined || spent.start !== start) {
-        if (keySpend.size >= MAX_KEYS) keySpend.clear();
-        keySpend.set(keyId, (spent = { start, micro: keySpendSince(db, keyId, start) }));
-      }
+      if (spent === undefined || spent.start !== start) remember(keySpend, keyId, (spent = { start, micro: keySpendSince(db, keyId, start) }));
       return spent.micro;
+    },
+  };
+}
+
+/** Postgres' bigint columns come back from Bun.sql as strings. */
+function numberOrNull(value: unknown): number | null {
+  return value === null ? null : Number(value);
+}
+
+/**
+ * The same caches on Postgres, kept true by the change counter's poll. A read is remembered only if
+ * no poll emptied the caches while it was in flight (it may predate the change that did), and
+ * concurrent misses of one key share one read.
+ */
+function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVerifier {
+  const known = verifiedKeyCache(db);
+  const balances = storedBalanceCache(db);
+  const keySpend = storedKeySpendCache(db);
+  const reading = new Map<string, Promise<VerifiedKey | null>>();
+  let emptied = 0;
+  let version: number | null = null;
+  let polling = false;
+  const forgetAll = (): void => {
+    known.clear();
+    balances.clear();
+    keySpend.clear();
+    emptied += 1;
+  };
+  const poll = setInterval(async () => {
+    if (polling) return;
+    polling = true;
+    try {
+      const [row] = (await sql`SELECT version FROM change_counters WHERE name = 'keys'`) as { version: string }[];
+      const current = row === undefined ? 0 : Number(row.version);
+      // Keys are emptied when the counter moved (or on the first poll: what was read before it
+      // may predate it); balances and key spend at every poll, as other replicas debit them.
+      if (current !== version) forgetAll();
+      else {
+        balances.clear();
+        keySpend.clear();
+        emptied += 1;
+      }
+      version = current;
+    } catch (err) {
+      if (
+        String((err as Error)?.message)
+          .toLowerCase()
+          .includes("closed")
+      )
+        clearInterval(poll);
+      else forgetAll();
+    } finally {
+      polling = false;
+    }
+  }, PG_CHANGE_POLL_MS);
+  poll.unref();
+
+  const readKey = async (hash: string): Promise<VerifiedKey | null> => {
+    const [found] = (await sql`
+      SELECT k.id, k.user_id, k.key_hash, k.per_minute, k.models, k.budget_micro, k.budget_period, k.tokens_per_minute,
+             k.allow_ips, k.expires_at, k.revoked_at, u.disabled_at
+        FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ${hash}`) as Record<string, unknown>[];
+    if (found === undefined || !equalSecrets(found.key_hash as string, hash)) return null;
+    return verifiedFrom({
+      id: found.id as string,
+      userId: Number(found.user_id),
+      keyHash: found.key_hash as string,
+      perMinute: numberOrNull(found.per_minute),
+      models: found.models as string | null,
+      budgetMicro: numberOrNull(found.budget_micro),
+      budgetPeriod: found.budget_period as KeyRow["budgetPeriod"],
+      tokensPerMinute: numberOrNull(found.tokens_per_minute),
+      allowIps: found.allow_ips as string | null,
+      expiresAt: numberOrNull(found.expires_at),
+      revokedAt: numberOrNull(found.revoked_at),
+      disabledAt: numberOrNull(found.disabled_at),
+    });
+  };
+  /** Awaits `read` and keeps a found answer in `map` under `key`, unless a poll emptied the caches meanwhile. */
+  const cached = async <K, V>(map: Map<K, V>, key: K, read: Promise<V | null>): Promise<V | null> => {
+    const before = emptied;
+    const value = await read;
+    if (value !== null && emptied === before) remember(map, key, value);
+    return value;
+  };
+
+  return {
+    verify(key) {
+      const parsed = parseApiKey(key);
+      if (!parsed.ok) return parsed;
+      const verified = known.get(parsed.hash);
+      if (verified !== undefined) return judge(verified, now);
+      let read = reading.get(parsed.hash);
+      if (read === undefined) {
+        const hash = parsed.hash;
+        reading.set(hash, (read = cached(known, hash, readKey(hash)).finally(() => reading.delete(hash))));
+      }
+      return read.then((found) => (found === null ? NOT_VALID : judge(found, now)));
+    },
+    readBalance(userId) {
+      const micro = balances.get(userId);
+      if (micro !== undefined) return micro;
+      const read = sql`SELECT micro FROM balances WHERE user_id = ${userId}`.then((rows: { micro: string }[]) => Number(rows[0]?.micro ?? 0));
+      return cached(balances, userId, read).then((m) => m ?? 0);
+    },
+    readKeySpend(keyId, start) {
+      const spent = keySpend.get(keyId);
+      if (spent !== undefined && spent.start === start) return spent.micro;
+      const read = sql`SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ${keyId} AND created_at >= ${start} AND kind = 'debit'`.then(
+        (rows: { spent: string | null }[]) => ({ start, micro: Number(rows[0]?.spent ?? 0) }),
+      );
+      return cached(keySpend, keyId, read).then((s) => s?.micro ?? 0);
     },
   };
 }
