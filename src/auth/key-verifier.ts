@@ -154,43 +154,44 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
   const balances = storedBalanceCache(db);
   const keySpend = storedKeySpendCache(db);
   const reading = new Map<string, Promise<VerifiedKey | null>>();
-  let emptied = 0;
+  /** The counter as last read; null until the first poll has read it (nothing is kept before). */
   let version: number | null = null;
+  /** Bumped when the keys are emptied, and when balances and key spend are (every poll). */
+  let keysEmptied = 0;
+  let spendEmptied = 0;
   let polling = false;
-  const forgetAll = (): void => {
+  const forgetKeys = (): void => {
     known.clear();
+    keysEmptied += 1;
+  };
+  const forgetSpend = (): void => {
     balances.clear();
     keySpend.clear();
-    emptied += 1;
+    spendEmptied += 1;
   };
-  const poll = setInterval(async () => {
+  const pollOnce = async (): Promise<void> => {
     if (polling) return;
     polling = true;
     try {
       const [row] = (await sql`SELECT version FROM change_counters WHERE name = 'keys'`) as { version: string }[];
       const current = row === undefined ? 0 : Number(row.version);
-      // Keys are emptied when the counter moved (or on the first poll: what was read before it
-      // may predate it); balances and key spend at every poll, as other replicas debit them.
-      if (current !== version) forgetAll();
-      else {
-        balances.clear();
-        keySpend.clear();
-        emptied += 1;
-      }
+      if (version !== null && current !== version) forgetKeys();
       version = current;
+      forgetSpend();
     } catch (err) {
-      if (
-        String((err as Error)?.message)
-          .toLowerCase()
-          .includes("closed")
-      )
-        clearInterval(poll);
-      else forgetAll();
+      // The pool closed: the process is stopping. Anything else: nothing kept is trusted, as on SQLite.
+      if ((err as { code?: unknown }).code === "ERR_POSTGRES_CONNECTION_CLOSED") clearInterval(poll);
+      else {
+        forgetKeys();
+        forgetSpend();
+      }
     } finally {
       polling = false;
     }
-  }, PG_CHANGE_POLL_MS);
+  };
+  const poll = setInterval(pollOnce, PG_CHANGE_POLL_MS);
   poll.unref();
+  void pollOnce();
 
   const readKey = async (hash: string): Promise<VerifiedKey | null> => {
     const [found] = (await sql`
@@ -213,13 +214,19 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
       disabledAt: numberOrNull(found.disabled_at),
     });
   };
-  /** Awaits `read` and keeps a found answer in `map` under `key`, unless a poll emptied the caches meanwhile. */
-  const cached = async <K, V>(map: Map<K, V>, key: K, read: Promise<V | null>): Promise<V | null> => {
-    const before = emptied;
+  /**
+   * Awaits `read` and keeps a found answer in `map` under `key`, unless `emptied()` moved while it
+   * was in flight (the read may predate the change that emptied it) or no poll has read the
+   * counter yet (a change before that read would never be noticed).
+   */
+  const cached = async <K, V>(map: Map<K, V>, key: K, read: Promise<V | null>, emptied: () => number): Promise<V | null> => {
+    const before = version === null ? -1 : emptied();
     const value = await read;
-    if (value !== null && emptied === before) remember(map, key, value);
+    if (value !== null && emptied() === before) remember(map, key, value);
     return value;
   };
+  const keysGeneration = (): number => keysEmptied;
+  const spendGeneration = (): number => spendEmptied;
 
   return {
     verify(key) {
@@ -230,7 +237,7 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
       let read = reading.get(parsed.hash);
       if (read === undefined) {
         const hash = parsed.hash;
-        reading.set(hash, (read = cached(known, hash, readKey(hash)).finally(() => reading.delete(hash))));
+        reading.set(hash, (read = cached(known, hash, readKey(hash), keysGeneration).finally(() => reading.delete(hash))));
       }
       return read.then((found) => (found === null ? NOT_VALID : judge(found, now)));
     },
@@ -238,7 +245,7 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
       const micro = balances.get(userId);
       if (micro !== undefined) return micro;
       const read = sql`SELECT micro FROM balances WHERE user_id = ${userId}`.then((rows: { micro: string }[]) => Number(rows[0]?.micro ?? 0));
-      return cached(balances, userId, read).then((m) => m ?? 0);
+      return cached(balances, userId, read, spendGeneration).then((m) => m ?? 0);
     },
     readKeySpend(keyId, start) {
       const spent = keySpend.get(keyId);
@@ -246,7 +253,7 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
       const read = sql`SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ${keyId} AND created_at >= ${start} AND kind = 'debit'`.then(
         (rows: { spent: string | null }[]) => ({ start, micro: Number(rows[0]?.spent ?? 0) }),
       );
-      return cached(keySpend, keyId, read).then((s) => s?.micro ?? 0);
+      return cached(keySpend, keyId, read, spendGeneration).then((s) => s?.micro ?? 0);
     },
   };
 }
