@@ -5,7 +5,7 @@
  * Rows are soft-revoked (`revoked_at`), never deleted, for the audit trail.
  *
  * The request path checks keys in ./key-verifier.ts. `last_used_at` is written behind, at most
- * once a minute per key (createLastUsed).
+ * once a minute per key (./key-last-used.ts).
  *
  *   createApiKey(db, { userId, name, expiresAt?, policy? }) -> { id, key, displayPrefix }
  *   listApiKeys(db, { userId? })    -> ApiKeyInfo[] (no secrets)
@@ -16,8 +16,6 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { mapPerDatabase, type Db } from "../db/client";
 import { tablesOf } from "../db/engine";
-import { createLastUsedWriter } from "./key-last-used";
-import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { randomToken, sha256Hex } from "./tokens";
 import type { Identity } from "./types";
 import type { CompiledPolicy, PolicyChange, PolicyColumns } from "./key-policy";
@@ -33,7 +31,6 @@ const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
 const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;
 const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[a-z2-7]{${BODY_LENGTH + CHECK_LENGTH}}$`);
-const LAST_USED_EVERY_MS = 60_000;
 
 export interface KeyDenial {
   ok: false;
@@ -243,33 +240,4 @@ export async function revokeApiKey(
   }
   forgetVerifiedKeys(db);
   return "revoked";
-}
-
-/** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */
-export function createLastUsed(db: Db, now: () => number): { touch(keyId: string): void } & Pick<WriteBehind<unknown>, "flush" | "close"> {
-  const written = new Map<string, number>();
-  const queue = createWriteBehind<{ id: string; at: number }>(
-    createLastUsedWriter(db, {
-      requeue: (rows) => {
-        for (const row of rows) queue.push(row);
-      },
-    }),
-    {
-      label: "api key last_used_at",
-      intervalMs: 1_000,
-      keepFailed: true,
-      now,
-    },
-  );
-  return {
-    touch(keyId) {
-      const t = now();
-      const last = written.get(keyId);
-      if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
-      written.set(keyId, t);
-      queue.push({ id: keyId, at: t });
-    },
-    flush: queue.flush,
-    close: queue.close,
-  };
 }

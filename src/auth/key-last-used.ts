@@ -1,6 +1,6 @@
 /**
- * The batch writer behind createLastUsed (./apikey.ts): one batch of `last_used_at` times per
- * write-behind flush. On SQLite, one transaction of prepared updates that waits only briefly for
+ * `last_used_at`, written behind: touch() records a key's use in memory, at most once a minute per
+ * key, and the write-behind queue writes one batch of times per flush (every second). On SQLite, one transaction of prepared updates that waits only briefly for
  * the write lock (brieflyLocked): a failure throws, and the write-behind queue keeps the rows. On
  * Postgres, one multi-row UPDATE sent without waiting for it; a failure hands the rows back to
  * `requeue`, so they are tried again at a later flush, and is logged when it starts and when
@@ -9,14 +9,46 @@
  */
 import { brieflyLocked, type Db } from "../db/client";
 import { postgresOf, sqliteOf } from "../db/engine";
+import { createWriteBehind, type WriteBehind } from "../db/write-behind";
 import { log } from "../log";
 
-export interface LastUse {
+const LAST_USED_EVERY_MS = 60_000;
+
+interface LastUse {
   id: string;
   at: number;
 }
 
-export function createLastUsedWriter(db: Db, options: { requeue: (rows: LastUse[]) => void }): (rows: LastUse[]) => void {
+/** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */
+export function createLastUsed(db: Db, now: () => number): { touch(keyId: string): void } & Pick<WriteBehind<unknown>, "flush" | "close"> {
+  const written = new Map<string, number>();
+  const queue = createWriteBehind<LastUse>(
+    createBatchWriter(db, {
+      requeue: (rows) => {
+        for (const row of rows) queue.push(row);
+      },
+    }),
+    {
+      label: "api key last_used_at",
+      intervalMs: 1_000,
+      keepFailed: true,
+      now,
+    },
+  );
+  return {
+    touch(keyId) {
+      const t = now();
+      const last = written.get(keyId);
+      if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
+      written.set(keyId, t);
+      queue.push({ id: keyId, at: t });
+    },
+    flush: queue.flush,
+    close: queue.close,
+  };
+}
+
+function createBatchWriter(db: Db, options: { requeue: (rows: LastUse[]) => void }): (rows: LastUse[]) => void {
   const pg = postgresOf(db);
   if (pg === null) {
     const sqlite = sqliteOf(db, "the last-used batch");

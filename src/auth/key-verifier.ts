@@ -17,12 +17,11 @@
  * budget period (storedKeySpendCache) is summed once, added to as this process writes the key's
  * debits, emptied by the same poll, and summed again when the period turns.
  *
- * On Postgres there is no data_version: the poll reads, once every
- * PG_CHANGE_POLL_MS, the `keys` row of change_counters, which triggers move in the transaction of
- * every change to a key or to its owner's disabled state, whoever makes it (another replica, the
- * CLI, psql). A change thus reaches this process's cache within that second plus one round trip;
- * `[cluster] redis_url` makes it sooner (../cluster). Balances and key spend, which other
- * replicas' debits change, are emptied at every poll. A read the cache misses is a promise there.
+ * On Postgres the poll reads, every PG_CHANGE_POLL_MS, change_counters' `keys` row, which triggers
+ * move with every change to a key or its owner's disabled state, whoever makes it (another replica,
+ * the CLI, psql): a change applies within that second plus one round trip (at once with `[cluster]
+ * redis_url`). Balances and key spend, which other replicas debit, are emptied at every poll.
+ * There a read the cache misses is a promise.
  */
 import type { SQL } from "bun";
 import type { Db } from "../db/client";
@@ -140,9 +139,7 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
 }
 
 /** Postgres' bigint columns come back from Bun.sql as strings. */
-function numberOrNull(value: unknown): number | null {
-  return value === null ? null : Number(value);
-}
+const numberOrNull = (value: unknown): number | null => (value === null ? null : Number(value));
 
 /**
  * The same caches on Postgres, kept true by the change counter's poll. A read is remembered only if

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { createUser } from "../../src/auth/users";
-import { createApiKey, createLastUsed, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createApiKey, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createLastUsed } from "../../src/auth/key-last-used";
 import { createKeyVerifier } from "../../src/auth/key-verifier";
 import { sha256Hex } from "../../src/auth/tokens";
 
