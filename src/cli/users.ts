@@ -48,7 +48,7 @@ export function parseExpiry(text: string, now: number): number {
   return absolute;
 }
 
-export function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
+function withDb<T>(ctx: CliContext, work: (db: Db) => T): T {
   const opened = ctx.openDb();
   try {
     return work(opened.db);
