@@ -63,8 +63,8 @@ const bodyBytes = JSON.stringify(body).length;
 const usage = { prompt_tokens: 10, completion_tokens: 8, total_tokens: 18 };
 const trusted = trustedProxies([]);
 
-function keyed(policy: PolicyChange): Request {
-  const { key } = createApiKey(opened.db, { userId, name: "bench", policy });
+async function keyed(policy: PolicyChange): Promise<Request> {
+  const { key } = await createApiKey(opened.db, { userId, name: "bench", policy });
   return new Request("http://127.0.0.1/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}` } });
 }
 
@@ -85,7 +85,7 @@ async function batch(gate: Gate, request: Request): Promise<number> {
   return ns / BATCH;
 }
 
-const requests = { none: keyed({}), every: keyed(every) };
+const requests = { none: await keyed({}), every: await keyed(every) };
 const times = { none: [] as number[], every: [] as number[] };
 await batch(identities.gate, requests.none);
 await batch(identities.gate, requests.every);

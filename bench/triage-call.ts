@@ -60,7 +60,7 @@ export async function measureModelCall(): Promise<ModelCallCost> {
     const { app, deps } = composed;
     const user = await createUser(deps.db, { email: AS_USER });
     if ("error" in user) throw new Error(user.error);
-    const { key } = createApiKey(deps.db, { userId: user.id, name: "bench", now: Date.now() });
+    const { key } = await createApiKey(deps.db, { userId: user.id, name: "bench", now: Date.now() });
     const callModel = createModelCaller(() => deps);
     const body = JSON.stringify({ model: "triage-model", messages: [{ role: "user", content: PROMPT }], max_tokens: 400, stream: false });
     const inProcess = async (): Promise<void> => {

@@ -5,17 +5,17 @@
  * Rows are soft-revoked (`revoked_at`), never deleted, for the audit trail.
  *
  * The request path checks keys in ./key-verifier.ts. `last_used_at` is written behind, at most
- * once a minute per key (createLastUsed).
+ * once a minute per key (./key-last-used.ts).
  *
  *   createApiKey(db, { userId, name, expiresAt?, policy? }) -> { id, key, displayPrefix }
  *   listApiKeys(db, { userId? })    -> ApiKeyInfo[] (no secrets)
  *   revokeApiKey(db, keyId, { userId?, now? }) -> "revoked" | "already_revoked" | "not_found"
  *   parseApiKey(key)                -> { hash } | denial (format and checksum only)
+ * Every function over the database is async and works on either engine (../db/engine.ts).
  */
-import { and, desc, eq } from "drizzle-orm";
-import { brieflyLocked, mapPerDatabase, type Db } from "../db/client";
-import { apiKeys, users } from "../db/schema";
-import { createWriteBehind, type WriteBehind } from "../db/write-behind";
+import { and, desc, eq, isNull } from "drizzle-orm";
+import { mapPerDatabase, type Db } from "../db/client";
+import { tablesOf } from "../db/engine";
 import { randomToken, sha256Hex } from "./tokens";
 import type { Identity } from "./types";
 import type { CompiledPolicy, PolicyChange, PolicyColumns } from "./key-policy";
@@ -31,7 +31,6 @@ const BODY_LENGTH = 39;
 const CHECK_LENGTH = 7;
 const CHECK_AT = KEY_PREFIX.length + BODY_LENGTH;
 const KEY_FORMAT = new RegExp(`^${KEY_PREFIX}[a-z2-7]{${BODY_LENGTH + CHECK_LENGTH}}$`);
-const LAST_USED_EVERY_MS = 60_000;
 
 export interface KeyDenial {
   ok: false;
@@ -131,26 +130,31 @@ export function parseApiKey(key: string): { ok: true; hash: string } | KeyDenial
   return { ok: true, hash: sha256Hex(key) };
 }
 
-export function createApiKey(
+export interface CreatedKey {
+  id: string;
+  key: string;
+  displayPrefix: string;
+  name: string;
+}
+
+export async function createApiKey(
   db: Db,
   input: { userId: number; name: string; expiresAt?: number | null; policy?: PolicyChange; now?: number },
-): { id: string; key: string; displayPrefix: string; name: string } {
+): Promise<CreatedKey> {
   const key = generateApiKey();
   const name = keyName(input.name);
   const id = `key_${randomToken(10)}`;
   const displayPrefix = key.slice(0, KEY_PREFIX.length + 6);
-  db.insert(apiKeys)
-    .values({
-      id,
-      userId: input.userId,
-      name,
-      keyHash: sha256Hex(key),
-      displayPrefix,
-      ...input.policy,
-      createdAt: input.now ?? Date.now(),
-      expiresAt: input.expiresAt ?? null,
-    })
-    .run();
+  await db.insert(tablesOf(db).apiKeys).values({
+    id,
+    userId: input.userId,
+    name,
+    keyHash: sha256Hex(key),
+    displayPrefix,
+    ...input.policy,
+    createdAt: input.now ?? Date.now(),
+    expiresAt: input.expiresAt ?? null,
+  });
   return { id, key, displayPrefix, name };
 }
 
@@ -187,7 +191,8 @@ export function keyName(raw: string): string {
   return storedLabel(raw, KEY_NAME_MAX_CHARS) || "default";
 }
 
-export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo[] {
+export async function listApiKeys(db: Db, input: { userId?: number } = {}): Promise<ApiKeyInfo[]> {
+  const { apiKeys, users } = tablesOf(db);
   const query = db
     .select({
       id: apiKeys.id,
@@ -210,44 +215,29 @@ export function listApiKeys(db: Db, input: { userId?: number } = {}): ApiKeyInfo
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId));
   const filtered = input.userId === undefined ? query : query.where(eq(apiKeys.userId, input.userId));
-  return filtered.orderBy(desc(apiKeys.createdAt), apiKeys.id).all();
+  return filtered.orderBy(desc(apiKeys.createdAt), apiKeys.id);
 }
 
-/** With `userId`, only that user's key can be revoked (the dashboard); without, any (admin, CLI). */
-export function revokeApiKey(db: Db, keyId: string, options: { userId?: number; now?: number } = {}): "revoked" | "already_revoked" | "not_found" {
+/**
+ * With `userId`, only that user's key can be revoked (the dashboard); without, any (admin, CLI).
+ * One conditional update decides, so two revocations at once answer "revoked" once.
+ */
+export async function revokeApiKey(
+  db: Db,
+  keyId: string,
+  options: { userId?: number; now?: number } = {},
+): Promise<"revoked" | "already_revoked" | "not_found"> {
+  const { apiKeys } = tablesOf(db);
   const owned = options.userId === undefined ? eq(apiKeys.id, keyId) : and(eq(apiKeys.id, keyId), eq(apiKeys.userId, options.userId));
-  const row = db.select({ revokedAt: apiKeys.revokedAt }).from(apiKeys).where(owned).get();
-  if (!row) return "not_found";
-  if (row.revokedAt !== null) return "already_revoked";
-  db.update(apiKeys)
+  const revoked = await db
+    .update(apiKeys)
     .set({ revokedAt: options.now ?? Date.now() })
-    .where(owned)
-    .run();
+    .where(and(owned, isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id });
+  if (revoked.length === 0) {
+    const [row] = await db.select({ id: apiKeys.id }).from(apiKeys).where(owned).limit(1);
+    return row === undefined ? "not_found" : "already_revoked";
+  }
   forgetVerifiedKeys(db);
   return "revoked";
-}
-
-/** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */
-export function createLastUsed(db: Db, now: () => number): { touch(keyId: string): void } & Pick<WriteBehind<unknown>, "flush" | "close"> {
-  const written = new Map<string, number>();
-  const update = db.$client.query<unknown, [number, string]>("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
-  const queue = createWriteBehind<{ id: string; at: number }>(
-    brieflyLocked(db.$client, (rows: Array<{ id: string; at: number }>) =>
-      db.$client.transaction(() => {
-        for (const r of rows) update.run(r.at, r.id);
-      })(),
-    ),
-    { label: "api key last_used_at", intervalMs: 1_000, keepFailed: true, now },
-  );
-  return {
-    touch(keyId) {
-      const t = now();
-      const last = written.get(keyId);
-      if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
-      written.set(keyId, t);
-      queue.push({ id: keyId, at: t });
-    },
-    flush: queue.flush,
-    close: queue.close,
-  };
 }

@@ -34,7 +34,8 @@ import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Iden
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
-import type { VerifiedKey } from "./apikey";
+import type { KeyDenial, VerifiedKey } from "./apikey";
+import type { ModelRoute } from "../router/registry";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
 import { createSessionValidator, originAllowed } from "./session";
@@ -52,6 +53,14 @@ export interface GateDeps {
   spendAuth?: SpendAuthHook;
   /** The key check, made here when absent; a server hands every config's gate the same one (it polls the database). */
   keys?: KeyVerifier;
+}
+
+function keyOrRefusal(check: VerifiedKey | KeyDenial): VerifiedKey | GatewayError {
+  return check.ok ? check : new GatewayError("invalid_api_key", check.message);
+}
+
+function allowedModels(check: VerifiedKey | GatewayError): ((route: ModelRoute) => boolean) | null {
+  return check instanceof GatewayError ? null : (check.policy?.allowsModel ?? null);
 }
 
 function spendAuthDisabled(): GatewayError {
@@ -139,7 +148,7 @@ export function createGate(deps: GateDeps): Gate {
     headers: Record<string, string>,
     taken: TakenLimits | null,
     key?: VerifiedKey,
-  ): Admission | GatewayError {
+  ): Admission | GatewayError | Promise<Admission | GatewayError> {
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (input === null || input.route.free) return { identity, headers, settle: giveBack };
     const { route } = input;
@@ -158,8 +167,12 @@ export function createGate(deps: GateDeps): Gate {
     }
     const userId = identity.userId!;
     const storedBalance = knownBalance ?? keys.readBalance(userId);
+    // Read from Postgres: admitted again once it is here, so that what is held in flight, and the
+    // key's spend (cached by then), are taken in the same turn as the reservation.
+    if (typeof storedBalance !== "number") return storedBalance.then((read) => admitLimited(input, identity, policy, read, headers, taken, key));
     const available = meter.available(userId, storedBalance);
     const budget = key === undefined ? null : keyLimits.budgetLeft(key);
+    if (budget instanceof Promise) return budget.then(() => admitLimited(input, identity, policy, storedBalance, headers, taken, key));
     const bound = budget !== null && budget.leftMicro < available ? budget.leftMicro : available;
     const reservation = (input.reserve ?? reserveWithin)({
       price: route.price,
@@ -193,12 +206,13 @@ export function createGate(deps: GateDeps): Gate {
     };
   }
 
-  function verifyKey(authorization: string) {
+  function verifyKey(authorization: string): VerifiedKey | GatewayError | Promise<VerifiedKey | GatewayError> {
     const token = bearerToken(authorization);
     if (token === null) {
       return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
     }
     const check = keys.verify(token);
+    if (check instanceof Promise) return check.then(keyOrRefusal);
     return check.ok ? check : new GatewayError("invalid_api_key", check.message);
   }
 
@@ -214,6 +228,15 @@ export function createGate(deps: GateDeps): Gate {
   /** `call`: the model call, null for a read (admitRead), which names no model and holds no credits. */
   function admitKey(input: ReadInput, authorization: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const check = verifyKey(authorization);
+    if (check instanceof Promise) return check.then((verified) => admitVerifiedKey(input, verified, call));
+    return admitVerifiedKey(input, check, call);
+  }
+
+  function admitVerifiedKey(
+    input: ReadInput,
+    check: VerifiedKey | GatewayError,
+    call: AdmitInput | null,
+  ): Admission | GatewayError | Promise<Admission | GatewayError> {
     if (check instanceof GatewayError) return check;
     const { row } = check;
     deps.lastUsed.touch(row.id);
@@ -301,13 +324,15 @@ export function createGate(deps: GateDeps): Gate {
       if (credential.kind === "spend_auth") check = deps.spendAuth ? null : spendAuthDisabled();
       else if (credential.kind === "api_key") check = verifyKey(credential.authorization);
       else if (credential.kind === "session") check = verifySession(request, credential.token);
+      if (check instanceof Promise) return check.then((checked) => (checked instanceof GatewayError ? checked : null));
       return check instanceof GatewayError ? check : null;
     },
     modelFilter(request) {
       const credential = presented(request);
       if (credential.kind !== "api_key") return null;
       const check = verifyKey(credential.authorization);
-      return check instanceof GatewayError ? null : (check.policy?.allowsModel ?? null);
+      if (check instanceof Promise) return check.then(allowedModels);
+      return allowedModels(check);
     },
     admit(input) {
       const credential = presented(input.request);

@@ -17,7 +17,7 @@ import type { Debit } from "../credits/ledger";
 import type { Gate, SpendAuthHook } from "./types";
 import { createGate } from "./gate";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
-import { createLastUsed } from "./apikey";
+import { createLastUsed } from "./key-last-used";
 import { authRoutes } from "./routes";
 import { createSignInThrottle } from "./throttle";
 import { pruneEndedSessions } from "./session";

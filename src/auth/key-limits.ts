@@ -12,7 +12,7 @@
  *   - budgetLeft(): what the key may still spend in its budget period, for the gate to reserve
  *     within (the smaller of it and the balance wins). Spend = the key's stored debits in the period
  *     (the ledger's key_id: summed once, then added to as debits are written) + its open holds
- *     and queued debits (the meter).
+ *     and queued debits (the meter). On Postgres a spend not yet cached is read first.
  * Keys without a policy, under a config without those ceilings, pay one property read here.
  */
 import type { Config } from "../config/schema";
@@ -103,7 +103,8 @@ export interface KeyLimits {
    * (it rejects when the store cannot be asked); a denial's headers are written into `headers`.
    */
   take(key: VerifiedKey, headers: Record<string, string>): TakenLimits | IdentifiedDenial | null | Promise<TakenLimits | IdentifiedDenial>;
-  budgetLeft(key: VerifiedKey): BudgetLeft | null;
+  /** A promise when the key's stored spend had to be read (Postgres): ask again once it settles. */
+  budgetLeft(key: VerifiedKey): BudgetLeft | null | Promise<void>;
 }
 
 export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
@@ -196,7 +197,10 @@ export function createKeyLimits(deps: KeyLimitsDeps): KeyLimits {
       if (period === undefined || now >= (period.resetsAt ?? Infinity) || now < period.start)
         periods[budget.period] = period = budgetPeriod(budget.period, now);
       const keyId = key.row.id;
-      const spentMicro = deps.keys.readKeySpend(keyId, period.start) + deps.meter.keyOutstanding(keyId);
+      const stored = deps.keys.readKeySpend(keyId, period.start);
+      // Read from Postgres: the caller asks again once it is cached.
+      if (typeof stored !== "number") return stored.then(() => undefined);
+      const spentMicro = stored + deps.meter.keyOutstanding(keyId);
       return { leftMicro: budget.micro - spentMicro, spentMicro, budgetMicro: budget.micro, period: budget.period, resetsAt: period.resetsAt };
     },
   };

@@ -37,7 +37,7 @@ export const usageCommand = command(
     try {
       if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
       if (key !== undefined) {
-        const id = resolveKeyId(opened.db, key);
+        const id = await resolveKeyId(opened.db, key);
         if (id === null)
           throw new UsageError(
             `--key: no API key with ${key.startsWith("sk-mg-") ? "that key (checked by its hash)" : `the id ${key}`} (see: modelgate key list)`,

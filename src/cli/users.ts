@@ -48,7 +48,7 @@ export function parseExpiry(text: string, now: number): number {
   return absolute;
 }
 
-export async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Promise<T> {
+async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Promise<T> {
   const opened = await ctx.openDb();
   try {
     return await work(opened.db);

@@ -9,11 +9,11 @@ import { desc, eq } from "drizzle-orm";
 import type { AppDeps } from "../deps";
 import { balances, users } from "../db/schema";
 import { createSessionValidator, readSessionCookie } from "../auth/session";
-import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
+import { listApiKeys, revokeApiKey } from "../auth/apikey";
 import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
 import { getBalance, grantCredits, keySpendSince } from "../credits/ledger";
 import { budgetPeriod, type PolicyChange } from "../auth/key-policy";
-import { activeKeyCount, updateKeyPolicy } from "../auth/key-updates";
+import { createKeyWithinCap, updateKeyPolicy } from "../auth/key-updates";
 import { PAST_MAX_BALANCE } from "../credits/amount";
 import { listJobs, outboxStats } from "../webhooks/admin";
 import type { PageUser } from "./layout";
@@ -38,11 +38,16 @@ export type Form = Record<string, string | undefined>;
 
 export interface DashboardAccounts {
   sessionUser(request: Request): SignedIn | null;
-  listKeys(options: { userId?: number }): KeyView[];
-  createKey(input: { userId: number; name: string; expiresAt: number | null; policy: PolicyChange }): Result<{ id: string; key: string; name: string }>;
+  listKeys(options: { userId?: number }): Promise<KeyView[]>;
+  createKey(input: {
+    userId: number;
+    name: string;
+    expiresAt: number | null;
+    policy: PolicyChange;
+  }): Promise<Result<{ id: string; key: string; name: string }>>;
   /** With `userId`, only that user's key; without, any (an admin). */
-  updateKeyPolicy(keyId: string, change: PolicyChange, options: { userId?: number }): boolean;
-  revokeKey(keyId: string, options: { userId?: number }): boolean;
+  updateKeyPolicy(keyId: string, change: PolicyChange, options: { userId?: number }): Promise<boolean>;
+  revokeKey(keyId: string, options: { userId?: number }): Promise<boolean>;
   balance(userId: number): number;
   listUsers(): UserView[];
   createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
@@ -66,25 +71,29 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
       const s = result.session;
       return { user: { id: s.userId, email: s.email, isAdmin: s.isAdmin }, token };
     },
-    listKeys(options) {
+    async listKeys(options) {
       const at = now();
-      return listApiKeys(db, options).map((k) => {
+      const keys = await listApiKeys(db, options);
+      const views: KeyView[] = [];
+      for (const k of keys) {
         const since = budgetPeriod(k.budgetPeriod ?? "month", at).start;
-        return { ...k, ownerEmail: k.email, spentMicro: keySpendSince(db, k.id, since) };
-      });
+        views.push({ ...k, ownerEmail: k.email, spentMicro: await keySpendSince(db, k.id, since) });
+      }
+      return views;
     },
-    createKey(input) {
+    async createKey(input) {
       const cap = deps.config.limits.keys_per_user;
-      if (activeKeyCount(db, input.userId) >= cap)
+      const key = { userId: input.userId, name: input.name, expiresAt: input.expiresAt, policy: input.policy, now: now() };
+      const created = await createKeyWithinCap(db, key, { keysPerUser: cap });
+      if (created === null)
         return { ok: false, message: `You have ${cap} active keys, the most one account may hold ([limits] keys_per_user): revoke one first.` };
-      const created = createApiKey(db, { userId: input.userId, name: input.name, expiresAt: input.expiresAt, policy: input.policy, now: now() });
       return { ok: true, value: { id: created.id, key: created.key, name: created.name } };
     },
-    updateKeyPolicy(keyId, change, options) {
-      return updateKeyPolicy(db, keyId, change, options) === "updated";
+    async updateKeyPolicy(keyId, change, options) {
+      return (await updateKeyPolicy(db, keyId, change, options)) === "updated";
     },
-    revokeKey(keyId, options) {
-      return revokeApiKey(db, keyId, { ...options, now: now() }) === "revoked";
+    async revokeKey(keyId, options) {
+      return (await revokeApiKey(db, keyId, { ...options, now: now() })) === "revoked";
     },
     balance(userId) {
       return getBalance(db, userId);

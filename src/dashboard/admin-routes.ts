@@ -24,11 +24,16 @@ interface AdminRoutesDeps {
 
 export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRoutesDeps) {
   /** `sent`: a refused form as it was sent, shown again (or the user just granted to). */
-  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, sent: Partial<Pick<AdminView, "grant" | "newUser">> = {}): Response {
+  async function renderAdmin(
+    g: Guarded,
+    notice: PageOptions["notice"] = null,
+    status = 200,
+    sent: Partial<Pick<AdminView, "grant" | "newUser">> = {},
+  ): Promise<Response> {
     const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
     const view = {
       users: accounts.listUsers(),
-      keys: accounts.listKeys({}),
+      keys: await accounts.listKeys({}),
       outbox: accounts.outbox(),
       csrf: g.csrf,
       now: deps.now(),
@@ -110,22 +115,22 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     )
     .post(
       "/dashboard/admin/keys/:id/revoke",
-      ({ request, body, params }) => {
+      async ({ request, body, params }) => {
         const g = guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
-        if (!accounts.revokeKey(params.id, {})) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
+        if (!(await accounts.revokeKey(params.id, {}))) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
         return redirect("/dashboard/admin?done=revoked");
       },
       hidden,
     )
     .post(
       "/dashboard/admin/keys/:id/policy",
-      ({ request, body, params }) => {
+      async ({ request, body, params }) => {
         const g = guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const change = parsePolicyFlags(policyFlagsOf(g.form));
         if ("error" in change) return renderAdmin(g, { kind: "error", text: policyMessage(change.error) }, 400);
-        if (!accounts.updateKeyPolicy(params.id, change, {})) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
+        if (!(await accounts.updateKeyPolicy(params.id, change, {}))) return renderAdmin(g, { kind: "error", text: "No such key." }, 404);
         return redirect("/dashboard/admin?done=policy");
       },
       hidden,

@@ -74,7 +74,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     return renderPage({ ...options, user: g.user, csrf: g.csrf }, body);
   }
 
-  function renderKeys(
+  async function renderKeys(
     g: Guarded,
     extra: {
       created?: CreatedKey | null;
@@ -82,9 +82,9 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
       status?: number;
       sent?: { name: string; expires: string } & Record<string, string>;
     } = {},
-  ): Response {
+  ): Promise<Response> {
     const now = deps.now();
-    const keys = accounts.listKeys({ userId: g.user.id });
+    const keys = await accounts.listKeys({ userId: g.user.id });
     return page(
       g,
       { title: "API keys", active: "keys", notice: extra.notice, status: extra.status },
@@ -149,7 +149,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys",
-      ({ request, body }) => {
+      async ({ request, body }) => {
         const g = guardForm(request, body);
         if (g instanceof Response) return g;
         const name = (g.form.name ?? "").trim();
@@ -169,7 +169,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
           return renderKeys(g, { notice: { kind: "error", text: policyMessage(policy.error) }, status: 400, sent });
         }
         const expiresAt = choice.days === null ? null : deps.now() + choice.days * 86_400_000;
-        const created = accounts.createKey({ userId: g.user.id, name, expiresAt, policy });
+        const created = await accounts.createKey({ userId: g.user.id, name, expiresAt, policy });
         if (!created.ok) return renderKeys(g, { notice: { kind: "error", text: created.message }, status: 400 });
         // Shown by the page redirected to, so that reloading it cannot post the form again.
         const id = reveals.hold(g.csrf, { key: created.value.key, name: created.value.name });
@@ -179,10 +179,10 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys/:id/revoke",
-      ({ request, body, params }) => {
+      async ({ request, body, params }) => {
         const g = guardForm(request, body);
         if (g instanceof Response) return g;
-        if (!accounts.revokeKey(params.id, { userId: g.user.id })) {
+        if (!(await accounts.revokeKey(params.id, { userId: g.user.id }))) {
           return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
         }
         return redirect("/dashboard/keys?revoked=1");
@@ -191,12 +191,12 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys/:id/policy",
-      ({ request, body, params }) => {
+      async ({ request, body, params }) => {
         const g = guardForm(request, body);
         if (g instanceof Response) return g;
         const change = parsePolicyFlags(policyFlagsOf(g.form));
         if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
-        if (!accounts.updateKeyPolicy(params.id, change, { userId: g.user.id }))
+        if (!(await accounts.updateKeyPolicy(params.id, change, { userId: g.user.id })))
           return renderKeys(g, { notice: { kind: "error", text: "No such key of yours." }, status: 404 });
         return redirect("/dashboard/keys?policy=1");
       },

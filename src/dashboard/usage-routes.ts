@@ -89,7 +89,7 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
     )
     .get(
       "/dashboard/requests",
-      ({ request, query }) => {
+      async ({ request, query }) => {
         const g = guard(request);
         if (g instanceof Response) return g;
         const q = typed(query);
@@ -98,7 +98,7 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
         const rows = requestLogPage(deps.db, filter);
         const more = rows.length > REQUEST_LOG_PAGE;
         const shown = more ? rows.slice(0, REQUEST_LOG_PAGE) : rows;
-        const keys = listApiKeys(deps.db, { userId: filter.userId });
+        const keys = await listApiKeys(deps.db, { userId: filter.userId });
         const view = {
           rows: shown,
           nextBefore: more ? shown[shown.length - 1].id : null,

@@ -8,6 +8,7 @@ import m5 from "../../drizzle/0005_triage.sql" with { type: "text" };
 import m6 from "../../drizzle/0006_responses_store.sql" with { type: "text" };
 import m7 from "../../drizzle/0007_webhook_headers.sql" with { type: "text" };
 import m8 from "../../drizzle/0008_leases.sql" with { type: "text" };
+import m9 from "../../drizzle/0009_change_counters.sql" with { type: "text" };
 
 export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0000_init", when: 1795320266897, sql: m0 },
@@ -19,4 +20,5 @@ export const migrations: { tag: string; when: number; sql: string }[] = [
   { tag: "0006_responses_store", when: 1795850039259, sql: m6 },
   { tag: "0007_webhook_headers", when: 1795850457161, sql: m7 },
   { tag: "0008_leases", when: 1795855835481, sql: m8 },
+  { tag: "0009_change_counters", when: 1795856154635, sql: m9 },
 ];

@@ -268,3 +268,8 @@ export const leases = pgTable("leases", {
   holder: text("holder").notNull(),
   expiresAt: int("expires_at").notNull(),
 });
+
+export const changeCounters = pgTable("change_counters", {
+  name: text("name").primaryKey(),
+  version: int("version").notNull(),
+});

@@ -313,3 +313,14 @@ export const leases = sqliteTable("leases", {
   holder: text("holder").notNull(),
   expiresAt: integer("expires_at").notNull(),
 });
+
+/**
+ * Counters other processes poll to learn that something they cache has changed, one row per
+ * name. On Postgres, triggers (drizzle/pg/) bump `keys` in the transaction of every change to a
+ * key or to its owner's disabled state (src/auth/key-verifier.ts polls it). SQLite's processes
+ * read PRAGMA data_version instead, and this table stays empty there.
+ */
+export const changeCounters = sqliteTable("change_counters", {
+  name: text("name").primaryKey(),
+  version: integer("version").notNull(),
+});

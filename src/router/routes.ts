@@ -65,8 +65,8 @@ function decodeModelId(raw: string): string | null {
 }
 
 /** The routes the request's credential may use: an API key's model allowlist hides the others. */
-function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Request): ModelRoute[] {
-  const allowed = deps.gate.modelFilter?.(request) ?? null;
+async function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Request): Promise<ModelRoute[]> {
+  const allowed = (await deps.gate.modelFilter?.(request)) ?? null;
   const routes = deps.registry.list();
   return allowed === null ? routes : routes.filter(allowed);
 }
@@ -74,12 +74,12 @@ function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Reques
 const MODELS_PREFIX = "/v1/models/";
 
 /** GET /v1/models/{id}: the id is the rest of the path, percent-decoded once here (not by the router). */
-function retrieveModel(deps: AppDeps, request: Request): Record<string, unknown> {
+async function retrieveModel(deps: AppDeps, request: Request): Promise<Record<string, unknown>> {
   const pathname = requestPath(request.url);
   const raw = pathname.slice(MODELS_PREFIX.length);
   const id = decodeModelId(raw);
   const found = id === null ? undefined : deps.registry.resolve(id);
-  const allowed = deps.gate.modelFilter?.(request) ?? null;
+  const allowed = (await deps.gate.modelFilter?.(request)) ?? null;
   const route = found && (allowed === null || allowed(found)) ? found : undefined;
   if (!route)
     throw new GatewayError("model_not_found", `The model "${id ?? raw}" does not exist; GET /v1/models lists the available models`, { param: "model" });
@@ -91,9 +91,9 @@ export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelE
   let app = new Elysia({ name: "modelgate.v1" })
     .get(
       "/v1/models",
-      ({ request }) => {
+      async ({ request }) => {
         const now = deps.now();
-        return { object: "list", data: visibleRoutes(deps, request).map((route) => modelEntry(route, deps.startedAt, now)) };
+        return { object: "list", data: (await visibleRoutes(deps, request)).map((route) => modelEntry(route, deps.startedAt, now)) };
       },
       {
         detail: {

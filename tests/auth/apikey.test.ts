@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { createUser } from "../../src/auth/users";
-import { createApiKey, createLastUsed, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createApiKey, generateApiKey, listApiKeys, parseApiKey, revokeApiKey } from "../../src/auth/apikey";
+import { createLastUsed } from "../../src/auth/key-last-used";
 import { createKeyVerifier } from "../../src/auth/key-verifier";
 import { sha256Hex } from "../../src/auth/tokens";
 
@@ -48,12 +49,12 @@ describe("key format", () => {
 
   test("malformed and bad-checksum keys are refused without touching the database", async () => {
     const { db, close, user } = await setup();
-    const key = createApiKey(db, { userId: user.id, name: "n" }).key;
+    const { key } = await createApiKey(db, { userId: user.id, name: "n" });
     const verify = createKeyVerifier(db, Date.now).verify;
     close(); // any database read from here on would throw
     const bad = key.slice(0, -1) + (key.endsWith("a") ? "b" : "a");
     for (const presented of ["", "sk-mg-", "sk-mg-abc", key.toUpperCase(), `${key}a`, key.replace("sk-mg-", "sk-xx-"), bad]) {
-      const result = verify(presented);
+      const result = await verify(presented);
       expect(result.ok).toBe(false);
     }
     expect(() => verify(key)).toThrow(); // a well-formed key does read (and the database is closed)
@@ -63,12 +64,12 @@ describe("key format", () => {
 describe("storage", () => {
   test("only the SHA-256 is stored; the key is returned once", async () => {
     const { db, sqlite, user } = await setup();
-    const created = createApiKey(db, { userId: user.id, name: "laptop" });
+    const created = await createApiKey(db, { userId: user.id, name: "laptop" });
     const row = sqlite.query<Record<string, unknown>, []>("SELECT * FROM api_keys").get()!;
     expect(row.key_hash).toBe(sha256Hex(created.key));
     expect(JSON.stringify(row)).not.toContain(created.key.slice("sk-mg-".length));
     expect(created.displayPrefix).toBe(created.key.slice(0, 12));
-    const listed = listApiKeys(db, { userId: user.id });
+    const listed = await listApiKeys(db, { userId: user.id });
     expect(listed).toHaveLength(1);
     expect(JSON.stringify(listed)).not.toContain(created.key);
     expect(listed[0]).toMatchObject({ id: created.id, name: "laptop", email: "k@example.com", revokedAt: null });
@@ -77,32 +78,32 @@ describe("storage", () => {
   test("an API key pasted into a key's name is stored as its display prefix (regression: stored and listed whole)", async () => {
     const { db, user } = await setup();
     const secret = generateApiKey();
-    const created = createApiKey(db, { userId: user.id, name: `ci ${secret}` });
+    const created = await createApiKey(db, { userId: user.id, name: `ci ${secret}` });
     expect(created.name).toBe(`ci ${secret.slice(0, 12)}…`);
-    expect(JSON.stringify(listApiKeys(db, { userId: user.id }))).not.toContain(secret.slice(12));
+    expect(JSON.stringify(await listApiKeys(db, { userId: user.id }))).not.toContain(secret.slice(12));
     // Most of one, or one in capitals, is cut too; a name that only starts like a key is kept (regression: `sk-mg-staging-box` became `sk-mg-stagin…`).
-    expect(createApiKey(db, { userId: user.id, name: secret.slice(0, 32) }).name).toBe(`${secret.slice(0, 12)}…`);
-    expect(createApiKey(db, { userId: user.id, name: secret.toUpperCase() }).name).toBe(`${secret.slice(0, 12).toUpperCase()}…`);
+    expect((await createApiKey(db, { userId: user.id, name: secret.slice(0, 32) })).name).toBe(`${secret.slice(0, 12)}…`);
+    expect((await createApiKey(db, { userId: user.id, name: secret.toUpperCase() })).name).toBe(`${secret.slice(0, 12).toUpperCase()}…`);
     const mistyped = `${secret.slice(0, 20)}0${secret.slice(21)}`; // 0 is no key character
-    expect(createApiKey(db, { userId: user.id, name: mistyped }).name).toBe(`${secret.slice(0, 12)}…`);
-    expect(createApiKey(db, { userId: user.id, name: "sk-mg-staging-box" }).name).toBe("sk-mg-staging-box");
+    expect((await createApiKey(db, { userId: user.id, name: mistyped })).name).toBe(`${secret.slice(0, 12)}…`);
+    expect((await createApiKey(db, { userId: user.id, name: "sk-mg-staging-box" })).name).toBe("sk-mg-staging-box");
   });
 
   test("revocation is soft, owner-checked with userId, and idempotent", async () => {
     const { db, user } = await setup();
     const other = await createUser(db, { email: "other@example.com" });
     if ("error" in other) throw new Error(other.error);
-    const { id, key } = createApiKey(db, { userId: user.id, name: "n" });
+    const { id, key } = await createApiKey(db, { userId: user.id, name: "n" });
     const verify = createKeyVerifier(db, Date.now).verify;
-    expect(verify(key).ok).toBe(true);
-    expect(revokeApiKey(db, id, { userId: other.id })).toBe("not_found");
-    expect(verify(key).ok).toBe(true);
-    expect(revokeApiKey(db, id, { userId: user.id, now: 123 })).toBe("revoked");
-    expect(revokeApiKey(db, id)).toBe("already_revoked");
-    expect(revokeApiKey(db, "key_nope")).toBe("not_found");
-    const result = verify(key);
+    expect((await verify(key)).ok).toBe(true);
+    expect(await revokeApiKey(db, id, { userId: other.id })).toBe("not_found");
+    expect((await verify(key)).ok).toBe(true);
+    expect(await revokeApiKey(db, id, { userId: user.id, now: 123 })).toBe("revoked");
+    expect(await revokeApiKey(db, id)).toBe("already_revoked");
+    expect(await revokeApiKey(db, "key_nope")).toBe("not_found");
+    const result = await verify(key);
     expect(result.ok).toBe(false);
-    expect(listApiKeys(db)[0].revokedAt).toBe(123);
+    expect((await listApiKeys(db))[0].revokedAt).toBe(123);
   });
 
   /** A server's database file with two keys, and a way to revoke one from another connection, as the CLI does. */
@@ -111,19 +112,19 @@ describe("storage", () => {
     const server = openDatabase(dir);
     const user = await createUser(server.db, { email: "cli@example.com" });
     if ("error" in user) throw new Error(user.error);
-    const keys = [createApiKey(server.db, { userId: user.id, name: "a" }), createApiKey(server.db, { userId: user.id, name: "b" })];
-    const revokeElsewhere = (id: string): void => {
+    const keys = [await createApiKey(server.db, { userId: user.id, name: "a" }), await createApiKey(server.db, { userId: user.id, name: "b" })];
+    const revokeElsewhere = async (id: string): Promise<void> => {
       const cli = openDatabase(dir);
-      expect(revokeApiKey(cli.db, id)).toBe("revoked");
+      expect(await revokeApiKey(cli.db, id)).toBe("revoked");
       cli.close();
     };
     return { server, keys, revokeElsewhere };
   }
 
   /** Whether `verify` refuses `key` within a second. */
-  async function refusedSoon(verify: (key: string) => { ok: boolean }, key: string): Promise<boolean> {
+  async function refusedSoon(verify: (key: string) => { ok: boolean } | Promise<{ ok: boolean }>, key: string): Promise<boolean> {
     for (let i = 0; i < 100; i++) {
-      if (!verify(key).ok) return true;
+      if (!(await verify(key)).ok) return true;
       await Bun.sleep(10);
     }
     return false;
@@ -136,8 +137,8 @@ describe("storage", () => {
       revokeElsewhere,
     } = await fileWithKeys();
     const verify = createKeyVerifier(server.db, Date.now).verify;
-    expect(verify(key).ok).toBe(true); // now kept in memory
-    revokeElsewhere(id);
+    expect((await verify(key)).ok).toBe(true); // now kept in memory
+    await revokeElsewhere(id);
     expect(await refusedSoon(verify, key)).toBe(true);
     server.close();
   });
@@ -162,14 +163,14 @@ describe("storage", () => {
       };
     }) as typeof server.sqlite.query;
     const verify = createKeyVerifier(server.db, Date.now).verify;
-    expect(verify(first.key).ok && verify(second.key).ok).toBe(true); // both kept in memory
+    expect((await verify(first.key)).ok && (await verify(second.key)).ok).toBe(true); // both kept in memory
     refusing = true;
-    revokeElsewhere(first.id);
+    await revokeElsewhere(first.id);
     // While the polls fail: nothing kept is trusted, so the key is read again, revoked.
     expect(await refusedSoon(verify, first.key)).toBe(true);
     refusing = false;
-    expect(verify(second.key).ok).toBe(true); // kept again
-    revokeElsewhere(second.id);
+    expect((await verify(second.key)).ok).toBe(true); // kept again
+    await revokeElsewhere(second.id);
     expect(await refusedSoon(verify, second.key)).toBe(true); // the poll went on
     server.close();
   });
@@ -177,18 +178,18 @@ describe("storage", () => {
   test("expiry is checked against the injected clock", async () => {
     const { db, user } = await setup();
     let now = 1_000_000;
-    const { key } = createApiKey(db, { userId: user.id, name: "n", expiresAt: 2_000_000 });
+    const { key } = await createApiKey(db, { userId: user.id, name: "n", expiresAt: 2_000_000 });
     const verify = createKeyVerifier(db, () => now).verify;
-    expect(verify(key).ok).toBe(true);
+    expect((await verify(key)).ok).toBe(true);
     now = 2_000_000;
-    const expired = verify(key);
+    const expired = await verify(key);
     expect(expired.ok).toBe(false);
     if (!expired.ok) expect(expired.message).toContain("expired");
   });
 
   test("last_used_at is written behind, at most once a minute per key", async () => {
     const { db, sqlite, user } = await setup();
-    const { id } = createApiKey(db, { userId: user.id, name: "n" });
+    const { id } = await createApiKey(db, { userId: user.id, name: "n" });
     let now = 10_000_000;
     const lastUsed = createLastUsed(db, () => now);
     const read = () => sqlite.query<{ last_used_at: number | null }, [string]>("SELECT last_used_at FROM api_keys WHERE id = ?").get(id)!.last_used_at;

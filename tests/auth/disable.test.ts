@@ -22,7 +22,7 @@ describe("disableUser / enableUser", () => {
     t = buildAuthApp();
     const ann = await t.user("ann@example.com");
     const bob = await t.user("bob@example.com");
-    const key = t.key(ann.id);
+    const key = await t.key(ann.id);
     const cookie = `mg_session=${t.session(ann.id)}`;
     const bobCookie = `mg_session=${t.session(bob.id)}`;
     const auth = { authorization: `Bearer ${key}` };

@@ -17,8 +17,8 @@ afterEach(() => {
 async function keyWith(app: AuthTestApp, policy: PolicyChange): Promise<{ userId: number; key: string; keyId: string; auth: Record<string, string> }> {
   const user = await app.user(`k${Math.random()}@example.com`);
   grantCredits(app.deps.db, { userId: user.id, micro: 1_000_000_000, now: app.clock.now - 1 });
-  const key = app.key(user.id, policy);
-  return { userId: user.id, key, keyId: resolveKeyId(app.deps.db, key)!, auth: { authorization: `Bearer ${key}` } };
+  const key = await app.key(user.id, policy);
+  return { userId: user.id, key, keyId: (await resolveKeyId(app.deps.db, key))!, auth: { authorization: `Bearer ${key}` } };
 }
 
 const statusOf = async (r: Response): Promise<number> => (await r.text(), r.status);
@@ -122,7 +122,7 @@ describe("tokens per minute", () => {
   test("[limits] user caps one user's keys together: a second key does not double the limit", async () => {
     t = buildAuthApp({ limits: { user: { per_minute: 3 } } });
     const user = await t.user("two-keys@example.com");
-    const keys = [t.key(user.id), t.key(user.id)].map((k) => ({ authorization: `Bearer ${k}` }));
+    const keys = [await t.key(user.id), await t.key(user.id)].map((k) => ({ authorization: `Bearer ${k}` }));
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push(await statusOf(await t.chat({ ...HELLO, model: "free-model" }, keys[i % 2])));
     expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
@@ -133,8 +133,8 @@ test("a policy change applies from the next request, and clearing it lifts it", 
   t = buildAuthApp();
   const { keyId, auth } = await keyWith(t, {});
   expect(await statusOf(await t.chat(HELLO, auth))).toBe(200);
-  updateKeyPolicy(t.deps.db, keyId, { models: "free-model" });
+  await updateKeyPolicy(t.deps.db, keyId, { models: "free-model" });
   expect(await statusOf(await t.chat(HELLO, auth))).toBe(403);
-  updateKeyPolicy(t.deps.db, keyId, { models: null });
+  await updateKeyPolicy(t.deps.db, keyId, { models: null });
   expect(await statusOf(await t.chat(HELLO, auth))).toBe(200);
 });

@@ -20,15 +20,15 @@ beforeAll(async () => {
   const admin = await t.user("root@example.com", { isAdmin: true });
   const disabled = await t.user("gone@example.com");
   grantCredits(t.deps.db, { userId: user.id, micro: 10_000_000 });
-  const valid = t.key(user.id);
-  const expired = t.key(user.id, { expiresAt: t.clock.now - 1 });
-  const revoked = t.key(user.id);
+  const valid = await t.key(user.id);
+  const expired = await t.key(user.id, { expiresAt: t.clock.now - 1 });
+  const revoked = await t.key(user.id);
   t.deps.db
     .update(apiKeys)
     .set({ revokedAt: t.clock.now })
     .where(eq(apiKeys.keyHash, sha256Hex(revoked)))
     .run();
-  const disabledKey = t.key(disabled.id);
+  const disabledKey = await t.key(disabled.id);
   const disabledSession = t.session(disabled.id);
   t.deps.db.update(users).set({ disabledAt: t.clock.now }).where(eq(users.id, disabled.id)).run();
   const session = t.session(user.id);

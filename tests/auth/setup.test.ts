@@ -75,7 +75,7 @@ describe("first-run setup", () => {
   test("adopting a disabled account enables its API keys at once (regression: the server kept them refused as the owner's disabled)", async () => {
     const { db } = openDatabase(":memory:");
     const made = (await createUser(db, { email: "ops@example.com", password: "first password" })) as User;
-    const { key } = createApiKey(db, { userId: made.id, name: "ci" });
+    const { key } = await createApiKey(db, { userId: made.id, name: "ci" });
     const verifier = createKeyVerifier(db, () => NOW);
     disableUser(db, made.id);
     expect(verifier.verify(key)).toMatchObject({ ok: false, message: "The account that owns this API key is disabled" });

@@ -28,7 +28,7 @@ export interface AuthTestApp {
   request(path: string, init?: RequestInit): Promise<Response>;
   chat(body: unknown, headers?: Record<string, string>): Promise<Response>;
   user(email: string, options?: { password?: string; isAdmin?: boolean }): Promise<User>;
-  key(userId: number, options?: { expiresAt?: number } & PolicyChange): string;
+  key(userId: number, options?: { expiresAt?: number } & PolicyChange): Promise<string>;
   session(userId: number): string;
   close(): void;
 }
@@ -101,7 +101,7 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
       if ("error" in created) throw new Error(created.error);
       return created;
     },
-    key: (userId, { expiresAt, ...policy } = {}) => createApiKey(db, { userId, name: "test", now: clock.now, expiresAt, policy }).key,
+    key: async (userId, { expiresAt, ...policy } = {}) => (await createApiKey(db, { userId, name: "test", now: clock.now, expiresAt, policy })).key,
     session: (userId) => createSession(db, { userId, now: clock.now, durationMs: config.auth.session_days * 86_400_000 }).token,
     close() {
       identities.close();
@@ -126,7 +126,7 @@ export function leastToServe(body: unknown = HELLO): number {
 export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
   const user = await t.user(`payer${Math.random()}@example.com`);
   if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
-  return { userId: user.id, auth: { authorization: `Bearer ${t.key(user.id)}` } };
+  return { userId: user.id, auth: { authorization: `Bearer ${await t.key(user.id)}` } };
 }
 
 /** A response body parsed as JSON, typed loosely for assertions. */

@@ -324,7 +324,7 @@ describe("dashboard pages", () => {
     );
     expect(grant.status).toBe(303);
     expect(t.deps.db.$client.query("SELECT note FROM ledger WHERE user_id = ?").all(alice.user.id)).toEqual([{ note: "welcome back" }]);
-    createApiKey(t.deps.db, { userId: alice.user.id, name: "laptop" });
+    await createApiKey(t.deps.db, { userId: alice.user.id, name: "laptop" });
     const usage = await (await t.get("/dashboard/usage", alice.cookie)).text();
     expect(usage).toContain('data-micro="12500000"');
 

@@ -137,7 +137,7 @@ describe("in process, with an injected clock", () => {
   test("a per-key override (api_keys.per_minute) replaces the default", async () => {
     t = buildAuthApp();
     const user = await t.user("small@example.com");
-    const auth = { authorization: `Bearer ${t.key(user.id, { perMinute: 3 })}` };
+    const auth = { authorization: `Bearer ${await t.key(user.id, { perMinute: 3 })}` };
     const statuses = await Promise.all(Array.from({ length: 10 }, () => t.chat(free, auth).then((r) => r.status)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(3);
   });
