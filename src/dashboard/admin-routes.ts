@@ -24,12 +24,17 @@ interface AdminRoutesDeps {
 
 export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRoutesDeps) {
   /** `sent`: a refused form as it was sent, shown again (or the user just granted to). */
-  function renderAdmin(g: Guarded, notice: PageOptions["notice"] = null, status = 200, sent: Partial<Pick<AdminView, "grant" | "newUser">> = {}): Response {
+  async function renderAdmin(
+    g: Guarded,
+    notice: PageOptions["notice"] = null,
+    status = 200,
+    sent: Partial<Pick<AdminView, "grant" | "newUser">> = {},
+  ): Promise<Response> {
     const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
     const view = {
       users: accounts.listUsers(),
       keys: accounts.listKeys({}),
-      outbox: accounts.outbox(),
+      outbox: await accounts.outbox(),
       csrf: g.csrf,
       now: deps.now(),
       selfId: g.user.id,

@@ -81,21 +81,21 @@ describe("leases", () => {
     expect(states).toEqual(["pending", "pending", "dead"]);
     t.clock.advance(3_600_000);
     expect(await t.outbox.claim({ jobIds: [3] })).toEqual([]);
-    const dead = listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)!;
+    const dead = (await listJobs(t.main.db, { state: "dead" })).find((j) => j.callId === callId)!;
     expect(dead.lastError).toBe("boom 3");
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
     expect(revived.callId).toBe(callId);
     expect(revived.attempt).toBe(4);
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
-    expect(retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
-    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 1 });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
+    expect(await retryJob(t.main.db, 999_999, t.clock.now())).toEqual({ ok: false, reason: "not_found" });
+    expect(await outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 1 });
     t.clock.advance(LEASE); // the lease has run out: it counts as pending and is delivered again by itself
-    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 1, leased: 0, outbox_depth: 1 });
+    expect(await outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 1, leased: 0, outbox_depth: 1 });
     const [again] = await t.outbox.claim({ jobIds: [3] });
     expect(again.attempt).toBe(5);
     expect(await t.outbox.fail(callId, again.attempt, "once more")).toBe("pending");
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "pending" });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "pending" });
     t.clock.advance(60_000);
     const [third] = await t.outbox.claim({ jobIds: [3] });
     // The budget counts from the retry: this is the third delivery since, so a failure is the last.
@@ -111,7 +111,7 @@ describe("leases", () => {
       const [call] = await t.outbox.claim({ jobIds: [3] });
       await t.outbox.fail(callId, call.attempt, "boom");
     }
-    expect(retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true, previous: "dead" });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true, previous: "dead" });
     const [fourth] = await t.outbox.claim({ jobIds: [3] });
     expect(await t.outbox.fail(callId, fourth.attempt, "boom")).toBe("pending");
     t.clock.advance(999); // backoff_ms (1 s), as after a first failure; not 8 s as the fourth
@@ -138,7 +138,7 @@ describe("leases", () => {
     t.clock.advance(60_000);
     const [third] = await t.outbox.claim({ jobIds: [3] });
     expect(await t.outbox.fail(callId, third.attempt, "c failed")).toBe("dead");
-    expect(retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toMatchObject({ ok: true });
     const [current] = await t.outbox.claim({ jobIds: [3] });
     for (const stale of [first, second, third]) {
       expect(await t.outbox.ack(callId, stale.attempt)).toBe(false);
@@ -158,9 +158,9 @@ describe("leases", () => {
     expect(await t.outbox.killExpiredLeases()).toBe(0); // the last lease still runs
     t.clock.advance(LEASE);
     expect(await t.outbox.killExpiredLeases()).toBe(1);
-    expect(outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 0 });
-    expect(listJobs(t.main.db, { state: "dead" }).find((j) => j.callId === callId)?.lastError).toBe("lease expired on attempt 3 of 3");
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
+    expect(await outboxStats(t.main.db, t.clock.now())).toMatchObject({ pending: 0, leased: 0 });
+    expect((await listJobs(t.main.db, { state: "dead" })).find((j) => j.callId === callId)?.lastError).toBe("lease expired on attempt 3 of 3");
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "dead" });
     const [revived] = await t.outbox.claim({ jobIds: [3] });
     expect(revived.attempt).toBe(4);
     expect(await t.outbox.ack(callId, revived.attempt)).toBe(true);
@@ -169,10 +169,10 @@ describe("leases", () => {
   test("an expired lease with attempts left is retried too; jobs list gives each call's size", async () => {
     const callId = await enqueue("/c", "x".repeat(5000));
     await t.outbox.claim({ jobIds: [3] });
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: false, reason: "leased" });
     t.clock.advance(LEASE);
-    expect(retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
-    expect(listJobs(t.main.db, {}).find((j) => j.callId === callId)).toMatchObject({ state: "pending", attempts: 1, bytes: 5000 });
+    expect(await retryJob(t.main.db, callId, t.clock.now())).toEqual({ ok: true, previous: "leased" });
+    expect((await listJobs(t.main.db, {})).find((j) => j.callId === callId)).toMatchObject({ state: "pending", attempts: 1, bytes: 5000 });
     const [again] = await t.outbox.claim({ jobIds: [3] });
     expect([again.callId, again.attempt]).toEqual([callId, 2]);
     expect(await t.outbox.ack(callId, again.attempt)).toBe(true);
@@ -274,7 +274,7 @@ describe("pull API", () => {
       expect((await own.request(`/webhooks/jobs/${callId}/fail`, { method: "POST", headers: auth, body: JSON.stringify({ attempt: 1, error }) })).status).toBe(
         200,
       );
-      expect(listJobs(own.main.db, {}).find((j) => j.callId === callId)?.lastError).toBe("runner log: token=[redacted] hook=[redacted]");
+      expect((await listJobs(own.main.db, {})).find((j) => j.callId === callId)?.lastError).toBe("runner log: token=[redacted] hook=[redacted]");
     } finally {
       own.close();
     }

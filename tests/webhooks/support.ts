@@ -63,7 +63,7 @@ export function buildTestGateway(
     request,
     post: (path, body, headers = {}) => request(path, { method: "POST", body, headers }),
     close: () => {
-      outbox.close();
+      void outbox.close();
       main.close();
     },
   };
