@@ -7,8 +7,9 @@
  * backlog. The amount is counted from the table at start and when it matters (at most once a
  * second); an append takes its bytes at once, so appends of one turn see each other, and gives
  * them back if it turns out a redelivery or its commit fails. A redelivery is never refused.
- * On Postgres the count covers every replica's calls; each replica adds the bytes it is itself
- * appending until it counts again.
+ * On Postgres the count covers every replica's calls, and a replica counts again before an append
+ * once its count is a second old, whether or not it is near the bound: other replicas' appends
+ * would not show otherwise.
  */
 import type { Database } from "bun:sqlite";
 import type { Redact } from "./redact";
@@ -70,6 +71,8 @@ export class Outbox {
   readonly db: Db;
   readonly now: () => number;
   private readonly engine: OutboxEngine;
+  /** Other processes append to the same table (Postgres replicas). */
+  private readonly shared: boolean;
   private listeners = new Set<() => void>();
   private readonly options: OutboxOptions;
   /** Counters since start, for /api/status and the bench. */
@@ -98,6 +101,7 @@ export class Outbox {
     if (!isHandle(at)) this.engine = sqliteEngine(at, sqlite);
     else this.engine = engineOf(at) === "postgres" ? postgresEngine(at, engine) : sqliteEngine(sqliteOf(at, "Outbox").filename, sqlite);
     this.db = this.engine.db;
+    this.shared = engineOf(this.db) === "postgres";
     if (options.maxPendingBytes !== undefined) void this.recount();
   }
 
@@ -112,7 +116,7 @@ export class Outbox {
     const bytes = input.body.length;
     if (max !== undefined) {
       if (this.counting) await this.counting;
-      if (this.pendingBytes + bytes > max) {
+      if (this.pendingBytes + bytes > max || (this.shared && this.now() - this.countedAt >= RECOUNT_MS)) {
         const counting = this.recount();
         if (counting) await counting;
         if (this.pendingBytes + bytes > max && !(input.dedupeKey !== null && (await this.engine.isDuplicate(input.dedupeKey)))) {
