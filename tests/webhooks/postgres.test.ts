@@ -2,15 +2,23 @@
 // handles on one database standing in for replicas: appends durable once they resolve, call_ids
 // rising; concurrent claims that never hand one call to two claimers; a lease that runs out passes
 // the call on; a delivery id stored once whichever replica gets it; triage deliveries claimed
-// once. Each test has a database of its own.
+// once; a triage job run end to end. Each test has a database of its own.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { eq } from "drizzle-orm";
+import { buildConfig } from "../../src/config/load";
 import { tablesOf } from "../../src/db/engine";
 import { openStorage, type OpenedStorage } from "../../src/db/open";
 import { listJobs, outboxStats, retryJob } from "../../src/webhooks/admin";
 import type { AppendInput } from "../../src/webhooks/calls";
 import { Outbox, OutboxFullError, type OutboxOptions } from "../../src/webhooks/outbox";
+import { WebhookProducer } from "../../src/webhooks/producer";
+import { triageJobs, type ModelCaller } from "../../src/webhooks/triage";
+import { startDeliveries } from "../../src/webhooks/triage/deliveries";
+import { runTriage } from "../../src/webhooks/triage/handler";
 import * as triage from "../../src/webhooks/triage/store";
+import { startReceivers } from "./triage-support";
 import { startPostgres, type RunningPostgres } from "../support/postgres";
 
 const LEASE = 30_000;
@@ -271,5 +279,49 @@ describe("the triage store on Postgres", () => {
     expect(await triage.retryDeliveries(b.db, ids[0], clock.now())).toBe(0);
     // A lease that ran out: the claim passes to whoever looks next.
     expect((await triage.claimDeliveries(b.db, 61_000, 50, 60_000)).length).toBe(38);
+  });
+});
+
+describe("triage jobs on Postgres", () => {
+  test("a call triaged on one replica is recorded and acked in one transaction; its delivery is sent once though both replicas send", async () => {
+    const receivers = startReceivers();
+    const { config } = buildConfig(
+      {
+        webhooks: { enabled: true, endpoints: [{ path: "/hooks/grafana", job_id: 1 }] },
+        jobs: [{ job_id: 1, triage: { model: "m" }, notify: [{ kind: "webhook", url: `${receivers.url}/hook/alerts` }] }],
+      },
+      { env: {} },
+    );
+    const jobs = triageJobs(config);
+    const { outboxes } = await replicas(2, { now: Date.now });
+    const [a, b] = outboxes;
+    const body = readFileSync(join(import.meta.dir, "fixtures", "grafana-firing.json"));
+    const { callId } = await a.append(call("", { path: "/hooks/grafana", body, contentType: "application/json" }));
+    const producer = new WebhookProducer(b, { jobIds: [1], pollMs: 20 });
+    const jobCall = (await producer.next())!;
+    producer.close();
+    const asked: string[] = [];
+    const callModel: ModelCaller = async (request) => {
+      asked.push(request.prompt);
+      return { ok: true, text: "CPU is high on web-2." };
+    };
+    await runTriage(jobs[0], jobCall, { outbox: b, callModel, delivered: () => {} });
+    expect(asked).toHaveLength(1);
+    expect(await triage.alertByCall(a.db, callId)).toMatchObject({ state: "summarised", summary: "CPU is high on web-2." });
+    expect((await listJobs(a.db)).map((j) => [j.callId, j.state])).toEqual([[callId, "done"]]);
+    const log = (): void => {};
+    const senders = [a, b].map((outbox) =>
+      startDeliveries({ outbox, jobs, backoffMs: 100, backoffMaxMs: 1_000, redact: (text) => text, log, pollMs: 20 }),
+    );
+    try {
+      const alert = (await triage.alertByCall(a.db, callId))!;
+      for (let i = 0; i < 500 && (await triage.deliveriesOf(a.db, [alert.id]))[0]?.state !== "sent"; i++) await Bun.sleep(20);
+      expect((await triage.deliveriesOf(a.db, [alert.id])).map((d) => [d.state, d.attempts])).toEqual([["sent", 1]]);
+      expect(receivers.of("webhook")).toHaveLength(1);
+      expect(receivers.of("webhook")[0].text).toContain("CPU is high on web-2.");
+    } finally {
+      await Promise.all(senders.map((sender) => sender.stop(1_000)));
+      receivers.stop();
+    }
   });
 });
