@@ -79,7 +79,7 @@ export class OutboxUnavailableError extends Error {
 }
 
 /** What an engine tells the outbox about its commits (counters, waking producers). */
-export interface CommitEvents {
+interface CommitEvents {
   /** A commit went through; `appended` when it stored new calls. */
   committed(appended: boolean): void;
   failed(): void;

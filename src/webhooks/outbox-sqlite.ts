@@ -13,18 +13,7 @@ import type { Db } from "../db/client";
 import { sqliteOf } from "../db/engine";
 import * as schema from "../db/schema";
 import { OutboxUnavailableError, type EngineOptions, type OutboxEngine } from "./calls";
-import {
-  ackCall,
-  appendCall,
-  claimCalls,
-  extendLease,
-  failCall,
-  isDuplicate,
-  killExpiredLeases,
-  pendingBytes,
-  pruneDone,
-  releaseCall,
-} from "./store";
+import { ackCall, appendCall, claimCalls, extendLease, failCall, isDuplicate, killExpiredLeases, pendingBytes, pruneDone, releaseCall } from "./store";
 
 interface Pending {
   run: () => unknown;

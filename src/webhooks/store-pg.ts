@@ -38,7 +38,7 @@ interface RawRow {
  * A dedupe key as Postgres stores it: `path NUL delivery-id` with a space for the NUL. Still one
  * key per pair: an endpoint path holds no space (../config.ts), and the first space ends it.
  */
-export function storedKey(dedupeKey: string): string {
+function storedKey(dedupeKey: string): string {
   return dedupeKey.replace("\u0000", " ");
 }
 

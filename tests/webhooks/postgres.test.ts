@@ -310,9 +310,7 @@ describe("triage jobs on Postgres", () => {
     expect(await triage.alertByCall(a.db, callId)).toMatchObject({ state: "summarised", summary: "CPU is high on web-2." });
     expect((await listJobs(a.db)).map((j) => [j.callId, j.state])).toEqual([[callId, "done"]]);
     const log = (): void => {};
-    const senders = [a, b].map((outbox) =>
-      startDeliveries({ outbox, jobs, backoffMs: 100, backoffMaxMs: 1_000, redact: (text) => text, log, pollMs: 20 }),
-    );
+    const senders = [a, b].map((outbox) => startDeliveries({ outbox, jobs, backoffMs: 100, backoffMaxMs: 1_000, redact: (text) => text, log, pollMs: 20 }));
     try {
       const alert = (await triage.alertByCall(a.db, callId))!;
       for (let i = 0; i < 500 && (await triage.deliveriesOf(a.db, [alert.id]))[0]?.state !== "sent"; i++) await Bun.sleep(20);

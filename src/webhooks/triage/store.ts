@@ -161,7 +161,10 @@ export async function insertAlert(db: Db, row: NewAlert): Promise<AlertRow> {
 
 export async function setSummary(db: Db, id: number, answer: { summary: string } | { error: string }): Promise<void> {
   const a = tablesOf(db).triageAlerts;
-  const set = "summary" in answer ? { state: "summarised", summary: answer.summary, summaryError: null } : { state: "unsummarised", summary: null, summaryError: answer.error };
+  const set =
+    "summary" in answer
+      ? { state: "summarised", summary: answer.summary, summaryError: null }
+      : { state: "unsummarised", summary: null, summaryError: answer.error };
   await db.update(a).set(set).where(eq(a.id, id));
 }
 
@@ -273,12 +276,6 @@ export async function recentAlerts(db: Db, limit: number): Promise<{ alerts: Ale
   const alerts = await db.select(alertColumns(t)).from(a).where(ne(a.state, "held")).orderBy(desc(a.id)).limit(limit);
   const digests = alerts.filter((row) => row.state === "digest").map((row) => row.id);
   const counts =
-    digests.length === 0
-      ? []
-      : await db
-          .select({ digestId: a.digestId, n: count() })
-          .from(a)
-          .where(inArray(a.digestId, digests))
-          .groupBy(a.digestId);
+    digests.length === 0 ? [] : await db.select({ digestId: a.digestId, n: count() }).from(a).where(inArray(a.digestId, digests)).groupBy(a.digestId);
   return { alerts, held: new Map(counts.map((c) => [c.digestId!, c.n])) };
 }
