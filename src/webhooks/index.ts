@@ -3,9 +3,9 @@
  * own connection to modelgate.db, or on the Postgres database every replica shares), the
  * WebhookGateway on bind_address, the `[[jobs]]` runners, and an hourly prune of done calls older
  * than retain_done_hours. On Postgres every replica runs all of it: claims and the sweep's and
- * the prune's single statements are safe side by side (./store-pg.ts). A reload swaps the endpoints and
- * the handlers; the outbox and the listener stay as started. Also the library entry point:
- * TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
+ * the prune's single statements are safe side by side (./store-pg.ts). A reload swaps the
+ * endpoints and the handlers; the outbox and the listener stay as started. Also the library entry
+ * point: TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
  */
 import { join } from "node:path";
 import { secretRedactor, type Redact } from "./redact";

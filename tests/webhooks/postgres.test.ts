@@ -3,7 +3,7 @@
 // rising; concurrent claims that never hand one call to two claimers; a lease that runs out passes
 // the call on; a delivery id stored once whichever replica gets it; triage deliveries claimed
 // once; a triage job run end to end. Each test has a database of its own.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
@@ -29,8 +29,10 @@ let databases = 0;
 beforeAll(async () => {
   pg = await startPostgres();
 });
+afterEach(async () => {
+  for (const storage of opened.splice(0)) await storage.close();
+});
 afterAll(async () => {
-  for (const storage of opened) await storage.close();
   await pg?.stop();
 });
 
