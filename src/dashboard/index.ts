@@ -27,7 +27,7 @@ import { policyFlagsOf, policyFormFields, policyMessage } from "./pages/key-poli
 import { usageRoutes } from "./usage-routes";
 import { adminRoutes, idOf } from "./admin-routes";
 import { alertsPage, recentAlerts } from "./pages/alerts";
-import { retryDeliveries } from "../webhooks/triage/store";
+import { retryDeliveries } from "../webhooks/triage/delivery-rows";
 
 export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts; reveals?: KeyReveals } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);

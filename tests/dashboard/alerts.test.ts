@@ -7,7 +7,8 @@ import { dashboardRoutes } from "../../src/dashboard";
 import { csrfToken } from "../../src/dashboard/csrf";
 import { createUser, type User } from "../../src/auth/users";
 import { createSession } from "../../src/auth/session";
-import { addDeliveries, deliveriesOf, insertAlert, markFailed, markSent, setSummary } from "../../src/webhooks/triage/store";
+import { addDeliveries, deliveriesOf, markFailed, markSent } from "../../src/webhooks/triage/delivery-rows";
+import { insertAlert, setSummary } from "../../src/webhooks/triage/store";
 
 const NOW = Date.UTC(2026, 10, 28, 7, 0, 0);
 const ORIGIN = "http://localhost";

@@ -17,7 +17,8 @@ import { WebhookProducer } from "../../src/webhooks/producer";
 import { triageJobs, type ModelCaller } from "../../src/webhooks/triage";
 import { startDeliveries } from "../../src/webhooks/triage/deliveries";
 import { runTriage } from "../../src/webhooks/triage/handler";
-import * as triage from "../../src/webhooks/triage/store";
+import * as alerts from "../../src/webhooks/triage/store";
+import * as deliveryRows from "../../src/webhooks/triage/delivery-rows";
 import { startReceivers } from "./triage-support";
 import { startPostgres, type RunningPostgres } from "../support/postgres";
 
@@ -205,7 +206,7 @@ describe("the outbox on Postgres", () => {
 });
 
 describe("the triage store on Postgres", () => {
-  const alert = (fields: Partial<triage.NewAlert> = {}): triage.NewAlert => ({
+  const alert = (fields: Partial<alerts.NewAlert> = {}): alerts.NewAlert => ({
     call_id: null,
     job_id: 1,
     path: "/am",
@@ -228,28 +229,28 @@ describe("the triage store on Postgres", () => {
   test("alerts, a group's last, the storm count and a digest's members", async () => {
     const { outboxes } = await replicas(1);
     const { db } = outboxes[0];
-    const firing = await triage.insertAlert(db, alert({ call_id: 11 }));
-    expect(await triage.alertByCall(db, 11)).toEqual(firing);
-    await triage.setSummary(db, firing.id, { summary: "Disk is filling." });
-    expect(await triage.alertById(db, firing.id)).toMatchObject({ state: "summarised", summary: "Disk is filling.", created_at: 1_000 });
-    await triage.insertAlert(db, alert({ call_id: 12, state: "duplicate" }));
-    const resolved = await triage.insertAlert(db, alert({ call_id: 13, status: "resolved", refers_to: firing.id, created_at: 2_000 }));
-    expect((await triage.lastOfGroup(db, 1, "g"))?.id).toBe(resolved.id);
-    expect((await triage.lastOfGroup(db, 1, "g", "firing"))?.id).toBe(firing.id);
-    expect(await triage.countSince(db, 1, "/am", 0, 10)).toBe(2);
-    expect(await triage.countSince(db, 1, "/am", 0, 1)).toBe(1);
-    const digest = await triage.insertAlert(db, alert({ state: "digest", kind: "digest", due_at: 9_000 }));
-    expect((await triage.openDigest(db, 1, "/am", 5_000))?.id).toBe(digest.id);
-    expect(await triage.openDigest(db, 1, "/am", 9_000)).toBeNull();
-    for (const title of ["A", "B", "A"]) await triage.insertAlert(db, alert({ state: "held", digest_id: digest.id, title }));
-    expect(await triage.digestMembers(db, digest.id)).toEqual({
+    const firing = await alerts.insertAlert(db, alert({ call_id: 11 }));
+    expect(await alerts.alertByCall(db, 11)).toEqual(firing);
+    await alerts.setSummary(db, firing.id, { summary: "Disk is filling." });
+    expect(await alerts.alertById(db, firing.id)).toMatchObject({ state: "summarised", summary: "Disk is filling.", created_at: 1_000 });
+    await alerts.insertAlert(db, alert({ call_id: 12, state: "duplicate" }));
+    const resolved = await alerts.insertAlert(db, alert({ call_id: 13, status: "resolved", refers_to: firing.id, created_at: 2_000 }));
+    expect((await alerts.lastOfGroup(db, 1, "g"))?.id).toBe(resolved.id);
+    expect((await alerts.lastOfGroup(db, 1, "g", "firing"))?.id).toBe(firing.id);
+    expect(await alerts.countSince(db, 1, "/am", 0, 10)).toBe(2);
+    expect(await alerts.countSince(db, 1, "/am", 0, 1)).toBe(1);
+    const digest = await alerts.insertAlert(db, alert({ state: "digest", kind: "digest", due_at: 9_000 }));
+    expect((await alerts.openDigest(db, 1, "/am", 5_000))?.id).toBe(digest.id);
+    expect(await alerts.openDigest(db, 1, "/am", 9_000)).toBeNull();
+    for (const title of ["A", "B", "A"]) await alerts.insertAlert(db, alert({ state: "held", digest_id: digest.id, title }));
+    expect(await alerts.digestMembers(db, digest.id)).toEqual({
       count: 3,
       titles: [
         { title: "A", n: 2 },
         { title: "B", n: 1 },
       ],
     });
-    const recent = await triage.recentAlerts(db, 10);
+    const recent = await alerts.recentAlerts(db, 10);
     expect(recent.alerts.map((a) => a.id)).toEqual([digest.id, resolved.id, resolved.id - 1, firing.id]);
     expect(recent.held.get(digest.id)).toBe(3);
   });
@@ -259,28 +260,28 @@ describe("the triage store on Postgres", () => {
     const [a, b] = outboxes;
     const ids: number[] = [];
     for (let i = 0; i < 20; i++) {
-      const row = await triage.insertAlert(a.db, alert({ call_id: 100 + i }));
-      await triage.addDeliveries(a.db, row.id, ["slack", "ntfy"], 500);
-      await triage.addDeliveries(a.db, row.id, ["slack", "ntfy"], 500); // adds nothing
+      const row = await alerts.insertAlert(a.db, alert({ call_id: 100 + i }));
+      await deliveryRows.addDeliveries(a.db, row.id, ["slack", "ntfy"], 500);
+      await deliveryRows.addDeliveries(a.db, row.id, ["slack", "ntfy"], 500); // adds nothing
       ids.push(row.id);
     }
-    const claims = await Promise.all([a, b, a, b].map((o) => triage.claimDeliveries(o.db, 1_000, 15, 60_000)));
+    const claims = await Promise.all([a, b, a, b].map((o) => deliveryRows.claimDeliveries(o.db, 1_000, 15, 60_000)));
     const keys = claims.flat().map((d) => `${d.alert_id}/${d.target}`);
     expect(keys).toHaveLength(40);
     expect(new Set(keys).size).toBe(40);
-    expect(await triage.claimDeliveries(b.db, 1_000, 50, 60_000)).toEqual([]);
-    expect(await triage.nextDue(a.db)).toBe(61_000);
-    const [first, second] = await triage.deliveriesOf(a.db, [ids[0]]);
-    await triage.markSent(a.db, first, 2_000, "$event");
-    await triage.markFailed(a.db, second, "HTTP 404", null);
-    expect((await triage.deliveriesOf(b.db, [ids[0]])).map((d) => [d.state, d.attempts, d.remote_id])).toEqual([
+    expect(await deliveryRows.claimDeliveries(b.db, 1_000, 50, 60_000)).toEqual([]);
+    expect(await deliveryRows.nextDue(a.db)).toBe(61_000);
+    const [first, second] = await deliveryRows.deliveriesOf(a.db, [ids[0]]);
+    await deliveryRows.markSent(a.db, first, 2_000, "$event");
+    await deliveryRows.markFailed(a.db, second, "HTTP 404", null);
+    expect((await deliveryRows.deliveriesOf(b.db, [ids[0]])).map((d) => [d.state, d.attempts, d.remote_id])).toEqual([
       ["sent", 1, "$event"],
       ["dead", 1, null],
     ]);
-    expect(await triage.retryDeliveries(b.db, ids[0], clock.now())).toBe(1);
-    expect(await triage.retryDeliveries(b.db, ids[0], clock.now())).toBe(0);
+    expect(await deliveryRows.retryDeliveries(b.db, ids[0], clock.now())).toBe(1);
+    expect(await deliveryRows.retryDeliveries(b.db, ids[0], clock.now())).toBe(0);
     // A lease that ran out: the claim passes to whoever looks next.
-    expect((await triage.claimDeliveries(b.db, 61_000, 50, 60_000)).length).toBe(38);
+    expect((await deliveryRows.claimDeliveries(b.db, 61_000, 50, 60_000)).length).toBe(38);
   });
 });
 
@@ -309,14 +310,14 @@ describe("triage jobs on Postgres", () => {
     };
     await runTriage(jobs[0], jobCall, { outbox: b, callModel, delivered: () => {} });
     expect(asked).toHaveLength(1);
-    expect(await triage.alertByCall(a.db, callId)).toMatchObject({ state: "summarised", summary: "CPU is high on web-2." });
+    expect(await alerts.alertByCall(a.db, callId)).toMatchObject({ state: "summarised", summary: "CPU is high on web-2." });
     expect((await listJobs(a.db)).map((j) => [j.callId, j.state])).toEqual([[callId, "done"]]);
     const log = (): void => {};
     const senders = [a, b].map((outbox) => startDeliveries({ outbox, jobs, backoffMs: 100, backoffMaxMs: 1_000, redact: (text) => text, log, pollMs: 20 }));
     try {
-      const alert = (await triage.alertByCall(a.db, callId))!;
-      for (let i = 0; i < 500 && (await triage.deliveriesOf(a.db, [alert.id]))[0]?.state !== "sent"; i++) await Bun.sleep(20);
-      expect((await triage.deliveriesOf(a.db, [alert.id])).map((d) => [d.state, d.attempts])).toEqual([["sent", 1]]);
+      const alert = (await alerts.alertByCall(a.db, callId))!;
+      for (let i = 0; i < 500 && (await deliveryRows.deliveriesOf(a.db, [alert.id]))[0]?.state !== "sent"; i++) await Bun.sleep(20);
+      expect((await deliveryRows.deliveriesOf(a.db, [alert.id])).map((d) => [d.state, d.attempts])).toEqual([["sent", 1]]);
       expect(receivers.of("webhook")).toHaveLength(1);
       expect(receivers.of("webhook")[0].text).toContain("CPU is high on web-2.");
     } finally {

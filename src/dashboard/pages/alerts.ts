@@ -6,7 +6,8 @@
  */
 import type { Db } from "../../db/client";
 import { html, time, type Html } from "../html";
-import { deliveriesOf, recentAlerts as newestAlerts, type AlertRow, type DeliveryRow } from "../../webhooks/triage/store";
+import { recentAlerts as newestAlerts, type AlertRow } from "../../webhooks/triage/store";
+import { deliveriesOf, type DeliveryRow } from "../../webhooks/triage/delivery-rows";
 
 const PAGE = 100;
 

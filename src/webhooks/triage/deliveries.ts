@@ -3,7 +3,7 @@
  * row sent; a failure makes it pending again after a backoff (webhooks.backoff_ms doubling up to
  * backoff_max_ms), or dead with its redacted reason after `delivery_attempts`, or at once when
  * the target refused the request (a 4xx). One target's outage neither repeats another's message
- * nor asks the model again. Due rows are claimed (./store.ts claimDeliveries) for the longest
+ * nor asks the model again. Due rows are claimed (./delivery-rows.ts claimDeliveries) for the longest
  * timeout_ms plus LEASE_MARGIN_MS, so processes sharing the database never send one at the same
  * time. A delivery is sent at least once: were this process to die between a service's answer and
  * the row's update, that one message would go again once the claim runs out (Matrix folds it by
@@ -15,7 +15,8 @@ import type { Outbox } from "../outbox";
 import { backoffDelay } from "../../backoff";
 import { messageOf } from "./message";
 import { sendMessage } from "./notify";
-import { alertById, claimDeliveries, deliveriesOf, markFailed, markSent, nextDue, releaseDelivery, type DeliveryRow } from "./store";
+import { alertById } from "./store";
+import { claimDeliveries, deliveriesOf, markFailed, markSent, nextDue, releaseDelivery, type DeliveryRow } from "./delivery-rows";
 import type { TriageJob } from "./handler";
 
 export interface DeliveryOptions {

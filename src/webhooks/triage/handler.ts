@@ -22,7 +22,8 @@ import { METADATA, type JobCall } from "../producer";
 import { parseAlert, type AlertGroup } from "./parse";
 import { renderPrompt } from "./prompt";
 import { withoutThinking, type ModelCaller } from "./model";
-import { addDeliveries, alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
+import { alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
+import { addDeliveries } from "./delivery-rows";
 import { backoffDelay } from "../../backoff";
 
 export interface TriageDeps {

@@ -1,15 +1,12 @@
 /**
- * The triage tables (src/db/schema.ts: triage_alerts, triage_deliveries) as plain functions over a
- * database handle of either engine; the handler's writes run in one transaction each
- * (../../db/engine.ts transact) on the outbox's handle, together with the call's ack. A delivery
- * row is the durable step of one notify target: it is made in the transaction that stores the
- * summary, and settled (sent, retried later, dead) on its own. A sender takes due deliveries with
- * a claim that moves their next_attempt_at past the send's longest time (a lease): another
- * process sharing the database skips them meanwhile, and takes them over if this one dies.
+ * The triage_alerts table (src/db/schema.ts) as plain functions over a database handle of either
+ * engine; the handler's writes run in one transaction each (../../db/engine.ts transact) on the
+ * outbox's handle, together with the call's ack. Each alert's deliveries are in
+ * ./delivery-rows.ts.
  */
 import { and, count, desc, eq, gt, gte, inArray, ne, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { postgresOf, tablesOf, type Tables } from "../../db/engine";
+import { tablesOf, type Tables } from "../../db/engine";
 
 type AlertState = "triaging" | "summarised" | "unsummarised" | "duplicate" | "held" | "digest";
 
@@ -35,18 +32,6 @@ export interface AlertRow {
   due_at: number | null;
 }
 
-export interface DeliveryRow {
-  alert_id: number;
-  target: number;
-  kind: string;
-  state: "pending" | "sent" | "dead";
-  attempts: number;
-  next_attempt_at: number;
-  last_error: string | null;
-  sent_at: number | null;
-  remote_id: string | null;
-}
-
 export type NewAlert = Omit<AlertRow, "id" | "summary" | "summary_error">;
 
 function alertColumns({ triageAlerts: a }: Tables) {
@@ -70,20 +55,6 @@ function alertColumns({ triageAlerts: a }: Tables) {
     digest_id: a.digestId,
     created_at: a.createdAt,
     due_at: a.dueAt,
-  };
-}
-
-function deliveryColumns({ triageDeliveries: d }: Tables) {
-  return {
-    alert_id: d.alertId,
-    target: d.target,
-    kind: d.kind,
-    state: d.state,
-    attempts: d.attempts,
-    next_attempt_at: d.nextAttemptAt,
-    last_error: d.lastError,
-    sent_at: d.sentAt,
-    remote_id: d.remoteId,
   };
 }
 
@@ -166,93 +137,6 @@ export async function setSummary(db: Db, id: number, answer: { summary: string }
       ? { state: "summarised", summary: answer.summary, summaryError: null }
       : { state: "unsummarised", summary: null, summaryError: answer.error };
   await db.update(a).set(set).where(eq(a.id, id));
-}
-
-/** One pending delivery per target, due at `dueAt`; a second call for the same alert adds nothing. */
-export async function addDeliveries(db: Db, alertId: number, kinds: readonly string[], dueAt: number): Promise<void> {
-  if (kinds.length === 0) return;
-  const d = tablesOf(db).triageDeliveries;
-  await db
-    .insert(d)
-    .values(kinds.map((kind, target) => ({ alertId, target, kind, nextAttemptAt: dueAt })))
-    .onConflictDoNothing();
-}
-
-/**
- * Takes up to `limit` due deliveries, earliest first, and leases them until `now + leaseMs`
- * (their next_attempt_at, which markSent and markFailed settle). On Postgres the rows are picked
- * with SKIP LOCKED, so two replicas claiming at once never take the same one.
- */
-export async function claimDeliveries(db: Db, now: number, limit: number, leaseMs: number): Promise<DeliveryRow[]> {
-  const t = tablesOf(db);
-  const d = t.triageDeliveries;
-  const skipLocked = postgresOf(db) ? sql` FOR UPDATE SKIP LOCKED` : sql``;
-  const due = sql`SELECT alert_id, target FROM triage_deliveries WHERE state = 'pending' AND next_attempt_at <= ${now} ORDER BY next_attempt_at, alert_id LIMIT ${limit}${skipLocked}`;
-  const rows = await db
-    .update(d)
-    .set({ nextAttemptAt: now + leaseMs })
-    .where(sql`(${d.alertId}, ${d.target}) IN (${due})`)
-    .returning(deliveryColumns(t));
-  return rows.sort((x, y) => x.alert_id - y.alert_id || x.target - y.target);
-}
-
-/** When the next pending delivery is due (or a lease on one runs out), if any. */
-export async function nextDue(db: Db): Promise<number | null> {
-  const d = tablesOf(db).triageDeliveries;
-  const [row] = await db
-    .select({ at: sql<number | null>`min(${d.nextAttemptAt})`.mapWith((v) => (v === null ? null : Number(v))) })
-    .from(d)
-    .where(eq(d.state, "pending"));
-  return row?.at ?? null;
-}
-
-export async function deliveriesOf(db: Db, alertIds: readonly number[]): Promise<DeliveryRow[]> {
-  if (alertIds.length === 0) return [];
-  const t = tablesOf(db);
-  const d = t.triageDeliveries;
-  return db
-    .select(deliveryColumns(t))
-    .from(d)
-    .where(inArray(d.alertId, [...alertIds]))
-    .orderBy(d.alertId, d.target);
-}
-
-export async function markSent(db: Db, row: Pick<DeliveryRow, "alert_id" | "target">, now: number, remoteId: string | null): Promise<void> {
-  const d = tablesOf(db).triageDeliveries;
-  await db
-    .update(d)
-    .set({ state: "sent", attempts: sql`${d.attempts} + 1`, sentAt: now, remoteId, lastError: null })
-    .where(and(eq(d.alertId, row.alert_id), eq(d.target, row.target), eq(d.state, "pending")));
-}
-
-/** A claimed delivery handed back unsent (a stop cut it short): due again at `now`. */
-export async function releaseDelivery(db: Db, row: Pick<DeliveryRow, "alert_id" | "target">, now: number): Promise<void> {
-  const d = tablesOf(db).triageDeliveries;
-  await db
-    .update(d)
-    .set({ nextAttemptAt: now })
-    .where(and(eq(d.alertId, row.alert_id), eq(d.target, row.target), eq(d.state, "pending")));
-}
-
-/** A failed attempt: pending again at `retryAt`, or dead when `retryAt` is null. */
-export async function markFailed(db: Db, row: Pick<DeliveryRow, "alert_id" | "target">, error: string, retryAt: number | null): Promise<void> {
-  const d = tablesOf(db).triageDeliveries;
-  const next = retryAt === null ? { state: "dead" as const } : { state: "pending" as const, nextAttemptAt: retryAt };
-  await db
-    .update(d)
-    .set({ ...next, attempts: sql`${d.attempts} + 1`, lastError: error.slice(0, 2000) })
-    .where(and(eq(d.alertId, row.alert_id), eq(d.target, row.target), eq(d.state, "pending")));
-}
-
-/** Dead deliveries of an alert made pending again, with a fresh budget of attempts; how many. */
-export async function retryDeliveries(db: Db, alertId: number, now: number): Promise<number> {
-  const d = tablesOf(db).triageDeliveries;
-  const rows = await db
-    .update(d)
-    .set({ state: "pending", attempts: 0, nextAttemptAt: now })
-    .where(and(eq(d.alertId, alertId), eq(d.state, "dead")))
-    .returning({ target: d.target });
-  return rows.length;
 }
 
 /** What a digest collected: how many alerts, and the titles seen most. */
