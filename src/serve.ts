@@ -118,7 +118,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),
       cluster ? cluster.statusSection : () => ({}),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
-      () => webhooks?.status() ?? {},
+      async () => (await webhooks?.status()) ?? {},
     ],
   };
   const { hostname, port } = parseAddress(started.server.listen);
@@ -150,7 +150,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     const { createModelCaller } = await import("./router/in-process");
     // Triage calls the models of whichever config serves when the call runs (a reload swaps it).
     const callModel = createModelCaller(() => serving!.generation.deps);
-    webhooks = startWebhooks(first, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel });
+    webhooks = startWebhooks(first, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel, db: database.db });
     stops.push(webhooks.stop);
     metrics.registerGauge(webhooks.outboxGauge);
   }
