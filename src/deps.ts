@@ -19,5 +19,5 @@ export interface AppDeps {
   /** One call per finished /v1 model request (request log, metrics). Must not block. */
   onRequestDone: (record: RequestRecord) => void;
   /** Extra sections for /api/status contributed by optional parts (webhooks, settlements). */
-  statusSections: Array<() => Record<string, unknown>>;
+  statusSections: Array<() => Record<string, unknown> | Promise<Record<string, unknown>>>;
 }

@@ -119,7 +119,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       cluster ? cluster.statusSection : () => ({}),
       await databaseStatusSection(database),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
-      () => webhooks?.status() ?? {},
+      async () => (await webhooks?.status()) ?? {},
     ],
   };
   const { hostname, port } = parseAddress(started.server.listen);
@@ -151,7 +151,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     const { createModelCaller } = await import("./router/in-process");
     // Triage calls the models of whichever config serves when the call runs (a reload swaps it).
     const callModel = createModelCaller(() => serving!.generation.deps);
-    webhooks = startWebhooks(first, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel });
+    webhooks = startWebhooks(first, { serviceId, log, secretValues: loaded.secretValues, secretEnv: loaded.secretEnv, callModel, db: database.db });
     stops.push(webhooks.stop);
     metrics.registerGauge(webhooks.outboxGauge);
   }

@@ -1,10 +1,10 @@
 /**
  * `modelgate jobs list [--state pending|leased|done|dead] [--limit N] [--json]` and
  * `modelgate jobs retry CALL_ID`: inspect and replay the webhook outbox. Safe while the server
- * runs (WAL; the server sees a retried call at its next poll).
+ * runs (WAL, or Postgres shared with the replicas; the server sees a retried call at its next poll).
  */
 import { JOB_STATES, listJobs, retryJob, type JobSummary } from "../webhooks/admin";
-import type { JobState } from "../webhooks/store";
+import type { JobState } from "../webhooks/calls";
 import { command, type CliContext } from "./registry";
 import { idOperand, stringFlag, UsageError } from "./args";
 import { formatTable } from "./table";
@@ -52,7 +52,7 @@ async function list(ctx: CliContext): Promise<number> {
   if (!(limit >= 1 && limit <= 1_000_000)) throw new UsageError("--limit must be a whole number from 1 to 1000000");
   const opened = await ctx.openDb();
   try {
-    const rows = listJobs(opened.db, { state: state as JobState | undefined, limit });
+    const rows = await listJobs(opened.db, { state: state as JobState | undefined, limit });
     if (ctx.args.flags.has("json")) ctx.print(JSON.stringify(rows));
     else printTable(ctx, rows);
   } finally {
@@ -65,7 +65,7 @@ async function retry(ctx: CliContext): Promise<number> {
   const callId = idOperand(ctx.args.positionals[2], "usage: modelgate jobs retry CALL_ID");
   const opened = await ctx.openDb();
   try {
-    const result = retryJob(opened.db, callId, Date.now());
+    const result = await retryJob(opened.db, callId, Date.now());
     if (!result.ok) {
       console.error(
         result.reason === "not_found"

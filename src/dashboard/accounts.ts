@@ -55,7 +55,7 @@ export interface DashboardAccounts {
   /** The admin vouches for the user's address (`modelgate user verify`). */
   proveEmail(userId: number): "proven" | "already_proven" | "not_found";
   grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
-  outbox(): OutboxView | null;
+  outbox(): Promise<OutboxView | null>;
 }
 
 export function createAccounts(deps: AppDeps): DashboardAccounts {
@@ -132,12 +132,12 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
       if (balanceMicro === null) return { ok: false, message: `The amount is too large: ${PAST_MAX_BALANCE}.` };
       return { ok: true, value: { balanceMicro } };
     },
-    outbox() {
+    async outbox() {
       if (!deps.config.webhooks.enabled) return null;
-      const stats = outboxStats(db, now());
+      const stats = await outboxStats(db, now());
       return {
         counts: { pending: stats.pending, leased: stats.leased, dead: stats.dead },
-        recent: listJobs(db, { limit: 20 }),
+        recent: await listJobs(db, { limit: 20 }),
       };
     },
   };

@@ -34,7 +34,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     const view = {
       users: accounts.listUsers(),
       keys: await accounts.listKeys({}),
-      outbox: accounts.outbox(),
+      outbox: await accounts.outbox(),
       csrf: g.csrf,
       now: deps.now(),
       selfId: g.user.id,

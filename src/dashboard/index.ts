@@ -27,7 +27,7 @@ import { policyFlagsOf, policyFormFields, policyMessage } from "./pages/key-poli
 import { usageRoutes } from "./usage-routes";
 import { adminRoutes, idOf } from "./admin-routes";
 import { alertsPage, recentAlerts } from "./pages/alerts";
-import { retryDeliveries } from "../webhooks/triage/store";
+import { retryDeliveries } from "../webhooks/triage/delivery-rows";
 
 export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAccounts; reveals?: KeyReveals } = {}) {
   const accounts = options.accounts ?? createAccounts(deps);
@@ -224,25 +224,25 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(adminRoutes({ deps, accounts, guard, guardForm, page }))
     .get(
       "/dashboard/alerts",
-      ({ request, query }) => {
+      async ({ request, query }) => {
         const g = guard(request, { admin: true });
         if (g instanceof Response) return g;
         const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
-        return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
+        return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(await recentAlerts(deps.db), g.csrf));
       },
       hidden,
     )
     .post(
       "/dashboard/alerts/:id/retry",
-      ({ request, body, params }) => {
+      async ({ request, body, params }) => {
         const g = guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const id = idOf(params.id);
-        if (id === null || retryDeliveries(deps.db.$client, id, deps.now()) === 0) {
+        if (id === null || (await retryDeliveries(deps.db, id, deps.now())) === 0) {
           return page(
             g,
             { title: "Alerts", active: "alerts", status: 404, notice: { kind: "error", text: "That alert has no dead delivery." } },
-            alertsPage(recentAlerts(deps.db.$client), g.csrf),
+            alertsPage(await recentAlerts(deps.db), g.csrf),
           );
         }
         return redirect("/dashboard/alerts?done=retry");

@@ -1,13 +1,13 @@
 /**
  * Inspecting and replaying the outbox: `modelgate jobs list|retry` and the /api/status section.
- * Plain functions over the Drizzle handle, off the hot path. A retry puts a done or dead call, or
+ * Plain functions over the Drizzle handle of either engine, off the hot path. A retry puts a done or dead call, or
  * one whose lease ran out, back to pending with a fresh attempt budget; a call leased now is
  * refused (its consumer may still run).
  */
 import { and, count, desc, eq, inArray, lte, min, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { webhookJobs } from "../db/schema";
-import type { JobState } from "./store";
+import { tablesOf } from "../db/engine";
+import type { JobState } from "./calls";
 
 export const JOB_STATES: readonly JobState[] = ["pending", "leased", "done", "dead"];
 
@@ -25,7 +25,8 @@ export interface JobSummary {
   lastError: string | null;
 }
 
-export function listJobs(db: Db, options: { state?: JobState; limit?: number } = {}): JobSummary[] {
+export async function listJobs(db: Db, options: { state?: JobState; limit?: number } = {}): Promise<JobSummary[]> {
+  const { webhookJobs } = tablesOf(db);
   const where: SQL | undefined = options.state ? eq(webhookJobs.state, options.state) : undefined;
   return db
     .select({
@@ -36,7 +37,7 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
       path: webhookJobs.path,
       name: webhookJobs.name,
       // The size, not the body: a list of large calls would otherwise hold every one in memory.
-      bytes: sql<number>`length(${webhookJobs.body})`,
+      bytes: sql<number>`length(${webhookJobs.body})`.mapWith(Number),
       createdAt: webhookJobs.createdAt,
       leaseUntil: webhookJobs.leaseUntil,
       lastError: webhookJobs.lastError,
@@ -44,8 +45,7 @@ export function listJobs(db: Db, options: { state?: JobState; limit?: number } =
     .from(webhookJobs)
     .where(where)
     .orderBy(desc(webhookJobs.callId))
-    .limit(options.limit ?? 100)
-    .all();
+    .limit(options.limit ?? 100);
 }
 
 export type RetryResult = { ok: true; previous: JobState } | { ok: false; reason: "not_found" | "leased" | "pending" };
@@ -57,17 +57,17 @@ export type RetryResult = { ok: true; previous: JobState } | { ok: false; reason
  * cannot ack, fail or extend a later delivery, as it could if a retry restarted them at 1. A call
  * leased now is refused (its consumer may still run), and so is a pending one (it needs none).
  */
-export function retryJob(db: Db, callId: number, now: number): RetryResult {
-  const row = db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId)).get();
+export async function retryJob(db: Db, callId: number, now: number): Promise<RetryResult> {
+  const { webhookJobs } = tablesOf(db);
+  const [row] = await db.select({ state: webhookJobs.state }).from(webhookJobs).where(eq(webhookJobs.callId, callId));
   if (!row) return { ok: false, reason: "not_found" };
   if (row.state === "pending") return { ok: false, reason: "pending" };
   const retriable = or(inArray(webhookJobs.state, ["done", "dead"]), and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now)));
-  const updated = db
+  const updated = await db
     .update(webhookJobs)
     .set({ state: "pending", attemptBase: sql`${webhookJobs.attempts}`, nextAttemptAt: 0, leaseUntil: null, doneAt: null, lastError: null })
     .where(and(eq(webhookJobs.callId, callId), retriable))
-    .returning({ callId: webhookJobs.callId })
-    .all();
+    .returning({ callId: webhookJobs.callId });
   if (updated.length !== 1) return { ok: false, reason: "leased" };
   return { ok: true, previous: row.state };
 }
@@ -85,21 +85,21 @@ export interface OutboxStats {
  * Counts the undone states only: done rows may be many and are not worth a scan per request. A
  * call whose lease has run out at `now` counts as pending: no consumer holds it any more.
  */
-export function outboxStats(db: Db, now: number): OutboxStats {
+export async function outboxStats(db: Db, now: number): Promise<OutboxStats> {
+  const { webhookJobs } = tablesOf(db);
   const expired = and(eq(webhookJobs.state, "leased"), lte(webhookJobs.leaseUntil, now));
   const state = sql<JobState>`CASE WHEN ${expired} THEN 'pending' ELSE ${webhookJobs.state} END`;
-  const counts = db
+  const counts = await db
     .select({ state, n: count() })
     .from(webhookJobs)
     .where(inArray(webhookJobs.state, ["pending", "leased", "dead"]))
-    .groupBy(state)
-    .all();
+    // By position: on Postgres the CASE's parameters would make the two copies differ.
+    .groupBy(sql`1`);
   const by = Object.fromEntries(counts.map((c) => [c.state, c.n])) as Partial<Record<JobState, number>>;
-  const oldest = db
+  const [oldest] = await db
     .select({ at: min(webhookJobs.createdAt) })
     .from(webhookJobs)
-    .where(or(eq(webhookJobs.state, "pending"), expired))
-    .get();
+    .where(or(eq(webhookJobs.state, "pending"), expired));
   const pending = by.pending ?? 0;
   const leased = by.leased ?? 0;
   return {

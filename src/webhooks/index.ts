@@ -1,13 +1,16 @@
 /**
- * The webhook feature as serve.ts starts it when `[webhooks] enabled = true`: the outbox on its
- * own connection to modelgate.db, the WebhookGateway on bind_address, the `[[jobs]]` runners, and
- * an hourly prune of done calls older than retain_done_hours. A reload swaps the endpoints and
- * the handlers; the outbox and the listener stay as started. Also the library entry point:
- * TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
+ * The webhook feature as serve.ts starts it when `[webhooks] enabled = true`: the outbox (on its
+ * own connection to modelgate.db, or on the Postgres database every replica shares), the
+ * WebhookGateway on bind_address, the `[[jobs]]` runners, and an hourly prune of done calls older
+ * than retain_done_hours. On Postgres every replica runs all of it: claims and the sweep's and
+ * the prune's single statements are safe side by side (./store-pg.ts). A reload swaps the
+ * endpoints and the handlers; the outbox and the listener stay as started. Also the library entry
+ * point: TypeScript users import WebhookGateway / WebhookProducer / Outbox from here.
  */
 import { join } from "node:path";
 import { secretRedactor, type Redact } from "./redact";
 import type { Config } from "../config/schema";
+import type { Db } from "../db/client";
 import { WebhookGateway } from "./gateway";
 import { listenNaming, listenUrl, parseAddress } from "../listen";
 import { startJobRunner, type JobRunner, type JobRunnerOptions } from "./jobs";
@@ -27,9 +30,9 @@ const SWEEP_MIN_MS = 1_000;
 const SWEEP_MAX_MS = 10_000;
 
 /** Status must render even when the database is failing (that is when it matters most). */
-function safeStats(outbox: Outbox): OutboxStats | { error: string } {
+async function safeStats(outbox: Outbox): Promise<OutboxStats | { error: string }> {
   try {
-    return outbox.stats();
+    return await outbox.stats();
   } catch (error) {
     return { error: `outbox unreadable: ${(error as Error)?.message ?? error}` };
   }
@@ -42,7 +45,7 @@ export interface WebhooksService {
   outbox: Outbox;
   port: number;
   /** A section for /api/status. */
-  status(): Record<string, unknown>;
+  status(): Promise<Record<string, unknown>>;
   /** Calls per undone state, for /metrics. */
   outboxGauge: GaugeSource;
   /**
@@ -53,9 +56,10 @@ export interface WebhooksService {
   stop(): Promise<void>;
 }
 
-export function outboxFor(config: Config, file: string, options: { now?: () => number; random?: () => number; redact?: Redact } = {}): Outbox {
+/** `at`: the SQLite file (the outbox opens its own connection to it), or the server's database handle. */
+export function outboxFor(config: Config, at: string | Db, options: { now?: () => number; random?: () => number; redact?: Redact } = {}): Outbox {
   const w = config.webhooks;
-  return new Outbox(file, {
+  return new Outbox(at, {
     now: options.now,
     random: options.random,
     redact: options.redact,
@@ -95,6 +99,8 @@ export interface WebhooksOptions {
   secretEnv?: ReadonlySet<string>;
   /** The server's own model router, for `triage` jobs (src/router/in-process.ts). */
   callModel?: ModelCaller;
+  /** The server's database: on Postgres the outbox uses it; on SQLite it opens its own connection to the file. */
+  db?: Db;
 }
 
 /** Jobs that endpoints feed but nothing in the server consumes: no [[jobs]] handler and no pull API. */
@@ -110,7 +116,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
   const { log, serviceId } = options;
   const w = config.webhooks;
   const redact = secretRedactor(options.secretValues ?? new Set());
-  const outbox = outboxFor(config, join(config.server.data_dir, "modelgate.db"), { redact });
+  const outbox = outboxFor(config, options.db ?? join(config.server.data_dir, "modelgate.db"), { redact });
   const gateway = new WebhookGateway({ config: w, outbox, serviceId, log });
   const address = parseAddress(w.bind_address);
   const port = listenNaming("webhooks.bind_address", w.bind_address, () => gateway.start(address));
@@ -128,15 +134,18 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
     );
   };
   prune();
+  void safeStats(outbox); // the gauge's first reading
   const pruneTimer = setInterval(prune, 3_600_000);
   pruneTimer.unref?.();
-  // A call whose last lease ran out is dead, whether or not a consumer comes to claim again.
+  // A call whose last lease ran out is dead, whether or not a consumer comes to claim again. The
+  // sweep also reads the stats the /metrics gauge shows.
   const sweepTimer = setInterval(
     () => {
       outbox.killExpiredLeases().then(
         (n) => n > 0 && log("error", `webhooks: ${n} call(s) dead: the lease of their last attempt ran out (modelgate jobs retry CALL_ID delivers one again)`),
         (error) => log("warn", "webhooks: sweep of expired leases failed", { error: String(error?.message ?? error) }),
       );
+      void safeStats(outbox);
     },
     Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, w.lease_ms)),
   );
@@ -167,10 +176,10 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
     gateway,
     outbox,
     port,
-    status: () => ({
+    status: async () => ({
       webhooks: {
         bind_address: w.bind_address,
-        ...safeStats(outbox),
+        ...(await safeStats(outbox)),
         accepted_since_start: outbox.counters.accepted,
         duplicates_since_start: outbox.counters.duplicates,
         commits_since_start: outbox.counters.commits,
@@ -181,8 +190,9 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
       name: "modelgate_webhook_outbox_calls",
       help: "Webhook calls in the outbox that are not done, by state",
       collect: () => {
-        const stats = safeStats(outbox);
-        if (!("pending" in stats)) return [];
+        const stats = outbox.recentStats();
+        void safeStats(outbox); // read again for the next scrape
+        if (stats === null) return [];
         return (["pending", "leased", "dead"] as const).map((state) => ({ labels: { state }, value: stats[state] }));
       },
     },
@@ -200,7 +210,7 @@ export function startWebhooks(config: Config, options: WebhooksOptions): Webhook
       const graceMs = current.server.shutdown_grace_ms;
       // Side by side: a stop takes one grace, not one for the requests and another for the jobs.
       await Promise.all([gateway.stop(graceMs), handlers.stop(graceMs), triage?.stop(graceMs)]);
-      outbox.close();
+      await outbox.close();
     },
   };
 }

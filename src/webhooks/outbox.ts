@@ -1,38 +1,24 @@
 /**
- * The durable outbox: its own SQLite connection to modelgate.db with `synchronous = FULL` (the
- * main connection keeps NORMAL), and a group committer. Every write (append, claim, ack, fail,
- * extend) is queued; all writes queued in one event-loop turn run in a single IMMEDIATE
- * transaction, so concurrent requests share one WAL fsync. A promise resolves only after its
- * transaction has committed, which is what lets the gateway answer 202 only for durable rows.
- * When the commit fails (read-only or full disk, lock timeout) every write of the batch rejects
- * and nothing of it is kept.
+ * The durable outbox: what the gateway, the job runners, the pull API and triage call, over one
+ * engine's storage (./outbox-sqlite.ts: the server's own SQLite file; ./outbox-postgres.ts: the
+ * Postgres database replicas share). Every write has committed when its promise resolves.
  * The bodies of calls not yet delivered may hold at most `maxPendingBytes`: past it an append is
  * refused (OutboxFullError), so a flood of large bodies fills neither the disk nor the runners'
  * backlog. The amount is counted from the table at start and when it matters (at most once a
  * second); an append takes its bytes at once, so appends of one turn see each other, and gives
  * them back if it turns out a redelivery or its commit fails. A redelivery is never refused.
+ * On Postgres the count covers every replica's calls, and a replica counts again before an append
+ * once its count is a second old, whether or not it is near the bound: other replicas' appends
+ * would not show otherwise.
  */
+import type { Database } from "bun:sqlite";
 import type { Redact } from "./redact";
-import { Database } from "bun:sqlite";
-import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { Db } from "../db/client";
-import * as schema from "../db/schema";
-import {
-  ackCall,
-  appendCall,
-  claimCalls,
-  extendLease,
-  failCall,
-  isDuplicate,
-  killExpiredLeases,
-  pruneDone,
-  releaseCall,
-  type AppendInput,
-  type AppendResult,
-  type ClaimedRow,
-  type JobState,
-} from "./store";
+import { engineOf, sqliteOf } from "../db/engine";
+import type { AppendInput, AppendResult, ClaimedRow, JobState, OutboxEngine } from "./calls";
 import { outboxStats, type OutboxStats } from "./admin";
+import { sqliteEngine } from "./outbox-sqlite";
+import { postgresEngine } from "./outbox-postgres";
 
 export interface OutboxOptions {
   now?: () => number;
@@ -43,7 +29,7 @@ export interface OutboxOptions {
   backoffMaxMs: number;
   /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
   random?: () => number;
-  /** How long a write waits for another process's lock (e.g. `jobs retry`) before failing. */
+  /** On SQLite, how long a write waits for another process's lock (e.g. `jobs retry`) before failing. */
   busyTimeoutMs?: number;
   /** The most body bytes of undelivered (pending or leased) calls; default unbounded. */
   maxPendingBytes?: number;
@@ -57,16 +43,6 @@ export interface ClaimRequest {
   jobIds?: readonly number[];
 }
 
-interface Pending {
-  run: () => unknown;
-  resolve: (value: any) => void;
-  reject: (error: unknown) => void;
-}
-
-class OutboxUnavailableError extends Error {
-  override name = "OutboxUnavailableError";
-}
-
 export class OutboxFullError extends Error {
   override name = "OutboxFullError";
 }
@@ -78,22 +54,25 @@ export class AppendWithdrawnError extends Error {
 
 export interface AppendOptions {
   /**
-   * Asked in the transaction, just before the row is written: true stores nothing and rejects
-   * with AppendWithdrawnError (the sender left before it could be told the call was accepted).
+   * Asked just before the row is written: true stores nothing and rejects with
+   * AppendWithdrawnError (the sender left before it could be told the call was accepted).
    */
   withdrawn?: () => boolean;
 }
 
 const RECOUNT_MS = 1_000;
-/** The result of an append withdrawn in its batch (a rejection there would roll back the whole batch). */
-const WITHDRAWN = null;
+
+function isHandle(at: string | Database | Db): at is Db {
+  return typeof at === "object" && "select" in at;
+}
 
 export class Outbox {
-  readonly sqlite: Database;
+  /** On SQLite the outbox's own connection (synchronous = FULL); on Postgres the shared handle. */
   readonly db: Db;
   readonly now: () => number;
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private readonly engine: OutboxEngine;
+  /** Other processes append to the same table (Postgres replicas). */
+  private readonly shared: boolean;
   private listeners = new Set<() => void>();
   private readonly options: OutboxOptions;
   /** Counters since start, for /api/status and the bench. */
@@ -101,124 +80,148 @@ export class Outbox {
   /** Body bytes of undelivered calls as last counted, plus those appended since; when it was counted. */
   private pendingBytes = 0;
   private countedAt = -Infinity;
+  /** A count under way (Postgres). */
+  private counting: Promise<void> | null = null;
+  /** The stats last read (status, sweeps), for the /metrics gauge, which cannot wait for a query. */
+  private lastStats: OutboxStats | null = null;
 
-  /** `file` is the migrated modelgate.db (openDatabase has created and migrated it). */
-  constructor(file: string | Database, options: OutboxOptions) {
-    this.sqlite = typeof file === "string" ? new Database(file) : file;
-    this.sqlite.run("PRAGMA journal_mode = WAL");
-    this.sqlite.run("PRAGMA synchronous = FULL");
-    this.sqlite.run(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 2_000}`);
-    this.db = drizzle(this.sqlite, { schema }) as Db;
+  /** `at` is the migrated modelgate.db (a path or a connection to it), or a Postgres handle. */
+  constructor(at: string | Database | Db, options: OutboxOptions) {
     this.now = options.now ?? Date.now;
     this.options = options;
-    if (options.maxPendingBytes !== undefined) this.recount();
+    const events = {
+      committed: (appended: boolean) => {
+        this.counters.commits++;
+        if (appended) for (const listener of this.listeners) listener();
+      },
+      failed: () => void this.counters.failedCommits++,
+    };
+    const engine = { now: this.now, dedupeWindowMs: options.dedupeWindowMs, events };
+    const sqlite = { ...engine, busyTimeoutMs: options.busyTimeoutMs };
+    if (!isHandle(at)) this.engine = sqliteEngine(at, sqlite);
+    else this.engine = engineOf(at) === "postgres" ? postgresEngine(at, engine) : sqliteEngine(sqliteOf(at, "Outbox").filename, sqlite);
+    this.db = this.engine.db;
+    this.shared = engineOf(this.db) === "postgres";
+    if (options.maxPendingBytes !== undefined) void this.recount();
+  }
+
+  /** The SQLite connection under the outbox (tests reach past the API with it); throws on Postgres. */
+  get sqlite(): Database {
+    return sqliteOf(this.db, "Outbox.sqlite");
   }
 
   /** Appends a verified request; resolves after the row is durably committed. */
-  append(input: AppendInput, options: AppendOptions = {}): Promise<AppendResult> {
+  async append(input: AppendInput, options: AppendOptions = {}): Promise<AppendResult> {
     const max = this.options.maxPendingBytes;
     const bytes = input.body.length;
-    if (max !== undefined && this.pendingBytes + bytes > max && this.recount() + bytes > max && !this.redelivery(input)) {
-      return Promise.reject(new OutboxFullError(`undelivered calls already hold ${this.pendingBytes} bytes (webhooks.max_pending_bytes = ${max})`));
+    if (max !== undefined) {
+      if (this.counting) await this.counting;
+      if (this.pendingBytes + bytes > max || (this.shared && this.now() - this.countedAt >= RECOUNT_MS)) {
+        const counting = this.recount();
+        if (counting) await counting;
+        if (this.pendingBytes + bytes > max && !(input.dedupeKey !== null && (await this.engine.isDuplicate(input.dedupeKey)))) {
+          throw new OutboxFullError(`undelivered calls already hold ${this.pendingBytes} bytes (webhooks.max_pending_bytes = ${max})`);
+        }
+      }
     }
     this.pendingBytes += bytes;
-    const appended = this.write(() => {
-      if (options.withdrawn?.()) return WITHDRAWN;
-      const result = appendCall(this.sqlite, input, this.now(), this.options.dedupeWindowMs);
-      if (result.duplicate) {
-        this.counters.duplicates++;
-        this.pendingBytes -= bytes;
-      } else this.counters.accepted++;
-      return result;
-    });
-    return appended.then(
-      (result) => {
-        if (result !== WITHDRAWN) return result;
-        this.pendingBytes -= bytes;
-        throw new AppendWithdrawnError("withdrawn before commit");
-      },
-      (error: unknown) => {
-        this.pendingBytes -= bytes;
-        throw error;
-      },
-    );
-  }
-
-  private redelivery(input: AppendInput): boolean {
-    return input.dedupeKey !== null && isDuplicate(this.sqlite, input.dedupeKey, this.now(), this.options.dedupeWindowMs);
-  }
-
-  /** Counts the undelivered bodies again, at most once per RECOUNT_MS (deliveries lower it meanwhile). */
-  private recount(): number {
-    const now = this.now();
-    if (now - this.countedAt < RECOUNT_MS) return this.pendingBytes;
-    this.countedAt = now;
-    const row = this.sqlite
-      .query<{ bytes: number }, []>("SELECT coalesce(sum(length(body)), 0) AS bytes FROM webhook_jobs WHERE state IN ('pending', 'leased')")
-      .get();
-    this.pendingBytes = row?.bytes ?? 0;
-    return this.pendingBytes;
-  }
-
-  claim(request: ClaimRequest = {}): Promise<ClaimedRow[]> {
-    return this.write(() =>
-      claimCalls(this.sqlite, {
-        now: this.now(),
-        leaseMs: request.leaseMs ?? this.options.leaseMs,
-        maxAttempts: this.options.maxAttempts,
-        limit: request.limit ?? 1,
-        jobIds: request.jobIds,
-      }),
-    );
-  }
-
-  ack(callId: number, attempt: number): Promise<boolean> {
-    return this.write(() => ackCall(this.sqlite, callId, attempt, this.now()));
-  }
-
-  fail(callId: number, attempt: number, error: string): Promise<JobState | null> {
-    return this.write(() =>
-      failCall(this.sqlite, callId, attempt, {
-        now: this.now(),
-        maxAttempts: this.options.maxAttempts,
-        backoffMs: this.options.backoffMs,
-        backoffMaxMs: this.options.backoffMaxMs,
-        random: this.options.random,
-        error: this.options.redact ? this.options.redact(error) : error,
-      }),
-    );
-  }
-
-  extend(callId: number, attempt: number, leaseMs?: number): Promise<number | null> {
-    return this.write(() => {
-      const until = this.now() + (leaseMs ?? this.options.leaseMs);
-      return extendLease(this.sqlite, callId, attempt, until) ? until : null;
-    });
-  }
-
-  release(callId: number, attempt: number): Promise<boolean> {
-    return this.write(() => releaseCall(this.sqlite, callId, attempt));
+    let result: AppendResult | null;
+    try {
+      result = await this.engine.append(input, options.withdrawn);
+    } catch (error) {
+      this.pendingBytes -= bytes;
+      throw error;
+    }
+    if (result === null) {
+      this.pendingBytes -= bytes;
+      throw new AppendWithdrawnError("withdrawn before commit");
+    }
+    if (result.duplicate) {
+      this.counters.duplicates++;
+      this.pendingBytes -= bytes;
+    } else this.counters.accepted++;
+    return result;
   }
 
   /**
-   * Runs `run` in the next group commit, beside the outbox's own writes (a triage job's rows):
-   * resolves after it committed, rejects (and keeps nothing of it) when the commit fails.
+   * Counts the undelivered bodies again, at most once per RECOUNT_MS (deliveries lower it
+   * meanwhile): at once on SQLite, else a promise appends wait for. A failed count keeps the last.
    */
-  transact<T>(run: () => T): Promise<T> {
-    return this.write(run);
+  private recount(): Promise<void> | undefined {
+    if (this.counting) return this.counting;
+    const now = this.now();
+    if (now - this.countedAt < RECOUNT_MS) return;
+    this.countedAt = now;
+    const counted = this.engine.pendingBytes();
+    if (typeof counted === "number") {
+      this.pendingBytes = counted;
+      return;
+    }
+    this.counting = counted
+      .then(
+        (n) => void (this.pendingBytes = n),
+        () => undefined,
+      )
+      .finally(() => void (this.counting = null));
+    return this.counting;
+  }
+
+  claim(request: ClaimRequest = {}): Promise<ClaimedRow[]> {
+    return this.engine.claim({
+      now: this.now(),
+      leaseMs: request.leaseMs ?? this.options.leaseMs,
+      maxAttempts: this.options.maxAttempts,
+      limit: request.limit ?? 1,
+      jobIds: request.jobIds,
+    });
+  }
+
+  ack(callId: number, attempt: number): Promise<boolean> {
+    return this.engine.ack(callId, attempt, this.now());
+  }
+
+  /** Acks inside `tx`, a transaction (../db/engine.ts transact) on this outbox's `db`. */
+  ackIn(tx: Db, callId: number, attempt: number): Promise<boolean> {
+    return this.engine.ackIn(tx, callId, attempt, this.now());
+  }
+
+  fail(callId: number, attempt: number, error: string): Promise<JobState | null> {
+    return this.engine.fail(callId, attempt, {
+      now: this.now(),
+      maxAttempts: this.options.maxAttempts,
+      backoffMs: this.options.backoffMs,
+      backoffMaxMs: this.options.backoffMaxMs,
+      random: this.options.random,
+      error: this.options.redact ? this.options.redact(error) : error,
+    });
+  }
+
+  async extend(callId: number, attempt: number, leaseMs?: number): Promise<number | null> {
+    const until = this.now() + (leaseMs ?? this.options.leaseMs);
+    return (await this.engine.extend(callId, attempt, until)) ? until : null;
+  }
+
+  release(callId: number, attempt: number): Promise<boolean> {
+    return this.engine.release(callId, attempt);
   }
 
   /** Marks dead the calls whose last lease has run out (see killExpiredLeases in ./store.ts). */
   killExpiredLeases(): Promise<number> {
-    return this.write(() => killExpiredLeases(this.sqlite, this.now(), this.options.maxAttempts));
+    return this.engine.killExpiredLeases(this.now(), this.options.maxAttempts);
   }
 
   prune(retainMs: number): Promise<number> {
-    return this.write(() => pruneDone(this.sqlite, this.now() - retainMs));
+    return this.engine.pruneDone(this.now() - retainMs);
   }
 
-  stats(): OutboxStats {
-    return outboxStats(this.db, this.now());
+  async stats(): Promise<OutboxStats> {
+    this.lastStats = await outboxStats(this.db, this.now());
+    return this.lastStats;
+  }
+
+  /** The stats last read, without a query; null before the first read. */
+  recentStats(): OutboxStats | null {
+    return this.lastStats;
   }
 
   /** Called after every commit that appended rows; producers wait on this instead of polling. */
@@ -227,47 +230,13 @@ export class Outbox {
     return () => this.listeners.delete(listener);
   }
 
-  /** Runs whatever is queued now (shutdown, tests). */
+  /** Writes whatever is queued now (shutdown, tests). */
   flush(): void {
-    this.scheduled = false;
-    const batch = this.queue;
-    if (batch.length === 0) return;
-    this.queue = [];
-    const results: unknown[] = new Array(batch.length);
-    const before = this.counters.accepted;
-    const beforeDuplicates = this.counters.duplicates;
-    try {
-      this.sqlite
-        .transaction(() => {
-          for (let i = 0; i < batch.length; i++) results[i] = batch[i].run();
-        })
-        .immediate();
-    } catch (error) {
-      this.counters.failedCommits++;
-      this.counters.accepted = before;
-      this.counters.duplicates = beforeDuplicates;
-      const reason = new OutboxUnavailableError(`outbox write failed: ${(error as Error)?.message ?? error}`);
-      for (const item of batch) item.reject(reason);
-      return;
-    }
-    this.counters.commits++;
-    for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
-    if (this.counters.accepted !== before) for (const listener of this.listeners) listener();
+    this.engine.flush();
   }
 
-  close(): void {
-    this.flush();
+  async close(): Promise<void> {
+    await this.engine.close();
     this.listeners.clear();
-    this.sqlite.close();
-  }
-
-  private write<T>(run: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ run, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
   }
 }

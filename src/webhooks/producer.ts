@@ -13,7 +13,7 @@
  * (backoffs and expired leases make calls due without an event).
  */
 import type { Outbox } from "./outbox";
-import type { ClaimedRow, JobState } from "./store";
+import type { ClaimedRow, JobState } from "./calls";
 import { readStoredHeaders, type StoredHeader } from "./headers";
 
 export const METADATA = {

@@ -1,77 +1,12 @@
 /**
- * The outbox table's operations as plain synchronous functions over a bun:sqlite handle, so the
- * gateway (through the group committer in outbox.ts), the CLI and the tests share one
- * implementation. The table itself is declared in src/db/schema.ts (Drizzle owns migrations);
- * these hot-path operations use cached prepared statements instead of the query builder.
- *
- * Invariants:
- * - call_id is the AUTOINCREMENT row id: unique and increasing across restarts and pruning.
- * - A row is claimable when pending and due, or leased with an expired lease_until (the lease
- *   runs from the claim, never from created_at, so a long-queued job is not requeued while it
- *   runs). A claim increments `attempts`; ack/fail/extend must present the attempt they hold,
- *   which fences a consumer whose lease was taken over. `attempts` only ever rises (a retry
- *   keeps it), so no attempt number is handed out twice.
- * - After max_attempts deliveries since the last retry (attempts - attempt_base; a release gives
- *   one back) a failed or abandoned row becomes `dead` and stays until `jobs retry`; so does one
- *   whose last lease ran out (killExpiredLeases, and any claim).
+ * The outbox table's operations on SQLite, as plain synchronous functions over a bun:sqlite
+ * handle: the group committer in ./outbox-sqlite.ts runs them inside its transactions. These
+ * hot-path operations use cached prepared statements instead of the query builder. What they
+ * keep true is in ./calls.ts; Postgres' are in ./store-pg.ts.
  */
 import type { Database, Statement } from "bun:sqlite";
 import { backoffDelay } from "../backoff";
-
-export type JobState = "pending" | "leased" | "done" | "dead";
-
-export interface AppendInput {
-  jobId: number;
-  serviceId: number;
-  path: string;
-  name: string | null;
-  body: Uint8Array;
-  contentType: string | null;
-  /** The allowlisted request headers as JSON (./headers.ts); none when absent. */
-  headers?: string | null;
-  /** `path NUL delivery-id` when the endpoint dedupes, else null. */
-  dedupeKey: string | null;
-}
-
-export interface AppendResult {
-  callId: number;
-  /** True when this was a redelivery inside the dedupe window: callId is the original's. */
-  duplicate: boolean;
-}
-
-export interface ClaimedRow {
-  callId: number;
-  jobId: number;
-  serviceId: number;
-  path: string;
-  name: string | null;
-  body: Uint8Array;
-  contentType: string | null;
-  /** The allowlisted request headers as stored (./headers.ts), or null. */
-  headers: string | null;
-  attempt: number;
-  leaseUntil: number;
-  createdAt: number;
-}
-
-export interface ClaimOptions {
-  now: number;
-  leaseMs: number;
-  maxAttempts: number;
-  limit: number;
-  /** Only these job ids; all when absent. */
-  jobIds?: readonly number[];
-}
-
-export interface FailOptions {
-  now: number;
-  maxAttempts: number;
-  backoffMs: number;
-  backoffMaxMs: number;
-  /** The backoff's jitter (../backoff.ts); Math.random unless a test fixes it. */
-  random?: () => number;
-  error: string;
-}
+import type { AppendInput, AppendResult, ClaimedRow, ClaimOptions, FailOptions, JobState } from "./calls";
 
 interface Statements {
   insert: Statement;
@@ -247,4 +182,12 @@ export function killExpiredLeases(sqlite: Database, now: number, maxAttempts: nu
 /** Deletes done calls finished before `before`; returns how many. */
 export function pruneDone(sqlite: Database, before: number): number {
   return statements(sqlite).prune.run(before).changes;
+}
+
+/** Body bytes of undelivered (pending or leased) calls. */
+export function pendingBytes(sqlite: Database): number {
+  const row = sqlite
+    .query<{ bytes: number }, []>("SELECT coalesce(sum(length(body)), 0) AS bytes FROM webhook_jobs WHERE state IN ('pending', 'leased')")
+    .get();
+  return row?.bytes ?? 0;
 }

@@ -7,7 +7,8 @@ import { dashboardRoutes } from "../../src/dashboard";
 import { csrfToken } from "../../src/dashboard/csrf";
 import { createUser, type User } from "../../src/auth/users";
 import { createSession } from "../../src/auth/session";
-import { addDeliveries, deliveriesOf, insertAlert, markFailed, markSent, setSummary } from "../../src/webhooks/triage/store";
+import { addDeliveries, deliveriesOf, markFailed, markSent } from "../../src/webhooks/triage/delivery-rows";
+import { insertAlert, setSummary } from "../../src/webhooks/triage/store";
 
 const NOW = Date.UTC(2026, 10, 28, 7, 0, 0);
 const ORIGIN = "http://localhost";
@@ -15,8 +16,8 @@ const ORIGIN = "http://localhost";
 test("admins see each alert's summary, status and deliveries, and retry a dead one", async () => {
   const t = buildTestApp({}, { now: () => NOW });
   const app = createApp(t.deps, [dashboardRoutes(t.deps)]);
-  const sqlite = t.deps.db.$client;
-  const alert = insertAlert(sqlite, {
+  const db = t.deps.db;
+  const alert = await insertAlert(db, {
     call_id: 1,
     job_id: 1,
     path: "/hooks/am",
@@ -34,10 +35,10 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
     created_at: NOW,
     due_at: null,
   });
-  setSummary(sqlite, alert.id, { summary: "Disk is filling on db-1." });
-  addDeliveries(sqlite, alert.id, ["slack", "ntfy"], NOW);
-  markSent(sqlite, { alert_id: alert.id, target: 0 }, NOW, null);
-  markFailed(sqlite, { alert_id: alert.id, target: 1 }, "ntfy: HTTP 404 from https://ntfy.example/<redacted>", null);
+  await setSummary(db, alert.id, { summary: "Disk is filling on db-1." });
+  await addDeliveries(db, alert.id, ["slack", "ntfy"], NOW);
+  await markSent(db, { alert_id: alert.id, target: 0 }, NOW, null);
+  await markFailed(db, { alert_id: alert.id, target: 1 }, "ntfy: HTTP 404 from https://ntfy.example/<redacted>", null);
   const session = async (email: string, isAdmin: boolean) => {
     const user = (await createUser(t.deps.db, { email, password: "correct horse", isAdmin })) as User;
     const { token } = createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
@@ -66,10 +67,10 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
 
   expect((await retry(bob.cookie, bob.csrf)).status).toBe(403);
   expect((await retry(admin.cookie, "wrong")).status).toBe(403);
-  expect(deliveriesOf(sqlite, alert.id)[1].state).toBe("dead");
+  expect((await deliveriesOf(db, [alert.id]))[1].state).toBe("dead");
   const done = await retry(admin.cookie, admin.csrf);
   expect(done.status).toBe(303);
-  expect(deliveriesOf(sqlite, alert.id).map((d) => [d.state, d.attempts])).toEqual([
+  expect((await deliveriesOf(db, [alert.id])).map((d) => [d.state, d.attempts])).toEqual([
     ["sent", 1],
     ["pending", 0],
   ]);

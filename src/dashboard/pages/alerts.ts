@@ -4,9 +4,10 @@
  * target's delivery state, with a Retry button on a dead delivery. Held alerts are counted in
  * their digest's row rather than listed one by one (a storm must not bury the page).
  */
-import type { Database } from "bun:sqlite";
+import type { Db } from "../../db/client";
 import { html, time, type Html } from "../html";
-import type { AlertRow, DeliveryRow } from "../../webhooks/triage/store";
+import { recentAlerts as newestAlerts, type AlertRow } from "../../webhooks/triage/store";
+import { deliveriesOf, type DeliveryRow } from "../../webhooks/triage/delivery-rows";
 
 const PAGE = 100;
 
@@ -17,20 +18,12 @@ export interface AlertView {
 }
 
 /** The newest alerts and their deliveries; none when the tables are empty (or triage never ran). */
-export function recentAlerts(sqlite: Database): AlertView[] {
-  const alerts = sqlite.query<AlertRow, [number]>("SELECT * FROM triage_alerts WHERE state != 'held' ORDER BY id DESC LIMIT ?").all(PAGE);
+export async function recentAlerts(db: Db): Promise<AlertView[]> {
+  const { alerts, held } = await newestAlerts(db, PAGE);
   if (alerts.length === 0) return [];
-  const ids = JSON.stringify(alerts.map((a) => a.id));
-  const deliveries = sqlite
-    .query<DeliveryRow, [string]>("SELECT * FROM triage_deliveries WHERE alert_id IN (SELECT value FROM json_each(?)) ORDER BY target")
-    .all(ids);
-  const held = new Map(
-    sqlite
-      .query<{ digest_id: number; n: number }, [string]>(
-        "SELECT digest_id, count(*) AS n FROM triage_alerts WHERE digest_id IN (SELECT value FROM json_each(?)) GROUP BY digest_id",
-      )
-      .all(ids)
-      .map((r) => [r.digest_id, r.n]),
+  const deliveries = await deliveriesOf(
+    db,
+    alerts.map((a) => a.id),
   );
   return alerts.map((alert) => ({ alert, deliveries: deliveries.filter((d) => d.alert_id === alert.id), held: held.get(alert.id) ?? 0 }));
 }

@@ -10,9 +10,12 @@
  * The call is acked in the transaction of its last step (the alert row of a repeat or a held
  * alert, else the answer's), so the ack costs no commit of its own. A call delivered again (this
  * process died) finds its row: a stored answer is never asked for twice, and deliveries already
- * made are not made again.
+ * made are not made again. On Postgres, replicas taking calls of one job at once record their
+ * alerts one at a time (a transaction-scoped advisory lock per job): a repeat, a storm's count
+ * and its one open digest are decided as on one box.
  */
-import type { Database } from "bun:sqlite";
+import type { Db } from "../../db/client";
+import { postgresOf, transact } from "../../db/engine";
 import type { JobHandlerConfig, TriageConfig } from "../../config/webhooks-schema";
 import type { Outbox } from "../outbox";
 import { METADATA, type JobCall } from "../producer";
@@ -20,9 +23,9 @@ import type { AlertGroup } from "./alert";
 import { parseAlert } from "./parse";
 import { renderPrompt } from "./prompt";
 import { withoutThinking, type ModelCaller } from "./model";
-import { addDeliveries, alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
+import { alertByCall, countSince, insertAlert, lastOfGroup, openDigest, setSummary, type AlertRow } from "./store";
+import { addDeliveries } from "./delivery-rows";
 import { backoffDelay } from "../../backoff";
-import { ackCall } from "../store";
 
 export interface TriageDeps {
   outbox: Outbox;
@@ -46,49 +49,59 @@ function origin(call: JobCall): { path: string; name: string | null } {
 /** Runs the call to its end and acks it (see the header); the runner does not ack it again. */
 export async function runTriage(job: TriageJob, call: JobCall, deps: TriageDeps): Promise<void> {
   const { outbox } = deps;
-  const ack = (): void => void ackCall(outbox.sqlite, call.callId, call.attempt, outbox.now());
+  const ack = (tx: Db): Promise<boolean> => outbox.ackIn(tx, call.callId, call.attempt);
   const group = parseAlert(call);
   const { path, name } = origin(call);
-  const found = alertByCall(outbox.sqlite, call.callId);
+  const found = await alertByCall(outbox.db, call.callId);
   const row =
     found ??
-    (await outbox.transact(() => {
-      const recorded = recordAlert(outbox.sqlite, job, call, group, outbox.now());
-      if (recorded.state !== "triaging") ack();
+    (await transact(outbox.db, async (tx) => {
+      const recorded = await recordAlert(tx, job, call, group, outbox.now());
+      if (recorded.state !== "triaging") await ack(tx);
       return recorded;
     }));
   if (row.state !== "triaging") {
-    if (found !== null) await outbox.transact(ack);
+    if (found !== null) await transact(outbox.db, ack);
     return;
   }
   const prompt = renderPrompt(job.triage.prompt, { group, body: new TextDecoder().decode(call.body), endpoint: path, name });
   const answer = await askModel(job.triage, prompt, deps.callModel, outbox.now);
-  await outbox.transact(() => {
-    setSummary(outbox.sqlite, row.id, answer);
-    addDeliveries(
-      outbox.sqlite,
+  await transact(outbox.db, async (tx) => {
+    await setSummary(tx, row.id, answer);
+    await addDeliveries(
+      tx,
       row.id,
       job.notify.map((n) => n.kind),
       outbox.now(),
     );
-    ack();
+    await ack(tx);
   });
   deps.delivered();
 }
 
+/** The advisory lock key of a job's alerts ("mgtriage" in ASCII, plus the job id). */
+const TRIAGE_LOCK = 0x6d67747269616765n;
+
 /** The call's alert row, deciding whether it is a repeat, part of a storm, or to be triaged. */
-function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, group: AlertGroup, now: number): AlertRow {
+async function recordAlert(tx: Db, job: TriageJob, call: JobCall, group: AlertGroup, now: number): Promise<AlertRow> {
+  const pg = postgresOf(tx);
+  if (pg) {
+    await pg`SELECT pg_advisory_xact_lock(${String(TRIAGE_LOCK + BigInt(job.job_id))}::bigint)`;
+    // Another replica may have taken the call over (its lease ran out) and recorded it meanwhile.
+    const recorded = await alertByCall(tx, call.callId);
+    if (recorded) return recorded;
+  }
   const { path } = origin(call);
-  const last = group.groupKey === null ? null : lastOfGroup(sqlite, job.job_id, group.groupKey);
+  const last = group.groupKey === null ? null : await lastOfGroup(tx, job.job_id, group.groupKey);
   const base = alertFields(job, path, call.callId, group, now);
-  if (last !== null && group.dedupeKey !== null && last.dedupe_key === group.dedupeKey) return insertAlert(sqlite, { ...base, state: "duplicate" });
-  if (group.status === "resolved" && group.groupKey !== null) base.refers_to = lastOfGroup(sqlite, job.job_id, group.groupKey, "firing")?.id ?? null;
-  if (countSince(sqlite, job.job_id, path, now - STORM_WINDOW_MS, job.triage.storm_per_minute) < job.triage.storm_per_minute)
-    return insertAlert(sqlite, { ...base, state: "triaging" });
-  let digest = openDigest(sqlite, job.job_id, path, now);
+  if (last !== null && group.dedupeKey !== null && last.dedupe_key === group.dedupeKey) return insertAlert(tx, { ...base, state: "duplicate" });
+  if (group.status === "resolved" && group.groupKey !== null) base.refers_to = (await lastOfGroup(tx, job.job_id, group.groupKey, "firing"))?.id ?? null;
+  if ((await countSince(tx, job.job_id, path, now - STORM_WINDOW_MS, job.triage.storm_per_minute)) < job.triage.storm_per_minute)
+    return insertAlert(tx, { ...base, state: "triaging" });
+  let digest = await openDigest(tx, job.job_id, path, now);
   if (digest === null) {
     const dueAt = now + job.triage.digest_window_s * 1000;
-    digest = insertAlert(sqlite, {
+    digest = await insertAlert(tx, {
       ...base,
       call_id: null,
       kind: "digest",
@@ -102,14 +115,14 @@ function recordAlert(sqlite: Database, job: TriageJob, call: JobCall, group: Ale
       refers_to: null,
       due_at: dueAt,
     });
-    addDeliveries(
-      sqlite,
+    await addDeliveries(
+      tx,
       digest.id,
       job.notify.map((n) => n.kind),
       dueAt,
     );
   }
-  return insertAlert(sqlite, { ...base, state: "held", digest_id: digest.id });
+  return insertAlert(tx, { ...base, state: "held", digest_id: digest.id });
 }
 
 function alertFields(

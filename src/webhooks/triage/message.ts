@@ -4,7 +4,7 @@
  * lines), a resolved group's reference back to its firing one, and a digest's count and titles.
  * Made from the stored rows when a delivery is attempted, so a retry sends what the first try did.
  */
-import type { Database } from "bun:sqlite";
+import type { Db } from "../../db/client";
 import { alertById, digestMembers, type AlertRow } from "./store";
 import type { Severity } from "./alert";
 
@@ -24,10 +24,10 @@ function minutes(ms: number): string {
   return min < 60 ? `${min} min` : `${Math.floor(min / 60)} h ${min % 60} min`;
 }
 
-export function messageOf(sqlite: Database, alert: AlertRow): Message {
+export async function messageOf(db: Db, alert: AlertRow): Promise<Message> {
   const severity = (alert.severity as Severity | null) ?? null;
   if (alert.state === "digest") {
-    const { count, titles } = digestMembers(sqlite, alert.id);
+    const { count, titles } = await digestMembers(db, alert.id);
     const lines = titles.map((t) => `${t.n > 1 ? `${t.n} × ` : ""}${t.title}`);
     const listed = titles.reduce((sum, t) => sum + t.n, 0);
     if (count > listed) lines.push(`and ${count - listed} more`);
@@ -42,7 +42,7 @@ export function messageOf(sqlite: Database, alert: AlertRow): Message {
     };
   }
   const parts: string[] = [];
-  const firing = alert.refers_to === null ? null : alertById(sqlite, alert.refers_to);
+  const firing = alert.refers_to === null ? null : await alertById(db, alert.refers_to);
   if (firing)
     parts.push(
       `Resolved after ${minutes(alert.created_at - firing.created_at)} (firing since ${new Date(firing.created_at).toISOString().slice(0, 16).replace("T", " ")} UTC: ${firing.title})`,

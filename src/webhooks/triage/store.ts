@@ -1,11 +1,12 @@
 /**
- * The triage tables (src/db/schema.ts: triage_alerts, triage_deliveries) as plain synchronous
- * functions over the outbox's bun:sqlite connection; writes run inside Outbox.transact, so they
- * share its group commit and its durability (synchronous = FULL). A delivery row is the durable
- * step of one notify target: it is made in the transaction that stores the summary, and settled
- * (sent, retried later, dead) on its own.
+ * The triage_alerts table (src/db/schema.ts) as plain functions over a database handle of either
+ * engine; the handler's writes run in one transaction each (../../db/engine.ts transact) on the
+ * outbox's handle, together with the call's ack. Each alert's deliveries are in
+ * ./delivery-rows.ts.
  */
-import type { Database } from "bun:sqlite";
+import { and, count, desc, eq, gt, gte, inArray, ne, notInArray, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { tablesOf, type Tables } from "../../db/engine";
 
 type AlertState = "triaging" | "summarised" | "unsummarised" | "duplicate" | "held" | "digest";
 
@@ -31,143 +32,134 @@ export interface AlertRow {
   due_at: number | null;
 }
 
-export interface DeliveryRow {
-  alert_id: number;
-  target: number;
-  kind: string;
-  state: "pending" | "sent" | "dead";
-  attempts: number;
-  next_attempt_at: number;
-  last_error: string | null;
-  sent_at: number | null;
-  remote_id: string | null;
-}
-
 export type NewAlert = Omit<AlertRow, "id" | "summary" | "summary_error">;
 
-const COLUMNS =
-  "id, call_id, job_id, path, kind, status, group_key, dedupe_key, title, severity, details, alert_count, state, summary, summary_error, refers_to, digest_id, created_at, due_at";
-
-export function alertByCall(sqlite: Database, callId: number): AlertRow | null {
-  return sqlite.query<AlertRow, [number]>(`SELECT ${COLUMNS} FROM triage_alerts WHERE call_id = ?`).get(callId);
+function alertColumns({ triageAlerts: a }: Tables) {
+  return {
+    id: a.id,
+    call_id: a.callId,
+    job_id: a.jobId,
+    path: a.path,
+    kind: a.kind,
+    status: a.status,
+    group_key: a.groupKey,
+    dedupe_key: a.dedupeKey,
+    title: a.title,
+    severity: a.severity,
+    details: a.details,
+    alert_count: a.alertCount,
+    state: sql<AlertState>`${a.state}`,
+    summary: a.summary,
+    summary_error: a.summaryError,
+    refers_to: a.refersTo,
+    digest_id: a.digestId,
+    created_at: a.createdAt,
+    due_at: a.dueAt,
+  };
 }
 
-export function alertById(sqlite: Database, id: number): AlertRow | null {
-  return sqlite.query<AlertRow, [number]>(`SELECT ${COLUMNS} FROM triage_alerts WHERE id = ?`).get(id);
+export async function alertByCall(db: Db, callId: number): Promise<AlertRow | null> {
+  const t = tablesOf(db);
+  const [row] = await db.select(alertColumns(t)).from(t.triageAlerts).where(eq(t.triageAlerts.callId, callId)).limit(1);
+  return row ?? null;
+}
+
+export async function alertById(db: Db, id: number): Promise<AlertRow | null> {
+  const t = tablesOf(db);
+  const [row] = await db.select(alertColumns(t)).from(t.triageAlerts).where(eq(t.triageAlerts.id, id)).limit(1);
+  return row ?? null;
 }
 
 /** The latest alert of a group that was not itself a repeat. */
-export function lastOfGroup(sqlite: Database, jobId: number, groupKey: string, status?: string): AlertRow | null {
-  return sqlite
-    .query<AlertRow, [number, string, string | null]>(
-      `SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND group_key = ? AND state != 'duplicate' AND (?3 IS NULL OR status = ?3) ORDER BY id DESC LIMIT 1`,
-    )
-    .get(jobId, groupKey, status ?? null);
+export async function lastOfGroup(db: Db, jobId: number, groupKey: string, status?: string): Promise<AlertRow | null> {
+  const t = tablesOf(db);
+  const a = t.triageAlerts;
+  const where = and(eq(a.jobId, jobId), eq(a.groupKey, groupKey), ne(a.state, "duplicate"), status === undefined ? undefined : eq(a.status, status));
+  const [row] = await db.select(alertColumns(t)).from(a).where(where).orderBy(desc(a.id)).limit(1);
+  return row ?? null;
 }
 
 /**
  * Alerts (not repeats, not digests) that arrived on `path` since `since`, counted up to `upTo`:
  * the storm check needs no more, and a storm must not make each of its alerts count all the others.
  */
-export function countSince(sqlite: Database, jobId: number, path: string, since: number, upTo: number): number {
-  return sqlite
-    .query<{ n: number }, [string, number, number, number]>(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM triage_alerts WHERE path = ? AND created_at >= ? AND job_id = ? AND state NOT IN ('duplicate', 'digest') LIMIT ?)",
-    )
-    .get(path, since, jobId, upTo)!.n;
+export async function countSince(db: Db, jobId: number, path: string, since: number, upTo: number): Promise<number> {
+  const a = tablesOf(db).triageAlerts;
+  const recent = db
+    .select({ one: sql`1` })
+    .from(a)
+    .where(and(eq(a.path, path), gte(a.createdAt, since), eq(a.jobId, jobId), notInArray(a.state, ["duplicate", "digest"])))
+    .limit(upTo)
+    .as("recent");
+  const [row] = await db.select({ n: count() }).from(recent);
+  return row.n;
 }
 
 /** The digest of `path` still collecting at `now`. */
-export function openDigest(sqlite: Database, jobId: number, path: string, now: number): AlertRow | null {
-  return sqlite
-    .query<AlertRow, [number, string, number]>(
-      `SELECT ${COLUMNS} FROM triage_alerts WHERE job_id = ? AND path = ? AND state = 'digest' AND due_at > ? ORDER BY id DESC LIMIT 1`,
-    )
-    .get(jobId, path, now);
+export async function openDigest(db: Db, jobId: number, path: string, now: number): Promise<AlertRow | null> {
+  const t = tablesOf(db);
+  const a = t.triageAlerts;
+  const where = and(eq(a.jobId, jobId), eq(a.path, path), eq(a.state, "digest"), gt(a.dueAt, now));
+  const [row] = await db.select(alertColumns(t)).from(a).where(where).orderBy(desc(a.id)).limit(1);
+  return row ?? null;
 }
 
-export function insertAlert(sqlite: Database, row: NewAlert): AlertRow {
-  return sqlite
-    .query<AlertRow, any[]>(
-      `INSERT INTO triage_alerts (call_id, job_id, path, kind, status, group_key, dedupe_key, title, severity, details, alert_count, state, refers_to, digest_id, created_at, due_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-    )
-    .get(
-      row.call_id,
-      row.job_id,
-      row.path,
-      row.kind,
-      row.status,
-      row.group_key,
-      row.dedupe_key,
-      row.title,
-      row.severity,
-      row.details,
-      row.alert_count,
-      row.state,
-      row.refers_to,
-      row.digest_id,
-      row.created_at,
-      row.due_at,
-    )!;
+export async function insertAlert(db: Db, row: NewAlert): Promise<AlertRow> {
+  const t = tablesOf(db);
+  const [inserted] = await db
+    .insert(t.triageAlerts)
+    .values({
+      callId: row.call_id,
+      jobId: row.job_id,
+      path: row.path,
+      kind: row.kind,
+      status: row.status,
+      groupKey: row.group_key,
+      dedupeKey: row.dedupe_key,
+      title: row.title,
+      severity: row.severity,
+      details: row.details,
+      alertCount: row.alert_count,
+      state: row.state,
+      refersTo: row.refers_to,
+      digestId: row.digest_id,
+      createdAt: row.created_at,
+      dueAt: row.due_at,
+    })
+    .returning(alertColumns(t));
+  return inserted;
 }
 
-export function setSummary(sqlite: Database, id: number, answer: { summary: string } | { error: string }): void {
-  if ("summary" in answer) sqlite.run("UPDATE triage_alerts SET state = 'summarised', summary = ?, summary_error = NULL WHERE id = ?", [answer.summary, id]);
-  else sqlite.run("UPDATE triage_alerts SET state = 'unsummarised', summary = NULL, summary_error = ? WHERE id = ?", [answer.error, id]);
-}
-
-/** One pending delivery per target, due at `dueAt`; a second call for the same alert adds nothing. */
-export function addDeliveries(sqlite: Database, alertId: number, kinds: readonly string[], dueAt: number): void {
-  const insert = sqlite.prepare("INSERT OR IGNORE INTO triage_deliveries (alert_id, target, kind, next_attempt_at) VALUES (?, ?, ?, ?)");
-  kinds.forEach((kind, target) => insert.run(alertId, target, kind, dueAt));
-}
-
-export function dueDeliveries(sqlite: Database, now: number, limit: number): DeliveryRow[] {
-  return sqlite
-    .query<DeliveryRow, [number, number]>(
-      "SELECT * FROM triage_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, alert_id LIMIT ?",
-    )
-    .all(now, limit);
-}
-
-/** When the next pending delivery is due, if any. */
-export function nextDue(sqlite: Database): number | null {
-  return sqlite.query<{ at: number | null }, []>("SELECT min(next_attempt_at) AS at FROM triage_deliveries WHERE state = 'pending'").get()?.at ?? null;
-}
-
-export function deliveriesOf(sqlite: Database, alertId: number): DeliveryRow[] {
-  return sqlite.query<DeliveryRow, [number]>("SELECT * FROM triage_deliveries WHERE alert_id = ? ORDER BY target").all(alertId);
-}
-
-export function markSent(sqlite: Database, row: Pick<DeliveryRow, "alert_id" | "target">, now: number, remoteId: string | null): void {
-  sqlite.run(
-    "UPDATE triage_deliveries SET state = 'sent', attempts = attempts + 1, sent_at = ?, remote_id = ?, last_error = NULL WHERE alert_id = ? AND target = ? AND state = 'pending'",
-    [now, remoteId, row.alert_id, row.target],
-  );
-}
-
-/** A failed attempt: pending again at `retryAt`, or dead when `retryAt` is null. */
-export function markFailed(sqlite: Database, row: Pick<DeliveryRow, "alert_id" | "target">, error: string, retryAt: number | null): void {
-  sqlite.run(
-    "UPDATE triage_deliveries SET state = CASE WHEN ?1 IS NULL THEN 'dead' ELSE 'pending' END, attempts = attempts + 1, next_attempt_at = coalesce(?1, next_attempt_at), last_error = ?2 WHERE alert_id = ?3 AND target = ?4 AND state = 'pending'",
-    [retryAt, error.slice(0, 2000), row.alert_id, row.target],
-  );
-}
-
-/** Dead deliveries of an alert made pending again, with a fresh budget of attempts; how many. */
-export function retryDeliveries(sqlite: Database, alertId: number, now: number): number {
-  return sqlite.run("UPDATE triage_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE alert_id = ? AND state = 'dead'", [now, alertId])
-    .changes;
+export async function setSummary(db: Db, id: number, answer: { summary: string } | { error: string }): Promise<void> {
+  const a = tablesOf(db).triageAlerts;
+  const set =
+    "summary" in answer
+      ? { state: "summarised", summary: answer.summary, summaryError: null }
+      : { state: "unsummarised", summary: null, summaryError: answer.error };
+  await db.update(a).set(set).where(eq(a.id, id));
 }
 
 /** What a digest collected: how many alerts, and the titles seen most. */
-export function digestMembers(sqlite: Database, digestId: number): { count: number; titles: Array<{ title: string; n: number }> } {
-  const count = sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM triage_alerts WHERE digest_id = ?").get(digestId)!.n;
-  const titles = sqlite
-    .query<{ title: string; n: number }, [number]>(
-      "SELECT title, count(*) AS n FROM triage_alerts WHERE digest_id = ? GROUP BY title ORDER BY n DESC, title LIMIT 10",
-    )
-    .all(digestId);
-  return { count, titles };
+export async function digestMembers(db: Db, digestId: number): Promise<{ count: number; titles: Array<{ title: string; n: number }> }> {
+  const a = tablesOf(db).triageAlerts;
+  const [total] = await db.select({ n: count() }).from(a).where(eq(a.digestId, digestId));
+  const titles = await db
+    .select({ title: a.title, n: count() })
+    .from(a)
+    .where(eq(a.digestId, digestId))
+    .groupBy(a.title)
+    .orderBy(desc(count()), a.title)
+    .limit(10);
+  return { count: total.n, titles };
+}
+
+/** The newest alerts but held ones (a digest stands for them), and how many each digest holds. */
+export async function recentAlerts(db: Db, limit: number): Promise<{ alerts: AlertRow[]; held: Map<number, number> }> {
+  const t = tablesOf(db);
+  const a = t.triageAlerts;
+  const alerts = await db.select(alertColumns(t)).from(a).where(ne(a.state, "held")).orderBy(desc(a.id)).limit(limit);
+  const digests = alerts.filter((row) => row.state === "digest").map((row) => row.id);
+  const counts =
+    digests.length === 0 ? [] : await db.select({ digestId: a.digestId, n: count() }).from(a).where(inArray(a.digestId, digests)).groupBy(a.digestId);
+  return { alerts, held: new Map(counts.map((c) => [c.digestId!, c.n])) };
 }
