@@ -112,7 +112,8 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
       let spent = keySpend.get(keyId);
       if (spent === undefined || spent.start !== start) {
         if (keySpend.size >= MAX_KEYS) keySpend.clear();
-        keySpend.set(keyId, (spent = { start, micro: keySpendSince(db, keyId, start) }));
+        // A number on SQLite, the one engine this verifier reads so far.
+        keySpend.set(keyId, (spent = { start, micro: keySpendSince(db, keyId, start) as number }));
       }
       return spent.micro;
     },
