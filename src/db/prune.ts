@@ -5,9 +5,11 @@
  * restarted more often than hourly would otherwise never prune), then hourly; a prune the database
  * refuses (locked elsewhere for more than a moment) is logged and put off to the next.
  *
- * Replicas sharing Postgres all run the schedule; a prune runs under the lease `prune:<table>`
+ * Replicas sharing Postgres all run the schedule; a prune there runs under the lease `prune:<table>`
  * (./lease.ts), so one process deletes at a time and the others skip that round. The holder renews
- * between chunks and stops when the lease is lost. SQLite takes the same lease (one holder).
+ * between chunks and stops when the lease is lost. On SQLite the one server prunes without one: a
+ * lease row written there would wait out the full busy timeout behind a lock held elsewhere,
+ * which each chunk's brief wait exists to avoid.
  */
 import { inArray, lt } from "drizzle-orm";
 import { log } from "../log";
@@ -29,26 +31,33 @@ const holders = new WeakMap<object, string>();
  * many (0 when another process holds the prune's lease).
  */
 export async function pruneOlderThan(db: Db, table: "request_log" | "stored_responses", before: number, chunkRows: number): Promise<number> {
+  const chunk = chunkDeleter(db, table, before, chunkRows);
+  if (engineOf(db) === "sqlite") return deleteChunks(chunk, chunkRows, async () => true);
   let holder = holders.get(db.$client);
   if (holder === undefined) holders.set(db.$client, (holder = processHolder()));
   const lease = createLease(db, `prune:${table}`, { holder, ttlMs: PRUNE_LEASE_MS, now: Date.now });
   if (!(await lease.acquire())) return 0;
-  const chunk = chunkDeleter(db, table, before, chunkRows);
-  let total = 0;
   let renewedAt = Date.now();
+  const stillHeld = async (): Promise<boolean> => {
+    if (Date.now() - renewedAt < PRUNE_LEASE_MS / 3) return true;
+    renewedAt = Date.now();
+    return lease.acquire();
+  };
   try {
-    for (;;) {
-      const deleted = await chunk();
-      total += deleted;
-      if (deleted < chunkRows) return total;
-      if (Date.now() - renewedAt > PRUNE_LEASE_MS / 3) {
-        if (!(await lease.acquire())) return total;
-        renewedAt = Date.now();
-      }
-      await Bun.sleep(0); // let requests in between chunks
-    }
+    return await deleteChunks(chunk, chunkRows, stillHeld);
   } finally {
     await lease.release();
+  }
+}
+
+/** Runs `chunk` until one deletes fewer than `chunkRows`, or `mayGoOn` says stop; returns how many in all. */
+async function deleteChunks(chunk: () => number | Promise<number>, chunkRows: number, mayGoOn: () => Promise<boolean>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = await chunk();
+    total += deleted;
+    if (deleted < chunkRows || !(await mayGoOn())) return total;
+    await Bun.sleep(0); // let requests in between chunks
   }
 }
 
