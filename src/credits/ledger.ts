@@ -89,12 +89,18 @@ export function refundCredits(db: Db, input: { userId: number; micro: number; re
  * two replicas cannot both pass it, and the ledger row commits with it. An amount that is not a
  * positive integer throws at once, before anything is asked of the database.
  */
-function change(db: Db, input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number }): Promise<number | null> {
+function change(
+  db: Db,
+  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
+): Promise<number | null> {
   if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
   return input.micro > MAX_BALANCE_MICRO ? Promise.resolve(null) : write(db, input);
 }
 
-async function write(db: Db, input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number }): Promise<number | null> {
+async function write(
+  db: Db,
+  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
+): Promise<number | null> {
   const balance = await transact(db, async (tx) => {
     const { balances, ledger } = tablesOf(tx);
     const [row] = await tx
@@ -153,7 +159,7 @@ export function createDebitWriter(db: Db): (debits: Debit[]) => void | Promise<v
       }));
       // One statement, so one atomic commit and one round trip: the ledger rows, then each user's
       // balance moved by their sum in place. Users in id order: two replicas' batches lock alike.
-      await pg`WITH d AS (SELECT * FROM jsonb_populate_recordset(NULL::ledger, ${JSON.stringify(rows)}::jsonb)),
+      await pg`WITH d AS (SELECT * FROM jsonb_populate_recordset(NULL::ledger, ${JSON.stringify(rows)}::text::jsonb)),
         logged AS (INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at)
           SELECT user_id, 'debit', micro, request_id, model, note, key_id, created_at FROM d)
         INSERT INTO balances (user_id, micro) SELECT user_id, sum(micro) FROM d GROUP BY user_id ORDER BY user_id

@@ -99,9 +99,11 @@ export function createWriteBehind<T>(write: (rows: T[]) => void | Promise<void>,
       return failed(rows, err);
     }
     if (attempt === undefined) return written();
-    inFlight = attempt.then(written, (err: unknown) => failed(rows, err)).finally(() => {
-      inFlight = null;
-    });
+    inFlight = attempt
+      .then(written, (err: unknown) => failed(rows, err))
+      .finally(() => {
+        inFlight = null;
+      });
     return inFlight;
   };
   const flush = (): void | Promise<void> => {
@@ -113,7 +115,7 @@ export function createWriteBehind<T>(write: (rows: T[]) => void | Promise<void>,
     soon ??= new Promise<void>((resolve) =>
       setImmediate(() => {
         soon = null;
-        let attempt: void | Promise<void> = undefined;
+        let attempt: void | Promise<void>;
         try {
           attempt = flush();
         } finally {

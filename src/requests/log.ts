@@ -43,7 +43,7 @@ function createInsert(db: Db): RequestLog["insert"] {
           prompt_tokens, completion_tokens, cost_micro, latency_ms)
         SELECT request_id, created_at, identity, user_id, key_id, model, endpoint, upstream, status,
           prompt_tokens, completion_tokens, cost_micro, latency_ms
-        FROM jsonb_populate_recordset(NULL::request_log, ${JSON.stringify(rows.map(columnsOf))}::jsonb)`;
+        FROM jsonb_populate_recordset(NULL::request_log, ${JSON.stringify(rows.map(columnsOf))}::text::jsonb)`;
     };
   }
   const insertRows = createBatchInsert(db.$client, INSERT, 13, pushValues);

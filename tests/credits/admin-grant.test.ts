@@ -38,7 +38,7 @@ describe("POST /api/admin/credits", () => {
     expect(refused.body.error.param).toBe("amount");
     expect(refused.body.error.message).toMatch(/past 9,000,000,000 credits/);
     expect(await getBalance(t.deps.db, user.id)).toBe(9e15);
-    expect((await listLedger(t.deps.db, { userId: user.id }))).toHaveLength(9);
+    expect(await listLedger(t.deps.db, { userId: user.id })).toHaveLength(9);
   });
 
   const refusals: Array<[string, unknown, number, string, RegExp]> = [
@@ -60,7 +60,7 @@ describe("POST /api/admin/credits", () => {
       expect(refused.body.error.param).toBe(param);
       expect(refused.body.error.message).toMatch(message);
       expect(await getBalance(t.deps.db, user.id)).toBe(0);
-      expect((await listLedger(t.deps.db, { userId: user.id }))).toHaveLength(0);
+      expect(await listLedger(t.deps.db, { userId: user.id })).toHaveLength(0);
     });
   }
 });

@@ -115,7 +115,7 @@ describe("ledger", () => {
     expect(await grantCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
     expect(await refundCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
     expect(await getBalance(t.deps.db, userId)).toBe(8 * billion);
-    expect((await listLedger(t.deps.db, { userId }))).toHaveLength(8);
+    expect(await listLedger(t.deps.db, { userId })).toHaveLength(8);
     expect(await grantCredits(t.deps.db, { userId, micro: billion })).toBe(MAX_BALANCE_MICRO);
     expect(Number.isSafeInteger(MAX_BALANCE_MICRO)).toBe(true);
     await ledgerSumMatchesBalance(userId);
@@ -206,7 +206,7 @@ describe("spending", () => {
     await t.chat({ ...HELLO, model: "free-model", stream: true }, auth).then((r) => r.text());
     t.identities.meter.flush();
     expect(t.upstream.chatCount()).toBe(before + 2);
-    expect((await listLedger(t.deps.db, { userId }))).toHaveLength(0);
+    expect(await listLedger(t.deps.db, { userId })).toHaveLength(0);
     // Below zero (after an overdraw) is refused too.
     t.deps.db.$client.run("INSERT INTO balances (user_id, micro) VALUES (?, -5)", [userId]);
     expect((await t.chat(HELLO, auth)).status).toBe(402);
