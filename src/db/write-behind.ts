@@ -85,10 +85,17 @@ export function createWriteBehind<T>(write: (rows: T[]) => void | Promise<void>,
     if (failures === 1) report(`write failed, ${rows.length} row(s) kept to retry`, err);
     if (kept.length > pending.length) report(`write still failing, ${kept.length - pending.length} oldest row(s) dropped (at most ${maxKept} are kept)`, err);
   };
-  /** The write in flight on Postgres; the next waits for it, so batches never overlap. */
+  /** The write in flight on Postgres, and the one attempt queued after it: batches never overlap. */
   let inFlight: Promise<void> | null = null;
+  let next: Promise<void> | null = null;
   const writePending = (): void | Promise<void> => {
-    if (inFlight !== null) return inFlight.then(() => (now() >= retryAt ? writePending() : undefined));
+    if (inFlight !== null) {
+      next ??= inFlight.then(() => {
+        next = null;
+        if (now() >= retryAt) return writePending();
+      });
+      return next;
+    }
     if (pending.length === 0) return;
     const rows = pending;
     pending = [];
@@ -115,9 +122,9 @@ export function createWriteBehind<T>(write: (rows: T[]) => void | Promise<void>,
     soon ??= new Promise<void>((resolve) =>
       setImmediate(() => {
         soon = null;
-        let attempt: void | Promise<void>;
+        let attempt: Promise<void> | undefined;
         try {
-          attempt = flush();
+          attempt = flush() ?? undefined;
         } finally {
           if (attempt === undefined) resolve();
         }
