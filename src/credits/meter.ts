@@ -15,8 +15,8 @@
  * reservation for its cost in one step), and a flush commits a batch and takes its amounts off
  * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. On
  * Postgres `held` lets go of a batch in the step after its commit: in between a request may count
- * it twice (refused a little early), never not at all. The
- * same holds per API key (`keyHeld`) for key budgets: a key's spend = its stored debits + keyHeld.
+ * it twice (refused a little early), never not at all. The same holds per API key (`keyHeld`) for
+ * key budgets: a key's spend = its stored debits + keyHeld.
  * A batch that fails to write stays queued and is retried (the answer goes out meanwhile; the gate
  * pauses paid requests once that lasts DEBITS_STALLED_MS); nothing is dropped.
  */
@@ -72,7 +72,7 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     else keyHeld.set(keyId, nextForKey);
   }
 
-  // Written debits stop being held in the same synchronous step; a failed batch stays queued.
+  // Written debits stop being held in the step that learns of their commit; a failed batch stays queued.
   const debits = createWriteBehind<Debit>(
     (batch) => {
       const release = (): void => {

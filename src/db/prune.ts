@@ -46,7 +46,8 @@ export async function pruneOlderThan(db: Db, table: "request_log" | "stored_resp
   try {
     return await deleteChunks(chunk, chunkRows, stillHeld);
   } finally {
-    await lease.release();
+    // A release the database refuses leaves the lease to expire: the prune itself is done.
+    await lease.release().catch(() => undefined);
   }
 }
 
