@@ -195,14 +195,24 @@ export const creditsCommand = command(
       if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
       const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
       const opened = ctx.openDb();
-      const balance = await grantCredits(opened.db, { userId: requireUser(opened.db, email, ctx).id, micro, note }).finally(() => opened.close());
+      let balance: number | null;
+      try {
+        balance = await grantCredits(opened.db, { userId: requireUser(opened.db, email, ctx).id, micro, note });
+      } finally {
+        opened.close();
+      }
       if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
       ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
       return 0;
     }
     if (sub === "balance" && email) {
       const opened = ctx.openDb();
-      const balance = await getBalance(opened.db, requireUser(opened.db, email, ctx).id).finally(() => opened.close());
+      let balance: number;
+      try {
+        balance = await getBalance(opened.db, requireUser(opened.db, email, ctx).id);
+      } finally {
+        opened.close();
+      }
       ctx.print(`${email}: ${formatCredits(balance)} credits`);
       return 0;
     }
