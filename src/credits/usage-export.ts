@@ -3,9 +3,9 @@
  * `modelgate usage export` and the dashboard's "Download CSV". Rows are read CHUNK_ROWS at a time
  * in (created_at, id) order, each chunk after the last one's final row (keyset: every chunk costs
  * an index seek, however deep), and leave as text a chunk at a time, so an export of millions of
- * rows holds one chunk in memory, never the whole result. The same on both engines. Prompts and answers are never logged, so never here.
- * Text a spreadsheet would run as a formula (a key named `=HYPERLINK(...)`) is written with a
- * leading `'`.
+ * rows holds one chunk in memory, never the whole result. The same on both engines. Prompts and
+ * answers are never logged, so never here. Text a spreadsheet would run as a formula (a key named
+ * `=HYPERLINK(...)`) is written with a leading `'`.
  *
  *   usageChunks(db, filter, format) -> async iterator of text chunks (a CSV header first, or a JSON array)
  */
