@@ -269,7 +269,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/api/admin/credits",
-      ({ body, user }) => {
+      async ({ body, user }) => {
         const given = field(body, "email");
         if (!given) throw new GatewayError("invalid_request_error", "email is required: the user to grant credits to", { param: "email" });
         const email = normalizeEmail(given);
@@ -279,7 +279,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         const micro = parseCredits(amount);
         if (micro === null) throw new GatewayError("invalid_request_error", `amount must be ${AMOUNT_RULE}, e.g. "12.50"`, { param: "amount" });
         const note = field(body, "note") ?? `granted by ${user.email}`;
-        const balance = grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
+        const balance = await grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
         if (balance === null) throw new GatewayError("invalid_request_error", `amount: ${PAST_MAX_BALANCE}`, { param: "amount" });
         return { email: target.email, granted: formatCredits(micro), balance: formatCredits(balance) };
       },

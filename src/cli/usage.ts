@@ -45,7 +45,7 @@ export const usageCommand = command(
         filter.keyId = id;
       }
       const out = Bun.stdout.writer();
-      for (const chunk of usageChunks(opened.db, filter, format)) {
+      for await (const chunk of usageChunks(opened.db, filter, format)) {
         out.write(chunk);
         await out.flush();
       }

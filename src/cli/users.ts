@@ -186,7 +186,7 @@ export const userCommand = command(
 );
 
 export const creditsCommand = command(
-  (ctx) => {
+  async (ctx) => {
     const sub = ctx.args.positionals[1];
     const email = stringFlag(ctx.args, "user");
     if (sub === "grant" && email) {
@@ -194,13 +194,25 @@ export const creditsCommand = command(
       const micro = parseCredits(amount);
       if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
       const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
-      const balance = withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email, ctx).id, micro, note }));
+      const opened = ctx.openDb();
+      let balance: number | null;
+      try {
+        balance = await grantCredits(opened.db, { userId: requireUser(opened.db, email, ctx).id, micro, note });
+      } finally {
+        opened.close();
+      }
       if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
       ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
       return 0;
     }
     if (sub === "balance" && email) {
-      const balance = withDb(ctx, (db) => getBalance(db, requireUser(db, email, ctx).id));
+      const opened = ctx.openDb();
+      let balance: number;
+      try {
+        balance = await getBalance(opened.db, requireUser(opened.db, email, ctx).id);
+      } finally {
+        opened.close();
+      }
       ctx.print(`${email}: ${formatCredits(balance)} credits`);
       return 0;
     }

@@ -48,13 +48,13 @@ export interface DashboardAccounts {
   /** With `userId`, only that user's key; without, any (an admin). */
   updateKeyPolicy(keyId: string, change: PolicyChange, options: { userId?: number }): Promise<boolean>;
   revokeKey(keyId: string, options: { userId?: number }): Promise<boolean>;
-  balance(userId: number): number;
+  balance(userId: number): Promise<number>;
   listUsers(): UserView[];
   createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
   setUserDisabled(userId: number, options: { disabled: boolean }): boolean;
   /** The admin vouches for the user's address (`modelgate user verify`). */
   proveEmail(userId: number): "proven" | "already_proven" | "not_found";
-  grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
+  grantCredits(input: { userId: number; micro: number; note: string | null }): Promise<Result<{ balanceMicro: number }>>;
   outbox(): Promise<OutboxView | null>;
 }
 
@@ -126,9 +126,9 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     proveEmail(userId) {
       return userExists(userId) ? proveEmail(db, userId) : "not_found";
     },
-    grantCredits(input) {
+    async grantCredits(input) {
       if (!userExists(input.userId)) return { ok: false, message: "No such user." };
-      const balanceMicro = grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
+      const balanceMicro = await grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
       if (balanceMicro === null) return { ok: false, message: `The amount is too large: ${PAST_MAX_BALANCE}.` };
       return { ok: true, value: { balanceMicro } };
     },

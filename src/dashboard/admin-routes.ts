@@ -97,7 +97,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     )
     .post(
       "/dashboard/admin/credits",
-      ({ request, body }) => {
+      async ({ request, body }) => {
         const g = guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const userId = idOf(g.form.user_id ?? "");
@@ -107,7 +107,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
         if (userId === null || micro === null) {
           return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, { grant: sent });
         }
-        const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
+        const granted = await accounts.grantCredits({ userId, micro, note: g.form.note || null });
         if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, { grant: sent });
         return redirect(`/dashboard/admin?done=credits&user=${userId}`);
       },

@@ -205,15 +205,15 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(usageRoutes({ deps, guard, page }))
     .get(
       "/dashboard/usage",
-      ({ request }) => {
+      async ({ request }) => {
         const g = guard(request);
         if (g instanceof Response) return g;
         const now = deps.now();
         const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
         const view = {
-          balanceMicro: accounts.balance(g.user.id),
-          daily: dailyUsage(deps.db, { userId: g.user.id, since }),
-          recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
+          balanceMicro: await accounts.balance(g.user.id),
+          daily: await dailyUsage(deps.db, { userId: g.user.id, since }),
+          recent: await recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
           now,
           isAdmin: g.user.isAdmin,
         };

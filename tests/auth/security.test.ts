@@ -19,7 +19,7 @@ beforeAll(async () => {
   const user = await t.user("alice@example.com");
   const admin = await t.user("root@example.com", { isAdmin: true });
   const disabled = await t.user("gone@example.com");
-  grantCredits(t.deps.db, { userId: user.id, micro: 10_000_000 });
+  await grantCredits(t.deps.db, { userId: user.id, micro: 10_000_000 });
   const valid = await t.key(user.id);
   const expired = await t.key(user.id, { expiresAt: t.clock.now - 1 });
   const revoked = await t.key(user.id);

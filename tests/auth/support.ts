@@ -125,7 +125,7 @@ export function leastToServe(body: unknown = HELLO): number {
 /** A new user granted `micro` credits (none for 0) and an API key: a paying caller. */
 export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
   const user = await t.user(`payer${Math.random()}@example.com`);
-  if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
+  if (micro > 0) await grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
   return { userId: user.id, auth: { authorization: `Bearer ${await t.key(user.id)}` } };
 }
 

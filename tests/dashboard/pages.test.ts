@@ -509,12 +509,12 @@ describe("usage queries and chart", () => {
         row(null, "a", NOW, 1, 1),
       ])
       .run();
-    const rows = dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
+    const rows = await dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
     expect(rows.sort((x, y) => x.day.localeCompare(y.day))).toEqual([
       { day: "2026-06-15", model: "b", requests: 1, tokens: 2, costMicro: 7 },
       { day: "2026-06-16", model: "a", requests: 2, tokens: 17, costMicro: 150 },
     ]);
-    expect(recentRequests(t.deps.db, { userId: 1, limit: 2 }).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
+    expect((await recentRequests(t.deps.db, { userId: 1, limit: 2 })).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
   });
 
   test("the chart's axis labels fit (compact) and no bar rises above the plot, whatever the magnitudes (regression: 0.046 read as 46043, bars drawn past the top)", () => {
