@@ -27,7 +27,7 @@ export function apiRoutes(deps: AppDeps) {
     })
     .get(
       "/api/status",
-      () => {
+      async () => {
         const now = deps.now();
         const upstreams = [...deps.registry.upstreams.values()].map((u) => upstreamHealth(u, now));
         const status: Record<string, unknown> = {
@@ -39,7 +39,7 @@ export function apiRoutes(deps: AppDeps) {
           models: deps.registry.list().length,
           upstreams,
         };
-        for (const section of deps.statusSections) Object.assign(status, section());
+        for (const section of deps.statusSections) Object.assign(status, await section());
         return status;
       },
       {

@@ -35,6 +35,6 @@ export interface AppDeps {
   startedAt: number;
   /** One call per finished /v1 model request (request log, metrics). Must not block. */
   onRequestDone: (record: RequestRecord) => void;
-  /** Extra sections for /api/status contributed by optional parts (webhooks, settlements). */
-  statusSections: Array<() => Record<string, unknown>>;
+  /** Extra sections for /api/status contributed by optional parts (webhooks, settlements); a promise where one reads the database. */
+  statusSections: Array<() => Record<string, unknown> | Promise<Record<string, unknown>>>;
 }
