@@ -8,21 +8,23 @@
 import type { SQL } from "bun";
 import { EXPIRY_SKEW_S } from "./header";
 import type { NonceRecord, NonceStore, Recorded } from "./nonces";
+import { deadUnauthorized } from "./settlements";
 
 const SKEW_S = Number(EXPIRY_SKEW_S);
+/** The settlement row `s` went dead before its spend was authorized on-chain: its nonce is unused there. */
+const DEAD_UNAUTHORIZED = deadUnauthorized("s");
 
 export function createPostgresNonceStore(sql: SQL): NonceStore {
   /** The keep-until (ms) of the authorization in the settlement row of the record, null without one. */
   const rowKeepUntil = (commitment: string, nonce: string, options: { onlyDead?: boolean } = {}): SQL.Query<unknown> =>
     sql`(SELECT (s.expiry + ${SKEW_S}) * 1000 FROM settlements s WHERE s.commitment = ${commitment} AND s.nonce = ${nonce}
-      ${options.onlyDead ? sql`AND s.state = 'dead' AND s.auth_hash IS NULL` : sql``})`;
+      ${options.onlyDead ? sql`AND ${sql.unsafe(DEAD_UNAUTHORIZED)}` : sql``})`;
   const recordOne = async (tx: SQL, r: NonceRecord): Promise<Recorded | null> => {
     const inserted =
       await tx`INSERT INTO spend_nonces (commitment, nonce, expires_at) VALUES (${r.commitment}, ${r.nonce}, ${r.keepUntilMs}) ON CONFLICT DO NOTHING`;
     if (inserted.count === 1) {
       // Also a replacement when the dead authorization's record has been pruned (it expired).
-      const dead =
-        await tx`SELECT 1 FROM settlements s WHERE s.commitment = ${r.commitment} AND s.nonce = ${r.nonce} AND s.state = 'dead' AND s.auth_hash IS NULL`;
+      const dead = await tx`SELECT 1 FROM settlements s WHERE s.commitment = ${r.commitment} AND s.nonce = ${r.nonce} AND ${tx.unsafe(DEAD_UNAUTHORIZED)}`;
       return dead.length === 0 ? "new" : "replacing";
     }
     const retaken = await tx`UPDATE spend_nonces SET expires_at = ${r.keepUntilMs}
@@ -59,7 +61,7 @@ export function createPostgresNonceStore(sql: SQL): NonceStore {
         const forgotten =
           await tx`DELETE FROM spend_nonces n WHERE NOT EXISTS (SELECT 1 FROM settlements s WHERE s.commitment = n.commitment AND s.nonce = n.nonce)`;
         const deadKeepUntil = tx`(SELECT (s.expiry + ${SKEW_S}) * 1000 FROM settlements s
-          WHERE s.commitment = n.commitment AND s.nonce = n.nonce AND s.state = 'dead' AND s.auth_hash IS NULL)`;
+          WHERE s.commitment = n.commitment AND s.nonce = n.nonce AND ${tx.unsafe(DEAD_UNAUTHORIZED)})`;
         const returned = await tx`UPDATE spend_nonces n SET expires_at = ${deadKeepUntil} WHERE n.expires_at > ${deadKeepUntil}`;
         return forgotten.count + returned.count;
       }),

@@ -1,7 +1,8 @@
 /**
  * Replay protection for SpendAuth: each (commitment, nonce) is recorded in the database (SQLite
- * here, Postgres in ./nonces-pg.ts) in one transaction, committed before the upstream is called (a record already there is a replay, but for the dead
- * case below), so of any number of concurrent uses of one authorization exactly one wins, across
+ * here, Postgres in ./nonces-pg.ts) in one transaction, committed before the upstream is called
+ * (a record already there is a replay, but for the dead case below), so of any number of
+ * concurrent uses of one authorization exactly one wins, across replicas and
  * restarts too. Records are kept until the
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can

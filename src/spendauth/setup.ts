@@ -50,7 +50,7 @@ export interface SpendAuthSetupOptions {
 
 const PRUNE_INTERVAL_MS = 60_000;
 /** The settlement worker's lease: renewed every 10 s, taken over 30 s after its holder died. */
-export const WORKER_LEASE_MS = 30_000;
+const WORKER_LEASE_MS = 30_000;
 
 /** `spend_auth.operator_key` must control `spend_auth.operator` (only the named operator can claim); `config check` asks this too. */
 export function checkOperatorKey(cfg: Config["spend_auth"]): void {
@@ -98,6 +98,7 @@ export async function setupSpendAuth(options: SpendAuthSetupOptions): Promise<Sp
     );
     if (cfg.operator_key) {
       const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
+      const workerLease = { ttlMs: WORKER_LEASE_MS, now: options.now };
       worker = startSettlementWorker({
         db: options.db,
         settler,
@@ -108,13 +109,7 @@ export async function setupSpendAuth(options: SpendAuthSetupOptions): Promise<Sp
         maxAttempts: cfg.settle_max_attempts,
         log: options.log,
         beforeTick: settlements.flush,
-        lease: keepLease(
-          createLease(options.db, "settlement-worker", { holder: options.holder ?? processHolder(), ttlMs: WORKER_LEASE_MS, now: options.now }),
-          {
-            ttlMs: WORKER_LEASE_MS,
-            now: options.now,
-          },
-        ),
+        lease: keepLease(createLease(options.db, "settlement-worker", { ...workerLease, holder: options.holder ?? processHolder() }), workerLease),
       });
     }
   }
