@@ -81,7 +81,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const spendAuth =
     spendAuthMode(started) === "off"
       ? null
-      : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
+      : await (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
@@ -121,6 +121,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       async () => (await webhooks?.status()) ?? {},
     ],
   };
+  stops.push(lasting.routeMemory.close);
   const { hostname, port } = parseAddress(started.server.listen);
   // Listening comes first: a port of 0 is chosen by the system, and the links and Origin checks
   // of the first generation follow it. Nothing is answered before that generation is served: it is
