@@ -37,7 +37,8 @@ import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
 import type { VerifiedKey } from "./apikey";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
-import { createSessionValidator, originAllowed } from "./session";
+import { createSessionValidator } from "./session";
+import { originAllowed } from "./origin-policy";
 import { presented } from "./presented";
 import { findUserByEmail } from "./users";
 

@@ -10,7 +10,9 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { GatewayError } from "../errors";
-import { createSessionValidator, originAllowed, readSessionCookie, type SessionUser } from "./session";
+import { createSessionValidator, type SessionUser } from "./session";
+import { readSessionCookie } from "./cookies";
+import { originAllowed } from "./origin-policy";
 
 export type AuthPluginDeps = Pick<AppDeps, "db" | "config" | "now">;
 

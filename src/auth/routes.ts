@@ -23,18 +23,9 @@ import { requestMeta } from "../requests/meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import {
-  createPasswordSession,
-  createSession,
-  deleteSession,
-  originAllowed,
-  readCookie,
-  readCookies,
-  readSessionCookie,
-  serializeCookie,
-  SESSION_COOKIE,
-  SESSION_COOKIE_MAX_AGE_S,
-} from "./session";
+import { createPasswordSession, createSession, deleteSession } from "./session";
+import { readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./cookies";
+import { originAllowed } from "./origin-policy";
 import { checkPassword, createUser, findUserByEmail, signupRefusal, type User } from "./users";
 import { normalizeEmail } from "./email";
 import { PASSWORD_MAX, passwordProblem } from "./password";

@@ -2,11 +2,8 @@
  * Browser sessions. The token is 20 random bytes (32 base32 characters) held only in the
  * `mg_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure when public_url is https); the
  * database keeps its SHA-256. Expiry slides: a session used within `auth.session_days` stays alive,
- * and the new expiry is written at most once an hour. Sign-out deletes the row.
- *
- * State-changing requests made with a session must come from this server's pages (originAllowed):
- * a browser always sends Origin on a cross-origin POST, and it must be ours (the request's own
- * origin or public_url). Without Origin, Sec-Fetch-Site must not say cross-site.
+ * and the new expiry is written at most once an hour. Sign-out deletes the row. The cookie itself
+ * is read and written by ./cookies.ts; which origins may use it to change state, ./origin-policy.ts.
  *
  *   createSession(db, { userId, now, durationMs }) -> { token, expiresAt }
  *   createPasswordSession(db, { userId, passwordHash, now, durationMs }) -> { token, expiresAt } | null
@@ -17,16 +14,8 @@
 import { eq } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
 import { sessions } from "../db/schema";
-import { requestOrigin } from "../requests/url";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
-export const SESSION_COOKIE = "mg_session";
-/**
- * The cookie's own lifetime: 400 days, the most browsers keep a cookie. The session row's sliding
- * expiry decides whether it still signs in; a cookie that expired at sign-in + session_days would
- * end an active user's session however recently they used it.
- */
-export const SESSION_COOKIE_MAX_AGE_S = 400 * 86_400;
 const TOKEN = /^[a-z2-7]{32}$/;
 const SLIDE_EVERY_MS = 3_600_000;
 
@@ -141,59 +130,6 @@ export function deleteSession(db: Db, token: string): void {
 
 export function deleteUserSessions(db: Db, userId: number): void {
   db.delete(sessions).where(eq(sessions.userId, userId)).run();
-}
-
-/** The value of cookie `name` in the request's Cookie header, or null. */
-export function readCookie(request: Request, name: string): string | null {
-  // Checked first: most API requests carry no cookie, and they are spared the list.
-  return request.headers.has("cookie") ? (readCookies(request, name)[0] ?? null) : null;
-}
-
-/**
- * The session cookie: of several, the last. The gateway sets it HttpOnly at Path=/, the widest
- * path, which browsers send last; a page on another port of this host (cookies ignore ports)
- * can only add one at a narrower path, which comes first. Taking the first would sign the browser
- * into whatever session that page planted (cookie tossing).
- */
-export function readSessionCookie(request: Request): string | null {
-  return request.headers.has("cookie") ? (readCookies(request, SESSION_COOKIE).at(-1) ?? null) : null;
-}
-
-/** Every value of the cookie `name`: a browser sends one for each path it was set at, the most specific first. */
-export function readCookies(request: Request, name: string): string[] {
-  const header = request.headers.get("cookie");
-  if (header === null) return [];
-  const values: string[] = [];
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq !== -1 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
-  }
-  return values;
-}
-
-export interface CookieOptions {
-  secure: boolean;
-  /** Seconds the browser keeps it; 0 clears it. */
-  maxAgeS: number;
-  path?: string;
-}
-
-export function serializeCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [`${name}=${value}`, `Path=${options.path ?? "/"}`, "HttpOnly", "SameSite=Lax"];
-  if (options.secure) parts.push("Secure");
-  parts.push(`Max-Age=${options.maxAgeS}`);
-  return parts.join("; ");
-}
-
-/**
- * True when a state-changing request comes from this server's own pages (see header): the same
- * scheme, host and port as the request, or public_url's origin (a server behind a TLS proxy sees
- * http requests for an https origin, so it needs public_url set). The dashboard's forms use this too.
- */
-export function originAllowed(request: Request, publicUrl: string): boolean {
-  const origin = request.headers.get("origin");
-  if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
-  return origin === requestOrigin(request.url) || origin === URL.parse(publicUrl)?.origin;
 }
 
 /**

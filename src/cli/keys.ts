@@ -19,7 +19,8 @@ import { activeKeyCount, resolveKeyId, updateKeyPolicy } from "../auth/key-updat
 import { DEFAULT_KEYS_PER_USER } from "../config/limits-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { publishKeyChange } from "../cluster";
-import { date, parseExpiry, requireUser, withDb } from "./users";
+import { date, requireUser, withDb } from "./users";
+import { parseExpiry } from "./expiry";
 
 const POLICY_FLAGS = ["models", "budget", "per-minute", "tokens-per-minute", "allow-ip"] as const;
 const USAGE =

@@ -8,7 +8,8 @@
 import { desc, eq } from "drizzle-orm";
 import type { AppDeps } from "../deps";
 import { balances, users } from "../db/schema";
-import { createSessionValidator, readSessionCookie } from "../auth/session";
+import { createSessionValidator } from "../auth/session";
+import { readSessionCookie } from "../auth/cookies";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
 import { getBalance, grantCredits, keySpendSince } from "../credits/ledger";

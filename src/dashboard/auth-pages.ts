@@ -10,7 +10,9 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { deleteSession, originAllowed, readSessionCookie, serializeCookie, SESSION_COOKIE } from "../auth/session";
+import { deleteSession } from "../auth/session";
+import { readSessionCookie, serializeCookie, SESSION_COOKIE } from "../auth/cookies";
+import { originAllowed } from "../auth/origin-policy";
 import type { DashboardAccounts } from "./accounts";
 import { redirect, renderPage } from "./layout";
 import { refusalMessage, safeNext } from "../auth/refusal";

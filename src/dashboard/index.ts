@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type Form, type Guarded } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
-import { originAllowed } from "../auth/session";
+import { originAllowed } from "../auth/origin-policy";
 import { requestPath } from "../requests/url";
 import { KEY_NAME_MAX_CHARS, keyNameTooLong } from "../auth/apikey";
 import { html } from "./html";

@@ -8,7 +8,7 @@ import { runCli } from "../../src/cli/index";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseExpiry } from "../../src/cli/users";
+import { parseExpiry } from "../../src/cli/expiry";
 import { formatTable } from "../../src/cli/table";
 import { keyName } from "../../src/auth/apikey";
 import { openDatabase } from "../../src/db/client";
