@@ -91,7 +91,7 @@ export interface Gate {
    */
   admitRead?(input: ReadInput): Promise<Admission | GatewayError> | Admission | GatewayError;
   /** For a request refused before admission: the 401 its presented credential earns, or null (valid, none, or SpendAuth). */
-  credentialRefusal?(request: Request): GatewayError | null;
+  credentialRefusal?(request: Request): GatewayError | null | Promise<GatewayError | null>;
   /**
    * Admits a call the gateway makes for itself, with no credential to present: as the user whose
    * email is `asUser` (their limits and credits, as their sessions), or with null as the built-in

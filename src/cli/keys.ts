@@ -46,8 +46,8 @@ function keysPerUser(ctx: CliContext): number {
   return typeof cap === "number" && Number.isInteger(cap) && cap >= 1 ? cap : DEFAULT_KEYS_PER_USER;
 }
 
-function requireKeyId(ctx: CliContext, operand: string): string {
-  const id = withDb(ctx, (db) => resolveKeyId(db, operand));
+async function requireKeyId(ctx: CliContext, operand: string): Promise<string> {
+  const id = await withDb(ctx, (db) => resolveKeyId(db, operand));
   if (id !== null) return id;
   const what = operand.startsWith(KEY_PREFIX) ? "that key (checked by its hash)" : `the id ${operand}`;
   throw new UsageError(`no API key with ${what} in ${ctx.databaseFile()} (see: modelgate key list)`);
@@ -82,8 +82,8 @@ export const keyCommand = command(
       // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
       if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
       const cap = keysPerUser(ctx);
-      const created = withDb(ctx, (db) => {
-        const userId = requireUser(db, email, ctx).id;
+      const created = await withDb(ctx, async (db) => {
+        const userId = (await requireUser(db, email, ctx)).id;
         if (activeKeyCount(db, userId) >= cap) return null;
         return createApiKey(db, { userId, name, expiresAt, policy, now });
       });
@@ -100,16 +100,16 @@ export const keyCommand = command(
     if (sub === "update" && operand) {
       const change = policyFromArgs(ctx.args);
       if (Object.keys(change).length === 0) throw new UsageError(`key update: give at least one of ${POLICY_FLAGS.map((f) => `--${f}`).join(", ")}`);
-      const id = requireKeyId(ctx, operand);
-      withDb(ctx, (db) => updateKeyPolicy(db, id, change));
+      const id = await requireKeyId(ctx, operand);
+      await withDb(ctx, (db) => updateKeyPolicy(db, id, change));
       await announceKeyChange(ctx);
-      const key = withDb(ctx, (db) => listApiKeys(db).find((k) => k.id === id));
+      const key = await withDb(ctx, (db) => listApiKeys(db).find((k) => k.id === id));
       ctx.print(`updated ${id}: ${key ? describePolicy(key) : "-"}`);
       return 0;
     }
     if (sub === "list") {
       const email = stringFlag(ctx.args, "user");
-      const keys = withDb(ctx, (db) => listApiKeys(db, { userId: email === undefined ? undefined : requireUser(db, email, ctx).id }));
+      const keys = await withDb(ctx, async (db) => listApiKeys(db, { userId: email === undefined ? undefined : (await requireUser(db, email, ctx)).id }));
       if (ctx.args.flags.has("json")) {
         ctx.print(JSON.stringify(keys, null, 2));
         return 0;
@@ -129,8 +129,8 @@ export const keyCommand = command(
       return 0;
     }
     if (sub === "revoke" && operand) {
-      const id = requireKeyId(ctx, operand);
-      const result = withDb(ctx, (db) => revokeApiKey(db, id));
+      const id = await requireKeyId(ctx, operand);
+      const result = await withDb(ctx, (db) => revokeApiKey(db, id));
       if (result === "revoked") await announceKeyChange(ctx);
       ctx.print(result === "revoked" ? `revoked ${id}` : `${id} was already revoked`);
       return 0;

@@ -35,8 +35,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   const reveals = options.reveals ?? createKeyReveals(deps.now);
 
   /** The signed-in caller, or the response that turns them away. */
-  function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
-    const signed = accounts.sessionUser(request);
+  async function guard(request: Request, need: { admin?: boolean } = {}): Promise<Guarded | Response> {
+    const signed = await accounts.sessionUser(request);
     if (!signed) {
       // A form posted after the session ended goes back to its page, not to the POST-only action,
       // and the sign-in page says it was not acted on.
@@ -55,8 +55,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   }
 
   /** guard() plus the checks every state-changing form gets. */
-  function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): (Guarded & { form: Form }) | Response {
-    const g = guard(request, need);
+  async function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): Promise<(Guarded & { form: Form }) | Response> {
+    const g = await guard(request, need);
     if (g instanceof Response) return g;
     const form: Form = {};
     if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
@@ -99,16 +99,16 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(authPageRoutes(deps, accounts))
     .get(
       "/dashboard",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         return g instanceof Response ? g : redirect("/dashboard/keys");
       },
       hidden,
     )
     .get(
       "/dashboard/models",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(g, { title: "Models", active: "models" }, modelsPage(deps.registry, deps.now()));
       },
@@ -116,8 +116,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/playground",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(
           g,
@@ -129,8 +129,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/keys",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         if (typeof query.created === "string") {
           const created = reveals.take(query.created, g.csrf);
@@ -149,8 +149,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys",
-      ({ request, body }) => {
-        const g = guardForm(request, body);
+      async ({ request, body }) => {
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         const name = (g.form.name ?? "").trim();
         const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
@@ -179,8 +179,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys/:id/revoke",
-      ({ request, body, params }) => {
-        const g = guardForm(request, body);
+      async ({ request, body, params }) => {
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         if (!accounts.revokeKey(params.id, { userId: g.user.id })) {
           return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
@@ -191,8 +191,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/keys/:id/policy",
-      ({ request, body, params }) => {
-        const g = guardForm(request, body);
+      async ({ request, body, params }) => {
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         const change = parsePolicyFlags(policyFlagsOf(g.form));
         if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
@@ -205,8 +205,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(usageRoutes({ deps, guard, page }))
     .get(
       "/dashboard/usage",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const now = deps.now();
         const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
@@ -224,8 +224,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(adminRoutes({ deps, accounts, guard, guardForm, page }))
     .get(
       "/dashboard/alerts",
-      ({ request, query }) => {
-        const g = guard(request, { admin: true });
+      async ({ request, query }) => {
+        const g = await guard(request, { admin: true });
         if (g instanceof Response) return g;
         const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
         return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(recentAlerts(deps.db.$client), g.csrf));
@@ -234,8 +234,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .post(
       "/dashboard/alerts/:id/retry",
-      ({ request, body, params }) => {
-        const g = guardForm(request, body, { admin: true });
+      async ({ request, body, params }) => {
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const id = idOf(params.id);
         if (id === null || retryDeliveries(deps.db.$client, id, deps.now()) === 0) {
@@ -251,8 +251,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/*",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(g, { title: "Not found", status: 404 }, html`<p class="card">There is no such page. <a href="/dashboard">Back to the dashboard</a>.</p>`);
       },

@@ -92,7 +92,7 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
         // first, and it is recorded here like any other request (handleCall recorded the rest).
         let refusal = err;
         if (!handled) {
-          if (REFUSED_BEFORE_ADMISSION.has(err.status)) refusal = deps.gate.credentialRefusal?.(request) ?? err;
+          if (REFUSED_BEFORE_ADMISSION.has(err.status)) refusal = (await deps.gate.credentialRefusal?.(request)) ?? err;
           deps.onRequestDone(refusalRecord(request, meta.id, meta.startedAt, refusal, adapter.name));
         }
         return render(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
