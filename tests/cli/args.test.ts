@@ -479,7 +479,7 @@ describe("credits grant --note", () => {
   test("is stored as one line of at most 200 characters, a pasted key cut to its prefix (regression: 100,000 characters, line breaks, escapes and a whole key were stored as given)", async () => {
     const { config, dataDir } = freshConfig();
     const opened = openDatabase(dataDir);
-    createUser(opened.db, { email: "payee@example.com" });
+    await createUser(opened.db, { email: "payee@example.com" });
     opened.close();
     const key = `sk-mg-${"a".repeat(46)}`;
     const log = spyOn(console, "log").mockImplementation(() => {});
