@@ -35,7 +35,7 @@ export const usageCommand = command(
     const key = stringFlag(ctx.args, "key");
     const opened = ctx.openDb();
     try {
-      if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
+      if (email !== undefined) filter.userId = (await requireUser(opened.db, email, ctx)).id;
       if (key !== undefined) {
         const id = await resolveKeyId(opened.db, key);
         if (id === null)

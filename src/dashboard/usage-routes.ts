@@ -19,7 +19,7 @@ interface Signed {
 
 export interface UsageRoutesDeps<G extends Signed> {
   deps: AppDeps;
-  guard(request: Request): G | Response;
+  guard(request: Request): Promise<G | Response>;
   page(g: G, options: Omit<PageOptions, "user" | "csrf"> & { active?: NavKey }, body: Html): Response;
 }
 
@@ -59,8 +59,8 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
   return new Elysia({ name: "modelgate.dashboard.usage" })
     .get(
       "/dashboard/usage.csv",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const filter = filterOf(g.user, typed(query));
         const chunks = usageChunks(deps.db, filter, "csv");
@@ -90,7 +90,7 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
     .get(
       "/dashboard/requests",
       async ({ request, query }) => {
-        const g = guard(request);
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const q = typed(query);
         const before = typeof query.before === "string" && /^\d{1,15}$/.test(query.before) ? Number(query.before) : undefined;

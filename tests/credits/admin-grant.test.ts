@@ -13,7 +13,7 @@ async function adminGrant(body: unknown): Promise<{ status: number; body: any }>
   const admin = await t.user(`admin${Math.random()}@example.com`, { isAdmin: true });
   const response = await t.request("/api/admin/credits", {
     method: "POST",
-    headers: { cookie: `mg_session=${t.session(admin.id)}`, origin: "http://localhost", "content-type": "application/json" },
+    headers: { cookie: `mg_session=${await t.session(admin.id)}`, origin: "http://localhost", "content-type": "application/json" },
     body: JSON.stringify(body),
   });
   return { status: response.status, body: await jsonOf(response) };

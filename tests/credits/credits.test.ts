@@ -230,7 +230,7 @@ describe("spending", () => {
     t = buildAuthApp();
     const user = await t.user("web@example.com");
     await grantCredits(t.deps.db, { userId: user.id, micro: 1_000_000 });
-    const response = await t.chat(HELLO, { cookie: `mg_session=${t.session(user.id)}`, origin: "http://localhost" });
+    const response = await t.chat(HELLO, { cookie: `mg_session=${await t.session(user.id)}`, origin: "http://localhost" });
     expect(response.status).toBe(200);
     t.identities.meter.flush();
     expect(await getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);

@@ -34,7 +34,7 @@ async function setup(extra: Record<string, unknown> = {}) {
   const app = createApp(t.deps, [dashboardRoutes(t.deps)]);
   const signIn = async (email: string, options: { admin?: boolean } = {}) => {
     const user = (await createUser(t.deps.db, { email, password: "correct horse", isAdmin: options.admin ?? false })) as User;
-    const { token } = createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
+    const { token } = await createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
     return { user, cookie: `mg_session=${token}`, csrf: csrfToken(token) };
   };
   const get = (path: string, cookie?: string) => app.handle(new Request(`${ORIGIN}${path}`, { headers: cookie ? { cookie } : {} }));
@@ -462,7 +462,7 @@ describe("dashboard pages", () => {
     expect(withCookie.headers.get("set-cookie")).toBeNull();
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
     // An older tab's page holds the CSRF token of the session it was opened under.
-    const older = createSession(t.deps.db, { userId: alice.user.id, now: NOW, durationMs: 86_400_000 });
+    const older = await createSession(t.deps.db, { userId: alice.user.id, now: NOW, durationMs: 86_400_000 });
     const out = await t.post("/dashboard/signout", { csrf: csrfToken(older.token) }, { cookie: alice.cookie });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
