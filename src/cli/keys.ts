@@ -13,7 +13,6 @@
 import { command, type CliContext } from "./registry";
 import { requireFlag, stringFlag, UsageError, type Args } from "./args";
 import { formatTable, printable } from "./table";
-import type { Db } from "../db/client";
 import { KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { describePolicy, parsePolicyFlags, type PolicyChange } from "../auth/key-policy";
 import { createKeyWithinCap, resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
