@@ -45,7 +45,7 @@ const route = new ModelRegistry(config).resolve("mock-paid")!;
 const created = await createUser(opened.db, { email: "bench@modelgate.invalid" });
 if ("error" in created) throw new Error(created.error);
 const userId = created.id;
-grantCredits(opened.db, { userId, micro: 1e15 });
+await grantCredits(opened.db, { userId, micro: 1e15 });
 /** Every policy, none binding (bench/ab.ts's AB_POLICY_B=1), or the one part KP_PART names. */
 const flags: PolicyFlags = {
   models: "mock-*,other*",

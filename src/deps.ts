@@ -18,6 +18,6 @@ export interface AppDeps {
   startedAt: number;
   /** One call per finished /v1 model request (request log, metrics). Must not block. */
   onRequestDone: (record: RequestRecord) => void;
-  /** Extra sections for /api/status contributed by optional parts (webhooks, settlements). */
+  /** Extra sections for /api/status contributed by optional parts (webhooks, settlements); a promise where one reads the database. */
   statusSections: Array<() => Record<string, unknown> | Promise<Record<string, unknown>>>;
 }

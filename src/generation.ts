@@ -60,7 +60,9 @@ export function composeGeneration(config: Config, lasting: Lasting, previous: Ge
     previous: previous?.deps.registry,
   });
   // Served before the upstreams answer: the gateway may start before them (boot order, a restart).
-  lasting.routeMemory.restore(deps.registry, config.upstreams);
+  // On SQLite the read is done before the first request is taken (its promise settles within this
+  // turn); on Postgres the routes appear once it answers.
+  void lasting.routeMemory.restore(deps.registry, config.upstreams);
   const app = createApp(deps, [identities.routes, metricsRoutes(config.metrics, lasting.metrics), dashboardRoutes(deps, { reveals: lasting.reveals })]);
   return { config, deps, app };
 }
@@ -81,6 +83,10 @@ export function serveGeneration(server: Server<undefined>, generation: Generatio
   app.server = server;
   const routes = (app.config.serve as { routes?: Record<string, unknown> } | undefined)?.routes ?? {};
   server.reload({ fetch: app.fetch, routes } as unknown as Parameters<typeof server.reload>[0]);
-  const discovery = startDiscovery(deps.registry, config.upstreams, { discovered: lasting.routeMemory.remember });
+  const memory = lasting.routeMemory;
+  const discovery = startDiscovery(deps.registry, config.upstreams, {
+    discovered: memory.remember,
+    shared: { leads: memory.leads, follow: (upstream) => memory.follow(deps.registry, upstream) },
+  });
   return { generation, stop: discovery.stop };
 }

@@ -42,14 +42,14 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   setLogger(logger);
   const database = await openStorage({ dataDir: started.server.data_dir, url: started.database.url, poolSize: started.database.pool_size });
   for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { where: database.where });
-  for (const { id, email } of normalizeStoredEmails(database.db)) {
+  for (const { id, email } of await normalizeStoredEmails(database.db)) {
     log(
       "warn",
       `user ${id}'s stored email cannot be signed in to: its lookup form is taken by another account or is not an address (disable one of them, or give the account a new user)`,
       { user_id: id, email },
     );
   }
-  const stamped = stampLegacyLinks(database.db, started);
+  const stamped = await stampLegacyLinks(database.db, started);
   if (stamped > 0)
     log("info", `oauth: ${stamped} sign-in link(s) stored before links named their provider's server are taken to come from the server configured now`);
   const requestLog = createRequestLog(database.db, { retainDays: started.server.request_log_days, now: Date.now });
@@ -81,7 +81,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   const spendAuth =
     spendAuthMode(started) === "off"
       ? null
-      : (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
+      : await (await import("./spendauth/setup")).setupSpendAuth({ config: started, db: database.db, now: Date.now, limiter, redis: cluster?.link, log });
   if (spendAuth) {
     stops.push(async () => {
       // A served authorization never written is a payment never claimed: like a lost debit.
@@ -122,6 +122,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       async () => (await webhooks?.status()) ?? {},
     ],
   };
+  stops.push(lasting.routeMemory.close);
   const { hostname, port } = parseAddress(started.server.listen);
   // Listening comes first: a port of 0 is chosen by the system, and the links and Origin checks
   // of the first generation follow it. Nothing is answered before that generation is served: it is
@@ -155,7 +156,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     stops.push(webhooks.stop);
     metrics.registerGauge(webhooks.outboxGauge);
   }
-  const setupLink = issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
+  const setupLink = await issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
   if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
   log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, bound.port)}`, {
     config: loaded.source ?? "(embedded defaults)",

@@ -38,7 +38,8 @@ import type { KeyDenial, VerifiedKey } from "./apikey";
 import type { ModelRoute } from "../router/registry";
 import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
-import { createSessionValidator, originAllowed } from "./session";
+import { createSessionValidator, type SessionCheck, type SessionUser } from "./session";
+import { originAllowed } from "./origin-policy";
 import { presented } from "./presented";
 import { findUserByEmail } from "./users";
 
@@ -216,8 +217,13 @@ export function createGate(deps: GateDeps): Gate {
     return check.ok ? check : new GatewayError("invalid_api_key", check.message);
   }
 
-  function verifySession(request: Request, token: string) {
+  /** Synchronous on SQLite; a promise on Postgres, whose session lookup is a round trip. */
+  function verifySession(request: Request, token: string): SessionUser | GatewayError | Promise<SessionUser | GatewayError> {
     const check = validateSession(token);
+    return check instanceof Promise ? check.then((c) => sessionVerdict(request, c)) : sessionVerdict(request, check);
+  }
+
+  function sessionVerdict(request: Request, check: SessionCheck): SessionUser | GatewayError {
     if (!check.ok) return new GatewayError("invalid_session", check.message);
     if (!originAllowed(request, config.server.public_url)) {
       return new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
@@ -247,9 +253,12 @@ export function createGate(deps: GateDeps): Gate {
 
   function admitSession(input: ReadInput, token: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {
     const session = verifySession(input.request, token);
-    if (session instanceof GatewayError) return session;
-    const identity: Identity = { kind: "session", userId: session.userId, keyId: null, subject: `user:${session.userId}` };
-    return admitIdentified(call, identity, policies.session, session.balance, "this account's sessions");
+    const admitted = (s: SessionUser | GatewayError): Admission | GatewayError | Promise<Admission | GatewayError> => {
+      if (s instanceof GatewayError) return s;
+      const identity: Identity = { kind: "session", userId: s.userId, keyId: null, subject: `user:${s.userId}` };
+      return admitIdentified(call, identity, policies.session, s.balance, "this account's sessions");
+    };
+    return session instanceof Promise ? session.then(admitted) : admitted(session);
   }
 
   function admitAnonymous(input: AdmitInput): Admission | GatewayError | Promise<Admission | GatewayError> {
@@ -283,7 +292,7 @@ export function createGate(deps: GateDeps): Gate {
   }
 
   /** A triage job's call (see Gate.admitInProcess): limited as the user's sessions, or as one API key for the service. */
-  function admitInProcess(input: AdmitInput, asUser: string | null): Promise<Admission | GatewayError> | Admission | GatewayError {
+  async function admitInProcess(input: AdmitInput, asUser: string | null): Promise<Admission | GatewayError> {
     if (asUser === null) {
       if (!input.route.free)
         return new GatewayError(
@@ -293,7 +302,7 @@ export function createGate(deps: GateDeps): Gate {
       const identity: Identity = { kind: "job", userId: null, keyId: null, subject: "service:jobs" };
       return admitIdentified(input, identity, policies.api_key, null, "the gateway's jobs");
     }
-    const user = findUserByEmail(deps.db, asUser);
+    const user = await findUserByEmail(deps.db, asUser);
     if (user === null || user.disabledAt !== null)
       return new GatewayError("invalid_api_key", `as_user "${asUser}" ${user === null ? "is no user of this gateway" : "is disabled"}`);
     const identity: Identity = { kind: "job", userId: user.id, keyId: null, subject: `user:${user.id}` };
@@ -324,8 +333,8 @@ export function createGate(deps: GateDeps): Gate {
       if (credential.kind === "spend_auth") check = deps.spendAuth ? null : spendAuthDisabled();
       else if (credential.kind === "api_key") check = verifyKey(credential.authorization);
       else if (credential.kind === "session") check = verifySession(request, credential.token);
-      if (check instanceof Promise) return check.then((checked) => (checked instanceof GatewayError ? checked : null));
-      return check instanceof GatewayError ? check : null;
+      const refused = (c: unknown): GatewayError | null => (c instanceof GatewayError ? c : null);
+      return check instanceof Promise ? check.then(refused) : refused(check);
     },
     modelFilter(request) {
       const credential = presented(request);

@@ -10,6 +10,7 @@
  */
 import type { Config } from "../config/schema";
 import { brieflyLocked, type Db } from "../db/client";
+import { postgresOf } from "../db/engine";
 import { createMemoryLimiter } from "../ratelimit/memory";
 import type { RateLimiter } from "../ratelimit/types";
 import { createCreditMeter, type CreditMeter } from "../credits/meter";
@@ -64,13 +65,14 @@ export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spe
   const lastUsed = createLastUsed(db, now);
   const throttle = createSignInThrottle({ now });
   const keys = createKeyVerifier(db, now);
-  const pruneSessions = brieflyLocked(db.$client, () => pruneEndedSessions(db, { now: now(), durationMs: input.config().auth.session_days * 86_400_000 }));
+  const pruneSessions = (): Promise<number> => pruneEndedSessions(db, { now: now(), durationMs: input.config().auth.session_days * 86_400_000 });
+  // On SQLite the DELETE runs before pruneEndedSessions returns, so within brieflyLocked's short
+  // busy timeout. On Postgres every replica prunes: the DELETE is idempotent, so it takes no lease.
+  const guarded = postgresOf(db) === null ? brieflyLocked(db.$client, pruneSessions) : pruneSessions;
   const prune = (): void => {
-    try {
-      pruneSessions();
-    } catch (error) {
+    guarded().catch((error: unknown) => {
       log("warn", "sessions: prune of ended sessions put off, the database refused it", { error: String((error as Error)?.message ?? error) });
-    }
+    });
   };
   const first = setTimeout(prune, input.firstSessionPruneMs ?? PRUNE_SESSIONS_FIRST_MS);
   const pruner = setInterval(prune, PRUNE_SESSIONS_EVERY_MS);

@@ -132,7 +132,8 @@ export function createKeyVerifier(db: Db, now: () => number): KeyVerifier {
     },
     readKeySpend(keyId, start) {
       let spent = keySpend.get(keyId);
-      if (spent === undefined || spent.start !== start) remember(keySpend, keyId, (spent = { start, micro: keySpendSince(db, keyId, start) }));
+      // The SQLite verifier: keySpendSince answers it synchronously.
+      if (spent === undefined || spent.start !== start) remember(keySpend, keyId, (spent = { start, micro: keySpendSince(db, keyId, start) as number }));
       return spent.micro;
     },
   };
@@ -247,9 +248,7 @@ function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): KeyVeri
     readKeySpend(keyId, start) {
       const spent = keySpend.get(keyId);
       if (spent !== undefined && spent.start === start) return spent.micro;
-      const read = sql`SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ${keyId} AND created_at >= ${start} AND kind = 'debit'`.then(
-        (rows: { spent: string | null }[]) => ({ start, micro: Number(rows[0]?.spent ?? 0) }),
-      );
+      const read = Promise.resolve(keySpendSince(db, keyId, start)).then((micro) => ({ start, micro }));
       return cached(keySpend, keyId, read, spendGeneration).then((s) => s?.micro ?? 0);
     },
   };

@@ -17,7 +17,7 @@ import { and, eq } from "drizzle-orm";
 import { CodeChallengeMethod, OAuth2Client, generateCodeVerifier, generateState } from "arctic";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
-import { oauthAccounts } from "../db/schema";
+import { isUniqueViolation, postgresOf, tablesOf } from "../db/engine";
 import { createUser, findUserByEmail, findUserById, signupRefusal, type User } from "./users";
 import { normalizeEmail } from "./email";
 import { equalSecrets } from "./tokens";
@@ -101,12 +101,13 @@ export async function finishOAuth(
 export async function userForProfile(db: Db, config: Config, profile: OAuthProfile): Promise<User | OAuthFailure> {
   const name = profile.provider === "github" ? "GitHub" : "Google";
   const key = linkKey(profile.provider, profile.server);
-  const link = db
+  const { oauthAccounts } = tablesOf(db);
+  const [link] = await db
     .select({ userId: oauthAccounts.userId })
     .from(oauthAccounts)
     .where(and(eq(oauthAccounts.provider, key), eq(oauthAccounts.providerUserId, profile.providerUserId)))
-    .get();
-  let user = link ? findUserById(db, link.userId) : null;
+    .limit(1);
+  let user = link ? await findUserById(db, link.userId) : null;
   if (!user) {
     if (!profile.emailVerified || profile.email === null)
       return { error: `your ${name} account has no verified email address`, status: 403, reason: "oauth_unverified" };
@@ -117,7 +118,7 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
         status: 403,
         reason: "oauth_email_invalid",
       };
-    user = findUserByEmail(db, email);
+    user = await findUserByEmail(db, email);
     // A password sign-up never proved its address: whoever made it may not be the address's owner.
     if (user?.emailUnverified) {
       return {
@@ -133,7 +134,7 @@ export async function userForProfile(db: Db, config: Config, profile: OAuthProfi
       if ("error" in created) return { error: created.error, status: 400, reason: "oauth_failed" };
       user = created;
     }
-    db.insert(oauthAccounts).values({ provider: key, providerUserId: profile.providerUserId, userId: user.id }).onConflictDoNothing().run();
+    await db.insert(oauthAccounts).values({ provider: key, providerUserId: profile.providerUserId, userId: user.id }).onConflictDoNothing();
   }
   if (user.disabledAt !== null) return { error: "this account is disabled", status: 403, reason: "disabled" };
   return user;
@@ -147,13 +148,34 @@ function linkKey(provider: Provider, server: string): string {
 /**
  * Links stored before they named their server (the provider alone) are taken to come from the
  * server configured now, the one most likely to have made them; run at start. Returns how many.
+ * A legacy link whose stamped form already exists is left as it is (SQLite's UPDATE OR IGNORE).
  */
-export function stampLegacyLinks(db: Db, config: Config): number {
-  const update = db.$client.query<unknown, [string, string]>("UPDATE OR IGNORE oauth_accounts SET provider = ? WHERE provider = ?");
+export async function stampLegacyLinks(db: Db, config: Config): Promise<number> {
   let stamped = 0;
   for (const provider of ["github", "google"] as const) {
     const p = setup(config, provider);
-    if (p) stamped += update.run(linkKey(provider, new URL(p.api).origin), provider).changes;
+    if (p) stamped += await stampLinks(db, { from: provider, to: linkKey(provider, new URL(p.api).origin) });
   }
   return stamped;
+}
+
+async function stampLinks(db: Db, change: { from: string; to: string }): Promise<number> {
+  const pg = postgresOf(db);
+  if (pg === null) {
+    const update = db.$client.query<unknown, [string, string]>("UPDATE OR IGNORE oauth_accounts SET provider = ? WHERE provider = ?");
+    return update.run(change.to, change.from).changes;
+  }
+  // Postgres has no UPDATE OR IGNORE: the rows whose stamped form exists are left out. A sign-in
+  // at another replica may add such a form meanwhile; the update then fails whole, and a second
+  // pass leaves that row out too.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const updated = await pg`UPDATE oauth_accounts AS a SET provider = ${change.to}
+          WHERE a.provider = ${change.from}
+            AND NOT EXISTS (SELECT 1 FROM oauth_accounts b WHERE b.provider = ${change.to} AND b.provider_user_id = a.provider_user_id)`;
+      return updated.count;
+    } catch (err) {
+      if (attempt === 3 || !isUniqueViolation(err)) throw err;
+    }
+  }
 }

@@ -10,7 +10,9 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { GatewayError } from "../errors";
-import { createSessionValidator, originAllowed, readSessionCookie, type SessionUser } from "./session";
+import { createSessionValidator, type SessionCheck, type SessionUser } from "./session";
+import { readSessionCookie } from "./cookies";
+import { originAllowed } from "./origin-policy";
 
 export type AuthPluginDeps = Pick<AppDeps, "db" | "config" | "now">;
 
@@ -18,28 +20,28 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function authPlugin(deps: AuthPluginDeps) {
   const validate = createSessionValidator(deps.db, { now: deps.now, durationMs: deps.config.auth.session_days * 86_400_000 });
-  /** The session's user, or a thrown 401/403 (see the header). */
-  function requireSession(request: Request): SessionUser {
+  /** The session's user, or a thrown 401/403 (see the header); synchronous on SQLite, a promise on Postgres. */
+  function requireSession(request: Request, options: { admin: boolean }): { user: SessionUser } | Promise<{ user: SessionUser }> {
     const token = readSessionCookie(request);
     if (token === null)
       throw new GatewayError("invalid_session", "Sign in first: this route needs a dashboard session (an API key does not open it; scripts use the CLI)");
     const check = validate(token);
-    if (!check.ok) throw new GatewayError("invalid_session", check.message);
-    if (!SAFE_METHODS.has(request.method) && !originAllowed(request, deps.config.server.public_url)) {
-      throw new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
-    }
-    return check.session;
+    const admitted = (c: SessionCheck): { user: SessionUser } => {
+      if (!c.ok) throw new GatewayError("invalid_session", c.message);
+      if (!SAFE_METHODS.has(request.method) && !originAllowed(request, deps.config.server.public_url)) {
+        throw new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
+      }
+      if (options.admin && !c.session.isAdmin) throw new GatewayError("forbidden", "This needs an administrator account");
+      return { user: c.session };
+    };
+    return check instanceof Promise ? check.then(admitted) : admitted(check);
   }
   return new Elysia({ name: "modelgate.auth" }).error({ GatewayError }).macro({
     session: {
-      resolve: ({ request }): { user: SessionUser } => ({ user: requireSession(request) }),
+      resolve: ({ request }) => requireSession(request, { admin: false }),
     },
     admin: {
-      resolve: ({ request }): { user: SessionUser } => {
-        const user = requireSession(request);
-        if (!user.isAdmin) throw new GatewayError("forbidden", "This needs an administrator account");
-        return { user };
-      },
+      resolve: ({ request }) => requireSession(request, { admin: true }),
     },
   });
 }

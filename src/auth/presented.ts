@@ -4,7 +4,7 @@
  * then the mg_session cookie, else nothing (anonymous). A request's first credential decides; a
  * later one is never tried in its place.
  */
-import { readSessionCookie } from "./session";
+import { readSessionCookie } from "./cookies";
 import type { IdentityKind } from "./types";
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */

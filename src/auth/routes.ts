@@ -23,18 +23,9 @@ import { requestMeta } from "../requests/meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import {
-  createPasswordSession,
-  createSession,
-  deleteSession,
-  originAllowed,
-  readCookie,
-  readCookies,
-  readSessionCookie,
-  serializeCookie,
-  SESSION_COOKIE,
-  SESSION_COOKIE_MAX_AGE_S,
-} from "./session";
+import { createPasswordSession, createSession, deleteSession } from "./session";
+import { readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./cookies";
+import { originAllowed } from "./origin-policy";
 import { checkPassword, createUser, findUserByEmail, signupRefusal, type User } from "./users";
 import { normalizeEmail } from "./email";
 import { PASSWORD_MAX, passwordProblem } from "./password";
@@ -108,12 +99,12 @@ export function authRoutes(deps: AuthRoutesDeps) {
    * form or the script expects. A password sign-in or sign-up (`device`: the account as it signed
    * in) also gives the browser its device token.
    */
-  function signedIn(
+  async function signedIn(
     request: Request,
     user: Pick<User, "id" | "email" | "isAdmin">,
     options: { next?: string; cookies?: string[]; device?: DeviceAccount; session?: { token: string; expiresAt: number } },
-  ): Response {
-    const session = options.session ?? createSession(db, { userId: user.id, now: deps.now(), durationMs });
+  ): Promise<Response> {
+    const session = options.session ?? (await createSession(db, { userId: user.id, now: deps.now(), durationMs }));
     const headers = new Headers({ "x-request-id": requestMeta(request).id });
     headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
     const device = options.device ? issueDeviceCookie(options.device, readCookies(request, DEVICE_COOKIE)) : null;
@@ -213,7 +204,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       async ({ request, body, server }) => {
         const back: Back = { page: SIGNIN, next: safeNext(field(body, "next")) };
         const email = normalizeEmail(field(body, "email"));
-        const account = email === null ? null : findUserByEmail(db, email);
+        const account = email === null ? null : await findUserByEmail(db, email);
         const device = account === null ? null : deviceOf(readCookies(request, DEVICE_COOKIE), account);
         const refused =
           originRefusal(request) ?? throttleRefusal(request, server, { account: email ?? undefined, accountId: account?.id, device: device ?? undefined });
@@ -225,7 +216,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
         if (!checked.ok) {
           return refuse(request, back, checked.reason === "disabled" ? refusal("disabled", "forbidden", "This account is disabled") : incorrect());
         }
-        const session = createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash, now: deps.now(), durationMs });
+        const session = await createPasswordSession(db, { userId: checked.user.id, passwordHash: checked.user.passwordHash, now: deps.now(), durationMs });
         if (session === null) return refuse(request, back, incorrect()); // the password changed meanwhile
         return signedIn(request, checked.user, { next: back.next, device: checked.user, session });
       },
@@ -233,10 +224,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/auth/logout",
-      ({ request }) => {
+      async ({ request }) => {
         checkOrigin(request);
         const token = readSessionCookie(request);
-        if (token !== null) deleteSession(db, token);
+        if (token !== null) await deleteSession(db, token);
         const headers = new Headers({ "x-request-id": requestMeta(request).id });
         headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));
         if (wantsJson(request)) {
@@ -253,13 +244,13 @@ export function authRoutes(deps: AuthRoutesDeps) {
       async ({ request, body, server }) => {
         const token = field(body, "token") ?? "";
         // The form goes back to the link only while the link still works.
-        const back = (): Back => (setupTokenValid(db, token, deps.now()) ? { page: "/setup", token } : { page: "/setup" });
+        const back = async (): Promise<Back> => ((await setupTokenValid(db, token, deps.now())) ? { page: "/setup", token } : { page: "/setup" });
         const refused = originRefusal(request) ?? throttleRefusal(request, server, { account: normalizeEmail(field(body, "email")) ?? undefined });
-        if (refused) return refuse(request, back(), refused);
+        if (refused) return refuse(request, await back(), refused);
         const result = await completeSetup(db, { token, email: field(body, "email"), password: member(body, "password"), now: deps.now() });
         if ("error" in result) {
           const reason = result.reason ?? (result.param === "email" ? "email" : result.param === "password" ? "password" : "setup_invalid");
-          return refuse(request, back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
+          return refuse(request, await back(), refusal(reason, "invalid_request_error", result.error, { param: result.param ?? "token" }));
         }
         // No device token here: the cookie is scoped to /auth, so this answer would replace the
         // browser's tokens for other accounts with one for the new administrator.
@@ -269,17 +260,17 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/api/admin/credits",
-      ({ body, user }) => {
+      async ({ body, user }) => {
         const given = field(body, "email");
         if (!given) throw new GatewayError("invalid_request_error", "email is required: the user to grant credits to", { param: "email" });
         const email = normalizeEmail(given);
-        const target = email === null ? null : findUserByEmail(db, email);
+        const target = email === null ? null : await findUserByEmail(db, email);
         if (target === null) throw new GatewayError("not_found", `No user with the email ${JSON.stringify(given)}`, { param: "email" });
         const amount = body !== null && typeof body === "object" ? (body as Record<string, unknown>).amount : undefined;
         const micro = parseCredits(amount);
         if (micro === null) throw new GatewayError("invalid_request_error", `amount must be ${AMOUNT_RULE}, e.g. "12.50"`, { param: "amount" });
         const note = field(body, "note") ?? `granted by ${user.email}`;
-        const balance = grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
+        const balance = await grantCredits(db, { userId: target.id, micro, note, now: deps.now() });
         if (balance === null) throw new GatewayError("invalid_request_error", `amount: ${PAST_MAX_BALANCE}`, { param: "amount" });
         return { email: target.email, granted: formatCredits(micro), balance: formatCredits(balance) };
       },

@@ -2,31 +2,25 @@
  * Browser sessions. The token is 20 random bytes (32 base32 characters) held only in the
  * `mg_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure when public_url is https); the
  * database keeps its SHA-256. Expiry slides: a session used within `auth.session_days` stays alive,
- * and the new expiry is written at most once an hour. Sign-out deletes the row.
- *
- * State-changing requests made with a session must come from this server's pages (originAllowed):
- * a browser always sends Origin on a cross-origin POST, and it must be ours (the request's own
- * origin or public_url). Without Origin, Sec-Fetch-Site must not say cross-site.
+ * and the new expiry is written at most once an hour. Sign-out deletes the row. The cookie itself
+ * is read and written by ./cookies.ts; which origins may use it to change state, ./origin-policy.ts.
  *
  *   createSession(db, { userId, now, durationMs }) -> { token, expiresAt }
  *   createPasswordSession(db, { userId, passwordHash, now, durationMs }) -> { token, expiresAt } | null
  *   createSessionValidator(db, { now, durationMs }) -> (token) -> SessionUser | denial
  *   deleteSession(db, token), deleteUserSessions(db, userId)
  *   pruneEndedSessions(db, { now, durationMs }) -> rows deleted (the server runs it hourly)
+ *
+ * The validator is on the request path of every page and session call: on SQLite it answers
+ * synchronously from prepared statements, as it always did; on Postgres it returns a promise, its
+ * statements prepared by Bun.sql. Everything else returns a promise on both engines.
  */
+import type { SQL } from "bun";
 import { eq } from "drizzle-orm";
 import { brieflyLocked, type Db } from "../db/client";
-import { sessions } from "../db/schema";
-import { requestOrigin } from "../requests/url";
+import { postgresOf, tablesOf } from "../db/engine";
 import { randomToken, sha256Hex, equalSecrets } from "./tokens";
 
-export const SESSION_COOKIE = "mg_session";
-/**
- * The cookie's own lifetime: 400 days, the most browsers keep a cookie. The session row's sliding
- * expiry decides whether it still signs in; a cookie that expired at sign-in + session_days would
- * end an active user's session however recently they used it.
- */
-export const SESSION_COOKIE_MAX_AGE_S = 400 * 86_400;
 const TOKEN = /^[a-z2-7]{32}$/;
 const SLIDE_EVERY_MS = 3_600_000;
 
@@ -41,22 +35,23 @@ export interface SessionUser {
   token: string;
 }
 
+/** A session row joined with its user. */
 interface SessionRow {
   tokenHash: string;
   userId: number;
   expiresAt: number;
   email: string;
-  isAdmin: number;
+  isAdmin: boolean;
   disabledAt: number | null;
   balance: number;
 }
 
-export function createSession(db: Db, input: { userId: number; now: number; durationMs: number }): { token: string; expiresAt: number } {
+export type SessionCheck = { ok: true; session: SessionUser } | { ok: false; message: string };
+
+export async function createSession(db: Db, input: { userId: number; now: number; durationMs: number }): Promise<{ token: string; expiresAt: number }> {
   const token = randomToken(20);
   const expiresAt = input.now + input.durationMs;
-  db.insert(sessions)
-    .values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now })
-    .run();
+  await db.insert(tablesOf(db).sessions).values({ tokenHash: sha256Hex(token), userId: input.userId, expiresAt, createdAt: input.now });
   return { token, expiresAt };
 }
 
@@ -66,26 +61,40 @@ export function createSession(db: Db, input: { userId: number; now: number; dura
  * while the password was being checked (argon2 takes tens of ms) wins, and null is returned,
  * rather than a session made after the reset ended the account's sessions.
  */
-export function createPasswordSession(
+export async function createPasswordSession(
   db: Db,
   input: { userId: number; passwordHash: string; now: number; durationMs: number },
-): { token: string; expiresAt: number } | null {
+): Promise<{ token: string; expiresAt: number } | null> {
   const token = randomToken(20);
+  const hash = sha256Hex(token);
   const expiresAt = input.now + input.durationMs;
-  const { changes } = db.$client
-    .query<unknown, [string, number, number, number, string]>(
-      `INSERT INTO sessions (token_hash, user_id, expires_at, created_at) SELECT ?1, ?2, ?3, ?4
-        WHERE EXISTS (SELECT 1 FROM users WHERE id = ?2 AND password_hash = ?5 AND disabled_at IS NULL)`,
-    )
-    .run(sha256Hex(token), input.userId, expiresAt, input.now, input.passwordHash);
+  const pg = postgresOf(db);
+  let changes: number;
+  if (pg) {
+    const inserted = await pg`INSERT INTO sessions (token_hash, user_id, expires_at, created_at) SELECT ${hash}, ${input.userId}, ${expiresAt}, ${input.now}
+        WHERE EXISTS (SELECT 1 FROM users WHERE id = ${input.userId} AND password_hash = ${input.passwordHash} AND disabled_at IS NULL)`;
+    changes = inserted.count;
+  } else {
+    changes = db.$client
+      .query<unknown, [string, number, number, number, string]>(
+        `INSERT INTO sessions (token_hash, user_id, expires_at, created_at) SELECT ?1, ?2, ?3, ?4
+          WHERE EXISTS (SELECT 1 FROM users WHERE id = ?2 AND password_hash = ?5 AND disabled_at IS NULL)`,
+      )
+      .run(hash, input.userId, expiresAt, input.now, input.passwordHash).changes;
+  }
   return changes === 1 ? { token, expiresAt } : null;
 }
 
-export function createSessionValidator(
-  db: Db,
-  options: { now: () => number; durationMs: number },
-): (token: string) => { ok: true; session: SessionUser } | { ok: false; message: string } {
-  const byHash = db.$client.query<SessionRow, [string]>(
+/** The three statements the validator runs, on one engine. */
+interface SessionStatements {
+  find(hash: string): SessionRow | null | Promise<SessionRow | null>;
+  /** Writes that can wait: a failure is caught by the validator, and a later request tries again. */
+  slide(expiresAt: number, hash: string): void | Promise<void>;
+  remove(hash: string): void | Promise<void>;
+}
+
+function sqliteStatements(db: Db): SessionStatements {
+  const byHash = db.$client.query<Omit<SessionRow, "isAdmin"> & { isAdmin: number }, [string]>(
     `SELECT s.token_hash AS tokenHash, s.user_id AS userId, s.expires_at AS expiresAt, u.email AS email,
             u.is_admin AS isAdmin, u.disabled_at AS disabledAt,
             COALESCE((SELECT micro FROM balances WHERE user_id = s.user_id), 0) AS balance
@@ -95,105 +104,102 @@ export function createSessionValidator(
   // Writes on the request path that can wait: with the database locked elsewhere they are skipped
   // (tried again on a later request), never a 5 s stall or a 500.
   const update = db.$client.query<unknown, [number, string]>("UPDATE sessions SET expires_at = ? WHERE token_hash = ?");
-  const slide = brieflyLocked(db.$client, (expiresAt: number, hash: string) => update.run(expiresAt, hash));
   const deleteRow = db.$client.query<unknown, [string]>("DELETE FROM sessions WHERE token_hash = ?");
-  const remove = brieflyLocked(db.$client, (hash: string) => deleteRow.run(hash));
-  const invalid = { ok: false as const, message: "The session cookie is not valid; sign in again" };
-  return (token) => {
-    if (!TOKEN.test(token)) return invalid;
-    const hash = sha256Hex(token);
-    const row = byHash.get(hash);
-    if (row === null || !equalSecrets(row.tokenHash, hash)) return invalid;
-    const now = options.now();
-    // A session slid under a longer auth.session_days than today's ends too: when it was last used
-    // is not kept, and the shorter lifetime is what the operator asked for. (Under one setting an
-    // expiry is at most now + durationMs; the slide's hour of slack covers a clock set back.)
-    if (row.expiresAt <= now || row.expiresAt - now > options.durationMs + SLIDE_EVERY_MS) {
-      try {
-        remove(hash);
-      } catch {
-        // left for a later request (or the sign-out) to delete
-      }
-      return { ok: false, message: "The session has expired; sign in again" };
-    }
-    if (row.disabledAt !== null) return { ok: false, message: "This account is disabled" };
-    let expiresAt = row.expiresAt;
-    if (now + options.durationMs - expiresAt >= SLIDE_EVERY_MS) {
-      try {
-        slide(now + options.durationMs, hash);
-        expiresAt = now + options.durationMs;
-      } catch {
-        // not slid this time: the next request tries again
-      }
-    }
-    return {
-      ok: true,
-      session: { userId: row.userId, email: row.email, isAdmin: row.isAdmin === 1, balance: row.balance, expiresAt, token },
-    };
+  return {
+    find(hash) {
+      const row = byHash.get(hash);
+      return row === null ? null : { ...row, isAdmin: row.isAdmin === 1 };
+    },
+    slide: brieflyLocked(db.$client, (expiresAt: number, hash: string) => void update.run(expiresAt, hash)),
+    remove: brieflyLocked(db.$client, (hash: string) => void deleteRow.run(hash)),
   };
 }
 
-export function deleteSession(db: Db, token: string): void {
-  db.delete(sessions)
-    .where(eq(sessions.tokenHash, sha256Hex(token)))
-    .run();
+function postgresStatements(sql: SQL): SessionStatements {
+  return {
+    async find(hash) {
+      const [row] = await sql`
+        SELECT s.token_hash, s.user_id, s.expires_at, u.email, u.is_admin, u.disabled_at,
+               COALESCE((SELECT micro FROM balances WHERE user_id = s.user_id), 0) AS balance
+          FROM sessions s JOIN users u ON u.id = s.user_id
+         WHERE s.token_hash = ${hash}`;
+      if (row === undefined) return null;
+      // Bun.sql reads bigint columns as strings.
+      return {
+        tokenHash: row.token_hash,
+        userId: Number(row.user_id),
+        expiresAt: Number(row.expires_at),
+        email: row.email,
+        isAdmin: row.is_admin === true,
+        disabledAt: row.disabled_at === null ? null : Number(row.disabled_at),
+        balance: Number(row.balance),
+      };
+    },
+    async slide(expiresAt, hash) {
+      await sql`UPDATE sessions SET expires_at = ${expiresAt} WHERE token_hash = ${hash}`;
+    },
+    async remove(hash) {
+      await sql`DELETE FROM sessions WHERE token_hash = ${hash}`;
+    },
+  };
 }
 
-export function deleteUserSessions(db: Db, userId: number): void {
-  db.delete(sessions).where(eq(sessions.userId, userId)).run();
-}
-
-/** The value of cookie `name` in the request's Cookie header, or null. */
-export function readCookie(request: Request, name: string): string | null {
-  // Checked first: most API requests carry no cookie, and they are spared the list.
-  return request.headers.has("cookie") ? (readCookies(request, name)[0] ?? null) : null;
-}
-
-/**
- * The session cookie: of several, the last. The gateway sets it HttpOnly at Path=/, the widest
- * path, which browsers send last; a page on another port of this host (cookies ignore ports)
- * can only add one at a narrower path, which comes first. Taking the first would sign the browser
- * into whatever session that page planted (cookie tossing).
- */
-export function readSessionCookie(request: Request): string | null {
-  return request.headers.has("cookie") ? (readCookies(request, SESSION_COOKIE).at(-1) ?? null) : null;
-}
-
-/** Every value of the cookie `name`: a browser sends one for each path it was set at, the most specific first. */
-export function readCookies(request: Request, name: string): string[] {
-  const header = request.headers.get("cookie");
-  if (header === null) return [];
-  const values: string[] = [];
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq !== -1 && part.slice(0, eq).trim() === name) values.push(part.slice(eq + 1).trim());
-  }
-  return values;
-}
-
-export interface CookieOptions {
-  secure: boolean;
-  /** Seconds the browser keeps it; 0 clears it. */
-  maxAgeS: number;
-  path?: string;
-}
-
-export function serializeCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [`${name}=${value}`, `Path=${options.path ?? "/"}`, "HttpOnly", "SameSite=Lax"];
-  if (options.secure) parts.push("Secure");
-  parts.push(`Max-Age=${options.maxAgeS}`);
-  return parts.join("; ");
-}
+const INVALID = { ok: false as const, message: "The session cookie is not valid; sign in again" };
 
 /**
- * True when a state-changing request comes from this server's own pages (see header): the same
- * scheme, host and port as the request, or public_url's origin (a server behind a TLS proxy sees
- * http requests for an https origin, so it needs public_url set). The dashboard's forms use this too.
+ * What a found row means now, and the one write it calls for: an ended session is deleted, a live
+ * one is slid when its expiry is an hour or more behind now + durationMs.
  */
-export function originAllowed(request: Request, publicUrl: string): boolean {
-  const origin = request.headers.get("origin");
-  if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site";
-  return origin === requestOrigin(request.url) || origin === URL.parse(publicUrl)?.origin;
+function judge(
+  row: SessionRow | null,
+  input: { token: string; hash: string; now: number; durationMs: number },
+): { check: SessionCheck; write: "remove" | "slide" | null } {
+  const { now, durationMs } = input;
+  if (row === null || !equalSecrets(row.tokenHash, input.hash)) return { check: INVALID, write: null };
+  // A session slid under a longer auth.session_days than today's ends too: when it was last used
+  // is not kept, and the shorter lifetime is what the operator asked for. (Under one setting an
+  // expiry is at most now + durationMs; the slide's hour of slack covers a clock set back.)
+  if (row.expiresAt <= now || row.expiresAt - now > durationMs + SLIDE_EVERY_MS)
+    return { check: { ok: false, message: "The session has expired; sign in again" }, write: "remove" };
+  if (row.disabledAt !== null) return { check: { ok: false, message: "This account is disabled" }, write: null };
+  const session = { userId: row.userId, email: row.email, isAdmin: row.isAdmin, balance: row.balance, expiresAt: row.expiresAt, token: input.token };
+  return { check: { ok: true, session }, write: now + durationMs - row.expiresAt >= SLIDE_EVERY_MS ? "slide" : null };
+}
+
+/** The session's user for a token, or why not: synchronous on SQLite, a promise on Postgres (see header). */
+export function createSessionValidator(db: Db, options: { now: () => number; durationMs: number }): (token: string) => SessionCheck | Promise<SessionCheck> {
+  const pg = postgresOf(db);
+  const statements = pg ? postgresStatements(pg) : sqliteStatements(db);
+  return (token) => {
+    if (!TOKEN.test(token)) return INVALID;
+    const hash = sha256Hex(token);
+    const now = options.now();
+    const slidTo = now + options.durationMs;
+    const decide = (row: SessionRow | null): SessionCheck | Promise<SessionCheck> => {
+      const { check, write } = judge(row, { token, hash, now, durationMs: options.durationMs });
+      if (write === null) return check;
+      const written = (): SessionCheck => (check.ok && write === "slide" ? { ok: true, session: { ...check.session, expiresAt: slidTo } } : check);
+      let pending: void | Promise<void>;
+      try {
+        pending = write === "slide" ? statements.slide(slidTo, hash) : statements.remove(hash);
+      } catch {
+        return check; // not written this time: a later request (or the sign-out) tries again
+      }
+      return pending instanceof Promise ? pending.then(written, () => check) : written();
+    };
+    const row = statements.find(hash);
+    return row instanceof Promise ? row.then(decide) : decide(row);
+  };
+}
+
+export async function deleteSession(db: Db, token: string): Promise<void> {
+  const { sessions } = tablesOf(db);
+  await db.delete(sessions).where(eq(sessions.tokenHash, sha256Hex(token)));
+}
+
+export async function deleteUserSessions(db: Db, userId: number): Promise<void> {
+  const { sessions } = tablesOf(db);
+  await db.delete(sessions).where(eq(sessions.userId, userId));
 }
 
 /**
@@ -201,7 +207,10 @@ export function originAllowed(request: Request, publicUrl: string): boolean {
  * session_days than today's: the validator's own test), so the rows of browsers that never come
  * back do not pile up. The server runs it hourly (see identities.ts); a locked database skips a round.
  */
-export function pruneEndedSessions(db: Db, options: { now: number; durationMs: number }): number {
+export async function pruneEndedSessions(db: Db, options: { now: number; durationMs: number }): Promise<number> {
+  const latest = options.now + options.durationMs + SLIDE_EVERY_MS;
+  const pg = postgresOf(db);
+  if (pg) return (await pg`DELETE FROM sessions WHERE expires_at <= ${options.now} OR expires_at > ${latest}`).count;
   const statement = db.$client.query<unknown, [number, number]>("DELETE FROM sessions WHERE expires_at <= ?1 OR expires_at > ?2");
-  return statement.run(options.now, options.now + options.durationMs + SLIDE_EVERY_MS).changes;
+  return statement.run(options.now, latest).changes;
 }

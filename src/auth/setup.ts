@@ -12,7 +12,7 @@
  */
 import { and, eq, gt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { setupTokens, users } from "../db/schema";
+import { tablesOf, transact } from "../db/engine";
 import { randomToken, sha256Hex } from "./tokens";
 import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
@@ -22,61 +22,73 @@ import { hashPassword, passwordProblem } from "./password";
 
 const LIFETIME_MS = 86_400_000;
 
-export function issueSetupLink(db: Db, input: { now: number; publicUrl: string }): string | null {
-  db.delete(setupTokens).run();
-  if (hasAdmin(db)) return null;
+export async function issueSetupLink(db: Db, input: { now: number; publicUrl: string }): Promise<string | null> {
+  const { setupTokens } = tablesOf(db);
+  await db.delete(setupTokens);
+  if (await hasAdmin(db)) return null;
   const token = randomToken(20);
-  db.insert(setupTokens)
-    .values({ tokenHash: sha256Hex(token), expiresAt: input.now + LIFETIME_MS })
-    .run();
+  await db.insert(setupTokens).values({ tokenHash: sha256Hex(token), expiresAt: input.now + LIFETIME_MS });
   return `${input.publicUrl.replace(/\/+$/, "")}/setup?token=${token}`;
 }
 
-export function setupTokenValid(db: Db, token: unknown, now: number): boolean {
+export async function setupTokenValid(db: Db, token: unknown, now: number): Promise<boolean> {
   if (typeof token !== "string" || !/^[a-z2-7]{32}$/.test(token)) return false;
-  const row = db
+  const { setupTokens } = tablesOf(db);
+  const [row] = await db
     .select({ expiresAt: setupTokens.expiresAt })
     .from(setupTokens)
     .where(and(eq(setupTokens.tokenHash, sha256Hex(token)), gt(setupTokens.expiresAt, now)))
-    .get();
-  return row !== undefined && !hasAdmin(db);
+    .limit(1);
+  return row !== undefined && !(await hasAdmin(db));
 }
 
 export async function completeSetup(
   db: Db,
   input: { token: unknown; email: unknown; password: unknown; now: number },
 ): Promise<User | { error: string; param?: string; reason?: "setup_email_taken" }> {
-  if (!setupTokenValid(db, input.token, input.now)) return { error: "This setup link is invalid, expired or already used" };
+  if (!(await setupTokenValid(db, input.token, input.now))) return { error: "This setup link is invalid, expired or already used" };
   const email = normalizeEmail(input.email);
   if (email === null) return { error: "Enter a valid email address", param: "email" };
   const problem = passwordProblem(input.password);
   if (problem) return { error: problem, param: "password" };
-  // Hash first: everything after the await runs in one synchronous transaction, so two posts of
-  // one link cannot both act, and a refused post changes nothing.
+  // Hashed before the transaction, which then holds only what decides: two posts of one link
+  // cannot both act (the token's delete is the claim; on Postgres the second waits on the row and
+  // finds it gone), and a refused post changes nothing.
   const passwordHash = await hashPassword(input.password as string);
-  const result = db.transaction((tx): User | "taken" | null => {
-    const t = tx as unknown as Db;
-    const existing = findUserByEmail(t, email);
+  const result = await transact(db, async (tx): Promise<User | "taken" | null> => {
+    const { setupTokens, users } = tablesOf(tx);
+    const existing = await findUserByEmail(tx, email);
     // Anyone could have signed up with the address the operator is about to type (open sign-up):
     // such an account is refused (the link stays usable), or its maker would hold an
     // administrator's session and keys.
     if (existing?.emailUnverified) return "taken";
-    const claimed = tx
+    const claimed = await tx
       .delete(setupTokens)
       .where(and(eq(setupTokens.tokenHash, sha256Hex(input.token as string)), gt(setupTokens.expiresAt, input.now)))
-      .returning()
-      .all();
-    if (claimed.length === 0 || hasAdmin(t)) return null;
-    tx.delete(setupTokens).run();
+      .returning({ tokenHash: setupTokens.tokenHash });
+    if (claimed.length === 0 || (await hasAdmin(tx))) return null;
+    await tx.delete(setupTokens);
     if (existing) {
       // An account an administrator's tool made (the CLI): it becomes the admin, with this password only.
-      tx.update(users).set({ passwordHash, isAdmin: true, disabledAt: null }).where(eq(users.id, existing.id)).run();
-      deleteUserSessions(t, existing.id);
-      forgetVerifiedKeys(db); // its keys were kept as refused if it was disabled
+      await tx.update(users).set({ passwordHash, isAdmin: true, disabledAt: null }).where(eq(users.id, existing.id));
+      await deleteUserSessions(tx, existing.id);
       return { ...existing, passwordHash, isAdmin: true, disabledAt: null };
     }
-    return tx.insert(users).values({ email, passwordHash, isAdmin: true, emailUnverified: false }).returning().get();
+    // A sign-up of the address committed since the read (another replica) makes this insert a
+    // no-op: taken, and the claim rolls back so that the link stays usable.
+    const [created] = await tx
+      .insert(users)
+      .values({ email, passwordHash, isAdmin: true, emailUnverified: false })
+      .onConflictDoNothing({ target: users.email })
+      .returning();
+    if (created === undefined) throw TAKEN;
+    return created;
+  }).catch((err: unknown) => {
+    if (err === TAKEN) return "taken" as const;
+    throw err;
   });
+  // A CLI-made account that was disabled had its keys cached as refused.
+  if (result !== null && result !== "taken") forgetVerifiedKeys(db);
   if (result === "taken")
     return {
       error: `${email} already has an account, made by a sign-up that did not prove the address; choose another address for the administrator`,
@@ -85,3 +97,6 @@ export async function completeSetup(
     };
   return result ?? { error: "This setup link is invalid, expired or already used" };
 }
+
+/** Thrown inside the transaction so that the claim of the token rolls back. */
+const TAKEN = new Error("setup_email_taken");

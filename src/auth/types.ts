@@ -74,8 +74,11 @@ export interface Admission {
    * authorization that must be settled before it expires); the first-byte timeout shortens to it.
    */
   answerBy?: number;
-  /** The upstream answered with success: the request will be served (SpendAuth queues its claim now). */
-  answered?(): void;
+  /**
+   * The upstream answered with success: the request will be served (SpendAuth writes its claim
+   * now). A promise returned is that write's commit: the answer waits for it.
+   */
+  answered?(): Promise<void> | void;
 }
 
 /** Admits a request that presents `X-Payment-Signature`; SpendAuth (src/spendauth/admit.ts) makes it. */

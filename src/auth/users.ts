@@ -18,11 +18,17 @@
  * transaction and empties the verified-key cache, so their API keys are refused from the next
  * request on (from another process: within the cache's poll, see key-verifier.ts). Enabling lets
  * the keys work again; sessions stay ended (the user signs in again).
+ *
+ * Every function returns a promise on both engines but normalizeStoredEmails, which finishes
+ * before it returns on SQLite (the CLI runs it as it opens the file) and returns a promise on
+ * Postgres. The unique email is the engines' constraint: a second account with an address is
+ * refused by the insert itself, so two replicas signing one address up at once make one account.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
-import { users } from "../db/schema";
+import { isUniqueViolation, postgresOf, sqliteOf, tablesOf, transact } from "../db/engine";
+import type { users } from "../db/schema";
 import { forgetVerifiedKeys } from "./apikey";
 import { deleteUserSessions } from "./session";
 import { allowedDomains, normalizeEmail } from "./email";
@@ -42,16 +48,17 @@ export async function createUser(db: Db, input: { email: string; password?: stri
     if (problem) return { error: problem, param: "password" };
   }
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
-  const inserted = db
+  const { users } = tablesOf(db);
+  const [inserted] = await db
     .insert(users)
     .values({ email, passwordHash, isAdmin: input.isAdmin ?? false, emailUnverified: input.emailUnverified ?? false })
-    .onConflictDoNothing()
-    .returning()
-    .get();
+    .onConflictDoNothing({ target: users.email })
+    .returning();
   return inserted ?? { error: `a user with the email ${email} already exists`, param: "email" };
 }
 
 function prepareByEmail(db: Db) {
+  const { users } = tablesOf(db);
   return db
     .select()
     .from(users)
@@ -60,14 +67,16 @@ function prepareByEmail(db: Db) {
 }
 
 /**
- * Prepared once per database: a triage job looks its `as_user` up on every model call, and
- * Drizzle building the query anew costs some 100 µs of CPU, the prepared one about 3.
+ * Prepared once per SQLite database: a triage job looks its `as_user` up on every model call, and
+ * Drizzle building the query anew costs some 100 µs of CPU, the prepared one about 3. On Postgres
+ * the query is built each time (a round trip costs far more than building it).
  */
 const byEmail = new WeakMap<Db, ReturnType<typeof prepareByEmail>>();
 
-export function findUserByEmail(db: Db, email: string): User | null {
+export async function findUserByEmail(db: Db, email: string): Promise<User | null> {
   const normalized = normalizeEmail(email);
   if (normalized === null) return null;
+  if (postgresOf(db)) return findUserByStoredEmail(db, normalized);
   let query = byEmail.get(db);
   if (query === undefined) byEmail.set(db, (query = prepareByEmail(db)));
   return query.get({ email: normalized }) ?? null;
@@ -78,19 +87,23 @@ export function findUserByEmail(db: Db, email: string): User | null {
  * account whose stored email normalizeStoredEmails could not rewrite (its form is another
  * account's), as the start-up warning names it. For the CLI only; sign-in never looks this way.
  */
-export function findUserByStoredEmail(db: Db, email: string): User | null {
-  return db.select().from(users).where(eq(users.email, email)).get() ?? null;
+export async function findUserByStoredEmail(db: Db, email: string): Promise<User | null> {
+  const { users } = tablesOf(db);
+  const [user] = await db.select().from(users).where(eq(users.email, email)).limit(1);
+  return user ?? null;
 }
 
-export function findUserById(db: Db, id: number): User | null {
-  return db.select().from(users).where(eq(users.id, id)).get() ?? null;
+export async function findUserById(db: Db, id: number): Promise<User | null> {
+  const { users } = tablesOf(db);
+  const [user] = await db.select().from(users).where(eq(users.id, id)).limit(1);
+  return user ?? null;
 }
 
 export type PasswordCheck = { ok: true; user: User & { passwordHash: string } } | { ok: false; reason: "credentials" | "disabled" };
 
 /** Whether the email and password match an enabled account; "disabled" only after they matched. */
 export async function checkPassword(db: Db, email: string, password: string): Promise<PasswordCheck> {
-  const user = findUserByEmail(db, email);
+  const user = await findUserByEmail(db, email);
   if (user === null || user.passwordHash === null) {
     await verifyAgainstNothing(password);
     return { ok: false, reason: "credentials" };
@@ -106,54 +119,61 @@ export async function verifyPassword(db: Db, email: string, password: string): P
   return checked.ok ? checked.user : null;
 }
 
-export function hasAdmin(db: Db): boolean {
-  return db.select({ id: users.id }).from(users).where(eq(users.isAdmin, true)).limit(1).get() !== undefined;
+export async function hasAdmin(db: Db): Promise<boolean> {
+  const { users } = tablesOf(db);
+  const [admin] = await db.select({ id: users.id }).from(users).where(eq(users.isAdmin, true)).limit(1);
+  return admin !== undefined;
 }
 
-export function setAdmin(db: Db, userId: number): void {
-  db.update(users).set({ isAdmin: true }).where(eq(users.id, userId)).run();
+export async function setAdmin(db: Db, userId: number): Promise<void> {
+  const { users } = tablesOf(db);
+  await db.update(users).set({ isAdmin: true }).where(eq(users.id, userId));
 }
 
 /**
- * Read-then-write transactions take the write lock up front: a deferred one that read while the
- * server (another connection) committed could not upgrade and would fail at once with
- * SQLITE_BUSY; an immediate one waits for the lock within the busy timeout.
+ * Sets `disabledAt` on the user in one transaction (taken with the write lock up front on SQLite,
+ * see transact; on Postgres the row is locked by its update), then runs `alsoInTx`.
  */
-const IMMEDIATE = { behavior: "immediate" } as const;
+async function setDisabledAt(
+  db: Db,
+  userId: number,
+  change: { from: "enabled" | "disabled"; to: number | null; alsoInTx?: (tx: Db) => Promise<void> },
+): Promise<"changed" | "unchanged" | "not_found"> {
+  const result = await transact(db, async (tx) => {
+    const { users } = tablesOf(tx);
+    const [row] = await tx.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).limit(1);
+    if (row === undefined) return "not_found";
+    if ((row.disabledAt === null) !== (change.from === "enabled")) return "unchanged";
+    const changed = await tx
+      .update(users)
+      .set({ disabledAt: change.to })
+      .where(and(eq(users.id, userId), change.from === "enabled" ? isNull(users.disabledAt) : isNotNull(users.disabledAt)))
+      .returning({ id: users.id });
+    // Another replica changed it between the read and the update (Postgres reads without a lock).
+    if (changed.length === 0) return "unchanged";
+    await change.alsoInTx?.(tx);
+    return "changed";
+  });
+  if (result === "changed") forgetVerifiedKeys(db);
+  return result;
+}
 
 /** Disables the account and ends its sessions (see the header); a second call changes nothing. */
-export function disableUser(db: Db, userId: number, options: { now?: number } = {}): "disabled" | "already_disabled" | "not_found" {
-  return db.transaction((tx) => {
-    const t = tx as unknown as Db;
-    const row = t.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).get();
-    if (row === undefined) return "not_found";
-    if (row.disabledAt !== null) return "already_disabled";
-    t.update(users)
-      .set({ disabledAt: options.now ?? Date.now() })
-      .where(eq(users.id, userId))
-      .run();
-    forgetVerifiedKeys(db);
-    deleteUserSessions(t, userId);
-    return "disabled";
-  }, IMMEDIATE);
+export async function disableUser(db: Db, userId: number, options: { now?: number } = {}): Promise<"disabled" | "already_disabled" | "not_found"> {
+  const result = await setDisabledAt(db, userId, { from: "enabled", to: options.now ?? Date.now(), alsoInTx: (tx) => deleteUserSessions(tx, userId) });
+  return result === "changed" ? "disabled" : result === "unchanged" ? "already_disabled" : "not_found";
 }
 
 /** Enables a disabled account again: its keys work from the next request. */
-export function enableUser(db: Db, userId: number): "enabled" | "already_enabled" | "not_found" {
-  return db.transaction((tx) => {
-    const t = tx as unknown as Db;
-    const row = t.select({ disabledAt: users.disabledAt }).from(users).where(eq(users.id, userId)).get();
-    if (row === undefined) return "not_found";
-    if (row.disabledAt === null) return "already_enabled";
-    t.update(users).set({ disabledAt: null }).where(eq(users.id, userId)).run();
-    forgetVerifiedKeys(db);
-    return "enabled";
-  }, IMMEDIATE);
+export async function enableUser(db: Db, userId: number): Promise<"enabled" | "already_enabled" | "not_found"> {
+  const result = await setDisabledAt(db, userId, { from: "disabled", to: null });
+  return result === "changed" ? "enabled" : result === "unchanged" ? "already_enabled" : "not_found";
 }
 
 export async function setPassword(db: Db, userId: number, password: string): Promise<void> {
   const passwordHash = await hashPassword(password);
-  db.update(users).set({ passwordHash }).where(eq(users.id, userId)).run();
+  const { users } = tablesOf(db);
+  await db.update(users).set({ passwordHash }).where(eq(users.id, userId));
 }
 
 /** Why `auth.signup` refuses a new account for this email, or null when it may be created. */
@@ -172,25 +192,77 @@ export function signupRefusal(auth: Config["auth"], email: string): string | nul
  * address; those are returned, for the caller to report. A scan of `users` that writes nothing
  * once every row is in form, so it runs at every open.
  */
-export function normalizeStoredEmails(db: Db): Array<{ id: number; email: string }> {
-  const stuck: Array<{ id: number; email: string }> = [];
-  const rows = db.select({ id: users.id, email: users.email }).from(users).orderBy(users.id).all();
+export function normalizeStoredEmails(db: Db): StoredEmail[] | Promise<StoredEmail[]> {
+  if (postgresOf(db) === null) {
+    const sqlite = sqliteOf(db, "normalizeStoredEmails");
+    const { rewrites, stuck } = planEmailRewrites(sqlite.query<StoredEmail, []>("SELECT id, email FROM users ORDER BY id").all());
+    const update = sqlite.query<unknown, [string, number]>("UPDATE users SET email = ? WHERE id = ?");
+    for (const { row, email } of rewrites) {
+      try {
+        update.run(email, row.id);
+      } catch (err) {
+        stuck.push(refusedRewrite(err, row));
+      }
+    }
+    return byId(stuck);
+  }
+  return (async () => {
+    const { users } = tablesOf(db);
+    const { rewrites, stuck } = planEmailRewrites(await db.select({ id: users.id, email: users.email }).from(users).orderBy(users.id));
+    for (const { row, email } of rewrites) {
+      try {
+        await db.update(users).set({ email }).where(eq(users.id, row.id));
+      } catch (err) {
+        stuck.push(refusedRewrite(err, row));
+      }
+    }
+    return byId(stuck);
+  })();
+}
+
+export interface StoredEmail {
+  id: number;
+  email: string;
+}
+
+/**
+ * Which rows get their email's lookup form, and which are stuck: the form is not an address, or
+ * another row holds it (a row rewritten earlier in the scan frees the form it had).
+ */
+function planEmailRewrites(rows: StoredEmail[]): { rewrites: Array<{ row: StoredEmail; email: string }>; stuck: StoredEmail[] } {
+  const held = new Set(rows.map((row) => row.email));
+  const rewrites: Array<{ row: StoredEmail; email: string }> = [];
+  const stuck: StoredEmail[] = [];
   for (const row of rows) {
     const email = normalizeEmail(row.email);
     if (email === row.email) continue;
-    if (email === null || findUserByEmail(db, email) !== null) stuck.push(row);
-    else db.update(users).set({ email }).where(eq(users.id, row.id)).run();
+    if (email === null || held.has(email)) stuck.push(row);
+    else {
+      held.delete(row.email);
+      held.add(email);
+      rewrites.push({ row, email });
+    }
   }
-  return stuck;
+  return { rewrites, stuck };
+}
+
+/** A rewrite the unique email refused (an account signed up with that form since the scan) leaves its row stuck. */
+function refusedRewrite(err: unknown, row: StoredEmail): StoredEmail {
+  if (!isUniqueViolation(err)) throw err;
+  return row;
+}
+
+function byId(rows: StoredEmail[]): StoredEmail[] {
+  return rows.sort((a, b) => a.id - b.id);
 }
 
 /** The operator vouches for the account's address (its owner proved it to them): OAuth may then join it, setup and `--admin` accept it. */
-export function proveEmail(db: Db, userId: number): "proven" | "already_proven" {
-  const changed = db
+export async function proveEmail(db: Db, userId: number): Promise<"proven" | "already_proven"> {
+  const { users } = tablesOf(db);
+  const changed = await db
     .update(users)
     .set({ emailUnverified: false })
     .where(and(eq(users.id, userId), eq(users.emailUnverified, true)))
-    .returning({ id: users.id })
-    .all();
+    .returning({ id: users.id });
   return changed.length === 1 ? "proven" : "already_proven";
 }

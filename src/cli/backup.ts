@@ -14,6 +14,9 @@
  * beside it (modelgate.db.before-restore-TIME) and the copy renamed over it. Closing the lock's
  * connection, the last one, has folded the WAL into the old file and removed it; a -shm left by
  * a process that died is removed too, so nothing of the old database meets the restored one.
+ *
+ * Both are SQLite's: with `[database] url` they refuse (a usage error, exit 2) before touching
+ * anything, naming Postgres' own tools.
  */
 import { Database } from "bun:sqlite";
 import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, statSync, unlinkSync } from "node:fs";
@@ -81,12 +84,19 @@ function checkDatabase(file: string): void {
   }
 }
 
+/** Throws the usage error of a command on the SQLite file when the config names a Postgres database. */
+function refuseOnPostgres(ctx: CliContext, instead: string): void {
+  if ((ctx.rawConfig().database as { url?: unknown } | undefined)?.url === undefined) return;
+  throw new UsageError(`${ctx.args.positionals[0]}: database.url names a Postgres database, which this command cannot copy; ${instead}`);
+}
+
 function backup(ctx: CliContext): number {
+  refuseOnPostgres(ctx, "back it up with pg_dump (pg_dump --format=custom --file=FILE URL)");
   const operand = ctx.args.positionals[1];
   if (operand === undefined) throw new UsageError(BACKUP_USAGE);
   const target = resolve(operand);
   if (existsSync(target) && !ctx.args.flags.has("force")) throw new UsageError(`${target} exists: give --force to replace it, or name another file`);
-  const database = ctx.sqliteFile("modelgate backup");
+  const database = ctx.databaseFile();
   if (!existsSync(database)) throw new UsageError(`no database at ${database}: nothing to back up (${OTHER_DATA_DIR})`);
   const source = new Database(database);
   try {
@@ -119,13 +129,14 @@ function lockAlone(database: string): Database | null {
 }
 
 function restore(ctx: CliContext): number {
+  refuseOnPostgres(ctx, "restore a pg_dump backup with pg_restore (pg_restore --dbname=URL FILE)");
   const operand = ctx.args.positionals[1];
   if (operand === undefined) throw new UsageError(RESTORE_USAGE);
-  const database = ctx.sqliteFile("modelgate restore");
   const source = resolve(operand);
   if (!existsSync(source)) throw new UsageError(`no file at ${source}`);
   checkDatabase(source);
   const dataDir = resolve(ctx.dataDir());
+  const database = ctx.databaseFile();
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const exists = existsSync(database);
   const current = exists ? lockAlone(database) : null;

@@ -73,14 +73,6 @@ export async function runCli(argv: string[]): Promise<number | null> {
         const url = context.databaseUrl();
         return url === undefined ? join(resolve(context.dataDir()), "modelgate.db") : describePostgresUrl(url);
       },
-      sqliteFile: (what) => {
-        if (context.databaseUrl() === undefined) return context.databaseFile();
-        throw new ConfigError(
-          POSTGRES_SERVED
-            ? `database.url: ${what} works on the SQLite file in server.data_dir; a Postgres database is backed up and restored with pg_dump and pg_restore (docs/scaling.md)`
-            : POSTGRES_NOT_SERVED,
-        );
-      },
       openDb: async (options = {}) => {
         // Every command on the database comes through here, on either engine.
         const url = context.databaseUrl();
@@ -93,7 +85,7 @@ export async function runCli(argv: string[]): Promise<number | null> {
         }
         // A command makes one query at a time: two connections, whatever the server's pool_size.
         const opened = await openStorage({ dataDir: context.dataDir(), url, poolSize: 2 });
-        normalizeStoredEmails(opened.db);
+        await normalizeStoredEmails(opened.db);
         return opened;
       },
       print: (line) => console.log(line),

@@ -13,14 +13,14 @@
 import { command, type CliContext } from "./registry";
 import { requireFlag, stringFlag, UsageError, type Args } from "./args";
 import { formatTable, printable } from "./table";
-import type { Db } from "../db/client";
 import { KEY_NAME_MAX_CHARS, KEY_PREFIX, keyNameTooLong, keyState, listApiKeys, revokeApiKey } from "../auth/apikey";
 import { describePolicy, parsePolicyFlags, type PolicyChange } from "../auth/key-policy";
 import { createKeyWithinCap, resolveKeyId, updateKeyPolicy } from "../auth/key-updates";
 import { DEFAULT_KEYS_PER_USER } from "../config/limits-schema";
 import { resolveEnvIfSet } from "../config/secrets";
 import { publishKeyChange } from "../cluster";
-import { date, parseExpiry, requireUser } from "./users";
+import { date, requireUser, withDb } from "./users";
+import { parseExpiry } from "./expiry";
 
 const POLICY_FLAGS = ["models", "budget", "per-minute", "tokens-per-minute", "allow-ip"] as const;
 const USAGE =
@@ -38,16 +38,6 @@ function policyFromArgs(args: Args): PolicyChange {
   return change;
 }
 
-/** `work` on the database, closed once the work has ended. */
-async function withKeysDb<T>(ctx: CliContext, work: (db: Db) => Promise<T>): Promise<T> {
-  const opened = await ctx.openDb();
-  try {
-    return await work(opened.db);
-  } finally {
-    await opened.close();
-  }
-}
-
 /** `[limits] keys_per_user` as the config file writes it (serve checks its form at start), else the default. */
 function keysPerUser(ctx: CliContext): number {
   const limits = ctx.rawConfig().limits as { keys_per_user?: unknown } | undefined;
@@ -57,7 +47,7 @@ function keysPerUser(ctx: CliContext): number {
 
 /** The key's id from an id or the key itself; the operand is named in the error only when it is an id. */
 async function requireKeyId(ctx: CliContext, operand: string): Promise<string> {
-  const id = await withKeysDb(ctx, (db) => resolveKeyId(db, operand));
+  const id = await withDb(ctx, (db) => resolveKeyId(db, operand));
   if (id !== null) return id;
   const what = operand.startsWith(KEY_PREFIX) ? "that key (checked by its hash)" : `the id ${operand}`;
   throw new UsageError(`no API key with ${what} in ${ctx.databaseFile()} (see: modelgate key list)`);
@@ -92,7 +82,7 @@ export const keyCommand = command(
       // As the dashboard does: a longer name is refused, not cut (the cut would be a name nobody typed).
       if (keyNameTooLong(name)) throw new UsageError(`--name: at most ${KEY_NAME_MAX_CHARS} characters`);
       const cap = keysPerUser(ctx);
-      const created = await withKeysDb(ctx, async (db) => {
+      const created = await withDb(ctx, async (db) => {
         const userId = (await requireUser(db, email, ctx)).id;
         return createKeyWithinCap(db, { userId, name, expiresAt, policy, now }, { keysPerUser: cap });
       });
@@ -110,7 +100,7 @@ export const keyCommand = command(
       const change = policyFromArgs(ctx.args);
       if (Object.keys(change).length === 0) throw new UsageError(`key update: give at least one of ${POLICY_FLAGS.map((f) => `--${f}`).join(", ")}`);
       const id = await requireKeyId(ctx, operand);
-      const key = await withKeysDb(ctx, async (db) => {
+      const key = await withDb(ctx, async (db) => {
         await updateKeyPolicy(db, id, change);
         return (await listApiKeys(db)).find((k) => k.id === id);
       });
@@ -120,7 +110,7 @@ export const keyCommand = command(
     }
     if (sub === "list") {
       const email = stringFlag(ctx.args, "user");
-      const keys = await withKeysDb(ctx, async (db) => listApiKeys(db, { userId: email === undefined ? undefined : (await requireUser(db, email, ctx)).id }));
+      const keys = await withDb(ctx, async (db) => listApiKeys(db, { userId: email === undefined ? undefined : (await requireUser(db, email, ctx)).id }));
       if (ctx.args.flags.has("json")) {
         ctx.print(JSON.stringify(keys, null, 2));
         return 0;
@@ -141,7 +131,7 @@ export const keyCommand = command(
     }
     if (sub === "revoke" && operand) {
       const id = await requireKeyId(ctx, operand);
-      const result = await withKeysDb(ctx, (db) => revokeApiKey(db, id));
+      const result = await withDb(ctx, (db) => revokeApiKey(db, id));
       if (result === "revoked") await announceKeyChange(ctx);
       ctx.print(result === "revoked" ? `revoked ${id}` : `${id} was already revoked`);
       return 0;

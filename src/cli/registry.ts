@@ -19,8 +19,6 @@ export interface CliContext {
   databaseUrl(): string | undefined;
   /** Where the data lives, for messages: the SQLite file's absolute path, or Postgres' host:port/database (never the URL). */
   databaseFile(): string;
-  /** The SQLite file itself, for a command that copies or replaces it (`what`); refused with `[database] url`. */
-  sqliteFile(what: string): string;
   /**
    * The configured database, migrated: Postgres with `[database] url`, else SQLite in dataDir().
    * A SQLite file that does not exist yet is a usage error unless `create` (migrate, user add): a

@@ -35,7 +35,7 @@ export const usageCommand = command(
     const key = stringFlag(ctx.args, "key");
     const opened = await ctx.openDb();
     try {
-      if (email !== undefined) filter.userId = requireUser(opened.db, email, ctx).id;
+      if (email !== undefined) filter.userId = (await requireUser(opened.db, email, ctx)).id;
       if (key !== undefined) {
         const id = await resolveKeyId(opened.db, key);
         if (id === null)
@@ -45,7 +45,7 @@ export const usageCommand = command(
         filter.keyId = id;
       }
       const out = Bun.stdout.writer();
-      for (const chunk of usageChunks(opened.db, filter, format)) {
+      for await (const chunk of usageChunks(opened.db, filter, format)) {
         out.write(chunk);
         await out.flush();
       }

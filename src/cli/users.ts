@@ -16,39 +16,8 @@ import { deleteUserSessions } from "../auth/session";
 import { AMOUNT_RULE, formatCredits, parseCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { getBalance, grantCredits } from "../credits/ledger";
 
-const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** `30d`, `12h`, `90m`, `2w`, or an ISO date/time; returns the absolute expiry (ms). */
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
-
-function isCalendarDay(year: number, month: number, day: number): boolean {
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day); // Date.UTC would take years 0 to 99 for 1900 to 1999
-  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
-}
-
-/** The longest duration `--expires` takes; a key meant to outlive it leaves --expires out. */
-const MAX_DURATION_MS = 100 * 365 * UNIT_MS.d;
-
-export function parseExpiry(text: string, now: number): number {
-  const relative = /^(\d+)([mhdw])$/.exec(text.trim());
-  if (relative) {
-    const ms = Number(relative[1]) * UNIT_MS[relative[2]];
-    if (ms === 0) throw new UsageError(`--expires: "${text}" would expire the key at once`);
-    if (ms > MAX_DURATION_MS) throw new UsageError(`--expires: "${text}" is longer than 100 years; leave --expires out for a key that never expires`);
-    return now + ms;
-  }
-  // ISO 8601 only, with a day that exists: Date.parse alone takes "1" for 2001 and rolls 02-30 over.
-  const date = ISO_DATE.exec(text.trim());
-  // A time without an offset is UTC, as a day alone is (Date.parse would read it in local time).
-  const written = date && text.includes("T") && date[4] === undefined ? `${text.trim()}Z` : text.trim();
-  const absolute = date && isCalendarDay(Number(date[1]), Number(date[2]), Number(date[3])) ? Date.parse(written) : NaN;
-  if (Number.isNaN(absolute)) throw new UsageError(`--expires: "${text}" is neither a duration like 30d, 12h, 90m, 2w nor a date like 2027-01-01`);
-  if (absolute <= now) throw new UsageError(`--expires: ${text} is in the past`);
-  return absolute;
-}
-
-async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Promise<T> {
+/** Runs `work` on the database and closes it once `work` has finished (awaited). */
+export async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Promise<T> {
   const opened = await ctx.openDb();
   try {
     return await work(opened.db);
@@ -62,8 +31,8 @@ async function withDb<T>(ctx: CliContext, work: (db: Db) => T | Promise<T>): Pro
  * another one. An email typed exactly as stored comes first, so that an account whose stored form
  * is stuck (reported at start) can still be disabled or fixed by the address the warning shows.
  */
-export function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile">): User {
-  const user = findUserByStoredEmail(db, email) ?? findUserByEmail(db, email);
+export async function requireUser(db: Db, email: string, ctx: Pick<CliContext, "databaseFile">): Promise<User> {
+  const user = (await findUserByStoredEmail(db, email)) ?? (await findUserByEmail(db, email));
   if (!user) {
     throw new UsageError(`no user with the email ${email} in ${ctx.databaseFile()} (create one with: modelgate user add ${email}; ${OTHER_DATA_DIR})`);
   }
@@ -107,7 +76,7 @@ export const userCommand = command(
     const [, sub, email] = ctx.args.positionals;
     if (!email) throw new UsageError(USER_USAGE);
     if (sub === "disable") {
-      const result = await withDb(ctx, (db) => disableUser(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, async (db) => disableUser(db, (await requireUser(db, email, ctx)).id));
       ctx.print(
         result === "disabled"
           ? `disabled ${email}: their sessions ended and their API keys are refused from the next request (modelgate user enable ${email} undoes it)`
@@ -116,13 +85,13 @@ export const userCommand = command(
       return 0;
     }
     if (sub === "enable") {
-      const result = await withDb(ctx, (db) => enableUser(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, async (db) => enableUser(db, (await requireUser(db, email, ctx)).id));
       ctx.print(result === "enabled" ? `enabled ${email}: their API keys work again; they sign in again for a session` : `${email} was not disabled`);
       return 0;
     }
     if (sub === "verify") {
       // The operator vouches for the address (its owner proved it to them): OAuth may join the account, setup and --admin accept it.
-      const result = await withDb(ctx, (db) => proveEmail(db, requireUser(db, email, ctx).id));
+      const result = await withDb(ctx, async (db) => proveEmail(db, (await requireUser(db, email, ctx)).id));
       ctx.print(
         result === "proven" ? `${email} is now a proven address: GitHub or Google sign-in with it joins this account` : `${email} was already a proven address`,
       );
@@ -136,9 +105,9 @@ export const userCommand = command(
       if (problem !== null) throw new UsageError(problem);
       const opened = await ctx.openDb();
       try {
-        const user = requireUser(opened.db, email, ctx);
+        const user = await requireUser(opened.db, email, ctx);
         await setPassword(opened.db, user.id, password);
-        deleteUserSessions(opened.db, user.id);
+        await deleteUserSessions(opened.db, user.id);
       } finally {
         await opened.close();
       }
@@ -152,7 +121,7 @@ export const userCommand = command(
     try {
       const created = await createUser(opened.db, { email, password, isAdmin });
       if ("error" in created) {
-        const existing = isAdmin && created.param === "email" ? findUserByEmail(opened.db, email) : null;
+        const existing = isAdmin && created.param === "email" ? await findUserByEmail(opened.db, email) : null;
         if (!existing) throw new UsageError(created.error);
         // As the setup link: whoever signed up first with the address would hold an administrator's session.
         if (existing.emailUnverified) {
@@ -163,7 +132,7 @@ export const userCommand = command(
         const unchanged = password === undefined ? "" : " (its password is unchanged)";
         if (existing.isAdmin) ctx.print(`${existing.email} was already an administrator${unchanged}`);
         else {
-          setAdmin(opened.db, existing.id);
+          await setAdmin(opened.db, existing.id);
           ctx.print(`${existing.email} already existed; it is now an administrator${unchanged}`);
         }
         return 0;
@@ -194,13 +163,13 @@ export const creditsCommand = command(
       const micro = parseCredits(amount);
       if (micro === null) throw new UsageError(`--amount: "${amount}" is not ${AMOUNT_RULE}`);
       const note = stringFlag(ctx.args, "note") ?? "granted from the command line";
-      const balance = await withDb(ctx, (db) => grantCredits(db, { userId: requireUser(db, email, ctx).id, micro, note }));
+      const balance = await withDb(ctx, async (db) => grantCredits(db, { userId: (await requireUser(db, email, ctx)).id, micro, note }));
       if (balance === null) throw new UsageError(`--amount: ${PAST_MAX_BALANCE}`);
       ctx.print(`granted ${formatCredits(micro)} credits to ${email}; balance ${formatCredits(balance)}`);
       return 0;
     }
     if (sub === "balance" && email) {
-      const balance = await withDb(ctx, (db) => getBalance(db, requireUser(db, email, ctx).id));
+      const balance = await withDb(ctx, async (db) => getBalance(db, (await requireUser(db, email, ctx)).id));
       ctx.print(`${email}: ${formatCredits(balance)} credits`);
       return 0;
     }

@@ -5,18 +5,22 @@
  * grants and refunds positive, debits negative. Amounts are integer micro-credits. A note is
  * stored as one line of at most NOTE_MAX_CHARS characters, any API key in it masked (storedLabel).
  *
+ * Balances change by one atomic statement on either engine (`micro = micro + x`, never a value read
+ * and written back), so replicas sharing Postgres lose no update to each other.
+ *
  *   grantCredits(db, { userId, micro, note? })  -> new balance, or null past MAX_BALANCE_MICRO
  *   refundCredits(db, { userId, micro, requestId?, note? }) -> the same
  *   getBalance(db, userId)                      -> balance (0 when the user never had credits)
- *   createDebitWriter(db)                       -> (debits) => void, the meter's batch writer (summed per user and model)
+ *   createDebitWriter(db)                       -> the meter's batch writer (summed per user and model):
+ *                                                  synchronous on SQLite, one statement on Postgres
  *   storedBalanceCache(db)                      -> the request path's balances, forgotten on every change here
  *   storedKeySpendCache(db)                     -> the request path's per-key spend in the current budget period
  *   keySpendSince(db, keyId, since)             -> micro-credits a key's debits took since `since`
  */
-import { eq, sql } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import { createBatchInsert } from "../db/batch-insert";
 import { mapPerDatabase, type Db } from "../db/client";
-import { balances, ledger } from "../db/schema";
+import { postgresOf, tablesOf, transact, type Tables } from "../db/engine";
 import { storedLabel } from "../auth/apikey";
 import { MAX_BALANCE_MICRO } from "./amount";
 
@@ -45,8 +49,17 @@ export const storedBalanceCache = mapPerDatabase<number, number>();
  */
 export const storedKeySpendCache = mapPerDatabase<string, { start: number; micro: number }>();
 
-/** Micro-credits the key's debits took at or after `since` (ms), refunds to the user not netted. */
-export function keySpendSince(db: Db, keyId: string, since: number): number {
+/**
+ * Micro-credits the key's debits took at or after `since` (ms), refunds to the user not netted. A
+ * number on SQLite (the request path reads it in the turn it needs it), a promise on Postgres.
+ */
+export function keySpendSince(db: Db, keyId: string, since: number): number | Promise<number> {
+  const pg = postgresOf(db);
+  if (pg !== null) {
+    return pg`SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ${keyId} AND created_at >= ${since} AND kind = 'debit'`.then(
+      (rows: Array<{ spent: string | number | null }>) => Number(rows[0]?.spent ?? 0),
+    );
+  }
   const row = db.$client
     .query<{ spent: number | null }, [string, number]>("SELECT -SUM(micro) AS spent FROM ledger WHERE key_id = ? AND created_at >= ? AND kind = 'debit'")
     .get(keyId, since);
@@ -56,40 +69,62 @@ export function keySpendSince(db: Db, keyId: string, since: number): number {
 /** A grant's or refund's note is stored as a one-line label of at most this many characters. */
 const NOTE_MAX_CHARS = 200;
 
-export function getBalance(db: Db, userId: number): number {
-  const row = db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).get();
+export async function getBalance(db: Db, userId: number): Promise<number> {
+  const { balances } = tablesOf(db);
+  const [row] = await db.select({ micro: balances.micro }).from(balances).where(eq(balances.userId, userId)).limit(1);
   return row?.micro ?? 0;
 }
 
-export function grantCredits(db: Db, input: { userId: number; micro: number; note?: string; now?: number }): number | null {
+export function grantCredits(db: Db, input: { userId: number; micro: number; note?: string; now?: number }): Promise<number | null> {
   return change(db, { ...input, kind: "grant" });
 }
 
-export function refundCredits(db: Db, input: { userId: number; micro: number; requestId?: string; note?: string; now?: number }): number | null {
+export function refundCredits(db: Db, input: { userId: number; micro: number; requestId?: string; note?: string; now?: number }): Promise<number | null> {
   return change(db, { ...input, kind: "refund" });
 }
 
-/** The new balance; null, and nothing written, when it would pass MAX_BALANCE_MICRO. */
-function change(db: Db, input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number }): number | null {
+/**
+ * The new balance; null, and nothing written, when it would pass MAX_BALANCE_MICRO. The check is
+ * part of the balance's one upsert (a condition on the row it changes), so two grants racing on
+ * two replicas cannot both pass it, and the ledger row commits with it. An amount that is not a
+ * positive integer throws at once, before anything is asked of the database.
+ */
+function change(
+  db: Db,
+  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
+): Promise<number | null> {
   if (!Number.isSafeInteger(input.micro) || input.micro <= 0) throw new RangeError("a credit change must be a positive integer of micro-credits");
+  return input.micro > MAX_BALANCE_MICRO ? Promise.resolve(null) : write(db, input);
+}
+
+async function write(
+  db: Db,
+  input: { userId: number; micro: number; kind: "grant" | "refund"; requestId?: string; note?: string; now?: number },
+): Promise<number | null> {
+  const balance = await transact(db, async (tx) => {
+    const { balances, ledger } = tablesOf(tx);
+    const [row] = await tx
+      .insert(balances)
+      .values({ userId: input.userId, micro: input.micro })
+      .onConflictDoUpdate({
+        target: balances.userId,
+        set: { micro: sql`${balances.micro} + ${input.micro}` },
+        setWhere: sql`${balances.micro} + ${input.micro} <= ${MAX_BALANCE_MICRO}`,
+      })
+      .returning({ micro: balances.micro });
+    if (row === undefined) return null;
+    await tx.insert(ledger).values({
+      userId: input.userId,
+      kind: input.kind,
+      micro: input.micro,
+      requestId: input.requestId ?? null,
+      note: input.note === undefined ? null : storedLabel(input.note, NOTE_MAX_CHARS) || null,
+      createdAt: input.now ?? Date.now(),
+    });
+    return row.micro;
+  });
   storedBalanceCache(db).delete(input.userId);
-  return db.transaction(
-    (tx) => {
-      if (getBalance(tx as unknown as Db, input.userId) + input.micro > MAX_BALANCE_MICRO) return null;
-      tx.insert(ledger)
-        .values({
-          userId: input.userId,
-          kind: input.kind,
-          micro: input.micro,
-          requestId: input.requestId ?? null,
-          note: input.note === undefined ? null : storedLabel(input.note, NOTE_MAX_CHARS) || null,
-          createdAt: input.now ?? Date.now(),
-        })
-        .run();
-      return addToBalance(tx as unknown as Db, input.userId, input.micro);
-    },
-    { behavior: "immediate" },
-  ); // the write lock before the read: the balance checked is the one changed
+  return balance;
 }
 
 /**
@@ -98,44 +133,67 @@ function change(db: Db, input: { userId: number; micro: number; kind: "grant" | 
  * how many), one balance update per user. Each request's own cost is in the request log; the
  * ledger records the money (per key, for budgets), so it grows with flushes, not with requests.
  */
-export function createDebitWriter(db: Db): (debits: Debit[]) => void {
-  const insertRows = createBatchInsert<DebitEntry>(
-    db.$client,
-    "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at) VALUES ",
-    8,
-    (values, e) =>
-      values.push(
-        e.userId,
-        "debit",
-        -e.micro,
-        e.requests === 1 ? e.requestId : null,
-        e.model,
-        e.requests === 1 ? null : `${e.requests} requests`,
-        e.keyId,
-        e.at,
-      ),
-  );
-  const upsert = db.$client.prepare<unknown, [number, number]>(
-    "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
-  );
+export function createDebitWriter(db: Db): (debits: Debit[]) => void | Promise<void> {
   const cache = storedBalanceCache(db);
   const keySpend = storedKeySpendCache(db);
-  const write = db.$client.transaction((debits: Debit[]) => {
-    const entries = debitEntries(debits);
-    insertRows(entries);
-    const perUser = new Map<number, number>();
+  const noteWritten = (entries: DebitEntry[]): void => {
     for (const e of entries) {
-      perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
+      cache.delete(e.userId);
       // Added in place, not forgotten: reading a key's spend again is a sum over its period's rows.
       const spent = e.keyId === null ? undefined : keySpend.get(e.keyId);
       if (spent !== undefined && e.at >= spent.start) spent.micro += e.micro;
     }
-    for (const [userId, micro] of perUser) {
-      upsert.run(userId, -micro);
-      cache.delete(userId);
-    }
+  };
+  const pg = postgresOf(db);
+  if (pg !== null) {
+    return async (debits) => {
+      const entries = debitEntries(debits);
+      const rows = entries.map((e) => ({
+        user_id: e.userId,
+        micro: -e.micro,
+        request_id: requestIdOf(e),
+        model: e.model,
+        note: noteOf(e),
+        key_id: e.keyId,
+        created_at: e.at,
+      }));
+      // One statement, so one atomic commit and one round trip: the ledger rows, then each user's
+      // balance moved by their sum in place. Users in id order: two replicas' batches lock alike.
+      await pg`WITH d AS (SELECT * FROM jsonb_populate_recordset(NULL::ledger, ${JSON.stringify(rows)}::text::jsonb)),
+        logged AS (INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at)
+          SELECT user_id, 'debit', micro, request_id, model, note, key_id, created_at FROM d)
+        INSERT INTO balances (user_id, micro) SELECT user_id, sum(micro) FROM d GROUP BY user_id ORDER BY user_id
+        ON CONFLICT (user_id) DO UPDATE SET micro = balances.micro + EXCLUDED.micro`;
+      noteWritten(entries);
+    };
+  }
+  const insertRows = createBatchInsert<DebitEntry>(
+    db.$client,
+    "INSERT INTO ledger (user_id, kind, micro, request_id, model, note, key_id, created_at) VALUES ",
+    8,
+    (values, e) => values.push(e.userId, "debit", -e.micro, requestIdOf(e), e.model, noteOf(e), e.keyId, e.at),
+  );
+  const upsert = db.$client.prepare<unknown, [number, number]>(
+    "INSERT INTO balances (user_id, micro) VALUES (?1, ?2) ON CONFLICT (user_id) DO UPDATE SET micro = micro + ?2",
+  );
+  const write = db.$client.transaction((debits: Debit[]) => {
+    const entries = debitEntries(debits);
+    insertRows(entries);
+    const perUser = new Map<number, number>();
+    for (const e of entries) perUser.set(e.userId, (perUser.get(e.userId) ?? 0) + e.micro);
+    for (const [userId, micro] of perUser) upsert.run(userId, -micro);
+    noteWritten(entries);
   });
   return (debits) => write(debits);
+}
+
+/** The ledger row keeps the request id when it covers one request, else notes how many. */
+function requestIdOf(e: DebitEntry): string | null {
+  return e.requests === 1 ? e.requestId : null;
+}
+
+function noteOf(e: DebitEntry): string | null {
+  return e.requests === 1 ? null : `${e.requests} requests`;
 }
 
 /** A batch's debits of one user, key and model, summed; `at` is the latest, `requestId` the first. */
@@ -159,23 +217,13 @@ function debitEntries(debits: Debit[]): DebitEntry[] {
   return [...byUserModel.values()];
 }
 
-function addToBalance(db: Db, userId: number, micro: number): number {
-  const row = db
-    .insert(balances)
-    .values({ userId, micro })
-    .onConflictDoUpdate({ target: balances.userId, set: { micro: sql`${balances.micro} + ${micro}` } })
-    .returning({ micro: balances.micro })
-    .get();
-  return row.micro;
-}
-
 /** A user's recent ledger entries, newest first (the dashboard's credits page). */
-export function listLedger(db: Db, input: { userId: number; limit?: number }): Array<typeof ledger.$inferSelect> {
+export function listLedger(db: Db, input: { userId: number; limit?: number }): Promise<Array<Tables["ledger"]["$inferSelect"]>> {
+  const { ledger } = tablesOf(db);
   return db
     .select()
     .from(ledger)
     .where(eq(ledger.userId, input.userId))
-    .orderBy(sql`${ledger.createdAt} DESC, ${ledger.id} DESC`)
-    .limit(input.limit ?? 50)
-    .all();
+    .orderBy(desc(ledger.createdAt), desc(ledger.id))
+    .limit(input.limit ?? 50);
 }

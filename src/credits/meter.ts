@@ -6,17 +6,22 @@
  * settle() returns the promise of that commit, which the answer's last byte waits for. So an
  * answer a client received in full is in the ledger before it left, and a crash of the process
  * (kill -9) loses no debit while the database accepts writes (WAL, synchronous=NORMAL: a commit
- * is in the WAL file when it returns).
+ * is in the WAL file when it returns). On Postgres the batch is one statement sent at the end of the
+ * turn, and the promise settle() returns is that statement's commit: the same guarantee, a round
+ * trip later. One batch is in flight at a time (../db/write-behind.ts).
  *
  * Invariant (this process): available = stored balance - held, where a user's held amount is
  * their open reservations plus their queued debits (one map: settling a request swaps its
  * reservation for its cost in one step), and a flush commits a batch and takes its amounts off
- * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. The
- * same holds per API key (`keyHeld`) for key budgets: a key's spend = its stored debits + keyHeld.
+ * `held` in the same synchronous step, so no request ever sees a debit twice or not at all. On
+ * Postgres `held` lets go of a batch in the step after its commit: in between a request may count
+ * it twice (refused a little early), never not at all. The same holds per API key (`keyHeld`) for
+ * key budgets: a key's spend = its stored debits + keyHeld.
  * A batch that fails to write stays queued and is retried (the answer goes out meanwhile; the gate
  * pauses paid requests once that lasts DEBITS_STALLED_MS); nothing is dropped.
  */
 import { brieflyLocked, type Db } from "../db/client";
+import { engineOf } from "../db/engine";
 import { createWriteBehind } from "../db/write-behind";
 import { createDebitWriter, type Debit } from "./ledger";
 
@@ -43,7 +48,7 @@ export interface CreditMeter {
   keyOutstanding(keyId: string): number;
   /** Since when the database has refused the debits (null while they are written). */
   unrecordedSince(): number | null;
-  flush(): void;
+  flush(): void | Promise<void>;
   /** Writes the queued debits, retrying for up to `ms` while the database refuses; returns those still unwritten. */
   close(ms?: number): Promise<Debit[]>;
 }
@@ -53,7 +58,8 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
   const held = new Map<number, number>();
   /** The same per API key, for key budgets: kept in the same steps as `held`. */
   const keyHeld = new Map<string, number>();
-  const writeDebits = brieflyLocked(db.$client, createDebitWriter(db));
+  const writer = createDebitWriter(db);
+  const writeDebits = engineOf(db) === "sqlite" ? brieflyLocked(db.$client, writer) : writer;
 
   // Written out per map, not one generic helper over both key types: each call stays monomorphic on the paid path.
   function adjust(userId: number, keyId: string | null, delta: number): void {
@@ -66,11 +72,15 @@ export function createCreditMeter(db: Db, options: { intervalMs?: number; maxBat
     else keyHeld.set(keyId, nextForKey);
   }
 
-  // Written debits stop being held in the same synchronous step; a failed batch stays queued.
+  // Written debits stop being held in the step that learns of their commit; a failed batch stays queued.
   const debits = createWriteBehind<Debit>(
     (batch) => {
-      writeDebits(batch);
-      for (const d of batch) adjust(d.userId, d.keyId, -d.micro);
+      const release = (): void => {
+        for (const d of batch) adjust(d.userId, d.keyId, -d.micro);
+      };
+      const written = writeDebits(batch);
+      if (written === undefined) return release();
+      return written.then(release);
     },
     { label: "credits", intervalMs: options.intervalMs, maxBatch: options.maxBatch, keepFailed: true, now: options.now },
   );

@@ -1,14 +1,17 @@
 /**
  * The usage export: one row per logged request (`request_log`, joined with its user and key), for
- * `modelgate usage export` and the dashboard's "Download CSV". Rows come from a SQLite cursor a
- * row at a time and leave as text a chunk at a time, so an export of millions of rows holds one
- * chunk in memory, never the whole result. Prompts and answers are never logged, so never here.
- * Text a spreadsheet would run as a formula (a key named `=HYPERLINK(...)`) is written with a
- * leading `'`.
+ * `modelgate usage export` and the dashboard's "Download CSV". Rows are read CHUNK_ROWS at a time
+ * in (created_at, id) order, each chunk after the last one's final row (keyset: every chunk costs
+ * an index seek, however deep), and leave as text a chunk at a time, so an export of millions of
+ * rows holds one chunk in memory, never the whole result. The same on both engines. Prompts and
+ * answers are never logged, so never here. Text a spreadsheet would run as a formula (a key named
+ * `=HYPERLINK(...)`) is written with a leading `'`.
  *
- *   usageChunks(db, filter, format) -> iterator of text chunks (a CSV header first, or a JSON array)
+ *   usageChunks(db, filter, format) -> async iterator of text chunks (a CSV header first, or a JSON array)
  */
+import { and, asc, eq, gte, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { tablesOf } from "../db/engine";
 import { formatCredits } from "./amount";
 
 export interface UsageFilter {
@@ -54,55 +57,78 @@ export interface UsageRow {
   requestId: string;
 }
 
-/** The SELECT and joins that read a UsageRow; the caller adds WHERE and ORDER BY on `r`. */
-export const USAGE_ROW_QUERY = `SELECT r.id AS id, r.created_at AS createdAt, u.email AS email, k.name AS keyName,
-       k.display_prefix AS keyPrefix, r.model AS model, r.endpoint AS endpoint, r.status AS status,
-       r.prompt_tokens AS promptTokens, r.completion_tokens AS completionTokens, r.cost_micro AS costMicro,
-       r.latency_ms AS latencyMs, r.request_id AS requestId
-  FROM request_log r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id`;
+/**
+ * A select of UsageRow from `request_log` joined with its user and key, where all of `where` holds
+ * (undefined ones left out), ordered and limited by the caller.
+ */
+export function selectUsageRows(db: Db, where: Array<SQL | undefined>) {
+  const { apiKeys, requestLog: r, users } = tablesOf(db);
+  return db
+    .select({
+      id: r.id,
+      createdAt: r.createdAt,
+      email: users.email,
+      keyName: apiKeys.name,
+      keyPrefix: apiKeys.displayPrefix,
+      model: r.model,
+      endpoint: r.endpoint,
+      status: r.status,
+      promptTokens: r.promptTokens,
+      completionTokens: r.completionTokens,
+      costMicro: r.costMicro,
+      latencyMs: r.latencyMs,
+      requestId: r.requestId,
+    })
+    .from(r)
+    .leftJoin(users, eq(users.id, r.userId))
+    .leftJoin(apiKeys, eq(apiKeys.id, r.keyId))
+    .where(and(...where))
+    .$dynamic();
+}
 
 /** Rows a chunk holds before it is handed on. */
 const CHUNK_ROWS = 500;
 
-export function* usageChunks(db: Db, filter: UsageFilter, format: UsageFormat): Generator<string> {
-  const where: string[] = [];
-  const params: Array<string | number> = [];
-  const add = (clause: string, value: string | number | undefined): void => {
-    if (value === undefined) return;
-    where.push(clause);
-    params.push(value);
-  };
-  add("r.user_id = ?", filter.userId);
-  add("r.key_id = ?", filter.keyId);
-  add("r.created_at >= ?", filter.from);
-  add("r.created_at < ?", filter.to);
-  const query = db.$client.query<UsageRow, Array<string | number>>(
-    `${USAGE_ROW_QUERY} ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.created_at, r.id`,
-  );
+export async function* usageChunks(db: Db, filter: UsageFilter, format: UsageFormat): AsyncGenerator<string> {
+  const { requestLog: r } = tablesOf(db);
+  const chunkAfter = (last: UsageRow | null): Promise<UsageRow[]> =>
+    selectUsageRows(db, [
+      filter.userId === undefined ? undefined : eq(r.userId, filter.userId),
+      filter.keyId === undefined ? undefined : eq(r.keyId, filter.keyId),
+      filter.from === undefined ? undefined : gte(r.createdAt, filter.from),
+      filter.to === undefined ? undefined : lt(r.createdAt, filter.to),
+      last === null ? undefined : sql`(${r.createdAt}, ${r.id}) > (${last.createdAt}, ${last.id})`,
+    ])
+      .orderBy(asc(r.createdAt), asc(r.id))
+      .limit(CHUNK_ROWS);
   let chunk = format === "csv" ? `${USAGE_COLUMNS.join(",")}\r\n` : "[";
   let rows = 0;
-  for (const row of query.iterate(...params)) {
-    const values = [
-      new Date(row.createdAt).toISOString(),
-      row.email ?? "",
-      row.keyName ?? "",
-      row.keyPrefix ?? "",
-      row.model,
-      row.endpoint,
-      row.status,
-      row.promptTokens,
-      row.completionTokens,
-      formatCredits(row.costMicro),
-      row.latencyMs,
-      row.requestId,
-    ] as const;
-    if (format === "csv") chunk += `${values.map(csvField).join(",")}\r\n`;
-    else chunk += `${rows === 0 ? "\n" : ",\n"}${JSON.stringify(Object.fromEntries(USAGE_COLUMNS.map((c, i) => [c, values[i]])))}`;
-    rows += 1;
-    if (rows % CHUNK_ROWS === 0) {
-      yield chunk;
-      chunk = "";
+  let last: UsageRow | null = null;
+  for (;;) {
+    const read = await chunkAfter(last);
+    for (const row of read) {
+      const values = [
+        new Date(row.createdAt).toISOString(),
+        row.email ?? "",
+        row.keyName ?? "",
+        row.keyPrefix ?? "",
+        row.model,
+        row.endpoint,
+        row.status,
+        row.promptTokens,
+        row.completionTokens,
+        formatCredits(row.costMicro),
+        row.latencyMs,
+        row.requestId,
+      ] as const;
+      if (format === "csv") chunk += `${values.map(csvField).join(",")}\r\n`;
+      else chunk += `${rows === 0 ? "\n" : ",\n"}${JSON.stringify(Object.fromEntries(USAGE_COLUMNS.map((c, i) => [c, values[i]])))}`;
+      rows += 1;
     }
+    if (read.length < CHUNK_ROWS) break;
+    last = read[read.length - 1];
+    yield chunk;
+    chunk = "";
   }
   if (format === "json") chunk += rows === 0 ? "]\n" : "\n]\n";
   yield chunk;

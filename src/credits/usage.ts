@@ -8,7 +8,7 @@
  */
 import { and, desc, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { requestLog } from "../db/schema";
+import { tablesOf } from "../db/engine";
 
 export interface UsageTotal {
   model: string;
@@ -18,20 +18,21 @@ export interface UsageTotal {
   costMicro: number;
 }
 
-export function recentUsage(db: Db, input: { userId?: number; since: number }): UsageTotal[] {
-  const cost = sql<number>`coalesce(sum(${requestLog.costMicro}), 0)`;
+/** Sums are numbers on both engines (Postgres gives a bigint's sum and count as text). */
+export function recentUsage(db: Db, input: { userId?: number; since: number }): Promise<UsageTotal[]> {
+  const { requestLog } = tablesOf(db);
+  const cost = sql<number>`coalesce(sum(${requestLog.costMicro}), 0)`.mapWith(Number);
   const since = gte(requestLog.createdAt, input.since);
   return db
     .select({
       model: requestLog.model,
-      requests: sql<number>`count(*)`,
-      promptTokens: sql<number>`coalesce(sum(${requestLog.promptTokens}), 0)`,
-      completionTokens: sql<number>`coalesce(sum(${requestLog.completionTokens}), 0)`,
+      requests: sql<number>`count(*)`.mapWith(Number),
+      promptTokens: sql<number>`coalesce(sum(${requestLog.promptTokens}), 0)`.mapWith(Number),
+      completionTokens: sql<number>`coalesce(sum(${requestLog.completionTokens}), 0)`.mapWith(Number),
       costMicro: cost,
     })
     .from(requestLog)
     .where(input.userId === undefined ? since : and(eq(requestLog.userId, input.userId), since))
     .groupBy(requestLog.model)
-    .orderBy(desc(cost))
-    .all();
+    .orderBy(desc(cost));
 }

@@ -7,10 +7,11 @@
  */
 import { desc, eq } from "drizzle-orm";
 import type { AppDeps } from "../deps";
-import { balances, users } from "../db/schema";
-import { createSessionValidator, readSessionCookie } from "../auth/session";
+import { tablesOf } from "../db/engine";
+import { createSessionValidator } from "../auth/session";
+import { readSessionCookie } from "../auth/cookies";
 import { listApiKeys, revokeApiKey } from "../auth/apikey";
-import { createUser, disableUser, enableUser, proveEmail } from "../auth/users";
+import { createUser, disableUser, enableUser, findUserById, proveEmail } from "../auth/users";
 import { getBalance, grantCredits, keySpendSince } from "../credits/ledger";
 import { budgetPeriod, type PolicyChange } from "../auth/key-policy";
 import { createKeyWithinCap, updateKeyPolicy } from "../auth/key-updates";
@@ -37,7 +38,7 @@ export interface Guarded extends SignedIn {
 export type Form = Record<string, string | undefined>;
 
 export interface DashboardAccounts {
-  sessionUser(request: Request): SignedIn | null;
+  sessionUser(request: Request): Promise<SignedIn | null>;
   listKeys(options: { userId?: number }): Promise<KeyView[]>;
   createKey(input: {
     userId: number;
@@ -48,25 +49,26 @@ export interface DashboardAccounts {
   /** With `userId`, only that user's key; without, any (an admin). */
   updateKeyPolicy(keyId: string, change: PolicyChange, options: { userId?: number }): Promise<boolean>;
   revokeKey(keyId: string, options: { userId?: number }): Promise<boolean>;
-  balance(userId: number): number;
-  listUsers(): UserView[];
+  balance(userId: number): Promise<number>;
+  listUsers(): Promise<UserView[]>;
   createUser(input: { email: string; password: string | null; isAdmin: boolean }): Promise<Result<{ id: number }>>;
-  setUserDisabled(userId: number, options: { disabled: boolean }): boolean;
+  setUserDisabled(userId: number, options: { disabled: boolean }): Promise<boolean>;
   /** The admin vouches for the user's address (`modelgate user verify`). */
-  proveEmail(userId: number): "proven" | "already_proven" | "not_found";
-  grantCredits(input: { userId: number; micro: number; note: string | null }): Result<{ balanceMicro: number }>;
+  proveEmail(userId: number): Promise<"proven" | "already_proven" | "not_found">;
+  grantCredits(input: { userId: number; micro: number; note: string | null }): Promise<Result<{ balanceMicro: number }>>;
   outbox(): Promise<OutboxView | null>;
 }
 
 export function createAccounts(deps: AppDeps): DashboardAccounts {
   const { db, now } = deps;
   const validate = createSessionValidator(db, { now, durationMs: deps.config.auth.session_days * 86_400_000 });
-  const userExists = (id: number): boolean => db.select({ id: users.id }).from(users).where(eq(users.id, id)).get() !== undefined;
+  const { balances, users } = tablesOf(db);
+  const userExists = async (id: number): Promise<boolean> => (await findUserById(db, id)) !== null;
   return {
-    sessionUser(request) {
+    async sessionUser(request) {
       const token = readSessionCookie(request);
       if (token === null) return null;
-      const result = validate(token);
+      const result = await validate(token);
       if (!result.ok) return null;
       const s = result.session;
       return { user: { id: s.userId, email: s.email, isAdmin: s.isAdmin }, token };
@@ -98,8 +100,8 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
     balance(userId) {
       return getBalance(db, userId);
     },
-    listUsers() {
-      return db
+    async listUsers() {
+      const rows = await db
         .select({
           id: users.id,
           email: users.email,
@@ -111,24 +113,23 @@ export function createAccounts(deps: AppDeps): DashboardAccounts {
         })
         .from(users)
         .leftJoin(balances, eq(balances.userId, users.id))
-        .orderBy(desc(users.isAdmin), users.email)
-        .all()
-        .map((u) => ({ ...u, balanceMicro: u.balanceMicro ?? 0 }));
+        .orderBy(desc(users.isAdmin), users.email);
+      return rows.map((u) => ({ ...u, balanceMicro: u.balanceMicro ?? 0 }));
     },
     async createUser(input) {
       const created = await createUser(db, { email: input.email, password: input.password ?? undefined, isAdmin: input.isAdmin });
       return "error" in created ? { ok: false, message: capitalise(created.error) } : { ok: true, value: { id: created.id } };
     },
-    setUserDisabled(userId, options) {
-      const result = options.disabled ? disableUser(db, userId, { now: now() }) : enableUser(db, userId);
+    async setUserDisabled(userId, options) {
+      const result = options.disabled ? await disableUser(db, userId, { now: now() }) : await enableUser(db, userId);
       return result !== "not_found";
     },
-    proveEmail(userId) {
-      return userExists(userId) ? proveEmail(db, userId) : "not_found";
+    async proveEmail(userId) {
+      return (await userExists(userId)) ? proveEmail(db, userId) : "not_found";
     },
-    grantCredits(input) {
-      if (!userExists(input.userId)) return { ok: false, message: "No such user." };
-      const balanceMicro = grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
+    async grantCredits(input) {
+      if (!(await userExists(input.userId))) return { ok: false, message: "No such user." };
+      const balanceMicro = await grantCredits(db, { userId: input.userId, micro: input.micro, note: input.note ?? undefined, now: now() });
       if (balanceMicro === null) return { ok: false, message: `The amount is too large: ${PAST_MAX_BALANCE}.` };
       return { ok: true, value: { balanceMicro } };
     },

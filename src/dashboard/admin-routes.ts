@@ -17,8 +17,8 @@ import type { Form, Guarded } from "./accounts";
 interface AdminRoutesDeps {
   deps: AppDeps;
   accounts: DashboardAccounts;
-  guard(request: Request, need: { admin?: boolean }): Guarded | Response;
-  guardForm(request: Request, body: unknown, need: { admin?: boolean }): (Guarded & { form: Form }) | Response;
+  guard(request: Request, need: { admin?: boolean }): Promise<Guarded | Response>;
+  guardForm(request: Request, body: unknown, need: { admin?: boolean }): Promise<(Guarded & { form: Form }) | Response>;
   page(g: Guarded, options: Omit<PageOptions, "user" | "csrf"> & { active?: NavKey }, body: Parameters<typeof renderPage>[1]): Response;
 }
 
@@ -32,7 +32,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
   ): Promise<Response> {
     const oauth = deps.config.auth.github !== undefined || deps.config.auth.google !== undefined;
     const view = {
-      users: accounts.listUsers(),
+      users: await accounts.listUsers(),
       keys: await accounts.listKeys({}),
       outbox: await accounts.outbox(),
       csrf: g.csrf,
@@ -49,8 +49,8 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
   return new Elysia({ name: "modelgate.dashboard.admin" })
     .get(
       "/dashboard/admin",
-      ({ request, query }) => {
-        const g = guard(request, { admin: true });
+      async ({ request, query }) => {
+        const g = await guard(request, { admin: true });
         if (g instanceof Response) return g;
         const notice =
           typeof query.done === "string" ? { kind: "ok" as const, text: Object.hasOwn(ADMIN_NOTICES, query.done) ? ADMIN_NOTICES[query.done] : "Done." } : null;
@@ -63,7 +63,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     .post(
       "/dashboard/admin/users",
       async ({ request, body }) => {
-        const g = guardForm(request, body, { admin: true });
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const email = (g.form.email ?? "").trim();
         const password = g.form.password ?? "";
@@ -77,28 +77,28 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     )
     .post(
       "/dashboard/admin/users/:id/:action",
-      ({ request, body, params }) => {
-        const g = guardForm(request, body, { admin: true });
+      async ({ request, body, params }) => {
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const userId = idOf(params.id);
         const action = params.action;
         if (userId === null || (action !== "disable" && action !== "enable" && action !== "verify"))
           return renderAdmin(g, { kind: "error", text: "Unknown action." }, 404);
         if (action === "verify") {
-          const proven = accounts.proveEmail(userId);
+          const proven = await accounts.proveEmail(userId);
           if (proven === "not_found") return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
           return redirect(`/dashboard/admin?done=${proven === "proven" ? "verify" : "already_proven"}`);
         }
         if (userId === g.user.id) return renderAdmin(g, { kind: "error", text: "You cannot disable yourself." }, 400);
-        if (!accounts.setUserDisabled(userId, { disabled: action === "disable" })) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
+        if (!(await accounts.setUserDisabled(userId, { disabled: action === "disable" }))) return renderAdmin(g, { kind: "error", text: "No such user." }, 404);
         return redirect(`/dashboard/admin?done=${action}`);
       },
       hidden,
     )
     .post(
       "/dashboard/admin/credits",
-      ({ request, body }) => {
-        const g = guardForm(request, body, { admin: true });
+      async ({ request, body }) => {
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const userId = idOf(g.form.user_id ?? "");
         const micro = parseCredits(g.form.amount ?? "");
@@ -107,7 +107,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
         if (userId === null || micro === null) {
           return renderAdmin(g, { kind: "error", text: `Pick a user and an amount such as 12.50: ${AMOUNT_RULE}.` }, 400, { grant: sent });
         }
-        const granted = accounts.grantCredits({ userId, micro, note: g.form.note || null });
+        const granted = await accounts.grantCredits({ userId, micro, note: g.form.note || null });
         if (!granted.ok) return renderAdmin(g, { kind: "error", text: granted.message }, 400, { grant: sent });
         return redirect(`/dashboard/admin?done=credits&user=${userId}`);
       },
@@ -116,7 +116,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     .post(
       "/dashboard/admin/keys/:id/revoke",
       async ({ request, body, params }) => {
-        const g = guardForm(request, body, { admin: true });
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         if (!(await accounts.revokeKey(params.id, {}))) return renderAdmin(g, { kind: "error", text: "No such active key." }, 404);
         return redirect("/dashboard/admin?done=revoked");
@@ -126,7 +126,7 @@ export function adminRoutes({ deps, accounts, guard, guardForm, page }: AdminRou
     .post(
       "/dashboard/admin/keys/:id/policy",
       async ({ request, body, params }) => {
-        const g = guardForm(request, body, { admin: true });
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const change = parsePolicyFlags(policyFlagsOf(g.form));
         if ("error" in change) return renderAdmin(g, { kind: "error", text: policyMessage(change.error) }, 400);

@@ -10,7 +10,9 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { deleteSession, originAllowed, readSessionCookie, serializeCookie, SESSION_COOKIE } from "../auth/session";
+import { deleteSession } from "../auth/session";
+import { readSessionCookie, serializeCookie, SESSION_COOKIE } from "../auth/cookies";
+import { originAllowed } from "../auth/origin-policy";
 import type { DashboardAccounts } from "./accounts";
 import { redirect, renderPage } from "./layout";
 import { refusalMessage, safeNext } from "../auth/refusal";
@@ -25,9 +27,9 @@ export function authPageRoutes(deps: AppDeps, accounts: DashboardAccounts) {
   return new Elysia({ name: "modelgate.dashboard.auth" })
     .get(
       "/dashboard/signin",
-      ({ request, query }) => {
+      async ({ request, query }) => {
         const next = safeNext(query.next);
-        if (accounts.sessionUser(request)) return redirect(next);
+        if (await accounts.sessionUser(request)) return redirect(next);
         const response = renderPage({ title: "Sign in", user: null }, signinPage({ auth, next, error: refusalMessage(query.error, auth) }));
         // A session that ended (expired, signed out elsewhere, user disabled) leaves its cookie, which
         // would get this browser's keyless API calls a 401 instead of the anonymous tier: clear it.
@@ -38,18 +40,18 @@ export function authPageRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     )
     .get(
       "/dashboard/signup",
-      ({ request, query }) => {
+      async ({ request, query }) => {
         const next = safeNext(query.next);
-        if (accounts.sessionUser(request)) return redirect(next);
+        if (await accounts.sessionUser(request)) return redirect(next);
         return renderPage({ title: "Create an account", user: null }, signupPage({ auth, next, error: refusalMessage(query.error, auth) }));
       },
       hidden,
     )
     .get(
       "/setup",
-      ({ query }) => {
+      async ({ query }) => {
         const token = typeof query.token === "string" ? query.token : "";
-        if (!setupTokenValid(deps.db, token, deps.now())) {
+        if (!(await setupTokenValid(deps.db, token, deps.now()))) {
           return renderPage({ title: "Set up modelgate", user: null, status: 404 }, setupLinkInvalidPage(refusalMessage("setup_invalid", auth)!));
         }
         return renderPage({ title: "Set up modelgate", user: null }, setupPage({ token, error: refusalMessage(query.error, auth) }));
@@ -58,11 +60,11 @@ export function authPageRoutes(deps: AppDeps, accounts: DashboardAccounts) {
     )
     .post(
       "/dashboard/signout",
-      ({ request }) => {
+      async ({ request }) => {
         // Another site's post arrives without the (SameSite=Lax) cookie: it must not clear it either.
         if (!originAllowed(request, deps.config.server.public_url)) return redirect("/dashboard");
-        const signed = accounts.sessionUser(request);
-        if (signed) deleteSession(deps.db, signed.token);
+        const signed = await accounts.sessionUser(request);
+        if (signed) await deleteSession(deps.db, signed.token);
         const response = redirect("/dashboard/signin");
         response.headers.append("set-cookie", serializeCookie(SESSION_COOKIE, "", { secure, maxAgeS: 0 }));
         return response;

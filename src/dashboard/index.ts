@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import { createAccounts, type DashboardAccounts, type Form, type Guarded } from "./accounts";
 import { csrfToken, verifyCsrf } from "./csrf";
-import { originAllowed } from "../auth/session";
+import { originAllowed } from "../auth/origin-policy";
 import { requestPath } from "../requests/url";
 import { KEY_NAME_MAX_CHARS, keyNameTooLong } from "../auth/apikey";
 import { html } from "./html";
@@ -35,8 +35,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   const reveals = options.reveals ?? createKeyReveals(deps.now);
 
   /** The signed-in caller, or the response that turns them away. */
-  function guard(request: Request, need: { admin?: boolean } = {}): Guarded | Response {
-    const signed = accounts.sessionUser(request);
+  async function guard(request: Request, need: { admin?: boolean } = {}): Promise<Guarded | Response> {
+    const signed = await accounts.sessionUser(request);
     if (!signed) {
       // A form posted after the session ended goes back to its page, not to the POST-only action,
       // and the sign-in page says it was not acted on.
@@ -55,8 +55,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
   }
 
   /** guard() plus the checks every state-changing form gets. */
-  function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): (Guarded & { form: Form }) | Response {
-    const g = guard(request, need);
+  async function guardForm(request: Request, body: unknown, need: { admin?: boolean } = {}): Promise<(Guarded & { form: Form }) | Response> {
+    const g = await guard(request, need);
     if (g instanceof Response) return g;
     const form: Form = {};
     if (body && typeof body === "object") for (const [key, value] of Object.entries(body)) if (typeof value === "string") form[key] = value;
@@ -99,16 +99,16 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(authPageRoutes(deps, accounts))
     .get(
       "/dashboard",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         return g instanceof Response ? g : redirect("/dashboard/keys");
       },
       hidden,
     )
     .get(
       "/dashboard/models",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(g, { title: "Models", active: "models" }, modelsPage(deps.registry, deps.now()));
       },
@@ -116,8 +116,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/playground",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(
           g,
@@ -129,8 +129,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/keys",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         if (typeof query.created === "string") {
           const created = reveals.take(query.created, g.csrf);
@@ -150,7 +150,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post(
       "/dashboard/keys",
       async ({ request, body }) => {
-        const g = guardForm(request, body);
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         const name = (g.form.name ?? "").trim();
         const choice = EXPIRY_CHOICES.find((c) => c.value === g.form.expires);
@@ -180,7 +180,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post(
       "/dashboard/keys/:id/revoke",
       async ({ request, body, params }) => {
-        const g = guardForm(request, body);
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         if (!(await accounts.revokeKey(params.id, { userId: g.user.id }))) {
           return renderKeys(g, { notice: { kind: "error", text: "No such active key of yours." }, status: 404 });
@@ -192,7 +192,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post(
       "/dashboard/keys/:id/policy",
       async ({ request, body, params }) => {
-        const g = guardForm(request, body);
+        const g = await guardForm(request, body);
         if (g instanceof Response) return g;
         const change = parsePolicyFlags(policyFlagsOf(g.form));
         if ("error" in change) return renderKeys(g, { notice: { kind: "error", text: policyMessage(change.error) }, status: 400 });
@@ -205,15 +205,15 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .use(usageRoutes({ deps, guard, page }))
     .get(
       "/dashboard/usage",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const now = deps.now();
         const since = (Math.floor(now / 86_400_000) - USAGE_DAYS + 1) * 86_400_000;
         const view = {
-          balanceMicro: accounts.balance(g.user.id),
-          daily: dailyUsage(deps.db, { userId: g.user.id, since }),
-          recent: recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
+          balanceMicro: await accounts.balance(g.user.id),
+          daily: await dailyUsage(deps.db, { userId: g.user.id, since }),
+          recent: await recentRequests(deps.db, { userId: g.user.id, limit: 50 }),
           now,
           isAdmin: g.user.isAdmin,
         };
@@ -225,7 +225,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .get(
       "/dashboard/alerts",
       async ({ request, query }) => {
-        const g = guard(request, { admin: true });
+        const g = await guard(request, { admin: true });
         if (g instanceof Response) return g;
         const notice = query.done === "retry" ? { kind: "ok" as const, text: "The dead deliveries will be sent again." } : null;
         return page(g, { title: "Alerts", active: "alerts", notice }, alertsPage(await recentAlerts(deps.db), g.csrf));
@@ -235,7 +235,7 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     .post(
       "/dashboard/alerts/:id/retry",
       async ({ request, body, params }) => {
-        const g = guardForm(request, body, { admin: true });
+        const g = await guardForm(request, body, { admin: true });
         if (g instanceof Response) return g;
         const id = idOf(params.id);
         if (id === null || (await retryDeliveries(deps.db, id, deps.now())) === 0) {
@@ -251,8 +251,8 @@ export function dashboardRoutes(deps: AppDeps, options: { accounts?: DashboardAc
     )
     .get(
       "/dashboard/*",
-      ({ request }) => {
-        const g = guard(request);
+      async ({ request }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         return page(g, { title: "Not found", status: 404 }, html`<p class="card">There is no such page. <a href="/dashboard">Back to the dashboard</a>.</p>`);
       },

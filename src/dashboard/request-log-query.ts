@@ -4,8 +4,10 @@
  * a page costs the same however deep it is. For one user, or everyone (an admin). Only what the
  * log holds: no prompt or answer is ever stored.
  */
+import { desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { USAGE_ROW_QUERY, type UsageRow } from "../credits/usage-export";
+import { tablesOf } from "../db/engine";
+import { selectUsageRows, type UsageRow } from "../credits/usage-export";
 
 export interface RequestLogFilter {
   userId?: number;
@@ -24,26 +26,20 @@ export type RequestLogRow = UsageRow;
 
 export const REQUEST_LOG_PAGE = 50;
 
-export function requestLogPage(db: Db, filter: RequestLogFilter): RequestLogRow[] {
-  const where: string[] = [];
-  const params: Array<string | number> = [];
-  const add = (clause: string, ...values: Array<string | number>): void => {
-    where.push(clause);
-    params.push(...values);
-  };
-  if (filter.userId !== undefined) add("r.user_id = ?", filter.userId);
-  if (filter.keyId) add("r.key_id = ?", filter.keyId);
-  if (filter.model) add("r.model = ?", filter.model);
-  if (filter.endpoint) add("r.endpoint = ?", filter.endpoint);
+export function requestLogPage(db: Db, filter: RequestLogFilter): Promise<RequestLogRow[]> {
+  const { requestLog: r } = tablesOf(db);
+  const where: Array<SQL | undefined> = [];
+  if (filter.userId !== undefined) where.push(eq(r.userId, filter.userId));
+  if (filter.keyId) where.push(eq(r.keyId, filter.keyId));
+  if (filter.model) where.push(eq(r.model, filter.model));
+  if (filter.endpoint) where.push(eq(r.endpoint, filter.endpoint));
   const statusClass = /^([1-5])xx$/.exec(filter.status ?? "");
-  if (statusClass) add("r.status >= ? AND r.status < ?", Number(statusClass[1]) * 100, Number(statusClass[1]) * 100 + 100);
-  else if (/^\d{3}$/.test(filter.status ?? "")) add("r.status = ?", Number(filter.status));
-  if (filter.from !== undefined) add("r.created_at >= ?", filter.from);
-  if (filter.to !== undefined) add("r.created_at < ?", filter.to);
-  if (filter.before !== undefined) add("r.id < ?", filter.before);
-  return db.$client
-    .query<RequestLogRow, Array<string | number>>(
-      `${USAGE_ROW_QUERY} ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY r.id DESC LIMIT ${REQUEST_LOG_PAGE + 1}`,
-    )
-    .all(...params);
+  if (statusClass) where.push(gte(r.status, Number(statusClass[1]) * 100), lt(r.status, Number(statusClass[1]) * 100 + 100));
+  else if (/^\d{3}$/.test(filter.status ?? "")) where.push(eq(r.status, Number(filter.status)));
+  if (filter.from !== undefined) where.push(gte(r.createdAt, filter.from));
+  if (filter.to !== undefined) where.push(lt(r.createdAt, filter.to));
+  if (filter.before !== undefined) where.push(lt(r.id, filter.before));
+  return selectUsageRows(db, where)
+    .orderBy(desc(r.id))
+    .limit(REQUEST_LOG_PAGE + 1);
 }

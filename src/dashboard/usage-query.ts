@@ -5,7 +5,7 @@
  */
 import { and, desc, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { apiKeys, requestLog } from "../db/schema";
+import { tablesOf } from "../db/engine";
 
 export interface DailyUsageRow {
   /** YYYY-MM-DD (UTC). */
@@ -31,9 +31,10 @@ export interface RecentRequest {
   latencyMs: number;
 }
 
-export function dailyUsage(db: Db, options: { userId: number; since: number }): DailyUsageRow[] {
+export async function dailyUsage(db: Db, options: { userId: number; since: number }): Promise<DailyUsageRow[]> {
+  const { requestLog } = tablesOf(db);
   const day = sql<number>`${requestLog.createdAt} / 86400000`;
-  const rows = db
+  const rows = await db
     .select({
       day,
       model: requestLog.model,
@@ -43,8 +44,7 @@ export function dailyUsage(db: Db, options: { userId: number; since: number }): 
     })
     .from(requestLog)
     .where(and(eq(requestLog.userId, options.userId), gte(requestLog.createdAt, options.since)))
-    .groupBy(day, requestLog.model)
-    .all();
+    .groupBy(day, requestLog.model);
   return rows.map((r) => ({
     day: new Date(Number(r.day) * 86_400_000).toISOString().slice(0, 10),
     model: r.model,
@@ -54,7 +54,8 @@ export function dailyUsage(db: Db, options: { userId: number; since: number }): 
   }));
 }
 
-export function recentRequests(db: Db, options: { userId: number; limit: number }): RecentRequest[] {
+export function recentRequests(db: Db, options: { userId: number; limit: number }): Promise<RecentRequest[]> {
+  const { apiKeys, requestLog } = tablesOf(db);
   return db
     .select({
       requestId: requestLog.requestId,
@@ -73,6 +74,5 @@ export function recentRequests(db: Db, options: { userId: number; limit: number 
     .leftJoin(apiKeys, eq(apiKeys.id, requestLog.keyId))
     .where(eq(requestLog.userId, options.userId))
     .orderBy(desc(requestLog.createdAt), desc(requestLog.id))
-    .limit(options.limit)
-    .all();
+    .limit(options.limit);
 }

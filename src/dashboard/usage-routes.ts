@@ -19,7 +19,7 @@ interface Signed {
 
 export interface UsageRoutesDeps<G extends Signed> {
   deps: AppDeps;
-  guard(request: Request): G | Response;
+  guard(request: Request): Promise<G | Response>;
   page(g: G, options: Omit<PageOptions, "user" | "csrf"> & { active?: NavKey }, body: Html): Response;
 }
 
@@ -59,21 +59,21 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
   return new Elysia({ name: "modelgate.dashboard.usage" })
     .get(
       "/dashboard/usage.csv",
-      ({ request, query }) => {
-        const g = guard(request);
+      async ({ request, query }) => {
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const filter = filterOf(g.user, typed(query));
         const chunks = usageChunks(deps.db, filter, "csv");
         const encoder = new TextEncoder();
         // Pulled a chunk at a time as the client reads: a large export is never whole in memory.
         const body = new ReadableStream<Uint8Array>({
-          pull(controller) {
-            const next = chunks.next();
+          async pull(controller) {
+            const next = await chunks.next();
             if (next.done) controller.close();
             else controller.enqueue(encoder.encode(next.value));
           },
-          cancel() {
-            chunks.return(undefined);
+          async cancel() {
+            await chunks.return(undefined);
           },
         });
         const day = new Date(deps.now()).toISOString().slice(0, 10);
@@ -90,12 +90,12 @@ export function usageRoutes<G extends Signed>(options: UsageRoutesDeps<G>) {
     .get(
       "/dashboard/requests",
       async ({ request, query }) => {
-        const g = guard(request);
+        const g = await guard(request);
         if (g instanceof Response) return g;
         const q = typed(query);
         const before = typeof query.before === "string" && /^\d{1,15}$/.test(query.before) ? Number(query.before) : undefined;
         const filter = { ...filterOf(g.user, q), before };
-        const rows = requestLogPage(deps.db, filter);
+        const rows = await requestLogPage(deps.db, filter);
         const more = rows.length > REQUEST_LOG_PAGE;
         const shown = more ? rows.slice(0, REQUEST_LOG_PAGE) : rows;
         const keys = await listApiKeys(deps.db, { userId: filter.userId });

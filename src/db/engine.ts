@@ -88,3 +88,16 @@ export async function transact<T>(db: Db, work: (tx: Db) => Promise<T>): Promise
   );
   return run;
 }
+
+/**
+ * True when `err` is a unique (or primary key) constraint refusing a row, on either engine, raw or
+ * wrapped by Drizzle (which puts the driver's error in `cause` on Postgres): bun:sqlite's codes
+ * SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY, Bun.sql's SQLSTATE 23505 in `errno`.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const { code, errno } = e as { code?: unknown; errno?: unknown };
+    if (code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" || errno === "23505" || code === "23505") return true;
+  }
+  return false;
+}

@@ -3,7 +3,8 @@
  * `writeAll` (which runs them in one transaction) once the turn's I/O callbacks have run, and each
  * caller's promise settles when it returns: with the item's result, or, when it throws, with that
  * error for every item of the group. Under load many requests share one commit instead of paying
- * one each; a request alone waits one turn. `writeAll` returns one result per item, in order.
+ * one each; a request alone waits one turn. `writeAll` returns one result per item, in order:
+ * at once on SQLite, or as a promise on Postgres (one statement or transaction for the group).
  */
 export type GroupCommit<I, O> = (item: I) => Promise<O>;
 
@@ -13,19 +14,23 @@ interface Waiting<I, O> {
   reject: (error: unknown) => void;
 }
 
-export function groupPerTurn<I, O>(writeAll: (items: I[]) => O[]): GroupCommit<I, O> {
+export function groupPerTurn<I, O>(writeAll: (items: I[]) => O[] | Promise<O[]>): GroupCommit<I, O> {
   let group: Array<Waiting<I, O>> = [];
   const commit = (): void => {
     const taken = group;
     group = [];
-    let results: O[];
+    const fail = (error: unknown): void => {
+      for (const waiting of taken) waiting.reject(error);
+    };
+    const succeed = (results: O[]): void => taken.forEach((waiting, i) => waiting.resolve(results[i]!));
+    let results: O[] | Promise<O[]>;
     try {
       results = writeAll(taken.map((waiting) => waiting.item));
     } catch (error) {
-      for (const waiting of taken) waiting.reject(error);
-      return;
+      return fail(error);
     }
-    taken.forEach((waiting, i) => waiting.resolve(results[i]!));
+    if (Array.isArray(results)) succeed(results);
+    else results.then(succeed, fail);
   };
   return (item) =>
     new Promise<O>((resolve, reject) => {

@@ -16,10 +16,11 @@ import { backoffDelay } from "../backoff";
 
 export interface WriteBehind<T> {
   push(row: T): void;
-  flush(): void;
+  /** Writes what is queued: at once on SQLite; on Postgres the promise ends with the attempt. */
+  flush(): void | Promise<void>;
   /** Flushes once at the end of this event-loop turn, shared by every caller in it; resolves after that attempt, written or not. */
   flushSoon(): Promise<void>;
-  close(): void;
+  close(): void | Promise<void>;
   /** Stops the timer and writes what is queued, trying again every RETRY_MS for up to `ms`; returns the rows still unwritten. */
   closeWithin(ms: number): Promise<T[]>;
   /** When writes began failing (the first failed attempt of the current run), or null while they work. */
@@ -44,7 +45,7 @@ export interface WriteBehindOptions<T> {
   random?: () => number;
 }
 
-export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteBehindOptions<T>): WriteBehind<T> {
+export function createWriteBehind<T>(write: (rows: T[]) => void | Promise<void>, options: WriteBehindOptions<T>): WriteBehind<T> {
   const maxBatch = options.maxBatch ?? 500;
   const maxKept = options.maxKept ?? Infinity;
   const intervalMs = options.intervalMs ?? 250;
@@ -68,66 +69,93 @@ export function createWriteBehind<T>(write: (rows: T[]) => void, options: WriteB
     options.accept?.(fresh);
     pending = pending.length === 0 ? fresh : pending.concat(fresh);
   };
-  const writePending = (): void => {
+  const written = (): void => {
+    if (failures > 0) report(`written again after ${failures} failed attempt(s)`);
+    failures = 0;
+    firstFailureAt = null;
+  };
+  const failed = (rows: T[], err: unknown): void => {
+    failures += 1;
+    firstFailureAt ??= now();
+    retryAt = now() + backoffDelay(failures, { firstMs: intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
+    if (!options.keepFailed) return report(`write failed, ${rows.length} row(s) dropped`, err);
+    // Ahead of what was accepted while the write was in flight (none on SQLite).
+    const kept = pending.length === 0 ? rows : rows.concat(pending);
+    pending = kept.length > maxKept ? kept.slice(kept.length - maxKept) : kept;
+    if (failures === 1) report(`write failed, ${rows.length} row(s) kept to retry`, err);
+    if (kept.length > pending.length) report(`write still failing, ${kept.length - pending.length} oldest row(s) dropped (at most ${maxKept} are kept)`, err);
+  };
+  /** The write in flight on Postgres, and the one attempt queued after it: batches never overlap. */
+  let inFlight: Promise<void> | null = null;
+  let next: Promise<void> | null = null;
+  const writePending = (): void | Promise<void> => {
+    if (inFlight !== null) {
+      next ??= inFlight.then(() => {
+        next = null;
+        if (now() >= retryAt) return writePending();
+      });
+      return next;
+    }
     if (pending.length === 0) return;
     const rows = pending;
     pending = [];
+    let attempt: void | Promise<void>;
     try {
-      write(rows);
-      if (failures > 0) report(`written again after ${failures} failed attempt(s)`);
-      failures = 0;
-      firstFailureAt = null;
+      attempt = write(rows);
     } catch (err) {
-      failures += 1;
-      firstFailureAt ??= now();
-      retryAt = now() + backoffDelay(failures, { firstMs: intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
-      if (!options.keepFailed) return report(`write failed, ${rows.length} row(s) dropped`, err);
-      pending = rows.length > maxKept ? rows.slice(rows.length - maxKept) : rows;
-      if (failures === 1) report(`write failed, ${rows.length} row(s) kept to retry`, err);
-      if (rows.length > pending.length) report(`write still failing, ${rows.length - pending.length} oldest row(s) dropped (at most ${maxKept} are kept)`, err);
+      return failed(rows, err);
     }
+    if (attempt === undefined) return written();
+    inFlight = attempt
+      .then(written, (err: unknown) => failed(rows, err))
+      .finally(() => {
+        inFlight = null;
+      });
+    return inFlight;
   };
-  const flush = (): void => {
+  const flush = (): void | Promise<void> => {
     take();
-    if (now() >= retryAt) writePending();
+    if (now() >= retryAt) return writePending();
   };
   let soon: Promise<void> | null = null;
   const flushSoon = (): Promise<void> => {
     soon ??= new Promise<void>((resolve) =>
       setImmediate(() => {
         soon = null;
+        let attempt: Promise<void> | undefined;
         try {
-          flush();
+          attempt = flush() ?? undefined;
         } finally {
-          resolve();
+          if (attempt === undefined) resolve();
         }
+        attempt?.then(resolve, resolve);
       }),
     );
     return soon;
   };
-  const timer = setInterval(flush, intervalMs);
+  const timer = setInterval(() => void flush(), intervalMs);
   timer.unref?.();
   return {
     push(row) {
       // On reaching maxBatch, not past it; a write in backoff waits for its time, not for more rows.
-      if (queue.push(row) === maxBatch) queueMicrotask(flush);
+      if (queue.push(row) === maxBatch) queueMicrotask(() => void flush());
     },
     flush,
     flushSoon,
     close() {
       clearInterval(timer);
       take();
-      writePending();
+      return writePending();
     },
     async closeWithin(ms) {
       clearInterval(timer);
       const deadline = Date.now() + ms;
       take();
-      writePending();
+      await writePending();
       while (pending.length > 0 && Date.now() < deadline) {
         await Bun.sleep(RETRY_MS);
         take();
-        writePending();
+        await writePending();
       }
       return pending;
     },

@@ -24,7 +24,7 @@ const MAX_KEPT = 100_000;
 export interface RequestSinkParts {
   observe: ((record: RequestRecord) => void) | null;
   logLines: (records: RequestRecord[]) => void;
-  insert: (records: RequestRecord[]) => void;
+  insert: (records: RequestRecord[]) => void | Promise<void>;
 }
 
 export function createRequestSink(parts: RequestSinkParts): WriteBehind<RequestRecord> {

@@ -11,6 +11,8 @@
  * (once per distinct message, not every interval while an upstream stays down) and the recovery.
  * An upstream that does not answer yet (started after the gateway) is polled again soon: after
  * 1 s, doubling up to discover_interval_s, then every interval once it answers.
+ * With `shared` (processes sharing a database), a process polls only while it leads; meanwhile it
+ * follows, reading what the leader remembered every FOLLOW_MS (or the interval, if shorter).
  */
 import type { UpstreamConfig } from "../config/schema";
 import { backoffDelay } from "../backoff";
@@ -114,24 +116,39 @@ const FIRST_RETRY_MS = 1_000;
 export interface DiscoveryOptions {
   log?: Log;
   /** Called after each successful poll with the upstream's discovered ids (to remember them). */
-  discovered?: (upstream: string, ids: string[]) => void;
+  discovered?: (upstream: string, ids: string[]) => Promise<void> | void;
+  /** One discovering process among several (./remembered-routes.ts): asked before each poll. */
+  shared?: {
+    leads(): Promise<boolean>;
+    follow(upstream: UpstreamConfig): Promise<void>;
+  };
 }
+
+/** How often a follower reads the leader's routes. */
+const FOLLOW_MS = 5_000;
 
 /** Polls every discovering upstream, at once and then on its schedule; returns a stop function. */
 export function startDiscovery(registry: ModelRegistry, upstreams: UpstreamConfig[], options: DiscoveryOptions = {}): { ready: Promise<void>; stop(): void } {
   const log = options.log ?? serviceLog;
   const timers = new Map<string, Timer>();
   let stopped = false;
-  const poll = async (upstream: UpstreamConfig, failedBefore: number): Promise<void> => {
-    const ok = await discoverOnce(registry, upstream, log);
-    if (stopped) return; // the database may be closed by now
-    if (ok) options.discovered?.(upstream.name, registry.discoveredIds(upstream.name));
-    const intervalMs = upstream.discover_interval_s * 1000;
-    const failures = ok ? 0 : failedBefore + 1;
-    const delay = ok ? intervalMs : backoffDelay(failures, { firstMs: FIRST_RETRY_MS, maxMs: intervalMs });
+  const later = (upstream: UpstreamConfig, failures: number, delay: number): void => {
     const timer = setTimeout(() => void poll(upstream, failures), delay);
     timer.unref?.();
     timers.set(upstream.name, timer);
+  };
+  const poll = async (upstream: UpstreamConfig, failedBefore: number): Promise<void> => {
+    const intervalMs = upstream.discover_interval_s * 1000;
+    if (options.shared && !(await options.shared.leads())) {
+      await options.shared.follow(upstream).catch(() => {});
+      if (!stopped) later(upstream, 0, Math.min(FOLLOW_MS, intervalMs));
+      return;
+    }
+    const ok = await discoverOnce(registry, upstream, log);
+    if (stopped) return; // the database may be closed by now
+    if (ok) await options.discovered?.(upstream.name, registry.discoveredIds(upstream.name));
+    const failures = ok ? 0 : failedBefore + 1;
+    later(upstream, failures, ok ? intervalMs : backoffDelay(failures, { firstMs: FIRST_RETRY_MS, maxMs: intervalMs }));
   };
   const ready = Promise.all(upstreams.filter((u) => u.discover).map((u) => poll(u, 0))).then(() => {});
   return {

@@ -72,7 +72,8 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
           },
         );
       }
-      adapter.checkRoute?.(body, route);
+      const checked = adapter.checkRoute?.(body, route);
+      if (checked) await checked;
       handled = true;
       return await handleCall(deps, {
         request,

@@ -35,7 +35,7 @@ export function createModelCaller(current: () => AppDeps): (call: ModelCall) => 
     const request = new Request(IN_PROCESS_URL, { method: "POST", signal: AbortSignal.timeout(call.timeoutMs) });
     try {
       chatAdapter.check(body);
-      chatAdapter.checkRoute?.(body, route);
+      await chatAdapter.checkRoute?.(body, route);
       const response = await handleCall(
         { ...deps, gate },
         {

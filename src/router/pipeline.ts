@@ -51,7 +51,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
   // One function, so the hot path pays for no extra async frame: anything unexpected below is
   // settled as a 500 on its way out (the finish calls before each throw make this a no-op).
   try {
-    adapter.admitted?.(ctx.body, admission.identity);
+    const checked = adapter.admitted?.(ctx.body, admission.identity);
+    if (checked) await checked;
     if (adapter.answerLocally !== undefined && !route.targets.every((target) => servesNatively(adapter, target)))
       return await answeredLocally(served, adapter.answerLocally(ctx.body));
     const completion = adapter.answer === "completion";
@@ -140,7 +141,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       recordTargetComplete(target, deps.now());
       if (client.goneNow()) throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs + performance.now() - bodyStartedAt);
       // Only an answer that is whole and will be delivered is paid for (SpendAuth claims it now).
-      if (reply.status < 300) admission.answered?.();
+      if (reply.status < 300) {
+        const written = admission.answered?.();
+        if (written) await written;
+      }
       // An upstream's refusal of the request (400 context too long, 404, 422) reaches the client as
       // it came, less the gateway's credentials for that upstream, should the upstream echo them.
       if (reply.status >= 400) text = withoutSecrets(text, upstream.secrets);
@@ -150,8 +154,10 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
         (reply.status < 300 ? estimatedUsage(ctx, Math.ceil(text.length / 4), deps.config.routing.default_max_tokens) : null);
       served.finish(outcome(done, reply.status, usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
       if (served.committed) await served.committed;
-      if (reply.status < 300 && adapter.transformWhole) text = adapter.transformWhole(text, ctx.body, target);
-      else if (reply.status >= 400 && adapter.transformError) text = adapter.transformError(text, reply.status);
+      if (reply.status < 300 && adapter.transformWhole) {
+        const transformed = adapter.transformWhole(text, ctx.body, target);
+        text = typeof transformed === "string" ? transformed : await transformed;
+      } else if (reply.status >= 400 && adapter.transformError) text = adapter.transformError(text, reply.status);
       return new Response(text, { status: reply.status, headers });
     }
     if (client.goneNow()) {
@@ -159,7 +165,8 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
       throw unrelayable(ERROR_STATUS.client_closed_request, NOT_DELIVERED, forwarded.upstreamMs);
     }
     // A stream (events or audio) is claimed as it begins, while the authorization still holds, however long it runs.
-    admission.answered?.();
+    const written = admission.answered?.();
+    if (written) await written;
     if (bytes) return relayedBytes(deps, served, forwarded, headers, done);
     headers["cache-control"] = "no-cache";
     const stream = relaySse(early === null ? reply.body() : new Response(early).body!, {

@@ -61,9 +61,9 @@ export function createResponseReader(deps: AppDeps): ResponseReader {
     if (admission instanceof GatewayError) return refused(admission, refusedIdentity(admission, request));
     const owner = responseOwner(admission.identity);
     store ??= createResponseStore(deps.db, { maxBytes: deps.config.server.response_store_max_bytes, now: deps.now });
-    let stored: ReturnType<ResponseStore["get"]>;
+    let stored: Awaited<ReturnType<ResponseStore["get"]>>;
     try {
-      stored = owner === null ? null : store.get(id, owner);
+      stored = owner === null ? null : await store.get(id, owner);
     } catch (err) {
       // The database refused the read: settled and recorded as the 500 the app renders.
       admission.settle({ usage: null, status: 500, upstream: null, latencyMs: performance.now() - startedAt });

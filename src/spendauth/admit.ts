@@ -3,8 +3,9 @@
  * createSpendAuth returns the Gate's hook; every denial is a GatewayError value. Checks, in order:
  *   1 parse  2 binding (operator, serviceId)  3 time  4 price (402 says how much)
  *   5 signature (EIP-712 recovery; with no rpc_url the signer must be in allowed_signers)
- *   6 replay: (commitment, nonce) recorded atomically in SQLite, committed before the upstream is
- *     called; the records of one event-loop turn share one commit (../db/group-commit.ts); with
+ *   6 replay: (commitment, nonce) recorded atomically in the database, committed before the upstream
+ *     is called (on Postgres the primary key decides between replicas); the records of one
+ *     event-loop turn share one commit (../db/group-commit.ts); with
  *     `[cluster] redis_url`, in Redis too (./shared-nonces.ts), and Redis unreachable is a 503
  *   7 with rpc_url, the account: it exists and the signer is its spending key
  *   8 rate limit per commitment (after 7: a forged header cannot use up someone's limit)
@@ -22,11 +23,13 @@ import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import { enqueueSettlement, type SettlementWriter } from "./settlements";
+import { enqueueSettlement } from "./settlements";
+import type { SettlementWriter } from "./settlement-writer";
 import type { AccountReader } from "./chain";
 import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
 import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
-import { createNonceStore, type NonceStore, type Recorded } from "./nonces";
+import type { NonceStore, Recorded } from "./nonce-store";
+import { createNonceStore } from "./nonces";
 import type { SharedNonceClaim, SharedNonces } from "./shared-nonces";
 import { groupPerTurn } from "../db/group-commit";
 import { Reservations } from "./reservations";
@@ -75,7 +78,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const unitsPerCredit = BigInt(cfg.units_per_credit);
   const nonces = deps.nonces ?? createNonceStore(deps.db);
   const releaseNonce = (claim: SharedNonceClaim): void => {
-    nonces.release(claim.commitment, claim.nonce, deps.now());
+    void nonces.release(claim.commitment, claim.nonce, deps.now());
     deps.sharedNonces?.release(claim);
   };
   const record = groupPerTurn(nonces.recordAll);
@@ -129,7 +132,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (deps.sharedNonces) {
       const claimed = await deps.sharedNonces.claim(claim).catch(() => null);
       if (claimed !== true) {
-        nonces.release(commitment, nonce, deps.now());
+        void nonces.release(commitment, nonce, deps.now());
         return claimed === false
           ? replay()
           : new GatewayError(
@@ -188,12 +191,19 @@ function admission(
 ): Admission {
   const nonce = auth.nonce.toString();
   let settled = false;
-  const queue = (): void => {
+  const failed = (err: unknown): void => {
+    log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+  };
+  /** The settlement row written, or a promise of its commit (Postgres); never rejects. */
+  const queue = (): Promise<void> | undefined => {
     try {
-      if (deps.settlements) deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() });
-      else enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+      const written = deps.settlements
+        ? deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() })
+        : enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
+      return written?.catch(failed);
     } catch (err) {
-      log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+      failed(err);
+      return undefined;
     }
   };
   return {
@@ -206,7 +216,7 @@ function admission(
     answered() {
       if (settled) return;
       settled = true;
-      queue();
+      return queue();
     },
     settle(outcome) {
       if (settled) return;
@@ -217,14 +227,11 @@ function admission(
         // held (served, or still in flight) would leave that one unclaimable. It is settled
         // instead: the client signed it, and chose to send the next before this one ended. Not so
         // a replacement of a dead one: the later ones already waited on this nonce before it.
-        if (delivered || (!ctx.replacing && ctx.reservations.holdsAfter(auth.commitment, auth.nonce))) {
-          queue();
-        } else {
-          ctx.reservations.remove(auth.commitment, nonce);
-          ctx.release();
-        }
+        if (delivered || (!ctx.replacing && ctx.reservations.holdsAfter(auth.commitment, auth.nonce))) return queue();
+        ctx.reservations.remove(auth.commitment, nonce);
+        ctx.release();
       } catch (err) {
-        log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
+        failed(err);
       }
     },
   };

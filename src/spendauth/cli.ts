@@ -22,12 +22,12 @@ export const settlementsCommand = command(
     const opened = await ctx.openDb();
     try {
       if (sub === "list") {
-        const rows = listSettlements(opened.db, { state: state as SettlementState | undefined, limit: 1000 });
+        const rows = await listSettlements(opened.db, { state: state as SettlementState | undefined, limit: 1000 });
         if (ctx.args.flags.has("json")) {
           ctx.print(JSON.stringify(rows, null, 2));
           return 0;
         }
-        const counts = settlementCounts(opened.db);
+        const counts = await settlementCounts(opened.db);
         ctx.print(SETTLEMENT_STATES.map((s) => `${s} ${counts[s]}`).join("  "));
         const table = [["ID", "STATE", "COMMITMENT", "NONCE", "AMOUNT", "ATTEMPTS", "TX / LAST ERROR"]];
         for (const row of rows) {
@@ -38,7 +38,7 @@ export const settlementsCommand = command(
         for (const line of formatTable(table)) ctx.print(line);
         return 0;
       }
-      if (!retrySettlement(opened.db, retryId, Date.now())) {
+      if (!(await retrySettlement(opened.db, retryId, Date.now()))) {
         ctx.print(`settlement ${retryId} is not dead (or does not exist, or its client's newer authorization for the nonce is being served); nothing to retry`);
         return 1;
       }

@@ -1,7 +1,8 @@
 /**
- * Replay protection for SpendAuth: each (commitment, nonce) is recorded in SQLite in one
- * transaction before a request is served (a record already there is a replay, but for the dead
- * case below), so of any number of concurrent uses of one authorization exactly one wins, across
+ * Replay protection for SpendAuth: each (commitment, nonce) is recorded in the database (SQLite
+ * here, Postgres in ./nonces-pg.ts) in one transaction, committed before the upstream is called
+ * (a record already there is a replay, but for the dead case below), so of any number of
+ * concurrent uses of one authorization exactly one wins, across replicas and
  * restarts too. Records are kept until the
  * authorization's expiry plus the skew allowance (after that the time check refuses it anyway).
  * A record is released only when its request was refused or nothing was served, so the client can
@@ -20,42 +21,11 @@
  * still be served again.
  */
 import { brieflyLocked, type Db } from "../db/client";
+import { postgresOf } from "../db/engine";
 import { EXPIRY_SKEW_S } from "./header";
+import type { NonceRecord, NonceStore, Recorded } from "./nonce-store";
+import { createPostgresNonceStore } from "./nonces-pg";
 import { deadUnauthorized } from "./settlements";
-
-/** How a record was taken: a nonce not seen before, or one whose served authorization went dead unauthorized. */
-export type Recorded = "new" | "replacing";
-
-interface NonceRecord {
-  commitment: string;
-  nonce: string;
-  keepUntilMs: number;
-}
-
-export interface NonceStore {
-  /**
-   * Records (commitment, nonce) for an authorization kept until `keepUntilMs`: "new" when it was
-   * not seen before; "replacing" when it was last recorded for an authorization whose settlement
-   * went dead unauthorized and this one is kept longer (the record now holds this one); null when
-   * it is taken (a replay).
-   */
-  record(commitment: string, nonce: string, keepUntilMs: number): Recorded | null;
-  /** Each as record() takes it, in one transaction, in order (of two uses of one nonce, the first wins). */
-  recordAll(records: NonceRecord[]): Array<Recorded | null>;
-  /**
-   * Gives back a record this admission took, nothing having been served on it: to the
-   * authorization its settlement row holds while that one can still pass the time check (a
-   * replacement refused; the row retried meanwhile), else deleted.
-   */
-  release(commitment: string, nonce: string, nowMs: number): void;
-  /** Deletes records whose authorization can no longer pass the time check; returns how many. */
-  prune(nowMs: number): number;
-  /**
-   * At start-up, before serving: deletes records no settlement row claims, and gives records a
-   * replacement took back to their dead row (its own row was never written); returns how many.
-   */
-  forgetUnsettled(): number;
-}
 
 /** The settlement row `s` went dead before its spend was authorized on-chain: its nonce is unused there. */
 const DEAD_UNAUTHORIZED = deadUnauthorized("s");
@@ -74,6 +44,8 @@ function rowKeepUntil(commitment: string, nonce: string, skew: string, options: 
  * request gets a 503), a refused prune throws (tried again later), a refused release is dropped.
  */
 export function createNonceStore(db: Db): NonceStore {
+  const pg = postgresOf(db);
+  if (pg) return createPostgresNonceStore(pg);
   const sqlite = db.$client;
   const skewS = Number(EXPIRY_SKEW_S);
   /** The keep-until of the authorization in the settlement row of (?1 commitment, ?2 nonce); ?3 is the skew. */
@@ -111,13 +83,21 @@ export function createNonceStore(db: Db): NonceStore {
     if (insert.run(commitment, nonce, keepUntilMs).changes === 1) return deadRow.get(commitment, nonce) === null ? "new" : "replacing";
     return retake.run(commitment, nonce, skewS, keepUntilMs).changes === 1 ? "replacing" : null;
   };
+  const record = brieflyLocked(sqlite, sqlite.transaction(recordOne));
+  const recordAll = brieflyLocked(
+    sqlite,
+    sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs))),
+  );
+  const prune = brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes);
+  const forgetUnsettled = brieflyLocked(
+    sqlite,
+    sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes),
+  );
+  // Committed when each call returns, as SQLite's statements are synchronous; async for Postgres' sake.
   return {
-    record: brieflyLocked(sqlite, sqlite.transaction(recordOne)),
-    recordAll: brieflyLocked(
-      sqlite,
-      sqlite.transaction((records: NonceRecord[]) => records.map((r) => recordOne(r.commitment, r.nonce, r.keepUntilMs))),
-    ),
-    release: (commitment, nonce, nowMs) => {
+    record: async (commitment, nonce, keepUntilMs) => record(commitment, nonce, keepUntilMs),
+    recordAll: async (records) => recordAll(records),
+    release: async (commitment, nonce, nowMs) => {
       try {
         releaseBriefly(commitment, nonce, nowMs);
       } catch {
@@ -125,10 +105,7 @@ export function createNonceStore(db: Db): NonceStore {
         // authorization cannot be sent again; the client signs a new one.
       }
     },
-    prune: brieflyLocked(sqlite, (nowMs: number) => expired.run(nowMs).changes),
-    forgetUnsettled: brieflyLocked(
-      sqlite,
-      sqlite.transaction(() => unsettled.run().changes + replacedUnwritten.run(skewS).changes),
-    ),
+    prune: async (nowMs) => prune(nowMs),
+    forgetUnsettled: async () => forgetUnsettled(),
   };
 }

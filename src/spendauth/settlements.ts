@@ -4,10 +4,11 @@
  * authorization has expired (the contract refuses expired ones). Plain functions over a db
  * handle, shared by the worker, /api/status and the CLI.
  */
-import { and, asc, desc, eq, inArray, lte, not, or, sql } from "drizzle-orm";
-import { brieflyLocked, type Db } from "../db/client";
-import { createWriteBehind } from "../db/write-behind";
-import { settlements } from "../db/schema";
+import type { SQL } from "bun";
+import { and, asc, count, desc, eq, inArray, lte, not, or, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { postgresOf, tablesOf } from "../db/engine";
+import type { settlements } from "../db/schema";
 import { authorizationToJson, EXPIRY_SKEW_S, type SpendAuthorization } from "./header";
 import type { Reservations } from "./reservations";
 
@@ -15,67 +16,62 @@ export type SettlementState = "pending" | "authorized" | "done" | "dead";
 export const SETTLEMENT_STATES: SettlementState[] = ["pending", "authorized", "done", "dead"];
 export type SettlementRow = typeof settlements.$inferSelect;
 
+/** One served authorization to record. */
+export interface ServedAuthorization {
+  auth: SpendAuthorization;
+  requestId: string | null;
+  at: number;
+}
+
 /**
  * Records a served authorization. A second record of the same authorization is ignored. A new
  * authorization for a (commitment, nonce) whose earlier one expired unclaimed (never authorized
  * on-chain, so the nonce is still unused there) replaces it: the earlier one can never be
  * claimed, the new one can; dropping the new one would leave a served request never paid for.
  */
-export function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): void {
+export async function enqueueSettlement(db: Db, auth: SpendAuthorization, requestId: string | null, nowMs: number): Promise<void> {
+  const pg = postgresOf(db);
+  if (pg) await insertSettlements(pg, [{ auth, requestId, at: nowMs }]);
+  else insertSettlement(db, { auth, requestId, at: nowMs });
+}
+
+/** The conflict rule of enqueueSettlement, in SQL both engines take. */
+const REPLACE_DEAD_UNCLAIMED = `ON CONFLICT (commitment, nonce) DO UPDATE SET amount = excluded.amount, expiry = excluded.expiry,
+  "authorization" = excluded."authorization", request_id = excluded.request_id, created_at = excluded.created_at,
+  state = 'pending', attempts = 0, next_attempt_at = 0, last_error = NULL, updated_at = excluded.created_at
+WHERE settlements.auth_hash IS NULL AND settlements.state IN ('pending', 'dead') AND settlements.expiry < excluded.expiry`;
+
+export function insertSettlement(db: Db, row: ServedAuthorization): void {
+  const { auth } = row;
   db.$client
     .query(
-      `INSERT INTO settlements (commitment, nonce, amount, expiry, authorization, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (commitment, nonce) DO UPDATE SET amount = excluded.amount, expiry = excluded.expiry,
-         authorization = excluded.authorization, request_id = excluded.request_id, created_at = excluded.created_at,
-         state = 'pending', attempts = 0, next_attempt_at = 0, last_error = NULL, updated_at = excluded.created_at
-       WHERE settlements.auth_hash IS NULL AND settlements.state IN ('pending', 'dead') AND settlements.expiry < excluded.expiry`,
+      `INSERT INTO settlements (commitment, nonce, amount, expiry, "authorization", request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ${REPLACE_DEAD_UNCLAIMED}`,
     )
-    .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), requestId, nowMs);
-}
-
-interface ServedAuthorization {
-  auth: SpendAuthorization;
-  requestId: string | null;
-  at: number;
-}
-
-export interface SettlementWriter {
-  /** Writes a served authorization at once; one the database refuses is kept and written behind. */
-  push(served: ServedAuthorization): void;
-  /** Writes what is kept now (the worker, before it reads the table). */
-  flush(): void;
-  /** Writes what is kept, retrying for up to `ms` while the database refuses; returns how many are still unwritten. */
-  closeWithin(ms: number): Promise<number>;
+    .run(auth.commitment, auth.nonce.toString(), auth.amount.toString(), Number(auth.expiry), authorizationToJson(auth), row.requestId, row.at);
 }
 
 /**
- * Served authorizations, each written before its answer goes out (the router calls answered()
- * first): at the next start a nonce without a row is given back to its client (nonces.ts
- * forgetUnsettled), so a row written behind and lost to a kill would let the answered header be
- * served a second time, and never be claimed. A write waits only a moment for a lock held
- * elsewhere; a row the database refuses is kept and written later, never dropped while the server
- * runs (a lost row is a payment the operator never claims).
+ * One multi-row statement on Postgres. Postgres refuses a statement that updates one row twice,
+ * so of several rows for one (commitment, nonce) only the one SQLite's row-by-row inserts would
+ * leave is sent: the first, or a later one that replaces it (a later expiry).
  */
-export function createSettlementWriter(db: Db, options: { now?: () => number } = {}): SettlementWriter {
-  const writeOne = brieflyLocked(db.$client, (row: ServedAuthorization) => enqueueSettlement(db, row.auth, row.requestId, row.at));
-  const write = brieflyLocked(
-    db.$client,
-    db.$client.transaction((rows: ServedAuthorization[]) => {
-      for (const row of rows) enqueueSettlement(db, row.auth, row.requestId, row.at);
-    }),
-  );
-  const kept = createWriteBehind<ServedAuthorization>(write, { label: "spend_auth settlements", intervalMs: 250, keepFailed: true, now: options.now });
-  return {
-    push(served) {
-      try {
-        writeOne(served);
-      } catch {
-        kept.push(served);
-      }
-    },
-    flush: kept.flush,
-    closeWithin: async (ms) => (await kept.closeWithin(ms)).length,
-  };
+export async function insertSettlements(sql: SQL, rows: ServedAuthorization[]): Promise<void> {
+  const kept = new Map<string, ServedAuthorization>();
+  for (const row of rows) {
+    const key = `${row.auth.commitment}:${row.auth.nonce}`;
+    const earlier = kept.get(key);
+    if (!earlier || earlier.auth.expiry < row.auth.expiry) kept.set(key, row);
+  }
+  const values = [...kept.values()].map(({ auth, requestId, at }) => ({
+    commitment: auth.commitment,
+    nonce: auth.nonce.toString(),
+    amount: auth.amount.toString(),
+    expiry: Number(auth.expiry),
+    authorization: authorizationToJson(auth),
+    request_id: requestId,
+    created_at: at,
+  }));
+  await sql`INSERT INTO settlements ${sql(values, "commitment", "nonce", "amount", "expiry", "authorization", "request_id", "created_at")} ${sql.unsafe(REPLACE_DEAD_UNCLAIMED)}`;
 }
 
 /** SQL: the settlement row `alias` went dead before its spend was authorized on-chain, so its nonce is unused there. */
@@ -84,7 +80,8 @@ export function deadUnauthorized(alias: string): string {
 }
 
 /** Rows the worker may work on now, oldest nonce of each commitment first. */
-export function readySettlements(db: Db, nowMs: number, limit: number): SettlementRow[] {
+export function readySettlements(db: Db, nowMs: number, limit: number): Promise<SettlementRow[]> {
+  const { settlements } = tablesOf(db);
   // The contract takes a commitment's nonces in order: a pending row waits while an earlier one of
   // its commitment waits out a backoff, or lies dead unauthorized until its client signs it again
   // (tried anyway, it would fail, and its failures would count towards dead). Earlier ones ready
@@ -105,35 +102,34 @@ export function readySettlements(db: Db, nowMs: number, limit: number): Settleme
       ),
     )
     .orderBy(asc(settlements.commitment), asc(sql`length(${settlements.nonce})`), asc(settlements.nonce))
-    .limit(limit)
-    .all();
+    .limit(limit);
 }
 
-export function updateSettlement(
+export async function updateSettlement(
   db: Db,
   id: number,
   change: Partial<Pick<SettlementRow, "state" | "attempts" | "nextAttemptAt" | "lastError" | "authHash" | "txHash">>,
   nowMs: number,
-): void {
-  db.update(settlements)
+): Promise<void> {
+  const { settlements } = tablesOf(db);
+  await db
+    .update(settlements)
     .set({ ...change, updatedAt: nowMs })
-    .where(eq(settlements.id, id))
-    .run();
+    .where(eq(settlements.id, id));
 }
 
-export function listSettlements(db: Db, options: { state?: SettlementState; limit?: number } = {}): SettlementRow[] {
+export function listSettlements(db: Db, options: { state?: SettlementState; limit?: number } = {}): Promise<SettlementRow[]> {
+  const { settlements } = tablesOf(db);
   const query = db.select().from(settlements);
   const filtered = options.state ? query.where(eq(settlements.state, options.state)) : query;
-  return filtered
-    .orderBy(desc(settlements.id))
-    .limit(options.limit ?? 100)
-    .all();
+  return filtered.orderBy(desc(settlements.id)).limit(options.limit ?? 100);
 }
 
-export function settlementCounts(db: Db): Record<SettlementState, number> {
+export async function settlementCounts(db: Db): Promise<Record<SettlementState, number>> {
+  const { settlements } = tablesOf(db);
   const counts: Record<SettlementState, number> = { pending: 0, authorized: 0, done: 0, dead: 0 };
-  const rows = db.$client.prepare("SELECT state, count(*) AS n FROM settlements GROUP BY state").all() as Array<{ state: SettlementState; n: number }>;
-  for (const row of rows) counts[row.state] = row.n;
+  const rows = await db.select({ state: settlements.state, n: count() }).from(settlements).groupBy(settlements.state);
+  for (const row of rows) counts[row.state] = Number(row.n);
   return counts;
 }
 
@@ -142,18 +138,27 @@ export function settlementCounts(db: Db): Record<SettlementState, number> {
  * a newer authorization of its client holds the nonce (a replacement being served: claimed now, the
  * dead one would take the nonce from it, and it would be served for nothing).
  */
-export function retrySettlement(db: Db, id: number, nowMs: number): boolean {
-  const result = db.$client
-    .prepare(`UPDATE settlements SET state = CASE WHEN auth_hash IS NULL THEN 'pending' ELSE 'authorized' END, attempts = 0, next_attempt_at = 0, updated_at = ?
-      WHERE id = ? AND state = 'dead' AND NOT EXISTS (SELECT 1 FROM spend_nonces n WHERE n.commitment = settlements.commitment AND n.nonce = settlements.nonce
-        AND n.expires_at > (settlements.expiry + ${Number(EXPIRY_SKEW_S)}) * 1000)`)
-    .run(nowMs, id);
-  return result.changes === 1;
+export async function retrySettlement(db: Db, id: number, nowMs: number): Promise<boolean> {
+  const { settlements } = tablesOf(db);
+  const replacementHeld = sql`EXISTS (SELECT 1 FROM spend_nonces n WHERE n.commitment = ${settlements.commitment} AND n.nonce = ${settlements.nonce}
+    AND n.expires_at > (${settlements.expiry} + ${Number(EXPIRY_SKEW_S)}) * 1000)`;
+  const retried = await db
+    .update(settlements)
+    .set({
+      state: sql`CASE WHEN ${settlements.authHash} IS NULL THEN 'pending' ELSE 'authorized' END`,
+      attempts: 0,
+      nextAttemptAt: 0,
+      updatedAt: nowMs,
+    })
+    .where(and(eq(settlements.id, id), eq(settlements.state, "dead"), not(replacementHeld)))
+    .returning({ id: settlements.id });
+  return retried.length === 1;
 }
 
 /** At start-up: amounts served but not yet deducted on-chain count against their accounts again. */
-export function loadReservations(db: Db, reservations: Reservations): number {
-  const rows = db.select().from(settlements).where(eq(settlements.state, "pending")).all();
+export async function loadReservations(db: Db, reservations: Reservations): Promise<number> {
+  const { settlements } = tablesOf(db);
+  const rows = await db.select().from(settlements).where(eq(settlements.state, "pending"));
   for (const row of rows) reservations.add(row.commitment, row.nonce, BigInt(row.amount), row.expiry);
   return rows.length;
 }

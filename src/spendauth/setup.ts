@@ -1,11 +1,14 @@
 /**
  * Wires SpendAuth for the server: the verification hook for the Gate, the chain client (with
- * rpc_url), the settlement worker (with operator_key), nonce pruning, and the /api/status
- * section. Config problems are ConfigErrors naming the key, raised before the server listens.
+ * rpc_url), the settlement worker (with operator_key; one process at a time holds its lease
+ * where several share the database), nonce pruning, and the /api/status section. Config problems
+ * are ConfigErrors naming the key, raised before the server listens.
  */
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
+import { createLease, processHolder } from "../db/lease";
+import { keepLease } from "../db/lease-keeper";
 import { IdentifiedDenial, type SpendAuthHook } from "../auth/types";
 import type { GatewayError } from "../errors";
 import type { RateDecision, RateLimiter } from "../ratelimit/types";
@@ -16,14 +19,15 @@ import { createSpendAuth, spendAuthIdentity, spendAuthMode, type SpendRateLimit 
 import { createNonceStore } from "./nonces";
 import { Reservations } from "./reservations";
 import { cachedAccountReader, createAccountReader, createPublic, createSettler, operatorKeyAddress, type AccountReader } from "./chain";
-import { createSettlementWriter, loadReservations, settlementCounts, type SettlementWriter } from "./settlements";
+import { loadReservations, settlementCounts } from "./settlements";
+import { createSettlementWriter, type SettlementWriter } from "./settlement-writer";
 import { startSettlementWorker, type SettlementWorker } from "./worker";
 
 export interface SpendAuthRuntime {
   hook: SpendAuthHook;
   mode: ReturnType<typeof spendAuthMode>;
   settling: boolean;
-  statusSection: () => Record<string, unknown>;
+  statusSection: () => Promise<Record<string, unknown>>;
   worker: SettlementWorker | null;
   /** Served authorizations, written to the settlements table as they are answered. */
   settlements: SettlementWriter;
@@ -40,9 +44,13 @@ export interface SpendAuthSetupOptions {
   /** `[cluster] redis_url`'s connection: replay records are kept there too, for every replica. */
   redis?: RedisCommands;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  /** This process among those sharing the database (../db/lease.ts processHolder by default). */
+  holder?: string;
 }
 
 const PRUNE_INTERVAL_MS = 60_000;
+/** The settlement worker's lease: renewed every 10 s, taken over 30 s after its holder died. */
+const WORKER_LEASE_MS = 30_000;
 
 /** `spend_auth.operator_key` must control `spend_auth.operator` (only the named operator can claim); `config check` asks this too. */
 export function checkOperatorKey(cfg: Config["spend_auth"]): void {
@@ -56,13 +64,13 @@ export function checkOperatorKey(cfg: Config["spend_auth"]): void {
   }
 }
 
-export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime {
+export async function setupSpendAuth(options: SpendAuthSetupOptions): Promise<SpendAuthRuntime> {
   const cfg = options.config.spend_auth;
   const mode = spendAuthMode(options.config);
   checkOperatorKey(cfg);
   const nonces = createNonceStore(options.db);
   try {
-    const forgotten = nonces.forgetUnsettled();
+    const forgotten = await nonces.forgetUnsettled();
     if (forgotten > 0)
       options.log(
         "warn",
@@ -75,7 +83,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
   }
   const settlements = createSettlementWriter(options.db, { now: options.now });
   const reservations = new Reservations();
-  loadReservations(options.db, reservations);
+  await loadReservations(options.db, reservations);
   let accounts: AccountReader | undefined;
   let worker: SettlementWorker | null = null;
   if (mode === "chain") {
@@ -90,6 +98,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     );
     if (cfg.operator_key) {
       const settler = createSettler(client, { ...chainOptions, operatorKey: cfg.operator_key });
+      const workerLease = { ttlMs: WORKER_LEASE_MS, now: options.now };
       worker = startSettlementWorker({
         db: options.db,
         settler,
@@ -100,6 +109,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
         maxAttempts: cfg.settle_max_attempts,
         log: options.log,
         beforeTick: settlements.flush,
+        lease: keepLease(createLease(options.db, "settlement-worker", { ...workerLease, holder: options.holder ?? processHolder() }), workerLease),
       });
     }
   }
@@ -116,11 +126,9 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
   });
   const pruner = setInterval(() => {
     reservations.sweep(options.now());
-    try {
-      nonces.prune(options.now());
-    } catch (error) {
+    nonces.prune(options.now()).catch((error: unknown) => {
       options.log("warn", "spend_auth: nonce prune put off, the database refused it", { error: String((error as Error)?.message ?? error) });
-    }
+    });
   }, PRUNE_INTERVAL_MS);
   pruner.unref?.();
   return {
@@ -129,7 +137,7 @@ export function setupSpendAuth(options: SpendAuthSetupOptions): SpendAuthRuntime
     settling: worker !== null,
     worker,
     settlements,
-    statusSection: () => ({ spend_auth: { mode, settling: worker !== null, settlements: settlementCounts(options.db) } }),
+    statusSection: async () => ({ spend_auth: { mode, settling: worker !== null, settlements: await settlementCounts(options.db) } }),
     async stop() {
       clearInterval(pruner);
       const unwritten = await settlements.closeWithin(options.config.server.shutdown_grace_ms);

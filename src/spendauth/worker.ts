@@ -6,8 +6,12 @@
  * spend_auth.settle_max_attempts, or once the authorization has expired, the row is dead.
  * Before resubmitting, the worker asks the contract what already happened (a receipt can be
  * lost), so a restart or a retry never pays twice: the contract itself refuses a double claim.
+ * Where several processes share the database, one works at a time: the holder of the
+ * "settlement-worker" lease (../db/lease-keeper.ts); the others skip their ticks meanwhile, and
+ * the holder stops between rows once it no longer holds it.
  */
 import type { Db } from "../db/client";
+import type { LeaseKeeper } from "../db/lease-keeper";
 import { backoffDelay } from "../backoff";
 import type { SpendAuthorization } from "./header";
 import type { Reservations } from "./reservations";
@@ -18,7 +22,9 @@ import { readySettlements, updateSettlement, type SettlementRow } from "./settle
 export interface SettlementWorkerOptions {
   db: Db;
   /** Runs before each tick: writes the served authorizations the database refused earlier (SettlementWriter.flush). */
-  beforeTick?: () => void;
+  beforeTick?: () => Promise<void> | undefined;
+  /** The singleton's lease when processes share the database; the worker ticks only while it holds it. */
+  lease?: LeaseKeeper;
   settler: Settler;
   reservations: Reservations;
   /** The admission's cached account reads: an authorized spend changes the balance they kept. */
@@ -32,8 +38,9 @@ export interface SettlementWorkerOptions {
 }
 
 export interface SettlementWorker {
-  /** Works through every ready row once; resolves when done (tests and shutdown call it). */
+  /** Works through every ready row once (nothing without the lease); resolves to how many were settled. */
   runOnce(): Promise<number>;
+  /** Stops ticking, waits for a tick under way, and releases the lease. */
   stop(): Promise<void>;
 }
 
@@ -44,10 +51,12 @@ export function startSettlementWorker(options: SettlementWorkerOptions): Settlem
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
 
-  const runOnce = (): Promise<number> => {
-    options.beforeTick?.();
-    return (running ??= tick(options).finally(() => (running = null)));
-  };
+  const runOnce = (): Promise<number> =>
+    (running ??= (async () => {
+      await options.beforeTick?.();
+      if (options.lease && !(await options.lease.renew())) return 0;
+      return tick(options);
+    })().finally(() => (running = null)));
   const schedule = (): void => {
     if (stopped) return;
     timer = setTimeout(
@@ -66,15 +75,18 @@ export function startSettlementWorker(options: SettlementWorkerOptions): Settlem
       stopped = true;
       if (timer) clearTimeout(timer);
       if (running) await running.catch(() => 0);
+      await options.lease?.stop();
     },
   };
 }
 
 async function tick(options: SettlementWorkerOptions): Promise<number> {
-  const rows = readySettlements(options.db, options.now(), 50);
+  const rows = await readySettlements(options.db, options.now(), 50);
   const blocked = new Set<string>();
   let settled = 0;
   for (const row of rows) {
+    // Another process may hold the lease by now: it reads the rows afresh.
+    if (options.lease && !options.lease.holds()) break;
     if (blocked.has(row.commitment)) continue;
     const ok = await settleRow(options, row);
     if (ok) settled += 1;
@@ -103,14 +115,14 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
       const existing = await settler.getSpendAuth(authHash);
       if (existing.amount === 0n) await settler.authorizeSpend(auth);
       state = "authorized";
-      updateSettlement(db, row.id, { state, authHash, lastError: null }, now());
+      await updateSettlement(db, row.id, { state, authHash, lastError: null }, now());
       // The spend is now in the on-chain balance: it must not be counted again from a kept read.
       options.reservations.remove(row.commitment, row.nonce);
       options.accounts?.forget?.(row.commitment);
     }
     const pending = await settler.getSpendAuth(authHash);
     const txHash = pending.claimed ? row.txHash : await settler.claimPayment(authHash);
-    updateSettlement(db, row.id, { state: "done", authHash, txHash, lastError: null }, now());
+    await updateSettlement(db, row.id, { state: "done", authHash, txHash, lastError: null }, now());
     options.log("info", "settlement: claimed", { id: row.id, commitment: row.commitment, nonce: row.nonce, amount: row.amount, tx: txHash });
     return true;
   } catch (err) {
@@ -128,11 +140,11 @@ async function settleRow(options: SettlementWorkerOptions, row: SettlementRow): 
   }
 }
 
-function fail(options: SettlementWorkerOptions, row: SettlementRow, error: string, how: { dead: boolean }): boolean {
+async function fail(options: SettlementWorkerOptions, row: SettlementRow, error: string, how: { dead: boolean }): Promise<boolean> {
   const attempts = row.attempts + 1;
   const dead = how.dead || attempts >= options.maxAttempts;
   const backoff = backoffDelay(attempts, { firstMs: options.intervalMs, maxMs: MAX_BACKOFF_MS, random: options.random });
-  updateSettlement(
+  await updateSettlement(
     options.db,
     row.id,
     { state: dead ? "dead" : row.state, authHash: row.authHash, attempts, nextAttemptAt: options.now() + backoff, lastError: error },

@@ -23,13 +23,13 @@ describe("disableUser / enableUser", () => {
     const ann = await t.user("ann@example.com");
     const bob = await t.user("bob@example.com");
     const key = await t.key(ann.id);
-    const cookie = `mg_session=${t.session(ann.id)}`;
-    const bobCookie = `mg_session=${t.session(bob.id)}`;
+    const cookie = `mg_session=${await t.session(ann.id)}`;
+    const bobCookie = `mg_session=${await t.session(bob.id)}`;
     const auth = { authorization: `Bearer ${key}` };
     expect((await t.chat(HI, auth)).status).toBe(200);
 
-    expect(disableUser(t.deps.db, ann.id, { now: t.clock.now })).toBe("disabled");
-    expect(findUserById(t.deps.db, ann.id)!.disabledAt).toBe(t.clock.now);
+    expect(await disableUser(t.deps.db, ann.id, { now: t.clock.now })).toBe("disabled");
+    expect((await findUserById(t.deps.db, ann.id))!.disabledAt).toBe(t.clock.now);
     const refused = await t.chat(HI, auth);
     expect(refused.status).toBe(401);
     expect((await jsonOf(refused)).error.message).toContain("disabled");
@@ -38,15 +38,15 @@ describe("disableUser / enableUser", () => {
     expect((await t.request("/auth/me", { headers: { cookie: bobCookie } })).status).toBe(200);
 
     t.clock.advance(1000);
-    expect(disableUser(t.deps.db, ann.id, { now: t.clock.now })).toBe("already_disabled");
-    expect(findUserById(t.deps.db, ann.id)!.disabledAt).toBe(t.clock.now - 1000);
+    expect(await disableUser(t.deps.db, ann.id, { now: t.clock.now })).toBe("already_disabled");
+    expect((await findUserById(t.deps.db, ann.id))!.disabledAt).toBe(t.clock.now - 1000);
 
-    expect(enableUser(t.deps.db, ann.id)).toBe("enabled");
-    expect(enableUser(t.deps.db, ann.id)).toBe("already_enabled");
+    expect(await enableUser(t.deps.db, ann.id)).toBe("enabled");
+    expect(await enableUser(t.deps.db, ann.id)).toBe("already_enabled");
     expect((await t.chat(HI, auth)).status).toBe(200);
     expect((await t.request("/auth/me", { headers: { cookie } })).status).toBe(401);
-    expect(disableUser(t.deps.db, 999)).toBe("not_found");
-    expect(enableUser(t.deps.db, 999)).toBe("not_found");
+    expect(await disableUser(t.deps.db, 999)).toBe("not_found");
+    expect(await enableUser(t.deps.db, 999)).toBe("not_found");
   });
 });
 

@@ -91,7 +91,7 @@ describe("sign-in without JavaScript", () => {
   test("throttling and a disabled account are explained on the page; JSON callers keep JSON", async () => {
     const pages = withPages();
     const ann = await t.user("ann@example.com", { password: PASSWORD });
-    disableUser(t.deps.db, ann.id);
+    await disableUser(t.deps.db, ann.id);
     const wrong = await pages.post("/auth/login", { email: "ann@example.com", password: "not it" });
     expect(wrong.headers.get("location")).toBe("/dashboard/signin?error=credentials");
     const right = await pages.post("/auth/login", { email: "ann@example.com", password: PASSWORD });
@@ -172,7 +172,7 @@ describe("sign-up without JavaScript", () => {
 describe("first-run setup page", () => {
   test("is the dashboard's layout; refusals come back to it; a dead link never shows a token", async () => {
     const pages = withPages();
-    const token = new URL(issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost:8080" })!).searchParams.get("token")!;
+    const token = new URL((await issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost:8080" }))!).searchParams.get("token")!;
     const page = await pages.get(`/setup?token=${token}`);
     expect(page.status).toBe(200);
     expect(page.headers.get("x-frame-options")).toBe("DENY");

@@ -16,7 +16,7 @@ afterEach(() => {
 /** A user with 1,000 credits and a key with `policy`. */
 async function keyWith(app: AuthTestApp, policy: PolicyChange): Promise<{ userId: number; key: string; keyId: string; auth: Record<string, string> }> {
   const user = await app.user(`k${Math.random()}@example.com`);
-  grantCredits(app.deps.db, { userId: user.id, micro: 1_000_000_000, now: app.clock.now - 1 });
+  await grantCredits(app.deps.db, { userId: user.id, micro: 1_000_000_000, now: app.clock.now - 1 });
   const key = await app.key(user.id, policy);
   return { userId: user.id, key, keyId: (await resolveKeyId(app.deps.db, key))!, auth: { authorization: `Bearer ${key}` } };
 }
@@ -59,7 +59,7 @@ describe("budget", () => {
     expect(body.error.code).toBe("budget_exceeded");
     expect(body.error.resets_at).toBe("2026-06-17T00:00:00.000Z");
     expect(body.error.message).toContain("per day");
-    const spent = keySpendSince(t.deps.db, keyId, Date.UTC(2026, 5, 16));
+    const spent = await keySpendSince(t.deps.db, keyId, Date.UTC(2026, 5, 16));
     expect(spent).toBeGreaterThan(0);
     expect(spent).toBeLessThanOrEqual(budget);
     expect(body.error.spent).toBe((spent / 1e6).toFixed(6));
@@ -77,10 +77,10 @@ describe("budget", () => {
       const statuses = await Promise.all(Array.from({ length: 50 }, () => t!.chat(body, auth).then(statusOf)));
       expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
       expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
-      const spent = keySpendSince(t.deps.db, keyId, 0);
+      const spent = await keySpendSince(t.deps.db, keyId, 0);
       expect(spent).toBeGreaterThan(0);
       expect(spent).toBeLessThanOrEqual(budget);
-      expect(getBalance(t.deps.db, userId)).toBe(1_000_000_000 - spent);
+      expect(await getBalance(t.deps.db, userId)).toBe(1_000_000_000 - spent);
     });
   }
 
@@ -92,7 +92,7 @@ describe("budget", () => {
     const { keyId, auth } = await keyWith(t, { budgetMicro: budget, budgetPeriod: "month" });
     expect(await statusOf(await t.chat(body, auth))).toBe(200);
     expect(t.upstream.requests.at(-1)!.body.max_tokens).toBeLessThan(1_000);
-    expect(keySpendSince(t.deps.db, keyId, 0)).toBeLessThanOrEqual(budget);
+    expect(await keySpendSince(t.deps.db, keyId, 0)).toBeLessThanOrEqual(budget);
   });
 });
 

@@ -247,12 +247,12 @@ describe("provider servers and failures", () => {
       "INSERT INTO oauth_accounts (provider, provider_user_id, user_id, created_at) VALUES ('github', '7', ?1, 1), ('google', 'g7', ?1, 1)",
       [user.id],
     );
-    expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(2);
+    expect(await stampLegacyLinks(t.deps.db, t.deps.config)).toBe(2);
     expect(t.deps.db.$client.query("SELECT provider FROM oauth_accounts ORDER BY provider").all()).toEqual([
       { provider: `github ${provider.url}` },
       { provider: `google ${provider.url}` },
     ]);
-    expect(stampLegacyLinks(t.deps.db, t.deps.config)).toBe(0);
+    expect(await stampLegacyLinks(t.deps.db, t.deps.config)).toBe(0);
     provider.account = { id: "7", email: "someone-else@example.com", verified: true };
     expect(await signedInEmail((await signIn("github")).callback)).toBe("old@example.com");
   });

@@ -19,7 +19,7 @@ beforeAll(async () => {
   const user = await t.user("alice@example.com");
   const admin = await t.user("root@example.com", { isAdmin: true });
   const disabled = await t.user("gone@example.com");
-  grantCredits(t.deps.db, { userId: user.id, micro: 10_000_000 });
+  await grantCredits(t.deps.db, { userId: user.id, micro: 10_000_000 });
   const valid = await t.key(user.id);
   const expired = await t.key(user.id, { expiresAt: t.clock.now - 1 });
   const revoked = await t.key(user.id);
@@ -29,9 +29,9 @@ beforeAll(async () => {
     .where(eq(apiKeys.keyHash, sha256Hex(revoked)))
     .run();
   const disabledKey = await t.key(disabled.id);
-  const disabledSession = t.session(disabled.id);
+  const disabledSession = await t.session(disabled.id);
   t.deps.db.update(users).set({ disabledAt: t.clock.now }).where(eq(users.id, disabled.id)).run();
-  const session = t.session(user.id);
+  const session = await t.session(user.id);
   const tampered = session.slice(0, -1) + (session.endsWith("a") ? "b" : "a");
   const badChecksum = valid.slice(0, -1) + (valid.endsWith("a") ? "b" : "a");
   const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -52,7 +52,7 @@ beforeAll(async () => {
     "disabled user's session": cookie(disabledSession),
     "valid key": bearer(valid),
     "valid session": cookie(session),
-    "admin session": cookie(t.session(admin.id)),
+    "admin session": cookie(await t.session(admin.id)),
     "payment signature, SpendAuth off": { "x-payment-signature": JSON.stringify({ commitment: "0x01", amount: "1" }) },
   });
   secrets = [valid, expired, revoked, badChecksum, tampered, session, disabledKey];

@@ -9,7 +9,6 @@ import { openDatabase } from "../../src/db/client";
 import { createUser, setPassword } from "../../src/auth/users";
 import { normalizeEmail } from "../../src/auth/email";
 import { hashPassword } from "../../src/auth/password";
-import { deleteUserSessions } from "../../src/auth/session";
 import { createSession, createSessionValidator, pruneEndedSessions } from "../../src/auth/session";
 import { buildIdentities } from "../../src/auth/identities";
 import { buildConfig } from "../../src/config/load";
@@ -129,7 +128,7 @@ describe("password sign-in", () => {
     const verify = Bun.password.verify;
     const spy = spyOn(Bun.password, "verify").mockImplementation((password, hash) => {
       t.deps.db.$client.query("UPDATE users SET password_hash = ? WHERE id = ?").run(newHash, ann.id);
-      deleteUserSessions(t.deps.db, ann.id);
+      t.deps.db.$client.query("DELETE FROM sessions WHERE user_id = ?").run(ann.id);
       return verify(password, hash);
     });
     try {
@@ -253,7 +252,7 @@ describe("password sign-in", () => {
     for (let i = 0; i < 6; i++) statuses.push((await signup(i % 2 ? "Ann@Example.com" : "ann@example.com")).status);
     expect(statuses).toEqual([400, 400, 400, 400, 400, 429]);
     expect((await signup("bob@example.com")).status).toBe(400);
-    const token = new URL(issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" })!).searchParams.get("token")!;
+    const token = new URL((await issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" }))!).searchParams.get("token")!;
     const setup = () => t.request("/setup", json({ token, email: "victim@example.com", password: "short" }));
     const setupStatuses: number[] = [];
     for (let i = 0; i < 6; i++) setupStatuses.push((await setup()).status);
@@ -262,7 +261,7 @@ describe("password sign-in", () => {
 
   test("setup answers a JSON caller as sign-up does: the administrator, signed in, and no device token", async () => {
     t = buildAuthApp();
-    const token = new URL(issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" })!).searchParams.get("token")!;
+    const token = new URL((await issueSetupLink(t.deps.db, { now: t.clock.now, publicUrl: "http://localhost" }))!).searchParams.get("token")!;
     const created = await t.request("/setup", json({ token, email: "Root@Example.com", password: "long enough" }));
     expect(created.status).toBe(200);
     const body = await jsonOf(created);
@@ -336,7 +335,7 @@ describe("session lifetime", () => {
   test("sliding expiry is written at most once an hour; an idle session expires", async () => {
     t = buildAuthApp({ auth: { session_days: 30 } });
     const user = await t.user("ann@example.com");
-    const cookie = `mg_session=${t.session(user.id)}`;
+    const cookie = `mg_session=${await t.session(user.id)}`;
     const created = expiresOf(t);
     const me = () => t.request("/auth/me", { headers: { cookie } });
     t.clock.advance(59 * 60_000);
@@ -356,14 +355,14 @@ describe("session lifetime", () => {
     const { db, sqlite, close, user } = await databaseWithUser("ann@example.com");
     const day = 86_400_000;
     const now = 1_800_000_000_000;
-    const before = createSession(db, { userId: user.id, now, durationMs: 30 * day });
-    const after = createSession(db, { userId: user.id, now, durationMs: day });
+    const before = await createSession(db, { userId: user.id, now, durationMs: 30 * day });
+    const after = await createSession(db, { userId: user.id, now, durationMs: day });
     const validate = createSessionValidator(db, { now: () => now + 60_000, durationMs: day });
-    expect(validate(before.token)).toEqual({ ok: false, message: "The session has expired; sign in again" });
-    expect(validate(after.token).ok).toBe(true);
+    expect(await validate(before.token)).toEqual({ ok: false, message: "The session has expired; sign in again" });
+    expect((await validate(after.token)).ok).toBe(true);
     expect(sqlite.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 1 });
     // A clock set back by less than an hour ends nothing.
-    expect(createSessionValidator(db, { now: () => now - 50 * 60_000, durationMs: day })(after.token).ok).toBe(true);
+    expect((await createSessionValidator(db, { now: () => now - 50 * 60_000, durationMs: day })(after.token)).ok).toBe(true);
     close();
   });
 
@@ -371,18 +370,18 @@ describe("session lifetime", () => {
     const { db, sqlite, close, user } = await databaseWithUser("ann@example.com");
     const day = 86_400_000;
     const now = 1_800_000_000_000;
-    const expired = createSession(db, { userId: user.id, now: now - 2 * day, durationMs: day });
-    const slidLonger = createSession(db, { userId: user.id, now, durationMs: 30 * day });
-    const live = createSession(db, { userId: user.id, now: now - 3_600_000, durationMs: day });
-    expect(pruneEndedSessions(db, { now, durationMs: day })).toBe(2);
+    const expired = await createSession(db, { userId: user.id, now: now - 2 * day, durationMs: day });
+    const slidLonger = await createSession(db, { userId: user.id, now, durationMs: 30 * day });
+    const live = await createSession(db, { userId: user.id, now: now - 3_600_000, durationMs: day });
+    expect(await pruneEndedSessions(db, { now, durationMs: day })).toBe(2);
     const validate = createSessionValidator(db, { now: () => now, durationMs: day });
-    expect(validate(live.token).ok).toBe(true);
-    expect([validate(expired.token).ok, validate(slidLonger.token).ok]).toEqual([false, false]);
+    expect((await validate(live.token)).ok).toBe(true);
+    expect([(await validate(expired.token)).ok, (await validate(slidLonger.token)).ok]).toEqual([false, false]);
     expect(sqlite.query("SELECT count(*) AS n FROM sessions").get()).toEqual({ n: 1 });
     close();
     // The server prunes on its own, soon after start and then hourly.
     const { db: served, sqlite: servedSql, close: closeServed, user: owner } = await databaseWithUser("bob@example.com");
-    createSession(served, { userId: owner.id, now: now - 2 * day, durationMs: day });
+    await createSession(served, { userId: owner.id, now: now - 2 * day, durationMs: day });
     const { config } = buildConfig({ auth: { session_days: 1 } }, { env: {} });
     const identities = buildIdentities({ db: served, config, now: () => now, firstSessionPruneMs: 0 });
     expect(await eventually(() => (servedSql.query("SELECT count(*) AS n FROM sessions").get() as { n: number }).n === 0)).toBe(true);
@@ -396,7 +395,7 @@ describe("session lifetime", () => {
     const user = await createUser(db, { email: "lock@example.com" });
     if ("error" in user) throw new Error(user.error);
     let now = Date.UTC(2026, 5, 16);
-    const { token } = createSession(db, { userId: user.id, now, durationMs: 86_400_000 });
+    const { token } = await createSession(db, { userId: user.id, now, durationMs: 86_400_000 });
     const validate = createSessionValidator(db, { now: () => now, durationMs: 86_400_000 });
     const expiry = () => (db.$client.query("SELECT expires_at AS at FROM sessions").get() as { at: number }).at;
     const created = expiry();
@@ -404,12 +403,12 @@ describe("session lifetime", () => {
     const other = new Database(join(dir, "modelgate.db"));
     other.run("BEGIN IMMEDIATE");
     const started = performance.now();
-    const locked = validate(token);
+    const locked = await validate(token);
     expect(performance.now() - started).toBeLessThan(1_000);
     expect(locked).toMatchObject({ ok: true, session: { expiresAt: created } });
     other.run("COMMIT");
     other.close();
-    expect(validate(token)).toMatchObject({ ok: true, session: { expiresAt: now + 86_400_000 } });
+    expect(await validate(token)).toMatchObject({ ok: true, session: { expiresAt: now + 86_400_000 } });
     expect(expiry()).toBe(now + 86_400_000);
     close();
   });
@@ -417,7 +416,7 @@ describe("session lifetime", () => {
   test("a session's state-changing request from the other scheme of this host is refused, as on the dashboard", async () => {
     t = buildAuthApp();
     const admin = await t.user("root@example.com", { isAdmin: true });
-    const cookie = `mg_session=${t.session(admin.id)}`;
+    const cookie = `mg_session=${await t.session(admin.id)}`;
     await t.user("ann@example.com");
     // Host as a browser sends it: the request arrives over http for http://localhost.
     const grant = (origin: string) => t.request("/api/admin/credits", json({ email: "ann@example.com", amount: "1" }, { cookie, origin, host: "localhost" }));
@@ -431,7 +430,7 @@ describe("session lifetime", () => {
   test("sign-out deletes the session and clears the cookie", async () => {
     t = buildAuthApp();
     const user = await t.user("ann@example.com");
-    const cookie = `mg_session=${t.session(user.id)}`;
+    const cookie = `mg_session=${await t.session(user.id)}`;
     const out = await t.request("/auth/logout", { method: "POST", headers: { cookie } });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toMatch(/^mg_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0/);

@@ -29,7 +29,7 @@ export interface AuthTestApp {
   chat(body: unknown, headers?: Record<string, string>): Promise<Response>;
   user(email: string, options?: { password?: string; isAdmin?: boolean }): Promise<User>;
   key(userId: number, options?: { expiresAt?: number } & PolicyChange): Promise<string>;
-  session(userId: number): string;
+  session(userId: number): Promise<string>;
   close(): void;
 }
 
@@ -102,7 +102,7 @@ export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
       return created;
     },
     key: async (userId, { expiresAt, ...policy } = {}) => (await createApiKey(db, { userId, name: "test", now: clock.now, expiresAt, policy })).key,
-    session: (userId) => createSession(db, { userId, now: clock.now, durationMs: config.auth.session_days * 86_400_000 }).token,
+    session: async (userId) => (await createSession(db, { userId, now: clock.now, durationMs: config.auth.session_days * 86_400_000 })).token,
     close() {
       identities.close();
       upstream.stop();
@@ -125,7 +125,7 @@ export function leastToServe(body: unknown = HELLO): number {
 /** A new user granted `micro` credits (none for 0) and an API key: a paying caller. */
 export async function payingUser(t: AuthTestApp, micro: number): Promise<{ userId: number; auth: Record<string, string> }> {
   const user = await t.user(`payer${Math.random()}@example.com`);
-  if (micro > 0) grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
+  if (micro > 0) await grantCredits(t.deps.db, { userId: user.id, micro, now: t.clock.now - 1 });
   return { userId: user.id, auth: { authorization: `Bearer ${await t.key(user.id)}` } };
 }
 

@@ -21,12 +21,12 @@ const HOLD_LOCK = `
   db.run("COMMIT");
 `;
 
-async function whileAnotherProcessWrites<T>(file: string, change: () => T): Promise<T> {
+async function whileAnotherProcessWrites<T>(file: string, change: () => Promise<T>): Promise<T> {
   const other = Bun.spawn([process.execPath, "-e", HOLD_LOCK, file], { stdout: "pipe", stderr: "inherit" });
   const reader = other.stdout.getReader();
   const { value } = await reader.read(); // "locked"
   expect(new TextDecoder().decode(value)).toContain("locked");
-  const result = change();
+  const result = await change();
   expect(await other.exited).toBe(0);
   return result;
 }

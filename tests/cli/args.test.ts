@@ -8,7 +8,7 @@ import { runCli } from "../../src/cli/index";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseExpiry } from "../../src/cli/users";
+import { parseExpiry } from "../../src/cli/expiry";
 import { formatTable } from "../../src/cli/table";
 import { keyName } from "../../src/auth/apikey";
 import { openDatabase } from "../../src/db/client";
@@ -117,9 +117,9 @@ describe("user add --admin", () => {
       expect(String(error.mock.calls.at(-1)?.[0])).toContain(
         "boss@example.com was made by a password sign-up, which does not prove the address; it is not made an administrator",
       );
-      expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(false);
+      expect((await findUserByEmail(opened.db, "boss@example.com"))?.isAdmin).toBe(false);
       expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
-      expect(findUserByEmail(opened.db, "made@example.com")?.isAdmin).toBe(true);
+      expect((await findUserByEmail(opened.db, "made@example.com"))?.isAdmin).toBe(true);
       expect(String(printed.mock.calls.at(-1)?.[0])).toBe("made@example.com already existed; it is now an administrator");
       // Again: nothing to promote, and said so (regression: "it is now an administrator" a second time).
       expect(await runCli(["user", "add", "made@example.com", "--admin", "--config", config])).toBe(0);
@@ -130,7 +130,7 @@ describe("user add --admin", () => {
       expect(await runCli(["user", "verify", "boss@example.com", "--config", config])).toBe(0);
       expect(String(printed.mock.calls.at(-1)?.[0])).toContain("was already a proven address");
       expect(await runCli(["user", "add", "boss@example.com", "--admin", "--config", config])).toBe(0);
-      expect(findUserByEmail(opened.db, "boss@example.com")?.isAdmin).toBe(true);
+      expect((await findUserByEmail(opened.db, "boss@example.com"))?.isAdmin).toBe(true);
     } finally {
       error.mockRestore();
       printed.mockRestore();
@@ -479,7 +479,7 @@ describe("credits grant --note", () => {
   test("is stored as one line of at most 200 characters, a pasted key cut to its prefix (regression: 100,000 characters, line breaks, escapes and a whole key were stored as given)", async () => {
     const { config, dataDir } = freshConfig();
     const opened = openDatabase(dataDir);
-    createUser(opened.db, { email: "payee@example.com" });
+    await createUser(opened.db, { email: "payee@example.com" });
     opened.close();
     const key = `sk-mg-${"a".repeat(46)}`;
     const log = spyOn(console, "log").mockImplementation(() => {});

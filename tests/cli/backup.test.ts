@@ -9,7 +9,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createUserKey, freePort, startGateway, type RunningGateway } from "../support/binary";
+import { BINARY, createUserKey, freePort, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream } from "../support/mock-upstream";
 import { formatCredits } from "../../src/credits/amount";
 
@@ -196,4 +196,24 @@ test("restore after a server died with kill -9: its -wal is folded into the kept
   const keys = JSON.parse((await again.cli(["key", "list", "--json"])).stdout) as Array<{ id: string }>;
   expect(keys.map((k) => k.id)).toEqual([before.id]);
   await again.stop();
+});
+
+test("on Postgres, backup and restore refuse in one line naming pg_dump and pg_restore, exit 2, and write nothing", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-backup-pg-"));
+  const file = join(dir, "modelgate.toml");
+  writeFileSync(file, `[server]\ndata_dir = "${join(dir, "data")}"\n\n[database]\nurl = "postgres://modelgate:secret@127.0.0.1:9/modelgate"\n`);
+  const run = async (args: string[]) => {
+    const proc = Bun.spawn([BINARY, ...args, "--config", file], { stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { code, stdout, stderr };
+  };
+  const backup = await run(["backup", join(dir, "b.db")]);
+  expect(backup).toMatchObject({ code: 2, stdout: "" });
+  expect(backup.stderr.trimEnd().split("\n")).toHaveLength(1);
+  expect(backup.stderr).toContain("pg_dump");
+  expect(backup.stderr).not.toContain("secret");
+  const restore = await run(["restore", join(dir, "b.db")]);
+  expect(restore).toMatchObject({ code: 2, stdout: "" });
+  expect(restore.stderr).toContain("pg_restore");
+  expect(readdirSync(dir)).toEqual(["modelgate.toml"]);
 });

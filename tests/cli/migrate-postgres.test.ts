@@ -114,8 +114,9 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   expect(userAdd.code).toBe(1);
   expect(userAdd.stderr).toContain("only `modelgate migrate` runs on Postgres");
   const backup = await run(["backup", join(dir, "copy.db")], env);
-  expect(backup.code).toBe(1);
-  expect(backup.stderr).toContain("only `modelgate migrate` runs on Postgres");
+  // backup copies SQLite's file: on Postgres it names pg_dump instead (a usage error).
+  expect(backup.code).toBe(2);
+  expect(backup.stderr).toContain("pg_dump");
   const shown = await run(["config", "check"], env);
   expect(shown.code).toBe(0);
   expect(shown.stdout).toContain(`"url": "<redacted>"`);

@@ -43,4 +43,17 @@ describe("groupPerTurn", () => {
     fail = false;
     expect(await write(3)).toBe(3);
   });
+
+  test("a write that returns a promise (Postgres) settles its callers when it does: with results, or its rejection", async () => {
+    let fail = false;
+    const write = groupPerTurn(async (items: number[]) => {
+      await Bun.sleep(1);
+      if (fail) throw new Error("connection refused");
+      return items.map((item) => item * 2);
+    });
+    expect(await Promise.all([1, 2, 3].map(write))).toEqual([2, 4, 6]);
+    fail = true;
+    const refused = await Promise.allSettled([4, 5].map(write));
+    expect(refused.map((r) => (r.status === "rejected" ? String(r.reason) : r.status))).toEqual(["Error: connection refused", "Error: connection refused"]);
+  });
 });

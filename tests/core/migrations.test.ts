@@ -46,7 +46,7 @@ test("a database at the first migration is brought up to date at open, rows inta
   opened.close();
 });
 
-test("emails stored before NFKC are put in their lookup form; one whose form is taken is reported and left alone", () => {
+test("emails stored before NFKC are put in their lookup form; one whose form is taken is reported and left alone", async () => {
   const { db, sqlite, close } = openDatabase(":memory:");
   const insert = sqlite.prepare("INSERT INTO users (email, created_at, email_unverified) VALUES (?, 1, 0)");
   insert.run("\uff46\uff55\uff4c\uff4c@example.com"); // fullwidth, as an older release stored it
@@ -56,17 +56,17 @@ test("emails stored before NFKC are put in their lookup form; one whose form is 
   insert.run("ops\u200b@example.com"); // no longer an address at all
   insert.run("t\u0308om@example.com"); // lower-cased after NFKC only, as an older release stored it
   insert.run("a@xn--bcher-kva.de");
-  expect(normalizeStoredEmails(db)).toEqual([
+  expect(await normalizeStoredEmails(db)).toEqual([
     { id: 4, email: "\uff54aken@example.com" },
     { id: 5, email: "ops\u200b@example.com" },
   ]);
-  expect(findUserByEmail(db, "\u1e97om@example.com")?.id).toBe(6);
-  expect(findUserByEmail(db, "a@b\u00fccher.de")?.id).toBe(7);
-  expect(findUserByEmail(db, "\uff46\uff55\uff4c\uff4c@example.com")?.id).toBe(1);
-  expect(findUserByEmail(db, "full@example.com")?.id).toBe(1);
-  expect(findUserByEmail(db, "file@example.com")?.id).toBe(2);
-  expect(findUserByEmail(db, "taken@example.com")?.id).toBe(3);
-  expect(normalizeStoredEmails(db)).toHaveLength(2); // nothing more to do; the same two reported
+  expect((await findUserByEmail(db, "\u1e97om@example.com"))?.id).toBe(6);
+  expect((await findUserByEmail(db, "a@b\u00fccher.de"))?.id).toBe(7);
+  expect((await findUserByEmail(db, "\uff46\uff55\uff4c\uff4c@example.com"))?.id).toBe(1);
+  expect((await findUserByEmail(db, "full@example.com"))?.id).toBe(1);
+  expect((await findUserByEmail(db, "file@example.com"))?.id).toBe(2);
+  expect((await findUserByEmail(db, "taken@example.com"))?.id).toBe(3);
+  expect(await normalizeStoredEmails(db)).toHaveLength(2); // nothing more to do; the same two reported
   close();
 });
 

@@ -187,4 +187,69 @@ describe("write-behind", () => {
     queue.push(7);
     expect(await queue.closeWithin(150)).toEqual([7]);
   });
+
+  describe("with a writer that returns a promise (Postgres)", () => {
+    /** A queue whose writes wait until the test settles them, one call at a time. */
+    function deferred() {
+      captured = captureLog();
+      clock = 0;
+      const batches: number[][] = [];
+      const settles: Array<(error?: Error) => void> = [];
+      queue = createWriteBehind<number>(
+        (rows) => {
+          batches.push([...rows]);
+          return new Promise<void>((resolve, reject) => settles.push((error) => (error ? reject(error) : resolve())));
+        },
+        { label: "test", maxBatch: 100, intervalMs: 60_000, keepFailed: true, now: () => clock, random: () => 0 },
+      );
+      return { queue, batches, settles };
+    }
+
+    test("flushSoon resolves once the write holding its rows has committed, and one batch is in flight at a time", async () => {
+      const { queue, batches, settles } = deferred();
+      queue.push(1);
+      let firstDone = false;
+      const first = queue.flushSoon().then(() => (firstDone = true));
+      await Bun.sleep(1);
+      expect(batches).toEqual([[1]]);
+      queue.push(2);
+      let secondDone = false;
+      const second = queue.flushSoon().then(() => (secondDone = true));
+      queue.flush(); // a timer's flush meanwhile adds no write of its own
+      await Bun.sleep(1);
+      expect(batches).toEqual([[1]]); // 2 waits for the write in flight
+      expect(firstDone).toBe(false);
+      settles[0]();
+      await first;
+      await Bun.sleep(1);
+      expect(batches).toEqual([[1], [2]]);
+      expect(secondDone).toBe(false);
+      settles[1]();
+      await second;
+      expect(queue.failingSince()).toBeNull();
+    });
+
+    test("a refused batch stays queued ahead of rows pushed while it was in flight, and is written once later", async () => {
+      const { queue, batches, settles } = deferred();
+      queue.push(1);
+      const first = queue.flushSoon();
+      await Bun.sleep(1);
+      queue.push(2);
+      queue.flush();
+      settles[0](new Error("connection refused"));
+      await first;
+      expect(queue.failingSince()).toBe(0);
+      expect(batches).toEqual([[1]]); // the follow-up waits out the backoff
+      clock += 2_000;
+      const retried = queue.flush();
+      expect(batches).toEqual([[1], [1, 2]]);
+      settles[1]();
+      await retried;
+      expect(queue.failingSince()).toBeNull();
+      expect(captured!.lines().map((line) => JSON.parse(line).msg)).toEqual([
+        "test: write failed, 1 row(s) kept to retry",
+        "test: written again after 1 failed attempt(s)",
+      ]);
+    });
+  });
 });

@@ -13,7 +13,7 @@ async function adminGrant(body: unknown): Promise<{ status: number; body: any }>
   const admin = await t.user(`admin${Math.random()}@example.com`, { isAdmin: true });
   const response = await t.request("/api/admin/credits", {
     method: "POST",
-    headers: { cookie: `mg_session=${t.session(admin.id)}`, origin: "http://localhost", "content-type": "application/json" },
+    headers: { cookie: `mg_session=${await t.session(admin.id)}`, origin: "http://localhost", "content-type": "application/json" },
     body: JSON.stringify(body),
   });
   return { status: response.status, body: await jsonOf(response) };
@@ -25,8 +25,8 @@ describe("POST /api/admin/credits", () => {
     const user = await t.user("payee@example.com");
     const granted = await adminGrant({ email: "Payee@Example.com", amount: "12.50", note: "x".repeat(500) });
     expect(granted).toEqual({ status: 200, body: { email: "payee@example.com", granted: "12.500000", balance: "12.500000" } });
-    expect(getBalance(t.deps.db, user.id)).toBe(12_500_000);
-    expect(listLedger(t.deps.db, { userId: user.id })[0].note).toBe("x".repeat(200));
+    expect(await getBalance(t.deps.db, user.id)).toBe(12_500_000);
+    expect((await listLedger(t.deps.db, { userId: user.id }))[0].note).toBe("x".repeat(200));
   });
 
   test("a grant that would take the balance past 9 billion credits: 400 naming amount, nothing written", async () => {
@@ -37,8 +37,8 @@ describe("POST /api/admin/credits", () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error.param).toBe("amount");
     expect(refused.body.error.message).toMatch(/past 9,000,000,000 credits/);
-    expect(getBalance(t.deps.db, user.id)).toBe(9e15);
-    expect(listLedger(t.deps.db, { userId: user.id })).toHaveLength(9);
+    expect(await getBalance(t.deps.db, user.id)).toBe(9e15);
+    expect(await listLedger(t.deps.db, { userId: user.id })).toHaveLength(9);
   });
 
   const refusals: Array<[string, unknown, number, string, RegExp]> = [
@@ -59,8 +59,8 @@ describe("POST /api/admin/credits", () => {
       expect(refused.status).toBe(status);
       expect(refused.body.error.param).toBe(param);
       expect(refused.body.error.message).toMatch(message);
-      expect(getBalance(t.deps.db, user.id)).toBe(0);
-      expect(listLedger(t.deps.db, { userId: user.id })).toHaveLength(0);
+      expect(await getBalance(t.deps.db, user.id)).toBe(0);
+      expect(await listLedger(t.deps.db, { userId: user.id })).toHaveLength(0);
     });
   }
 });

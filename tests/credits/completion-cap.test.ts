@@ -112,7 +112,7 @@ describe("the overdraw bound without a client limit", () => {
     const { userId, auth } = await payingUser(t, 3 * reservation + 1);
     const statuses = await Promise.all(Array.from({ length: 20 }, () => t!.chat(text, auth).then(async (r) => (await r.text(), r.status))));
     expect(statuses.filter((s) => s === 200)).toHaveLength(3);
-    expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
+    expect(await getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
   });
 });
 
@@ -136,7 +136,7 @@ describe("a balance that does not cover the request's own limit", () => {
       expect(Math.max(...limits)).toBe(Math.floor((grant - prompt * PAID_PRICE.prompt) / PAID_PRICE.completion));
       expect(Math.min(...limits)).toBeGreaterThanOrEqual(MIN_COMPLETION_TOKENS);
       expect(t.identities.meter.outstanding(userId)).toBe(0);
-      expect(getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
+      expect(await getBalance(t.deps.db, userId)).toBeGreaterThanOrEqual(0);
     });
   }
 

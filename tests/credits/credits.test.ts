@@ -14,9 +14,9 @@ afterEach(() => t?.close());
 
 const paying = (micro: number) => payingUser(t, micro);
 
-const ledgerSumMatchesBalance = (userId: number): void => {
-  const sum = listLedger(t.deps.db, { userId, limit: 10_000 }).reduce((acc, row) => acc + row.micro, 0);
-  expect(sum).toBe(getBalance(t.deps.db, userId));
+const ledgerSumMatchesBalance = async (userId: number): Promise<void> => {
+  const sum = (await listLedger(t.deps.db, { userId, limit: 10_000 })).reduce((acc, row) => acc + row.micro, 0);
+  expect(sum).toBe(await getBalance(t.deps.db, userId));
 };
 
 describe("amounts", () => {
@@ -99,26 +99,26 @@ describe("ledger", () => {
   test("grants and refunds move the balance, and the ledger sums to it", async () => {
     t = buildAuthApp();
     const { userId } = await paying(0);
-    expect(getBalance(t.deps.db, userId)).toBe(0);
-    expect(grantCredits(t.deps.db, { userId, micro: 2_000_000, note: "welcome" })).toBe(2_000_000);
-    expect(refundCredits(t.deps.db, { userId, micro: 500, requestId: "req_x" })).toBe(2_000_500);
+    expect(await getBalance(t.deps.db, userId)).toBe(0);
+    expect(await grantCredits(t.deps.db, { userId, micro: 2_000_000, note: "welcome" })).toBe(2_000_000);
+    expect(await refundCredits(t.deps.db, { userId, micro: 500, requestId: "req_x" })).toBe(2_000_500);
     expect(() => grantCredits(t.deps.db, { userId, micro: 0 })).toThrow();
     expect(() => grantCredits(t.deps.db, { userId, micro: 1.5 })).toThrow();
-    ledgerSumMatchesBalance(userId);
+    await ledgerSumMatchesBalance(userId);
   });
 
   test("a balance stays an exact integer: a grant that would pass 9 billion credits writes nothing", async () => {
     t = buildAuthApp();
     const { userId } = await paying(0);
     const billion = 1_000_000_000 * MICRO_PER_CREDIT;
-    for (let i = 1; i <= 8; i++) expect(grantCredits(t.deps.db, { userId, micro: billion })).toBe(i * billion);
-    expect(grantCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
-    expect(refundCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
-    expect(getBalance(t.deps.db, userId)).toBe(8 * billion);
-    expect(listLedger(t.deps.db, { userId })).toHaveLength(8);
-    expect(grantCredits(t.deps.db, { userId, micro: billion })).toBe(MAX_BALANCE_MICRO);
+    for (let i = 1; i <= 8; i++) expect(await grantCredits(t.deps.db, { userId, micro: billion })).toBe(i * billion);
+    expect(await grantCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
+    expect(await refundCredits(t.deps.db, { userId, micro: billion + 1 })).toBeNull();
+    expect(await getBalance(t.deps.db, userId)).toBe(8 * billion);
+    expect(await listLedger(t.deps.db, { userId })).toHaveLength(8);
+    expect(await grantCredits(t.deps.db, { userId, micro: billion })).toBe(MAX_BALANCE_MICRO);
     expect(Number.isSafeInteger(MAX_BALANCE_MICRO)).toBe(true);
-    ledgerSumMatchesBalance(userId);
+    await ledgerSumMatchesBalance(userId);
   });
 });
 
@@ -150,15 +150,15 @@ describe("spending", () => {
           createdAt: Math.max(...group.map((d) => d.at)),
         };
       });
-      const rows = listLedger(t.deps.db, { userId: user.userId, limit: 100 }).filter((row) => row.kind === "debit");
+      const rows = (await listLedger(t.deps.db, { userId: user.userId, limit: 100 })).filter((row) => row.kind === "debit");
       const byModel = (x: { model: string | null }, y: { model: string | null }): number => String(x.model).localeCompare(String(y.model));
       expect(rows.map(({ model, micro, requestId, note, createdAt }) => ({ model, micro, requestId, note, createdAt })).sort(byModel)).toEqual(
         expected.sort(byModel),
       );
-      expect(getBalance(t.deps.db, user.userId)).toBe(1_000_000 - mine.reduce((sum, d) => sum + d.micro, 0));
-      ledgerSumMatchesBalance(user.userId);
+      expect(await getBalance(t.deps.db, user.userId)).toBe(1_000_000 - mine.reduce((sum, d) => sum + d.micro, 0));
+      await ledgerSumMatchesBalance(user.userId);
     }
-    expect(listLedger(t.deps.db, { userId: a.userId }).filter((row) => row.kind === "debit")).toHaveLength(6);
+    expect((await listLedger(t.deps.db, { userId: a.userId })).filter((row) => row.kind === "debit")).toHaveLength(6);
   });
 
   test("a JSON completion debits the reported usage at the model's price, committed before the answer is returned (regression: queued for up to 250 ms, lost in a crash)", async () => {
@@ -169,11 +169,11 @@ describe("spending", () => {
     const body = await jsonOf(response);
     expect(body.usage.prompt_tokens).toBe(HELLO_USAGE.prompt);
     expect(t.identities.meter.outstanding(userId)).toBe(0); // written, nothing queued
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
-    const debit = listLedger(t.deps.db, { userId })[0];
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
+    const debit = (await listLedger(t.deps.db, { userId }))[0];
     expect(debit).toMatchObject({ kind: "debit", micro: -HELLO_COST, model: "paid-model", requestId: response.headers.get("x-request-id") });
     expect(t.records.at(-1)?.costMicro).toBe(HELLO_COST);
-    ledgerSumMatchesBalance(userId);
+    await ledgerSumMatchesBalance(userId);
   });
 
   test("a streamed completion is debited from the usage chunk, which the client did not ask for and does not see", async () => {
@@ -187,8 +187,8 @@ describe("spending", () => {
     expect(text).not.toContain('"prompt_tokens"');
     // Written before the stream's last event went out.
     expect(t.identities.meter.outstanding(userId)).toBe(0);
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
-    ledgerSumMatchesBalance(userId);
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000 - HELLO_COST);
+    await ledgerSumMatchesBalance(userId);
   });
 
   test("402 insufficient_credits at zero and below zero; free models still work and are never debited", async () => {
@@ -206,7 +206,7 @@ describe("spending", () => {
     await t.chat({ ...HELLO, model: "free-model", stream: true }, auth).then((r) => r.text());
     t.identities.meter.flush();
     expect(t.upstream.chatCount()).toBe(before + 2);
-    expect(listLedger(t.deps.db, { userId })).toHaveLength(0);
+    expect(await listLedger(t.deps.db, { userId })).toHaveLength(0);
     // Below zero (after an overdraw) is refused too.
     t.deps.db.$client.run("INSERT INTO balances (user_id, micro) VALUES (?, -5)", [userId]);
     expect((await t.chat(HELLO, auth)).status).toBe(402);
@@ -216,24 +216,24 @@ describe("spending", () => {
     t = buildAuthApp();
     const { userId, auth } = await paying(0);
     expect((await t.chat(HELLO, auth)).status).toBe(402); // the balance, 0, is now kept in memory
-    grantCredits(t.deps.db, { userId, micro: leastToServe() });
+    await grantCredits(t.deps.db, { userId, micro: leastToServe() });
     expect((await t.chat(HELLO, auth)).status).toBe(200); // the grant replaced it
     // The debit takes the stored balance below what a request needs.
-    expect(getBalance(t.deps.db, userId)).toBe(leastToServe() - HELLO_COST);
+    expect(await getBalance(t.deps.db, userId)).toBe(leastToServe() - HELLO_COST);
     expect((await t.chat(HELLO, auth)).status).toBe(402); // not served on the balance from before the debit
-    refundCredits(t.deps.db, { userId, micro: HELLO_COST });
+    await refundCredits(t.deps.db, { userId, micro: HELLO_COST });
     expect((await t.chat(HELLO, auth)).status).toBe(200);
-    ledgerSumMatchesBalance(userId);
+    await ledgerSumMatchesBalance(userId);
   });
 
   test("session callers are metered like key callers", async () => {
     t = buildAuthApp();
     const user = await t.user("web@example.com");
-    grantCredits(t.deps.db, { userId: user.id, micro: 1_000_000 });
-    const response = await t.chat(HELLO, { cookie: `mg_session=${t.session(user.id)}`, origin: "http://localhost" });
+    await grantCredits(t.deps.db, { userId: user.id, micro: 1_000_000 });
+    const response = await t.chat(HELLO, { cookie: `mg_session=${await t.session(user.id)}`, origin: "http://localhost" });
     expect(response.status).toBe(200);
     t.identities.meter.flush();
-    expect(getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);
+    expect(await getBalance(t.deps.db, user.id)).toBe(1_000_000 - HELLO_COST);
     expect(t.records.at(-1)).toMatchObject({ identity: "session", userId: user.id, costMicro: HELLO_COST });
   });
 
@@ -270,18 +270,18 @@ describe("spending", () => {
     t.deps.db.$client.run("PRAGMA query_only = 0");
     expect(captured.lines()[0]).toContain("credits: write failed, 1 row(s) kept to retry");
     captured.restore();
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000);
     expect(t.identities.meter.outstanding(userId)).toBe(HELLO_COST);
     expect((await t.chat(HELLO, auth)).status).toBe(200);
     t.clock.advance(250); // past the retry's backoff
     t.identities.meter.flush();
     expect(t.identities.meter.outstanding(userId)).toBe(0);
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000 - 2 * HELLO_COST);
     // Both requests' debits, written together: one row for the user and model, each cost once.
-    expect(listLedger(t.deps.db, { userId }).filter((row) => row.kind === "debit")).toMatchObject([
+    expect((await listLedger(t.deps.db, { userId })).filter((row) => row.kind === "debit")).toMatchObject([
       { micro: -2 * HELLO_COST, note: "2 requests", requestId: null },
     ]);
-    ledgerSumMatchesBalance(userId);
+    await ledgerSumMatchesBalance(userId);
   });
 
   test("a failed upstream call releases its reservation and costs nothing", async () => {
@@ -291,7 +291,7 @@ describe("spending", () => {
     expect((await t.chat(HELLO, auth)).status).toBe(502);
     t.identities.meter.flush();
     expect(t.identities.meter.outstanding(userId)).toBe(0);
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000);
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000);
   });
 });
 
@@ -322,10 +322,10 @@ describe("concurrency bound", () => {
         /^Your credit balance is \d+\.\d{6}, and requests in flight or spent and not yet recorded hold \d+\.\d{6}; model "paid-model" is not free, and this request needs at least \d+\.\d{6}/,
       );
       t.identities.meter.flush();
-      const balance = getBalance(t.deps.db, userId);
+      const balance = await getBalance(t.deps.db, userId);
       expect(balance).toBe(3 * reservation + 1 - 3 * HELLO_COST);
       expect(balance).toBeGreaterThanOrEqual(0);
-      ledgerSumMatchesBalance(userId);
+      await ledgerSumMatchesBalance(userId);
     });
   }
 
@@ -343,7 +343,7 @@ describe("concurrency bound", () => {
     );
     expect(t.upstream.chatCount()).toBe(0);
     t.identities.meter.flush();
-    expect(getBalance(t.deps.db, userId)).toBe(1);
+    expect(await getBalance(t.deps.db, userId)).toBe(1);
   });
 });
 
@@ -360,10 +360,10 @@ describe("recent usage", () => {
     row("a", 10);
     row("a", 15);
     row("b", 100);
-    expect(recentUsage(t.deps.db, { userId, since: now - 1 })).toEqual([
+    expect(await recentUsage(t.deps.db, { userId, since: now - 1 })).toEqual([
       { model: "b", requests: 1, promptTokens: 3, completionTokens: 4, costMicro: 100 },
       { model: "a", requests: 2, promptTokens: 6, completionTokens: 8, costMicro: 25 },
     ]);
-    expect(recentUsage(t.deps.db, { since: now + 1 })).toEqual([]);
+    expect(await recentUsage(t.deps.db, { since: now + 1 })).toEqual([]);
   });
 });

@@ -36,7 +36,7 @@ describe("a client's completion bound", () => {
       expect(await statusOf(t.chat(HELLO, auth))).toBe(200);
       expect(await statusOf(t.chat(HELLO, auth))).toBe(402);
       expect(t.identities.meter.outstanding(userId)).toBe(0);
-      expect(getBalance(t.deps.db, userId)).toBe(leastToServe() - HELLO_COST);
+      expect(await getBalance(t.deps.db, userId)).toBe(leastToServe() - HELLO_COST);
     });
   }
 
@@ -49,7 +49,7 @@ describe("a client's completion bound", () => {
     expect(served).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
     expect(t.identities.meter.outstanding(userId)).toBe(0);
-    expect(getBalance(t.deps.db, userId)).toBe(1_000_000_000 - served * HELLO_COST);
+    expect(await getBalance(t.deps.db, userId)).toBe(1_000_000_000 - served * HELLO_COST);
   });
 });
 
@@ -65,7 +65,7 @@ describe("an upstream's reported usage", () => {
       const reservation = Math.ceil(body.length / 4) * PAID_PRICE.prompt + 50 * PAID_PRICE.completion;
       expect(t.records.at(-1)).toMatchObject({ promptTokens: 10, completionTokens: MAX_COUNTED_TOKENS, costMicro: reservation });
       expect(t.identities.meter.outstanding(userId)).toBe(0);
-      expect(getBalance(t.deps.db, userId)).toBe(grant - reservation);
+      expect(await getBalance(t.deps.db, userId)).toBe(grant - reservation);
     });
   }
 
@@ -98,7 +98,7 @@ describe("an upstream's reported usage", () => {
       const completion = stream ? text.split("\n\n").filter((e) => e.startsWith("data: {")).length : Math.ceil(text.length / 4);
       const cost = prompt * PAID_PRICE.prompt + completion * PAID_PRICE.completion;
       expect(t.records.at(-1)).toMatchObject({ status: 200, promptTokens: prompt, completionTokens: completion, costMicro: cost });
-      expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - cost);
+      expect(await getBalance(t.deps.db, userId)).toBe(1_000_000 - cost);
     });
   }
 
@@ -112,7 +112,7 @@ describe("an upstream's reported usage", () => {
       const prompt = Math.ceil(body.length / 4);
       expect(t.records.at(-1)).toMatchObject({ promptTokens: prompt, completionTokens: 2, costMicro: prompt * PAID_PRICE.prompt + 2 * PAID_PRICE.completion });
       t.identities.meter.flush();
-      expect(getBalance(t.deps.db, userId)).toBe(1_000_000 - (prompt * PAID_PRICE.prompt + 2 * PAID_PRICE.completion));
+      expect(await getBalance(t.deps.db, userId)).toBe(1_000_000 - (prompt * PAID_PRICE.prompt + 2 * PAID_PRICE.completion));
     });
   }
 

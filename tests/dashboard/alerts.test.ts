@@ -41,7 +41,7 @@ test("admins see each alert's summary, status and deliveries, and retry a dead o
   await markFailed(db, { alert_id: alert.id, target: 1 }, "ntfy: HTTP 404 from https://ntfy.example/<redacted>", null);
   const session = async (email: string, isAdmin: boolean) => {
     const user = (await createUser(t.deps.db, { email, password: "correct horse", isAdmin })) as User;
-    const { token } = createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
+    const { token } = await createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
     return { cookie: `mg_session=${token}`, csrf: csrfToken(token) };
   };
   const admin = await session("admin@example.com", true);

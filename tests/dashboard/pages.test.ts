@@ -34,7 +34,7 @@ async function setup(extra: Record<string, unknown> = {}) {
   const app = createApp(t.deps, [dashboardRoutes(t.deps)]);
   const signIn = async (email: string, options: { admin?: boolean } = {}) => {
     const user = (await createUser(t.deps.db, { email, password: "correct horse", isAdmin: options.admin ?? false })) as User;
-    const { token } = createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
+    const { token } = await createSession(t.deps.db, { userId: user.id, now: NOW, durationMs: 86_400_000 });
     return { user, cookie: `mg_session=${token}`, csrf: csrfToken(token) };
   };
   const get = (path: string, cookie?: string) => app.handle(new Request(`${ORIGIN}${path}`, { headers: cookie ? { cookie } : {} }));
@@ -462,7 +462,7 @@ describe("dashboard pages", () => {
     expect(withCookie.headers.get("set-cookie")).toBeNull();
     expect((await t.get("/dashboard/keys", alice.cookie)).status).toBe(200);
     // An older tab's page holds the CSRF token of the session it was opened under.
-    const older = createSession(t.deps.db, { userId: alice.user.id, now: NOW, durationMs: 86_400_000 });
+    const older = await createSession(t.deps.db, { userId: alice.user.id, now: NOW, durationMs: 86_400_000 });
     const out = await t.post("/dashboard/signout", { csrf: csrfToken(older.token) }, { cookie: alice.cookie });
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toContain("Max-Age=0");
@@ -509,12 +509,12 @@ describe("usage queries and chart", () => {
         row(null, "a", NOW, 1, 1),
       ])
       .run();
-    const rows = dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
+    const rows = await dailyUsage(t.deps.db, { userId: 1, since: NOW - 29 * day });
     expect(rows.sort((x, y) => x.day.localeCompare(y.day))).toEqual([
       { day: "2026-06-15", model: "b", requests: 1, tokens: 2, costMicro: 7 },
       { day: "2026-06-16", model: "a", requests: 2, tokens: 17, costMicro: 150 },
     ]);
-    expect(recentRequests(t.deps.db, { userId: 1, limit: 2 }).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
+    expect((await recentRequests(t.deps.db, { userId: 1, limit: 2 })).map((r) => r.createdAt)).toEqual([NOW, NOW - 1000]);
   });
 
   test("the chart's axis labels fit (compact) and no bar rises above the plot, whatever the magnitudes (regression: 0.046 read as 46043, bars drawn past the top)", () => {

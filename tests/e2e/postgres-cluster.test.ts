@@ -204,7 +204,7 @@ describe("three replicas on one Postgres database", () => {
 
     // The SQLite file's commands say what to use instead.
     const backup = await gateway.cli(["backup", join(gateway.dir, "copy.db")]);
-    expect(backup.code).toBe(1);
-    expect(backup.stderr).toContain("modelgate backup works on the SQLite file in server.data_dir; a Postgres database is backed up and restored with pg_dump");
+    expect(backup.code).toBe(2);
+    expect(backup.stderr).toContain("backup: database.url names a Postgres database, which this command cannot copy; back it up with pg_dump");
   }, 60_000);
 });

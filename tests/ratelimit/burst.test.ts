@@ -145,8 +145,8 @@ describe("in process, with an injected clock", () => {
   test("sessions: 30 a minute per user, shared by all of the user's sessions", async () => {
     t = buildAuthApp();
     const user = await t.user("web@example.com");
-    const a = { cookie: `mg_session=${t.session(user.id)}` };
-    const b = { cookie: `mg_session=${t.session(user.id)}` };
+    const a = { cookie: `mg_session=${await t.session(user.id)}` };
+    const b = { cookie: `mg_session=${await t.session(user.id)}` };
     const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => t.chat(free, i % 2 ? a : b).then((r) => r.status)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(30);
   });

@@ -25,30 +25,30 @@ function config(): Config {
   }) as Config;
 }
 
-test("remembered across a restart, in order; a refused write is logged and made after the next poll", () => {
+test("remembered across a restart, in order; a refused write is logged and made after the next poll", async () => {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-route-memory-"));
   const cfg = config();
   const lines: string[] = [];
   const log = (level: string, msg: string): void => void lines.push(`${level} ${msg}`);
   const first = openDatabase(dir);
   const memory = createRouteMemory(first.db, { now: () => 1_000, log });
-  memory.restore(new ModelRegistry(cfg), cfg.upstreams);
-  memory.remember("box", ["zeta", "alpha"]);
+  await memory.restore(new ModelRegistry(cfg), cfg.upstreams);
+  await memory.remember("box", ["zeta", "alpha"]);
 
   // Another process holds the write lock: the write is refused, said once, and kept for later.
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");
-  memory.remember("box", ["zeta", "alpha", "beta"]);
+  await memory.remember("box", ["zeta", "alpha", "beta"]);
   expect(lines.filter((l) => l.startsWith("warn "))).toHaveLength(1);
   expect(lines.at(-1)).toStartWith('warn discovery: could not remember the routes of upstream "box" (tried again after its next poll)');
   other.run("ROLLBACK");
   other.close();
-  memory.remember("box", ["zeta", "alpha", "beta"]);
+  await memory.remember("box", ["zeta", "alpha", "beta"]);
   first.close();
 
   const second = openDatabase(dir);
   const registry = new ModelRegistry(cfg);
-  createRouteMemory(second.db, { now: () => 2_000, log }).restore(registry, cfg.upstreams);
+  await createRouteMemory(second.db, { now: () => 2_000, log }).restore(registry, cfg.upstreams);
   expect(registry.list().map((r) => [r.id, r.source, r.ownedBy])).toEqual([
     ["zeta", "discovered", "box"],
     ["alpha", "discovered", "box"],

@@ -53,11 +53,11 @@ function raw(extra: Record<string, unknown> = {}): Record<string, unknown> {
   };
 }
 
-function appWith(runtimeOf: (deps: ReturnType<typeof buildTestApp>["deps"]) => SpendAuthRuntime) {
+async function appWith(runtimeOf: (deps: ReturnType<typeof buildTestApp>["deps"]) => Promise<SpendAuthRuntime>) {
   let runtime: SpendAuthRuntime;
   const gate: Gate = { admit: (input) => (input.request.headers.has(SPEND_AUTH_HEADER) ? runtime.hook(input) : openGate.admit(input)) };
   const app = buildTestApp(raw(), { gate });
-  runtime = runtimeOf(app.deps);
+  runtime = await runtimeOf(app.deps);
   return { app, runtime: runtime! };
 }
 
@@ -79,7 +79,7 @@ async function paidHeader(
 
 describe("on-chain check and settlement", () => {
   test("a funded account is served, and the worker claims the payment on-chain", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(1_000_000n);
     const first = await paidHeader(account, 0n);
     const second = await paidHeader(account, 1n);
@@ -87,7 +87,7 @@ describe("on-chain check and settlement", () => {
     expect((await app.chat(BODY, { "x-payment-signature": second.value })).status).toBe(200);
     const before = await deployed.tokenBalance(OPERATOR.address);
     expect(await runtime.worker!.runOnce()).toBe(2);
-    expect(listSettlements(app.deps.db).map((r) => r.state)).toEqual(["done", "done"]);
+    expect((await listSettlements(app.deps.db)).map((r) => r.state)).toEqual(["done", "done"]);
     expect(await deployed.tokenBalance(OPERATOR.address)).toBe(before + 2_000n);
     const spend = await chain.client.readContract({
       address: deployed.credits,
@@ -105,14 +105,14 @@ describe("on-chain check and settlement", () => {
     expect(view.nonce).toBe(2n);
     expect(view.balance).toBe(998_000n);
     // A nonce the chain has already consumed is refused even though this database never saw it.
-    const { app: other } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app: other } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const stale = await other.chat(BODY, { "x-payment-signature": (await paidHeader(account, 1n)).value });
     expect(((await stale.json()) as { error: { code: string } }).error.code).toBe("nonce_replay");
     await runtime.stop();
   });
 
   test("a settlement the contract refuses keeps the decoded reason in last_error", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(1_000_000n);
     expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 0n)).value })).status).toBe(200);
     // The chain's clock an hour on (undone below): the contract refuses the authorization as expired.
@@ -124,7 +124,7 @@ describe("on-chain check and settlement", () => {
     } finally {
       await chain.client.request({ method: "evm_revert", params: [snapshot] } as never);
     }
-    const [row] = listSettlements(app.deps.db);
+    const [row] = await listSettlements(app.deps.db);
     expect(row.state).toBe("pending");
     expect(row.lastError).toContain('"authorizeSpend" reverted');
     expect(row.lastError).toContain("SpendExpired(");
@@ -132,7 +132,7 @@ describe("on-chain check and settlement", () => {
   });
 
   test("a nonce ahead of the one the contract can take next is refused: it could never be claimed (regression: nonces 1, 2, 3 of a fresh account were served, never paid)", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(1_000_000n);
     const ahead = await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 1n)).value });
     expect(ahead.status).toBe(401);
@@ -145,14 +145,14 @@ describe("on-chain check and settlement", () => {
     for (const nonce of [0n, 1n, 2n]) expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, nonce)).value })).status).toBe(200);
     expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 4n)).value })).status).toBe(401);
     expect(await runtime.worker!.runOnce()).toBe(3);
-    expect(listSettlements(app.deps.db).map((r) => r.state)).toEqual(["done", "done", "done"]);
+    expect((await listSettlements(app.deps.db)).map((r) => r.state)).toEqual(["done", "done", "done"]);
     // After settlement the chain's own nonce is 3: the next one is served.
     expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 3n)).value })).status).toBe(200);
     await runtime.stop();
   });
 
   test("a nonce whose settlement went dead is signed again, served and claimed, and the later nonce waiting on it is claimed after it (regression: nonce_replay until the dead one expired)", async () => {
-    const { app, runtime } = appWith((deps) =>
+    const { app, runtime } = await appWith((deps) =>
       setupSpendAuth({
         config: { ...deps.config, spend_auth: { ...deps.config.spend_auth, settle_max_attempts: 1 } },
         db: deps.db,
@@ -171,10 +171,10 @@ describe("on-chain check and settlement", () => {
     } finally {
       await chain.client.request({ method: "evm_revert", params: [snapshot] } as never);
     }
-    expect(listSettlements(app.deps.db).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", authHash: null });
+    expect((await listSettlements(app.deps.db)).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", authHash: null });
     // Nonce 1 waits for it, untried (regression: tried, refused by the contract's order, and dead too).
     await runtime.worker!.runOnce();
-    expect(listSettlements(app.deps.db).find((r) => r.nonce === "1")).toMatchObject({ state: "pending", attempts: 0 });
+    expect((await listSettlements(app.deps.db)).find((r) => r.nonce === "1")).toMatchObject({ state: "pending", attempts: 0 });
 
     const again = fields({
       commitment: account.commitment,
@@ -185,12 +185,8 @@ describe("on-chain check and settlement", () => {
     });
     const signed = header(again, await sign(again, { key: account.key, chainId: chain.chainId, contract: deployed.credits }));
     expect((await app.chat(BODY, { "x-payment-signature": signed })).status).toBe(200);
-    for (let i = 0; i < 3 && listSettlements(app.deps.db).some((r) => r.state !== "done"); i++) await runtime.worker!.runOnce();
-    expect(
-      listSettlements(app.deps.db)
-        .map((r) => [r.nonce, r.state, r.expiry])
-        .sort(),
-    ).toEqual([
+    for (let i = 0; i < 3 && (await listSettlements(app.deps.db)).some((r) => r.state !== "done"); i++) await runtime.worker!.runOnce();
+    expect((await listSettlements(app.deps.db)).map((r) => [r.nonce, r.state, r.expiry]).sort()).toEqual([
       ["0", "done", Number(again.expiry)],
       ["1", "done", expect.any(Number)],
     ]);
@@ -212,7 +208,7 @@ describe("on-chain check and settlement", () => {
   });
 
   test("an unfunded commitment is refused", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const response = await app.chat(BODY, { "x-payment-signature": (await paidHeader(await newAccount(0n), 0n)).value });
     expect(response.status).toBe(401);
     expect(((await response.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "invalid_spend_auth", param: "commitment" });
@@ -220,7 +216,7 @@ describe("on-chain check and settlement", () => {
   });
 
   test("a signer that is not the account's spending key is refused", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(10_000n);
     const response = await app.chat(BODY, { "x-payment-signature": (await paidHeader({ ...account, key: generatePrivateKey() }, 0n)).value });
     expect(((await response.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: "invalid_spend_auth", param: "signature" });
@@ -228,7 +224,7 @@ describe("on-chain check and settlement", () => {
   });
 
   test("authorizations beyond the balance, counting unsettled ones, get 402 insufficient_balance", async () => {
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, log: () => {} }));
     const account = await newAccount(1_500n);
     expect((await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 0n)).value })).status).toBe(200);
     const second = await app.chat(BODY, { "x-payment-signature": (await paidHeader(account, 1n)).value });
@@ -241,7 +237,7 @@ describe("on-chain check and settlement", () => {
 describe("rate limit per commitment", () => {
   test("a concurrent burst of 200 authorizations on one commitment lets exactly 120 through", async () => {
     const limiter = createMemoryLimiter({ now: () => 1_000_000 });
-    const { app, runtime } = appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, limiter, log: () => {} }));
+    const { app, runtime } = await appWith((deps) => setupSpendAuth({ config: deps.config, db: deps.db, now: deps.now, limiter, log: () => {} }));
     const account = await newAccount(10_000_000n);
     const headers = await Promise.all(Array.from({ length: 200 }, (_, i) => paidHeader(account, BigInt(i), 100n)));
     const responses = await Promise.all(headers.map((h) => app.chat(BODY, { "x-payment-signature": h.value })));
@@ -253,7 +249,7 @@ describe("rate limit per commitment", () => {
     expect(denied.headers.get("x-ratelimit-limit-requests")).toBe("120");
     // Refused requests did not burn their nonces or queue settlements (written behind: flushed first).
     runtime.settlements.flush();
-    expect(listSettlements(app.deps.db, { limit: 1000 }).length).toBe(120);
+    expect((await listSettlements(app.deps.db, { limit: 1000 })).length).toBe(120);
     limiter.close();
     await runtime.stop();
   });

@@ -12,31 +12,32 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { createNonceStore } from "../../src/spendauth/nonces";
-import { createSettlementWriter, listSettlements } from "../../src/spendauth/settlements";
+import { listSettlements } from "../../src/spendauth/settlements";
+import { createSettlementWriter } from "../../src/spendauth/settlement-writer";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { CHAIN_ID, CONTRACT, OPERATOR, signedHeader } from "./helpers";
 import { buildConfig } from "../../src/config/load";
 import { setupSpendAuth } from "../../src/spendauth/setup";
 
-test("with the database locked elsewhere, recording a nonce fails fast, a release is dropped, and a prune throws for its caller to retry", () => {
+test("with the database locked elsewhere, recording a nonce fails fast, a release is dropped, and a prune throws for its caller to retry", async () => {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-nonces-"));
   const { db, close } = openDatabase(dir);
   const store = createNonceStore(db);
-  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBe("new");
+  expect(await store.record("0xabc", "1", Date.now() + 60_000)).toBe("new");
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");
   try {
     const started = performance.now();
-    expect(() => store.record("0xabc", "2", Date.now() + 60_000)).toThrow(/locked/);
+    await expect(store.record("0xabc", "2", Date.now() + 60_000)).rejects.toThrow(/locked/);
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(() => store.release("0xabc", "1", Date.now())).not.toThrow();
-    expect(() => store.prune(Date.now())).toThrow(/locked/);
+    await expect(store.release("0xabc", "1", Date.now())).resolves.toBeUndefined();
+    await expect(store.prune(Date.now())).rejects.toThrow(/locked/);
   } finally {
     other.run("COMMIT");
     other.close();
   }
-  expect(store.record("0xabc", "2", Date.now() + 60_000)).toBe("new");
-  expect(store.record("0xabc", "1", Date.now() + 60_000)).toBeNull(); // its release was dropped
+  expect(await store.record("0xabc", "2", Date.now() + 60_000)).toBe("new");
+  expect(await store.record("0xabc", "1", Date.now() + 60_000)).toBeNull(); // its release was dropped
   close();
 });
 
@@ -60,10 +61,10 @@ test("a served authorization the locked database refuses is kept and written onc
     other.close();
     captured.restore();
   }
-  expect(listSettlements(db)).toHaveLength(0);
+  expect(await listSettlements(db)).toHaveLength(0);
   now += 2_000;
   writer.flush();
-  expect(listSettlements(db).map((row) => [row.state, row.requestId])).toEqual([["pending", "req_1"]]);
+  expect((await listSettlements(db)).map((row) => [row.state, row.requestId])).toEqual([["pending", "req_1"]]);
   expect(await writer.closeWithin(0)).toBe(0);
   close();
 });
@@ -79,7 +80,7 @@ test("a stop that cannot write the queued settlements says how many it lost (ser
     { env: {} },
   );
   const lines: string[] = [];
-  const runtime = setupSpendAuth({ config, db, now: Date.now, log: (_level, msg) => void lines.push(msg) });
+  const runtime = await setupSpendAuth({ config, db, now: Date.now, log: (_level, msg) => void lines.push(msg) });
   const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
   const other = new Database(join(dir, "modelgate.db"));
   other.run("BEGIN IMMEDIATE");

@@ -18,10 +18,10 @@ import { Reservations } from "../../src/spendauth/reservations";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { CHAIN_ID, CONTRACT, KEYS, OPERATOR, signedHeader } from "./helpers";
 
-function setupWith(spendAuth: Record<string, unknown>): () => void {
+function setupWith(spendAuth: Record<string, unknown>): () => Promise<void> {
   const { config } = buildConfig({ spend_auth: spendAuth }, { env: {} });
   const { db } = openDatabase(":memory:");
-  return () => void setupSpendAuth({ config, db, now: Date.now, log: () => {} }).stop();
+  return async () => void (await setupSpendAuth({ config, db, now: Date.now, log: () => {} })).stop();
 }
 
 describe("configuration", () => {
@@ -34,7 +34,7 @@ describe("configuration", () => {
     expect(configError({ operator_key: KEYS.operator })).toThrow(error);
   });
   test("an operator_key for another address is refused at start-up, and by config check (regression: config check said ok)", async () => {
-    expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })).toThrow(/spend_auth\.operator_key: controls 0x/);
+    await expect(setupWith({ ...base, rpc_url: "http://127.0.0.1:9", operator_key: KEYS.stranger })()).rejects.toThrow(/spend_auth\.operator_key: controls 0x/);
     const dir = mkdtempSync(join(tmpdir(), "modelgate-spend-"));
     const file = join(dir, "modelgate.toml");
     writeFileSync(
@@ -62,8 +62,8 @@ describe("configuration", () => {
     expect(configError({ verifying_contract: CONTRACT, allowed_signers: [OPERATOR.address] })).toThrow(/^spend_auth\.operator: required/);
     expect(configError({ operator: OPERATOR.address, rpc_url: "http://127.0.0.1:9" })).toThrow(/^spend_auth\.verifying_contract: required/);
   });
-  test("with nothing configured SpendAuth is off and setup succeeds", () => {
-    expect(setupWith({})).not.toThrow();
+  test("with nothing configured SpendAuth is off and setup succeeds", async () => {
+    await expect(setupWith({})()).resolves.toBeUndefined();
   });
 });
 
@@ -79,11 +79,11 @@ describe("start-up", () => {
     const nonces = createNonceStore(db);
     // Nonce 1 was served and its row written; nonce 2 was admitted, then the process was killed.
     const served = parseSpendAuthHeader(await signedHeader({ nonce: 1n })) as SpendAuthorization;
-    nonces.record(commitment, "1", later);
-    enqueueSettlement(db, served, "req_1", Date.now());
-    nonces.record(commitment, "2", later);
+    await nonces.record(commitment, "1", later);
+    await enqueueSettlement(db, served, "req_1", Date.now());
+    await nonces.record(commitment, "2", later);
     const logged: string[] = [];
-    setupSpendAuth({ config, db, now: Date.now, log: (_level, message) => void logged.push(message) }).stop();
+    await (await setupSpendAuth({ config, db, now: Date.now, log: (_level, message) => void logged.push(message) })).stop();
     const kept = db.$client.query("SELECT nonce FROM spend_nonces ORDER BY nonce").all() as Array<{ nonce: string }>;
     expect(kept.map((r) => r.nonce)).toEqual(["1"]);
     expect(logged).toContain(
@@ -96,19 +96,19 @@ describe("settlement order", () => {
   test("a later nonce waits while an earlier one of its commitment waits out a backoff (regression: tried anyway, it failed, and its failures made it dead)", async () => {
     const { db } = openDatabase(":memory:");
     const now = Date.now();
-    for (const nonce of [0n, 1n, 10n]) enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce })) as SpendAuthorization, null, now);
+    for (const nonce of [0n, 1n, 10n]) await enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce })) as SpendAuthorization, null, now);
     const other = parseSpendAuthHeader(await signedHeader({ nonce: 5n, commitment: `0x${"22".repeat(32)}` })) as SpendAuthorization;
-    enqueueSettlement(db, other, null, now);
-    const ready = () => readySettlements(db, now, 50).map((r) => `${r.commitment.slice(2, 4)}:${r.nonce}`);
-    expect(ready()).toEqual(["11:0", "11:1", "11:10", "22:5"]); // oldest nonce first; the worker stops at a failure
-    const first = listSettlements(db).find((r) => r.nonce === "0")!;
-    updateSettlement(db, first.id, { attempts: 1, nextAttemptAt: now + 60_000 }, now);
-    expect(ready()).toEqual(["22:5"]); // nonce 0 waits out its backoff: 1 and 10 wait with it
-    updateSettlement(db, first.id, { state: "authorized", nextAttemptAt: now + 60_000 }, now);
-    expect(ready()).toEqual(["11:1", "11:10", "22:5"]); // 0 is taken on-chain (its claim waits): 1 and 10 may go
-    updateSettlement(db, first.id, { state: "dead", authHash: null }, now);
-    expect(ready()).toEqual(["22:5"]); // 0 is dead unauthorized: 1 and 10 wait until it is signed again
-    expect(readySettlements(db, (Number(first.expiry) + 1) * 1000, 50).map((r) => r.nonce)).toEqual(["1", "10", "5"]); // expired, they may only be found dead
+    await enqueueSettlement(db, other, null, now);
+    const ready = async () => (await readySettlements(db, now, 50)).map((r) => `${r.commitment.slice(2, 4)}:${r.nonce}`);
+    expect(await ready()).toEqual(["11:0", "11:1", "11:10", "22:5"]); // oldest nonce first; the worker stops at a failure
+    const first = (await listSettlements(db)).find((r) => r.nonce === "0")!;
+    await updateSettlement(db, first.id, { attempts: 1, nextAttemptAt: now + 60_000 }, now);
+    expect(await ready()).toEqual(["22:5"]); // nonce 0 waits out its backoff: 1 and 10 wait with it
+    await updateSettlement(db, first.id, { state: "authorized", nextAttemptAt: now + 60_000 }, now);
+    expect(await ready()).toEqual(["11:1", "11:10", "22:5"]); // 0 is taken on-chain (its claim waits): 1 and 10 may go
+    await updateSettlement(db, first.id, { state: "dead", authHash: null }, now);
+    expect(await ready()).toEqual(["22:5"]); // 0 is dead unauthorized: 1 and 10 wait until it is signed again
+    expect((await readySettlements(db, (Number(first.expiry) + 1) * 1000, 50)).map((r) => r.nonce)).toEqual(["1", "10", "5"]); // expired, they may only be found dead
   });
 });
 
@@ -117,7 +117,7 @@ describe("settlement worker failures", () => {
     const { db } = openDatabase(":memory:");
     let now = 1_000_000;
     const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
-    enqueueSettlement(db, auth, "req_1", now);
+    await enqueueSettlement(db, auth, "req_1", now);
     const settler = createSettler(createPublic({ rpcUrl: "http://127.0.0.1:9", chainId: CHAIN_ID, contract: CONTRACT, timeoutMs: 1000 }), {
       rpcUrl: "http://127.0.0.1:9",
       chainId: CHAIN_ID,
@@ -136,28 +136,28 @@ describe("settlement worker failures", () => {
       random: () => 0,
     });
     expect(await worker.runOnce()).toBe(0);
-    let [row] = listSettlements(db);
+    let [row] = await listSettlements(db);
     expect(row).toMatchObject({ state: "pending", attempts: 1 });
     expect(row.nextAttemptAt).toBe(now + 60_000); // backoff is capped at 60 s
     expect(row.lastError).toBeTruthy();
     expect(await worker.runOnce()).toBe(0); // not due yet: nothing happens
-    expect(listSettlements(db)[0].attempts).toBe(1);
+    expect((await listSettlements(db))[0].attempts).toBe(1);
     for (let i = 0; i < 2; i++) {
-      now = listSettlements(db)[0].nextAttemptAt;
+      now = (await listSettlements(db))[0].nextAttemptAt;
       await worker.runOnce();
     }
-    [row] = listSettlements(db);
+    [row] = await listSettlements(db);
     expect(row).toMatchObject({ state: "dead", attempts: 3 });
-    expect(settlementCounts(db)).toEqual({ pending: 0, authorized: 0, done: 0, dead: 1 });
-    expect(retrySettlement(db, row.id, now)).toBe(true);
-    expect(listSettlements(db)[0]).toMatchObject({ state: "pending", attempts: 0 });
+    expect(await settlementCounts(db)).toEqual({ pending: 0, authorized: 0, done: 0, dead: 1 });
+    expect(await retrySettlement(db, row.id, now)).toBe(true);
+    expect((await listSettlements(db))[0]).toMatchObject({ state: "pending", attempts: 0 });
     await worker.stop();
   });
 
   test("a claim that fails after the spend was authorized keeps the row authorized; the account's kept read is dropped", async () => {
     const { db } = openDatabase(":memory:");
     const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
-    enqueueSettlement(db, auth, "req_1", 1_000_000);
+    await enqueueSettlement(db, auth, "req_1", 1_000_000);
     const reservations = new Reservations();
     reservations.add(auth.commitment, auth.nonce.toString(), auth.amount, Number(auth.expiry));
     let authorized = false;
@@ -182,7 +182,7 @@ describe("settlement worker failures", () => {
     });
     await worker.runOnce();
     // Regression: the failed claim wrote the row's old state, "pending", over "authorized".
-    expect(listSettlements(db)[0]).toMatchObject({ state: "authorized", attempts: 1, lastError: "claimPayment reverted" });
+    expect((await listSettlements(db))[0]).toMatchObject({ state: "authorized", attempts: 1, lastError: "claimPayment reverted" });
     expect(reservations.total(auth.commitment, 1_000_000)).toBe(0n);
     expect(forgotten).toEqual([auth.commitment]);
     await worker.stop();
@@ -192,7 +192,7 @@ describe("settlement worker failures", () => {
     const outcome = async (onChain: "unused" | "authorized" | "unreachable") => {
       const { db } = openDatabase(":memory:");
       const auth = parseSpendAuthHeader(await signedHeader({ expiry: 1_000n })) as SpendAuthorization;
-      enqueueSettlement(db, auth, null, 5_000_000);
+      await enqueueSettlement(db, auth, null, 5_000_000);
       const settler = {
         getSpendAuth: async () => {
           if (onChain === "unreachable") throw new Error("fetch failed");
@@ -210,7 +210,7 @@ describe("settlement worker failures", () => {
       });
       await worker.runOnce();
       await worker.stop();
-      const { state, attempts, lastError, authHash } = listSettlements(db)[0];
+      const { state, attempts, lastError, authHash } = (await listSettlements(db))[0];
       return { state, attempts, lastError, authorized: authHash !== null };
     };
     const expired = "the authorization expired before it could be settled";
@@ -227,7 +227,7 @@ describe("settlement worker failures", () => {
   test("a row whose last attempt fails after its spend was mined (the receipt lost) dies with its hash kept", async () => {
     const { db } = openDatabase(":memory:");
     const auth = parseSpendAuthHeader(await signedHeader({ expiry: 2_000_000_000n })) as SpendAuthorization;
-    enqueueSettlement(db, auth, null, 1_000_000);
+    await enqueueSettlement(db, auth, null, 1_000_000);
     let mined = false;
     const settler = {
       getSpendAuth: async () => ({ amount: mined ? auth.amount : 0n, claimed: false }),
@@ -247,23 +247,23 @@ describe("settlement worker failures", () => {
     });
     await worker.runOnce();
     await worker.stop();
-    expect(listSettlements(db)[0]).toMatchObject({ state: "dead", lastError: "timed out waiting for the receipt" });
-    expect(listSettlements(db)[0].authHash).not.toBeNull();
+    expect((await listSettlements(db))[0]).toMatchObject({ state: "dead", lastError: "timed out waiting for the receipt" });
+    expect((await listSettlements(db))[0].authHash).not.toBeNull();
   });
 
   test("a new authorization for a nonce whose earlier one expired unclaimed replaces it; the same one, or one authorized on-chain, is kept (regression: the new one was dropped, never paid)", async () => {
     const { db } = openDatabase(":memory:");
     const old = parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 1_000n, amount: 5n })) as SpendAuthorization;
-    enqueueSettlement(db, old, "req_old", 1_000);
+    await enqueueSettlement(db, old, "req_old", 1_000);
     db.$client.run("UPDATE settlements SET state = 'dead', attempts = 8, last_error = 'expired'");
     const resigned = parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 9_000n, amount: 7n })) as SpendAuthorization;
-    enqueueSettlement(db, resigned, "req_new", 2_000);
-    enqueueSettlement(db, resigned, "req_again", 3_000); // the same authorization again: ignored
-    expect(listSettlements(db)).toMatchObject([
+    await enqueueSettlement(db, resigned, "req_new", 2_000);
+    await enqueueSettlement(db, resigned, "req_again", 3_000); // the same authorization again: ignored
+    expect(await listSettlements(db)).toMatchObject([
       { nonce: "3", amount: "7", expiry: 9_000, requestId: "req_new", state: "pending", attempts: 0, lastError: null },
     ]);
     db.$client.run("UPDATE settlements SET state = 'authorized', auth_hash = '0xabc'");
-    enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 20_000n, amount: 9n })) as SpendAuthorization, "req_late", 4_000);
-    expect(listSettlements(db)).toMatchObject([{ amount: "7", requestId: "req_new", state: "authorized" }]);
+    await enqueueSettlement(db, parseSpendAuthHeader(await signedHeader({ nonce: 3n, expiry: 20_000n, amount: 9n })) as SpendAuthorization, "req_late", 4_000);
+    expect(await listSettlements(db)).toMatchObject([{ amount: "7", requestId: "req_new", state: "authorized" }]);
   });
 });

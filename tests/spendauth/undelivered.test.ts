@@ -50,9 +50,9 @@ for (const [name, spoil] of Object.entries(SPOILERS)) {
     const paid = await signedHeader({ nonce: 21n });
     const spoilt = await app.chat(BODY, { "x-payment-signature": paid });
     expect(spoilt.status).toBe(502);
-    expect(listSettlements(app.deps.db)).toEqual([]);
+    expect(await listSettlements(app.deps.db)).toEqual([]);
     const served = await app.chat(BODY, { "x-payment-signature": paid });
     expect(served.status).toBe(200);
-    expect(listSettlements(app.deps.db).map((row) => row.nonce)).toEqual(["21"]);
+    expect((await listSettlements(app.deps.db)).map((row) => row.nonce)).toEqual(["21"]);
   });
 }

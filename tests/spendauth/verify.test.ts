@@ -69,7 +69,7 @@ describe("signatures from viem signTypedData", () => {
     const response = await app.chat(BODY, { "x-payment-signature": await signedHeader() });
     expect(response.status).toBe(200);
     expect(((await response.json()) as { choices: unknown[] }).choices.length).toBe(1);
-    const rows = listSettlements(app.deps.db);
+    const rows = await listSettlements(app.deps.db);
     expect(rows.length).toBe(1);
     expect(rows[0]).toMatchObject({ commitment: COMMITMENT, nonce: "0", amount: "1000000", state: "pending" });
     expect(app.records.at(-1)?.identity).toBe("spend_auth");
@@ -131,7 +131,7 @@ describe("each mutation is refused with its own error", () => {
       mutate(h);
       const error = await errorOf(await app.chat(BODY, { "x-payment-signature": JSON.stringify(h) }));
       expect(error).toMatchObject(expected);
-      expect(listSettlements(app.deps.db).length).toBe(0);
+      expect((await listSettlements(app.deps.db)).length).toBe(0);
     });
   }
 
@@ -150,7 +150,7 @@ describe("each mutation is refused with its own error", () => {
     }
     const h = await signedHeader({ expiry: BigInt(nowS + 60) });
     expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
-    expect(listSettlements(app.deps.db)).toHaveLength(1);
+    expect(await listSettlements(app.deps.db)).toHaveLength(1);
   });
 
   for (const field of ["commitment", "serviceId", "jobIndex", "amount", "operator", "nonce", "expiry", "signature"]) {
@@ -204,10 +204,10 @@ describe("price", () => {
     const app = spendAuthApp(config);
     const h = await signedHeader({ amount: 0n, nonce: 9n });
     for (let i = 0; i < 2; i++) expect((await app.chat({ ...BODY, model: "free" }, { "x-payment-signature": h })).status).toBe(200);
-    expect(listSettlements(app.deps.db)).toHaveLength(0);
+    expect(await listSettlements(app.deps.db)).toHaveLength(0);
     // The nonce is still the client's, for a paid request.
     expect((await app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 9n }) })).status).toBe(200);
-    expect(listSettlements(app.deps.db)).toHaveLength(1);
+    expect(await listSettlements(app.deps.db)).toHaveLength(1);
   });
 });
 
@@ -241,7 +241,7 @@ describe("replay", () => {
       [600, 900].map(async (ahead) => app.chat(BODY, { "x-payment-signature": await signedHeader({ nonce: 5n, expiry: BigInt(nowS + ahead) }) })),
     );
     expect([a.status, b.status].sort()).toEqual([200, 401]);
-    const [row] = listSettlements(app.deps.db);
+    const [row] = await listSettlements(app.deps.db);
     expect(row).toMatchObject({ nonce: "5", state: "pending", attempts: 0, lastError: null });
     expect(row.expiry).toBe(nowS + (a.status === 200 ? 600 : 900));
 
@@ -257,7 +257,7 @@ describe("replay", () => {
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 200).length).toBe(1);
     expect(statuses.filter((s) => s === 401).length).toBe(49);
-    expect(listSettlements(app.deps.db).length).toBe(1);
+    expect((await listSettlements(app.deps.db)).length).toBe(1);
   });
 
   test("when nothing was served the nonce is released and the same authorization can be retried", async () => {
@@ -270,9 +270,9 @@ describe("replay", () => {
     } finally {
       mock.behaviour.failWith = undefined;
     }
-    expect(listSettlements(app.deps.db).length).toBe(0);
+    expect((await listSettlements(app.deps.db)).length).toBe(0);
     expect((await app.chat(BODY, { "x-payment-signature": h })).status).toBe(200);
-    expect(listSettlements(app.deps.db).length).toBe(1);
+    expect((await listSettlements(app.deps.db)).length).toBe(1);
   });
 
   test("a streamed answer is claimed as soon as the upstream answers, not when it ends (regression: one that outlasted its authorization was served and never paid)", async () => {
@@ -283,9 +283,9 @@ describe("replay", () => {
       expect(response.status).toBe(200);
       const reader = response.body!.getReader();
       await reader.read(); // the answer has begun; most of it is still to come
-      expect(listSettlements(app.deps.db).map((row) => row.nonce)).toEqual(["9"]);
+      expect((await listSettlements(app.deps.db)).map((row) => row.nonce)).toEqual(["9"]);
       while (!(await reader.read()).done);
-      expect(listSettlements(app.deps.db).length).toBe(1);
+      expect((await listSettlements(app.deps.db)).length).toBe(1);
     } finally {
       mock.behaviour.chunkDelayMs = undefined;
     }
@@ -304,7 +304,7 @@ describe("replay", () => {
     } finally {
       mock.behaviour.delayMs = undefined;
     }
-    expect(listSettlements(app.deps.db).length).toBe(0);
+    expect((await listSettlements(app.deps.db)).length).toBe(0);
     // The upstream was not at fault (the client's expiry was near): nothing counts against it.
     expect(app.deps.registry.upstreams.get("mock")!.consecutiveFailures).toBe(0);
     // The nonce is the client's again: a new authorization for it, with a later expiry, is served.
@@ -342,7 +342,7 @@ describe("the on-chain balance", () => {
     const statuses = (await responses).map((r) => r.status).sort();
     expect(statuses.slice(0, 2)).toEqual([200, 200]);
     expect(statuses.slice(2).every((s) => s === 401 || s === 402)).toBe(true);
-    expect(listSettlements(app.deps.db)).toHaveLength(2);
+    expect(await listSettlements(app.deps.db)).toHaveLength(2);
   });
 });
 
@@ -380,15 +380,11 @@ describe("the on-chain account and the rate limit", () => {
     const [first, second] = [await admit(0n), await admit(1n)];
     second.settle({ status: 200, usage: { prompt_tokens: 1, completion_tokens: 1 }, upstream: "mock", latencyMs: 1 });
     first.settle({ status: 499, usage: null, upstream: null, latencyMs: 1 }); // the client left before any token
-    expect(
-      listSettlements(app.deps.db)
-        .map((row) => row.nonce)
-        .sort(),
-    ).toEqual(["0", "1"]);
+    expect((await listSettlements(app.deps.db)).map((row) => row.nonce).sort()).toEqual(["0", "1"]);
     // Alone, an undelivered one is released as before: the same authorization may be sent again.
     const third = await admit(2n);
     third.settle({ status: 502, usage: null, upstream: null, latencyMs: 1 });
-    expect(listSettlements(app.deps.db)).toHaveLength(2);
+    expect(await listSettlements(app.deps.db)).toHaveLength(2);
     expect(await admit(2n)).toBeDefined();
   });
 
@@ -417,7 +413,7 @@ describe("the on-chain account and the rate limit", () => {
     (await admit(1n, nowS + 300)).settle(served); // nonce 1 stays held until the chain takes it
     app.deps.db.$client.run("UPDATE settlements SET state = 'dead' WHERE nonce = '0'");
     (await admit(0n, nowS + 600)).settle({ status: 502, usage: null, upstream: null, latencyMs: 1 });
-    expect(listSettlements(app.deps.db).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", expiry: nowS + 300 });
+    expect((await listSettlements(app.deps.db)).find((r) => r.nonce === "0")).toMatchObject({ state: "dead", expiry: nowS + 300 });
     expect(await admit(0n, nowS + 600)).toBeDefined(); // the client may send it again
   });
 
@@ -445,6 +441,6 @@ describe("modes", () => {
     const app = spendAuthApp({ ...config, spend_auth: { ...config.spend_auth, rpc_url: rpcUrl, allowed_signers: [] } }, { accounts });
     const h = await signedHeader({ nonce: 8n });
     expect(await errorOf(await app.chat(BODY, { "x-payment-signature": h }))).toMatchObject({ status: 502, code: "chain_unavailable" });
-    expect(listSettlements(app.deps.db).length).toBe(0);
+    expect((await listSettlements(app.deps.db)).length).toBe(0);
   });
 });

@@ -66,12 +66,23 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
   const callOf = (body: CallBody): ResponsesCall => calls.get(body)!;
   const needsTranslation = (route: ModelRoute): boolean => route.targets.some((target) => !servesNatively(adapter, target));
 
-  /** Keeps an answer for its caller: the conversation so far as items, and the Response object. */
-  const keep = (body: CallBody, response: Record<string, unknown>): boolean => {
+  /** Keeps an answer for its caller: the conversation so far as items, and the Response object; never rejects. */
+  const keep = (body: CallBody, response: Record<string, unknown>): boolean | Promise<boolean> => {
     const call = callOf(body);
     if (call.owner === null || typeof response.id !== "string") return false;
     const output = Array.isArray(response.output) ? response.output : [];
     return store.put({ id: response.id, owner: call.owner, items: [...call.prior, ...inputItems(body.input), ...output], response });
+  };
+
+  /** Continues the stored conversation `previous` names (found by admitted), or refuses with a 404. */
+  const continueFrom = (body: CallBody, previous: string, stored: { items: unknown[] } | null): void => {
+    if (stored === null) throw new GatewayError("not_found", `No stored response with id "${previous.slice(0, 100)}"`, { param: "previous_response_id" });
+    const call = callOf(body);
+    call.prior = stored.items;
+    if (call.translation === null) return;
+    const translated = responsesToChat(body, { priorItems: stored.items });
+    if ("error" in translated) throw invalid(translated.error.message, translated.error.param);
+    call.translation = translated;
   };
 
   const adapter: EndpointAdapter = {
@@ -108,7 +119,10 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
         if ("error" in translated) throw invalid(translated.error.message, translated.error.param);
         call.translation = translated;
       }
-      if (typeof body.previous_response_id === "string") call.priorBytes = store.bytes(body.previous_response_id);
+      if (typeof body.previous_response_id !== "string") return;
+      const bytes = store.bytes(body.previous_response_id);
+      if (typeof bytes === "number") call.priorBytes = bytes;
+      else return bytes.then((n) => void (call.priorBytes = n));
     },
     admitted(body, identity) {
       const call = callOf(body);
@@ -124,12 +138,8 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
         );
       }
       const stored = store.get(previous, owner);
-      if (stored === null) throw new GatewayError("not_found", `No stored response with id "${previous.slice(0, 100)}"`, { param: "previous_response_id" });
-      call.prior = stored.items;
-      if (call.translation === null) return;
-      const translated = responsesToChat(body, { priorItems: stored.items });
-      if ("error" in translated) throw invalid(translated.error.message, translated.error.param);
-      call.translation = translated;
+      if (stored instanceof Promise) return stored.then((found) => continueFrom(body, previous, found));
+      continueFrom(body, previous, stored);
     },
     // A stored conversation the request continues is prompt too.
     reserve: (input) => {
@@ -145,12 +155,15 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
     transformWhole(text, body, target) {
       const call = callOf(body);
       if (servesNatively(adapter, target)) {
-        if (call.owner !== null) keepNative(text, (response) => keep(body, response));
-        return text;
+        // Committed before the answer goes out: the client may continue it at once.
+        const kept = call.owner === null ? false : keepNative(text, (response) => keep(body, response));
+        return typeof kept === "boolean" ? text : kept.then(() => text);
       }
       const answer = chatToResponse(JSON.parse(text) as Record<string, unknown>, { model: body.model, echo: call.translation!.echo, id: call.id });
       // The answer says whether it was kept: not for an anonymous caller, nor one over the size bound.
-      answer.store = keep(body, answer as unknown as Record<string, unknown>);
+      const kept = keep(body, answer as unknown as Record<string, unknown>);
+      if (typeof kept !== "boolean") return kept.then((stored) => JSON.stringify({ ...answer, store: stored }));
+      answer.store = kept;
       return JSON.stringify(answer);
     },
     rewriteEvents(body, target) {
@@ -168,11 +181,15 @@ export function createResponsesAdapter(deps: AppDeps): EndpointAdapter {
 }
 
 /** A native answer's Response object, for `store`; an answer that is not one is not kept. */
-function keepNative(text: string, keep: (response: Record<string, unknown>) => void): void {
+function keepNative(text: string, keep: (response: Record<string, unknown>) => boolean | Promise<boolean>): boolean | Promise<boolean> {
+  let response: unknown;
   try {
-    const response: unknown = JSON.parse(text);
-    if (typeof response === "object" && response !== null && !Array.isArray(response)) keep(response as Record<string, unknown>);
-  } catch {}
+    response = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof response === "object" && response !== null && !Array.isArray(response)) return keep(response as Record<string, unknown>);
+  return false;
 }
 
 function invalid(message: string, param: string | null): GatewayError {

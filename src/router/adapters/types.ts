@@ -67,8 +67,8 @@ export interface EndpointAdapter {
   readonly answer: AnswerKind;
   /** Throws the GatewayError (400) for a JSON body this endpoint refuses. */
   check(body: unknown): asserts body is CallBody;
-  /** Refusals that depend on the route the model names (a limit no reservation covers). */
-  checkRoute?(body: CallBody, route: ModelRoute): void;
+  /** Refusals that depend on the route the model names (a limit no reservation covers); a promise when it reads the database (Postgres). */
+  checkRoute?(body: CallBody, route: ModelRoute): void | Promise<void>;
   /** The endpoint's native form, for targets whose upstream serves its API itself. */
   readonly native?: NativeForm;
   /**
@@ -76,7 +76,7 @@ export interface EndpointAdapter {
    * of a refusal that depends on who calls (nothing is charged for it). What it keeps per call is
    * keyed by the body, as with check.
    */
-  admitted?(body: CallBody, identity: Identity): void;
+  admitted?(body: CallBody, identity: Identity): void | Promise<void>;
   /**
    * The JSON one target is sent, naming its model (`target.model`): the body amended in place, or
    * a translation of it (then the client's body keeps the model the client named, and a streamed
@@ -100,7 +100,7 @@ export interface EndpointAdapter {
    * client's, whose identity can key what the adapter kept of it when it checked it (a WeakMap);
    * `target` the one that answered (whether it was sent the native form: servesNatively).
    */
-  transformWhole?(text: string, body: CallBody, target: Target): string;
+  transformWhole?(text: string, body: CallBody, target: Target): string | Promise<string>;
   /**
    * The rewriter of an event stream of success for the client, given the complete events as the
    * relay sends them, after their usage is read (../sse-events.ts StreamRewrite), in the relay's own
