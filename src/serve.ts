@@ -9,7 +9,8 @@
  * queues (retrying for up to the grace while the database refuses), close the database.
  */
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load";
-import { openStorage, type OpenedStorage } from "./db/open";
+import { mkdirSync } from "node:fs";
+import { openStorage, storageStatusSection } from "./db/open";
 import { normalizeStoredEmails } from "./auth/users";
 import { stampLegacyLinks } from "./auth/oauth";
 import { createIdentityState } from "./auth/identities";
@@ -42,6 +43,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   setLogger(logger);
   const database = await openStorage({ dataDir: started.server.data_dir, url: started.database.url, poolSize: started.database.pool_size });
   for (const tag of database.applied) log("info", `database: applied migration ${tag}`, { where: database.where });
+  if (database.engine === "postgres") makeDataDir(started.server.data_dir);
   for (const { id, email } of await normalizeStoredEmails(database.db)) {
     log(
       "warn",
@@ -117,7 +119,7 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
       spendAuth ? spendAuth.statusSection : () => ({ spend_auth: { mode: "off" } }),
       () => ({ config_loaded_at: new Date(loadedAt).toISOString(), config_reloads: reloads }),
       cluster ? cluster.statusSection : () => ({}),
-      await databaseStatusSection(database),
+      await storageStatusSection(database),
       // Webhooks start once the server listens; until then they add nothing to /api/status.
       async () => (await webhooks?.status()) ?? {},
     ],
@@ -234,8 +236,15 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   process.on("exit", removePidFile);
 }
 
-/** The `database` section of /api/status: the engine, and on Postgres the schema's migration state. */
-async function databaseStatusSection(database: OpenedStorage): Promise<() => Record<string, unknown>> {
-  if (database.engine === "sqlite") return () => ({ database: { engine: "sqlite" } });
-  return (await import("./db/schema-state")).postgresStatusSection(database.db, { now: Date.now });
+/**
+ * On Postgres, data_dir holds only the pid file and the last reload's outcome (`modelgate reload`
+ * reads both); SQLite's open makes it otherwise. Made private as SQLite's is, before listening, so
+ * a directory that cannot be made stops the start instead of the running server.
+ */
+function makeDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new Error(`server.data_dir: cannot create ${dataDir} (${(err as Error)?.message ?? err})`);
+  }
 }

@@ -3,19 +3,17 @@
  * version and help, with the usage text. serve loads the server (Elysia, the dashboard, the
  * router) only when it runs, so that the other commands start without it.
  */
-import { ConfigError } from "../config/errors";
 import { redactedConfig } from "../config/redact";
 import { COMMIT, INTERFACE_VERSION, VERSION } from "../version";
 import { stringFlag, UsageError, type Args } from "./args";
 import { migrateCommand } from "./migrate";
-import { command, POSTGRES_NOT_SERVED, POSTGRES_SERVED, type CommandEntry } from "./registry";
+import { command, type CommandEntry } from "./registry";
 
 export const BUILT_IN: Readonly<Record<string, CommandEntry>> = {
   serve: command(
     async (ctx) => {
       const serviceId = parseServiceId(ctx.args);
       const loaded = ctx.config();
-      if (loaded.config.database.url !== undefined && !POSTGRES_SERVED) throw new ConfigError(POSTGRES_NOT_SERVED);
       const { serve } = await import("../serve");
       await serve({ loaded, serviceId });
       return null;

@@ -13,7 +13,7 @@ import { normalizeStoredEmails } from "../auth/users";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
-import { OTHER_DATA_DIR, POSTGRES_NOT_SERVED, POSTGRES_SERVED, type CliContext } from "./registry";
+import { OTHER_DATA_DIR, type CliContext } from "./registry";
 import { COMMANDS } from "./commands";
 import { USAGE } from "./builtin";
 
@@ -76,7 +76,6 @@ export async function runCli(argv: string[]): Promise<number | null> {
       openDb: async (options = {}) => {
         // Every command on the database comes through here, on either engine.
         const url = context.databaseUrl();
-        if (url !== undefined && !POSTGRES_SERVED) throw new ConfigError(POSTGRES_NOT_SERVED);
         const database = context.databaseFile();
         if (url === undefined && !options.create && !existsSync(database)) {
           throw new UsageError(

@@ -45,16 +45,6 @@ export type CommandShapes = Record<string, CommandShape>;
 /** For a message about a database that lacks what was asked for: it may be another directory's. */
 export const OTHER_DATA_DIR = "a server's database is under the data_dir of its config: run from its directory, or pass --config";
 
-/**
- * Whether serve and the commands run on `[database] url`. Until every data-access module awaits
- * its queries on both engines they refuse such a config (POSTGRES_NOT_SERVED), rather than read
- * and write the SQLite file in data_dir while the operator means the Postgres database.
- */
-export const POSTGRES_SERVED = false;
-
-export const POSTGRES_NOT_SERVED =
-  "database.url: only `modelgate migrate` runs on Postgres in this release; serve and the other commands still use SQLite in server.data_dir (docs/scaling.md#postgres-database-url). Remove [database] url to run them";
-
 /** A command and the shapes it accepts: one row of the command table (./commands.ts). */
 export interface CommandEntry {
   run: Command;

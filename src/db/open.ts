@@ -1,6 +1,7 @@
 /**
  * Opens the database the config names: Postgres when `[database] url` is set, else SQLite in
- * server.data_dir. Either way the handle is a `Db` (./engine.ts), migrated to this release.
+ * server.data_dir. Either way the handle is a `Db` (./engine.ts), migrated to this release; and
+ * what /api/status says of it.
  */
 import type { Db } from "./client";
 import type { Engine } from "./engine";
@@ -31,4 +32,10 @@ export async function openStorage(options: { dataDir: string; url?: string; pool
     where: sqlite.sqlite.filename,
     close: async () => sqlite.close(),
   };
+}
+
+/** The `database` section of /api/status: the engine, and on Postgres the schema's migration state. */
+export async function storageStatusSection(database: OpenedStorage): Promise<() => Record<string, unknown>> {
+  if (database.engine === "sqlite") return () => ({ database: { engine: "sqlite" } });
+  return (await import("./schema-state")).postgresStatusSection(database.db, { now: Date.now });
 }
