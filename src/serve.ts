@@ -127,8 +127,9 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   stops.push(lasting.routeMemory.close);
   const { hostname, port } = parseAddress(started.server.listen);
   // Listening comes first: a port of 0 is chosen by the system, and the links and Origin checks
-  // of the first generation follow it. Nothing is answered before that generation is served: it is
-  // composed within the same turn. Elysia would ask for SO_REUSEPORT and development mode: a
+  // of the first generation follow it. Until that generation is served every request is a bare 503:
+  // on SQLite it is composed within the same turn; on Postgres the setup link's write comes first,
+  // so a client that finds the gateway up finds the link logged. Elysia would ask for SO_REUSEPORT and development mode: a
   // second server on the same port would then share its connections (and split the rate limits
   // and reservations), and an error escaping a handler would be answered with a stack trace.
   // Bun's own body cap answers 413 without a body; the app refuses a declared length over
@@ -147,6 +148,8 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
   );
   const bound: Bound = { hostname, port: server.port ?? port };
   const first = servedConfig(loaded, bound, null).config;
+  const setupLink = await issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
+  if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
   serving = serveGeneration(server, composeGeneration(first, lasting, null), lasting);
   stops.push(() => serving!.stop());
   if (started.webhooks.enabled) {
@@ -158,8 +161,6 @@ export async function serve({ loaded, serviceId }: ServeOptions): Promise<void> 
     stops.push(webhooks.stop);
     metrics.registerGauge(webhooks.outboxGauge);
   }
-  const setupLink = await issueSetupLink(database.db, { now: Date.now(), publicUrl: first.server.public_url });
-  if (setupLink) log("warn", `no administrator yet: open ${setupLink} to create one (works once, within 24 hours)`);
   log("info", `modelgate ${VERSION} (commit ${COMMIT}) listening on ${listenUrl(hostname, bound.port)}`, {
     config: loaded.source ?? "(embedded defaults)",
     data_dir: started.server.data_dir,
