@@ -18,8 +18,11 @@ run: build
 
 build: dist/modelgate
 
+# Memory (docs/benchmarks.md, "Footprint"): --splitting keeps each import() in its own chunk of the
+# binary, read and run only when imported (viem, the app's pages); the JIT policy makes JavaScriptCore
+# 32 times more reluctant to compile until the server listens (src/main.ts restores it).
 dist/modelgate: node_modules/.installed $(SOURCES) dist/.commit
-	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
+	$(BUN) build --compile --splitting --compile-jit-policy=32 --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
 
 # Rewritten only when HEAD moved, so a commit with no source change still rebuilds with its stamp.
 dist/.commit: FORCE

@@ -11,7 +11,7 @@ import { normalizeEmail } from "../../src/auth/email";
 import { hashPassword } from "../../src/auth/password";
 import { deleteUserSessions } from "../../src/auth/session";
 import { createSession, createSessionValidator, pruneEndedSessions } from "../../src/auth/session";
-import { buildIdentities } from "../../src/auth/identities";
+import { buildIdentities } from "./support";
 import { buildConfig } from "../../src/config/load";
 import { eventually } from "../support/eventually";
 
