@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps";
 import { COMMIT, INTERFACE_VERSION } from "./version";
-import { healthBody } from "./health";
+import { healthBody } from "./plain-routes";
 import { upstreamHealth } from "./router/upstream-state";
 import { jsonDoc } from "./swagger";
 import type { OpenAPIV3 } from "openapi-types";

@@ -6,9 +6,9 @@
  * changes once composed; what must outlive a reload (the database, rate-limit buckets, queued
  * debits, metrics counters, the request log) is built once and handed in as Lasting.
  *
- * The model endpoints and /api/health are plain Bun routes; the framework-served rest (./web.ts)
- * is imported and built by the first request that reaches it, once per generation, so an idle
- * gateway holds none of it.
+ * The model endpoints, /api/health and /v1/models are plain Bun routes (./plain-routes.ts); the
+ * framework-served rest (./web.ts) is imported and built by the first request that reaches it,
+ * once per generation, so an idle gateway holds none of it.
  */
 import type { Server } from "bun";
 import type { Config } from "./config/schema";
@@ -23,9 +23,7 @@ import type { App } from "./app";
 import type { KeyReveals } from "./dashboard/key-reveals";
 import { startDiscovery } from "./router/discover";
 import { createFrontDoor, type FrontDoor } from "./router/front-door";
-import { createCors } from "./cors";
-import { trustedProxies } from "./client-address";
-import { healthRoute } from "./health";
+import { plainRoutes } from "./plain-routes";
 import { errorResponse, GatewayError } from "./errors";
 import { log } from "./log";
 
@@ -110,14 +108,13 @@ export interface Serving {
 }
 
 /**
- * Points `server` at `generation`: the model endpoints and /api/health as Bun routes (the hot
+ * Points `server` at `generation`: the model endpoints, /api/health and /v1/models as Bun routes (the hot
  * path skips the framework), everything else through the app, which is told which server it runs
  * in: its handlers read the client's address from it.
  */
 export function serveGeneration(server: Server<undefined>, generation: Generation, lasting: Pick<Lasting, "routeMemory">): Serving {
   const { deps, config, door } = generation;
-  const health = healthRoute({ version: deps.version, cors: createCors(config.server.cors_origins), trusted: trustedProxies(config.server.trusted_proxies) });
-  const routes = { ...door.routes, "/api/health": { GET: health } };
+  const routes = { ...door.routes, ...plainRoutes(deps) };
   server.reload({ fetch: (request: Request) => generation.fetch(request, server), routes } as unknown as Parameters<typeof server.reload>[0]);
   const discovery = startDiscovery(deps.registry, config.upstreams, { discovered: lasting.routeMemory.remember });
   return { generation, stop: discovery.stop };

@@ -1,9 +1,9 @@
 // The served app is built by the first request that needs it (src/generation.ts): a gateway that
-// has answered only /api/health and model calls holds none of it. Against the compiled binary,
-// each kind of request is the first one after start-up, and works: a chat, the dashboard, Swagger
-// and its document, /metrics, /api/status, a webhook; several at once share one build; /api/health,
-// served without the app, answers as the app's route does; and after a reload the new config's app
-// is the one built.
+// has answered only /api/health, /v1/models and model calls holds none of it. Against the compiled
+// binary, each kind of request is the first one after start-up, and works: a chat, the dashboard,
+// Swagger and its document, /metrics, /api/status, a webhook; several at once share one build;
+// /api/health and /v1/models, served without the app, answer as the app's routes do; and after a
+// reload the new config's app is the one built.
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -104,7 +104,7 @@ describe("the first request of each kind after start-up", () => {
   });
 });
 
-describe("/api/health without the app", () => {
+describe("/api/health and /v1/models without the app", () => {
   test("answers as the app's route does: body, request id, framing and sniffing headers", async () => {
     const gateway = await fresh();
     const plain = await fetch(`${gateway.url}/api/health`);
@@ -120,6 +120,30 @@ describe("/api/health without the app", () => {
       expect(Object.keys(body).sort()).toEqual(["commit", "status", "timestamp", "version"]);
       expect(body.status).toBe("ok");
     }
+    await gateway.stop();
+  });
+
+  test("/v1/models lists what the app's route lists, and a key's model allowlist hides the rest", async () => {
+    const gateway = await fresh(`${modelsToml()}
+[[models]]
+id = "other-model"
+free = true
+targets = [{ upstream = "mock", model = "mock-small" }]
+`);
+    const plain = await fetch(`${gateway.url}/v1/models`);
+    const framed = await fetch(`${gateway.url}/v1/models/`);
+    expect(plain.headers.get("x-frame-options")).toBe("DENY");
+    expect(plain.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]+$/);
+    const ids = (response: { data: { id: string }[] }): string[] => response.data.map((m) => m.id).sort();
+    const plainBody = (await plain.json()) as { object: string; data: { id: string }[] };
+    expect(plainBody.object).toBe("list");
+    expect(ids(plainBody)).toEqual(["free-model", "other-model"]);
+    expect(ids((await framed.json()) as { data: { id: string }[] })).toEqual(["free-model", "other-model"]);
+    expect((await gateway.cli(["user", "add", "kept@example.com"])).code).toBe(0);
+    const created = await gateway.cli(["key", "create", "--user", "kept@example.com", "--name", "one", "--models", "free-model"]);
+    expect(created.code).toBe(0);
+    const kept = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${created.stdout.trim()}` } });
+    expect(ids((await kept.json()) as { data: { id: string }[] })).toEqual(["free-model"]);
     await gateway.stop();
   });
 
