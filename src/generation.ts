@@ -51,7 +51,7 @@ export interface Generation {
   fetch(request: Request, server: Server<undefined>): Response | Promise<Response>;
 }
 
-/** The deps and app for `config`; `previous`, when a reload replaces it, lends its upstreams' state. */
+/** The deps, model endpoints and app (built later) for `config`; `previous`, when a reload replaces it, lends its upstreams' state. */
 export function composeGeneration(config: Config, lasting: Lasting, previous: Generation | null): Generation {
   const { db, now } = lasting;
   const gate = gateFor(lasting.identities, { db, config, now, spendAuth: lasting.spendAuth });
@@ -108,9 +108,9 @@ export interface Serving {
 }
 
 /**
- * Points `server` at `generation`: the model endpoints, /api/health and /v1/models as Bun routes (the hot
- * path skips the framework), everything else through the app, which is told which server it runs
- * in: its handlers read the client's address from it.
+ * Points `server` at `generation`: the model endpoints, /api/health and /v1/models as Bun routes
+ * (the hot path skips the framework), everything else through the app, which is told which server
+ * it runs in: its handlers read the client's address from it.
  */
 export function serveGeneration(server: Server<undefined>, generation: Generation, lasting: Pick<Lasting, "routeMemory">): Serving {
   const { deps, config, door } = generation;

@@ -1,9 +1,10 @@
 /**
  * modelgate as a benchmark target: the compiled binary (dist/modelgate) with a config pointing at
  * the mock upstream, limits raised far above what a run can reach (so the bench measures the rate
- * limiter's cost, never its denials), plus the two start-up measurements: exec to first healthy
- * /api/health and RSS (idle, after chat requests, after the app's pages). Optionally an API key, once the CLI can create one, with credits for
- * the paid model (BENCH_PAID_MODEL, the same upstream model behind a price: metering on).
+ * limiter's cost, never its denials), plus the start-up measurements: exec to first healthy
+ * /api/health, and RSS idle, after chat requests and after the app's pages. Optionally an API key,
+ * once the CLI can create one, with credits for the paid model (BENCH_PAID_MODEL, the same
+ * upstream model behind a price: metering on).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -161,7 +162,7 @@ export async function measureStartup(upstreamBaseUrl: string, options: { starts:
       await Bun.sleep(1);
     }
     times.push(performance.now() - started);
-    if (i === options.starts) rss = await idleRss(proc.pid, url);
+    if (i === options.starts) rss = await rssSteps(proc.pid, url);
     proc.kill("SIGTERM");
     await proc.exited;
   }
@@ -172,7 +173,8 @@ function rssSplit(pid: number): RssSplit {
   return { rss: statusMb(pid, "VmRSS"), anon: statusMb(pid, "RssAnon"), file: statusMb(pid, "RssFile") };
 }
 
-async function idleRss(pid: number, url: string): Promise<Pick<StartupResult, "idle" | "afterChat" | "afterPages">> {
+/** RSS idle, then after 20 chat requests, then after the pages that build the app. */
+async function rssSteps(pid: number, url: string): Promise<Pick<StartupResult, "idle" | "afterChat" | "afterPages">> {
   await Bun.sleep(500);
   const idle = rssSplit(pid);
   const body = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
