@@ -2,7 +2,7 @@
  * The framework-served part of one generation (./generation.ts): the Elysia app with /api, Swagger,
  * the auth API, /metrics and the dashboard. Imported and built on the first request that needs it,
  * so a gateway that has answered only health checks and model calls never loads the framework,
- * its route tree or the pages: about 7 MB of memory it would hold while idle.
+ * its route tree or the pages: about 5 MB it would hold while idle (docs/benchmarks.md, Footprint).
  */
 import { createApp, type App } from "./app";
 import { authRoutes } from "./auth/routes";
