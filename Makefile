@@ -11,15 +11,20 @@ SOURCES := $(shell find src drizzle -type f 2>/dev/null) package.json bun.lock
 # The build's commit, stamped into the binary (`modelgate version`, /api/health, /api/status).
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: run build test test-postgres bench bench-cluster ab install migrations check clean
+.PHONY: run build test test-postgres bench bench-cluster ab install migrations check clean bytecode-order
 
 run: build
 	./dist/modelgate serve
 
 build: dist/modelgate
 
-dist/modelgate: node_modules/.installed $(SOURCES) dist/.commit
-	$(BUN) build --compile --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
+# Memory (docs/benchmarks.md, "Footprint"): --splitting keeps each import() in its own chunk of the
+# binary, read and run only when imported (viem, the app's pages); the JIT policy makes JavaScriptCore
+# 200 times more reluctant to compile until the server listens (src/main.ts restores it); the
+# bytecode a start and a first chat run is laid out together, by build/serve.order (`make bytecode-order`).
+ORDER := $(wildcard build/serve.order)
+dist/modelgate: node_modules/.installed $(SOURCES) $(ORDER) dist/.commit
+	$(BUN) build --compile --splitting --compile-jit-policy=200 $(if $(ORDER),--bytecode-order=$(ORDER)) --minify --bytecode --format=esm --sourcemap=none --define MODELGATE_COMMIT='"$(COMMIT)"' src/main.ts --outfile dist/modelgate
 
 # Rewritten only when HEAD moved, so a commit with no source change still rebuilds with its stamp.
 dist/.commit: FORCE
@@ -81,6 +86,11 @@ ab: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	test -n "$(A)" || (echo "usage: make ab A=BINARY [B=BINARY] [AB_PATH=paid|key|anonymous]" && exit 2)
 	$(BUN) bench/ab.ts "$(A)" "$(B)"
+
+# Records build/serve.order from this build (scripts/bytecode-order.ts), then builds again with it.
+bytecode-order: build
+	$(BUN) scripts/bytecode-order.ts
+	$(MAKE) build
 
 # After a change to src/db/schema.ts and src/db/schema-pg.ts: `make migrations NAME=what_changed` adds the next migration
 # under drizzle/ (SQLite) and drizzle/pg/ (Postgres) and embeds them all (databases already in use apply only the new one).

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig } from "../src/config/load";
 import { openDatabase } from "../src/db/client";
-import { buildIdentities } from "../src/auth/identities";
+import { buildIdentities } from "../tests/auth/support";
 import { createUser } from "../src/auth/users";
 import { createApiKey } from "../src/auth/apikey";
 import { parsePolicyFlags, type PolicyChange, type PolicyFlags } from "../src/auth/key-policy";

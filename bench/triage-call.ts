@@ -7,7 +7,7 @@
  * no more than the keyed one.
  */
 import { composeTestApp } from "../tests/support/app";
-import { buildIdentities } from "../src/auth/identities";
+import { buildIdentities } from "../tests/auth/support";
 import { createUser } from "../src/auth/users";
 import { createApiKey } from "../src/auth/apikey";
 import { createModelCaller } from "../src/router/in-process";

@@ -5,6 +5,7 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps";
 import { COMMIT, INTERFACE_VERSION } from "./version";
+import { healthBody } from "./plain-routes";
 import { upstreamHealth } from "./router/upstream-health";
 import { jsonDoc } from "./swagger";
 import type { OpenAPIV3 } from "openapi-types";
@@ -22,7 +23,7 @@ const HEALTH_SCHEMA: OpenAPIV3.SchemaObject = {
 
 export function apiRoutes(deps: AppDeps) {
   return new Elysia({ name: "modelgate.api" })
-    .get("/api/health", () => ({ status: "ok", timestamp: Date.now(), version: deps.version, commit: COMMIT }), {
+    .get("/api/health", () => healthBody(deps.version), {
       detail: { operationId: "getHealth", summary: "Liveness", tags: ["service"], responses: { 200: jsonDoc("The service is up", HEALTH_SCHEMA) } },
     })
     .get(

@@ -13,18 +13,19 @@ import { trustedProxies } from "./client-address";
 import { violationError } from "./validation";
 import { tooLarge, UNCOUNTED_BODY_BYTES } from "./body";
 import { apiRoutes } from "./api";
-import { createFrontDoor } from "./router/front-door";
+import { createFrontDoor, type FrontDoor } from "./router/front-door";
 import { modelRoutes } from "./router/routes";
 import { swaggerRoutes } from "./swagger";
 import { createCors, isCorsPath } from "./cors";
 
-export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = []) {
+/** `door`: the model endpoints the server already serves as Bun routes (./generation.ts); built here when absent. */
+export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, any, any, any>[] = [], options: { door?: FrontDoor } = {}) {
   const trusted = trustedProxies(deps.config.server.trusted_proxies);
   const maxBody = deps.config.server.max_body_bytes;
   // Every route but the model endpoints (sign-in, sign-up, setup, dashboard forms, admin JSON) is
   // read whole by the framework, uncounted: held to the size of a body read uncounted.
   const formMax = Math.min(maxBody, UNCOUNTED_BODY_BYTES);
-  const door = createFrontDoor(deps);
+  const door = options.door ?? createFrontDoor(deps);
   const cors = createCors(deps.config.server.cors_origins);
   // When the server listens, the model endpoints are plain Bun routes: the hot path skips the
   // framework entirely. Requests that reach the app anyway (app.handle in tests, a path with a

@@ -1,9 +1,10 @@
 /**
  * modelgate as a benchmark target: the compiled binary (dist/modelgate) with a config pointing at
  * the mock upstream, limits raised far above what a run can reach (so the bench measures the rate
- * limiter's cost, never its denials), plus the two start-up measurements: exec to first healthy
- * /api/health and idle RSS. Optionally an API key, once the CLI can create one, with credits for
- * the paid model (BENCH_PAID_MODEL, the same upstream model behind a price: metering on).
+ * limiter's cost, never its denials), plus the start-up measurements: exec to first healthy
+ * /api/health, and RSS idle, after chat requests and after the app's pages. Optionally an API key,
+ * once the CLI can create one, with credits for the paid model (BENCH_PAID_MODEL, the same
+ * upstream model behind a price: metering on).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -116,24 +117,32 @@ export function rssMb(pid: number): number {
   return statusMb(pid, "VmRSS");
 }
 
+export interface RssSplit {
+  /** VmRSS, and of it anonymous memory (heap, stacks) and file-backed pages (the mapped executable), in MB. */
+  rss: number;
+  anon: number;
+  file: number;
+}
+
 export interface StartupResult {
   /** Median ms from spawn to the first 200 of /api/health, database already created. */
   warmMs: number;
   /** The same for the very first start (creates the database, applies migrations). */
   coldMs: number;
   starts: number;
-  /** RSS in MB of a fresh process after start-up and a few chat requests, left idle a moment. */
-  idleRssMb: number;
-  /** Of which anonymous memory (heap, stacks) and file-backed pages (the mapped executable). */
-  idleAnonMb: number;
-  idleFileMb: number;
+  /** A fresh process that has answered /api/health, left idle a moment: issue 34's "idle". */
+  idle: RssSplit;
+  /** The same process after 20 chat requests, left idle a moment. */
+  afterChat: RssSplit;
+  /** Then after one request each to /api/status, /metrics, the dashboard and Swagger: the whole app built. */
+  afterPages: RssSplit;
 }
 
 export async function measureStartup(upstreamBaseUrl: string, options: { starts: number; pin: (pid: number) => void }): Promise<StartupResult> {
   const dir = benchDir("modelgate-bench-start-");
   const file = join(dir, "modelgate.toml");
   const times: number[] = [];
-  let idle = { rss: Number.NaN, anon: Number.NaN, file: Number.NaN };
+  let rss: Pick<StartupResult, "idle" | "afterChat" | "afterPages"> | null = null;
   for (let i = 0; i <= options.starts; i++) {
     const port = freePort();
     writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${benchConfig(upstreamBaseUrl)}`);
@@ -153,18 +162,29 @@ export async function measureStartup(upstreamBaseUrl: string, options: { starts:
       await Bun.sleep(1);
     }
     times.push(performance.now() - started);
-    if (i === options.starts) idle = await idleRss(proc.pid, url);
+    if (i === options.starts) rss = await rssSteps(proc.pid, url);
     proc.kill("SIGTERM");
     await proc.exited;
   }
-  return { coldMs: times[0], warmMs: median(times.slice(1)), starts: times.length, idleRssMb: idle.rss, idleAnonMb: idle.anon, idleFileMb: idle.file };
+  return { coldMs: times[0], warmMs: median(times.slice(1)), starts: times.length, ...rss! };
 }
 
-async function idleRss(pid: number, url: string): Promise<{ rss: number; anon: number; file: number }> {
+function rssSplit(pid: number): RssSplit {
+  return { rss: statusMb(pid, "VmRSS"), anon: statusMb(pid, "RssAnon"), file: statusMb(pid, "RssFile") };
+}
+
+/** RSS idle, then after 20 chat requests, then after the pages that build the app. */
+async function rssSteps(pid: number, url: string): Promise<Pick<StartupResult, "idle" | "afterChat" | "afterPages">> {
+  await Bun.sleep(500);
+  const idle = rssSplit(pid);
   const body = JSON.stringify({ model: BENCH_MODEL, messages: [{ role: "user", content: "hi" }] });
   for (let i = 0; i < 20; i++) {
     await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.text());
   }
   await Bun.sleep(500);
-  return { rss: statusMb(pid, "VmRSS"), anon: statusMb(pid, "RssAnon"), file: statusMb(pid, "RssFile") };
+  const afterChat = rssSplit(pid);
+  for (const path of ["/api/status", "/metrics", "/dashboard", "/swagger", "/swagger/json"])
+    await fetch(`${url}${path}`, { redirect: "manual" }).then((r) => r.text());
+  await Bun.sleep(500);
+  return { idle, afterChat, afterPages: rssSplit(pid) };
 }

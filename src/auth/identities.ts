@@ -1,9 +1,10 @@
 /**
  * Builds identities, credits and rate limits for one server process: the in-memory parts (rate
  * limiter, credit meter, last-used queue, sign-in throttle) and the hourly prune of ended
- * sessions, built once (createIdentityState); and over them, per config, the Gate and the auth
- * controller (routes.ts), built again at each reload (identitiesFor). close() flushes what is
- * written behind; serve.ts calls it after the listener has drained.
+ * sessions, built once (createIdentityState); and over them, per config, the Gate, built again at
+ * each reload (gateFor). The auth controller (routes.ts) is built beside the rest of the app, on
+ * the first request that needs it (src/web.ts): this module does not load it. close() flushes what
+ * is written behind; serve.ts calls it after the listener has drained.
  *
  * SpendAuth plugs in by passing `spendAuth`; to share the limiter with it, create the limiter
  * first (createMemoryLimiter()) and pass it here too.
@@ -19,7 +20,7 @@ import type { Gate, SpendAuthHook } from "./types";
 import { createGate } from "./gate";
 import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
 import { createLastUsed } from "./key-last-used";
-import { authRoutes } from "./routes";
+import type { authRoutes } from "./routes";
 import { createSignInThrottle } from "./throttle";
 import { pruneEndedSessions } from "./session";
 import { log } from "../log";
@@ -95,18 +96,9 @@ export function createIdentityState(input: Omit<IdentitiesInput, "config" | "spe
   };
 }
 
-/** The gate and the auth controller for one config, over the state they share with the configs before and after it. */
-export function identitiesFor(state: IdentityState, input: Pick<IdentitiesInput, "db" | "config" | "now" | "spendAuth">): Pick<Identities, "gate" | "routes"> {
+/** The gate for one config, over the state it shares with the configs before and after it. */
+export function gateFor(state: IdentityState, input: Pick<IdentitiesInput, "db" | "config" | "now" | "spendAuth">): Gate {
   const { db, config, now } = input;
-  const { limiter, meter, lastUsed, throttle, keys } = state;
-  return {
-    gate: createGate({ db, config, now, limiter, meter, lastUsed, keys, spendAuth: input.spendAuth }),
-    routes: authRoutes({ db, config, now, throttle }),
-  };
-}
-
-/** Both at once, for one config that never changes (the in-process tests). */
-export function buildIdentities(input: IdentitiesInput): Identities {
-  const state = createIdentityState({ ...input, config: () => input.config });
-  return { ...identitiesFor(state, input), limiter: state.limiter, meter: state.meter, close: state.close };
+  const { limiter, meter, lastUsed, keys } = state;
+  return createGate({ db, config, now, limiter, meter, lastUsed, keys, spendAuth: input.spendAuth });
 }

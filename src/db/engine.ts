@@ -29,7 +29,7 @@ export function registerPostgres(db: object, sql: SQL, tables: Tables): void {
   postgresHandles.set(db, { sql, tables });
 }
 
-/** @public The Bun.sql client behind a Postgres handle (a transaction's own inside `transact`); null on SQLite. */
+/** The Bun.sql client behind a Postgres handle (a transaction's own inside `transact`); null on SQLite. */
 export function postgresOf(db: Db): SQL | null {
   return postgresHandles.get(db)?.sql ?? null;
 }
@@ -43,7 +43,7 @@ export function tablesOf(db: Db): Tables {
   return postgresHandles.get(db)?.tables ?? sqliteTables;
 }
 
-/** @public The bun:sqlite connection behind a SQLite handle; throws on Postgres (`what` names the caller). */
+/** The bun:sqlite connection behind a SQLite handle; throws on Postgres (`what` names the caller). */
 export function sqliteOf(db: Db, what: string): Database {
   if (postgresHandles.has(db)) throw new Error(`${what} works on SQLite only`);
   return db.$client;

@@ -46,7 +46,7 @@ export function createLease(db: Db, name: string, options: LeaseOptions): Lease 
   };
 }
 
-/** @public A holder name for this process: host, pid and a random part (a restarted pid is another holder). */
+/** A holder name for this process: host, pid and a random part (a restarted pid is another holder). */
 export function processHolder(): string {
   return `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
 }

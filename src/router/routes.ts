@@ -1,15 +1,15 @@
 /**
- * The model-facing controller: GET /v1/models, and the OpenAPI operations of the model endpoints
- * (./endpoint-docs.ts). Handlers are thin: the endpoints' own functions (./front-door.ts), which
- * the server and the app's first hook reach before these routes; the routes exist for the docs.
+ * The model-facing controller: GET /v1/models (./model-list.ts) and /v1/models/{id}, and the
+ * OpenAPI operations of the model endpoints (./endpoint-docs.ts). Handlers are thin: the endpoints'
+ * own functions (./front-door.ts) and the model list, which the server serves as Bun routes before
+ * these routes are reached; for those the routes exist for the docs and for app.handle.
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
 import type { ModelEndpoint } from "./endpoint";
-import type { ModelRoute } from "./registry";
 import { GatewayError } from "../errors";
 import { requestPath } from "../requests/url";
-import { targetState } from "./target-state";
+import { modelEntry, modelList } from "./model-list";
 import { errorDoc, jsonDoc } from "../swagger";
 import { endpointDocs } from "./endpoint-docs";
 import { createResponseReader } from "./responses-retrieve";
@@ -30,31 +30,6 @@ const MODEL_LIST_SCHEMA: OpenAPIV3.SchemaObject = {
   properties: { object: { type: "string", example: "list" }, data: { type: "array", items: MODEL_SCHEMA } },
 };
 
-/** A route as GET /v1/models lists it: OpenAI's model object, plus price, free tier and upstream state. */
-function modelEntry(route: ModelRoute, startedAt: number, now: number): Record<string, unknown> {
-  return {
-    id: route.id,
-    object: "model",
-    created: Math.floor(startedAt / 1000),
-    owned_by: route.ownedBy,
-    free: route.free,
-    price: {
-      prompt: route.price.prompt,
-      completion: route.price.completion,
-      request: route.price.request,
-      unit: "credits per 1M tokens; request: credits per call",
-    },
-    endpoints: route.endpoints,
-    aliases: route.aliases,
-    source: route.source,
-    strategy: route.strategy,
-    // Deprecated, and misnamed: the targets' circuit states alone, in target order (targets[].state
-    // says the same), kept unchanged for clients that read it as a list.
-    upstreams: route.targets.map((target) => targetState(target, now)),
-    targets: route.targets.map((target) => ({ upstream: target.upstream.name, model: target.model, weight: target.weight, state: targetState(target, now) })),
-  };
-}
-
 /** The path's model id, percent-decoded; null when its escapes are malformed. */
 function decodeModelId(raw: string): string | null {
   try {
@@ -62,13 +37,6 @@ function decodeModelId(raw: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The routes the request's credential may use: an API key's model allowlist hides the others. */
-async function visibleRoutes(deps: Pick<AppDeps, "gate" | "registry">, request: Request): Promise<ModelRoute[]> {
-  const allowed = (await deps.gate.modelFilter?.(request)) ?? null;
-  const routes = deps.registry.list();
-  return allowed === null ? routes : routes.filter(allowed);
 }
 
 const MODELS_PREFIX = "/v1/models/";
@@ -89,21 +57,14 @@ async function retrieveModel(deps: AppDeps, request: Request): Promise<Record<st
 export function modelRoutes(deps: AppDeps, endpoints: ReadonlyMap<string, ModelEndpoint>) {
   const readResponse = createResponseReader(deps);
   let app = new Elysia({ name: "modelgate.v1" })
-    .get(
-      "/v1/models",
-      async ({ request }) => {
-        const now = deps.now();
-        return { object: "list", data: (await visibleRoutes(deps, request)).map((route) => modelEntry(route, deps.startedAt, now)) };
+    .get("/v1/models", ({ request }) => modelList(deps, request), {
+      detail: {
+        operationId: "listModels",
+        summary: "List model routes",
+        tags: ["models"],
+        responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state", MODEL_LIST_SCHEMA) },
       },
-      {
-        detail: {
-          operationId: "listModels",
-          summary: "List model routes",
-          tags: ["models"],
-          responses: { 200: jsonDoc("The routes a client may name in `model`, with prices and upstream state", MODEL_LIST_SCHEMA) },
-        },
-      },
-    )
+    })
     // OpenAI's "retrieve model". Ids may hold slashes (`meta-llama/Llama-3.1-8B`), sent as they are or
     // encoded: the documented route takes one path segment, a hidden twin takes the rest.
     .get("/v1/models/:model", ({ request }) => retrieveModel(deps, request), {

@@ -10,7 +10,7 @@ import { createUser, setPassword } from "../../src/auth/users";
 import { normalizeEmail } from "../../src/auth/email";
 import { hashPassword } from "../../src/auth/password";
 import { createSession, createSessionValidator, pruneEndedSessions } from "../../src/auth/session";
-import { buildIdentities } from "../../src/auth/identities";
+import { buildIdentities } from "./support";
 import { buildConfig } from "../../src/config/load";
 import { eventually } from "../support/eventually";
 

@@ -6,7 +6,8 @@ import type { createApp } from "../../src/app";
 import type { AppDeps } from "../../src/deps";
 import type { RequestRecord } from "../../src/requests/record";
 import { composeTestApp } from "../support/app";
-import { buildIdentities, type Identities } from "../../src/auth/identities";
+import { createIdentityState, gateFor, type Identities, type IdentitiesInput } from "../../src/auth/identities";
+import { authRoutes } from "../../src/auth/routes";
 import { createUser, type User } from "../../src/auth/users";
 import { createApiKey } from "../../src/auth/apikey";
 import type { PolicyChange } from "../../src/auth/key-policy";
@@ -60,6 +61,19 @@ id = "free-model"
 free = true
 targets = [{ upstream = "mock", model = "mock-small" }]
 `;
+}
+
+/** The gate, the auth controller and the in-memory parts at once, for one config that never changes (serve builds them apart). */
+export function buildIdentities(input: IdentitiesInput): Identities {
+  const state = createIdentityState({ ...input, config: () => input.config });
+  const { db, config, now } = input;
+  return {
+    gate: gateFor(state, input),
+    routes: authRoutes({ db, config, now, throttle: state.throttle }),
+    limiter: state.limiter,
+    meter: state.meter,
+    close: state.close,
+  };
 }
 
 export function buildAuthApp(raw: Record<string, unknown> = {}): AuthTestApp {
