@@ -7,6 +7,7 @@ import { log } from "./log";
 import { Elysia, type ValidationError } from "elysia";
 import type { AppDeps } from "./deps";
 import { errorResponse, GatewayError } from "./errors";
+import { databaseUnavailable } from "./db/engine";
 import { startRequest, requestMeta } from "./requests/meta";
 import { requestPath } from "./requests/url";
 import { trustedProxies } from "./client-address";
@@ -67,8 +68,9 @@ export function createApp(deps: AppDeps, features: Elysia<any, any, any, any, an
         return render(cause instanceof GatewayError ? cause : new GatewayError("invalid_request_error", "The request body is not valid JSON"), id);
       }
       if (code === "NOT_FOUND") return render(new GatewayError("not_found", `No route for ${request.method} ${requestPath(request.url)}`), id);
-      log("error", "unhandled error", { request_id: id, error: String((error as Error)?.message ?? error) });
-      return render(new GatewayError("internal_error", `Internal error; quote request id ${id} when reporting it`), id);
+      const unavailable = databaseUnavailable(error);
+      log("error", unavailable ? "database unreachable" : "unhandled error", { request_id: id, error: String((error as Error)?.message ?? error) });
+      return render(unavailable ?? new GatewayError("internal_error", `Internal error; quote request id ${id} when reporting it`), id);
     })
     .use(swaggerRoutes())
     .use(apiRoutes(deps))

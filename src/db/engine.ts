@@ -13,6 +13,7 @@ import type { Database } from "bun:sqlite";
 import type { SQL } from "bun";
 import type { Db } from "./client";
 import * as sqliteTables from "./schema";
+import { GatewayError } from "../errors";
 
 export type Tables = typeof sqliteTables;
 export type Engine = "sqlite" | "postgres";
@@ -100,4 +101,26 @@ export function isUniqueViolation(err: unknown): boolean {
     if (code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" || errno === "23505" || code === "23505") return true;
   }
   return false;
+}
+
+/**
+ * Bun.sql's codes for a connection it could not open or lost, and Postgres' own refusals while it
+ * stops or starts (SQLSTATE 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now).
+ */
+const UNREACHABLE_CODE = /^ERR_POSTGRES_(CONNECTION_|IDLE_TIMEOUT|LIFETIME_TIMEOUT)/;
+const UNREACHABLE_STATE = new Set(["57P01", "57P02", "57P03"]);
+
+/**
+ * The answer to a request that failed because Postgres could not be reached: a 503 the client may
+ * try again (nothing was served or charged: every read a request needs comes before its upstream
+ * call), not a 500. Null for any other error. The error may be wrapped by Drizzle (in `cause`).
+ */
+export function databaseUnavailable(err: unknown): GatewayError | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const { code, errno } = e as { code?: unknown; errno?: unknown };
+    if (UNREACHABLE_CODE.test(String(code ?? "")) || UNREACHABLE_STATE.has(String(errno ?? code ?? ""))) {
+      return new GatewayError("service_unavailable", "The gateway's database cannot be reached; try again shortly", { headers: { "retry-after": "2" } });
+    }
+  }
+  return null;
 }

@@ -9,6 +9,7 @@
  */
 import type { AppDeps } from "../deps";
 import { errorResponse, GatewayError } from "../errors";
+import { databaseUnavailable } from "../db/engine";
 import { BodyBudget, declaredLength, parseJsonBody, readJsonBody } from "../body";
 import { requestMeta, type RequestMeta } from "../requests/meta";
 import { trustedProxies } from "../client-address";
@@ -104,8 +105,14 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
         deps.onRequestDone(refusalRecord(request, meta.id, meta.startedAt, gone, adapter.name));
         return render(gone, { "x-request-id": meta.id });
       }
-      log("error", `unhandled error in ${adapter.paths[0]}`, { request_id: meta.id, error: String((err as Error)?.message ?? err) });
-      return render(new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), { "x-request-id": meta.id });
+      const unavailable = databaseUnavailable(err);
+      log("error", unavailable ? `database unreachable in ${adapter.paths[0]}` : `unhandled error in ${adapter.paths[0]}`, {
+        request_id: meta.id,
+        error: String((err as Error)?.message ?? err),
+      });
+      return render(unavailable ?? new GatewayError("internal_error", `Internal error; quote request id ${meta.id} when reporting it`), {
+        "x-request-id": meta.id,
+      });
     }
   };
 }

@@ -33,7 +33,7 @@ const engines: Array<[string, () => Promise<Db>]> = [
   ],
 ];
 
-describe.each(engines)("stored responses on %s", (engine, open) => {
+describe.each(engines)("stored responses on %s", (_engine, open) => {
   async function store(maxBytes = 10_000, now = () => 1_000 * DAY) {
     const db = await open();
     return { db, store: createResponseStore(db, { maxBytes, now }) };
