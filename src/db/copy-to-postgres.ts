@@ -14,6 +14,7 @@ import { sql as raw } from "drizzle-orm";
 import type { PgDb } from "./postgres";
 import { migrations } from "./migrations.gen";
 import * as sqliteSchema from "./schema";
+import { postgresDedupeKey } from "./dedupe-key";
 import * as pgSchema from "./schema-pg";
 
 export interface CopiedTable {
@@ -56,6 +57,12 @@ function tablePairs(): { name: string; from: SQLiteTable; to: PgTable }[] {
   return pairs;
 }
 
+/** A row as Postgres holds it: a webhook call's dedupe key has a space where SQLite's has NUL. */
+function asPostgresHolds(table: string, row: Record<string, unknown>): Record<string, unknown> {
+  if (table !== "webhook_jobs" || typeof row.dedupeKey !== "string") return row;
+  return { ...row, dedupeKey: postgresDedupeKey(row.dedupeKey) };
+}
+
 /** Refuses a file whose schema is not this release's: its columns would not be the ones copied. */
 function checkSchema(sqlite: Database): void {
   const row = sqlite.query<{ created_at: number }, []>("SELECT max(created_at) AS created_at FROM __drizzle_migrations").get();
@@ -95,7 +102,7 @@ export async function copyToPostgres(sqlite: Database, pg: PgDb): Promise<Copied
           if (chunk.length === 0) break;
           await tx
             .insert(to)
-            .values(chunk.map((c) => c.row) as never[])
+            .values(chunk.map((c) => asPostgresHolds(name, c.row)) as never[])
             .catch((err: unknown) => {
               throw new Error(`${name}: Postgres refused rows ${rows + 1} to ${rows + chunk.length} (${causeOf(err)}); nothing was copied`);
             });

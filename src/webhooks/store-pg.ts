@@ -11,10 +11,11 @@
  * - ack, fail, extend and release are single UPDATEs fenced by the attempt number.
  * Postgres hands bigint columns back as strings: every one read is made a number here. Its text
  * cannot hold NUL, which SQLite's dedupe keys put between the path and the delivery id: here a
- * space stands there (storedKey).
+ * space stands there (../db/dedupe-key.ts).
  */
 import type { SQL } from "bun";
 import { backoffDelay } from "../backoff";
+import { postgresDedupeKey } from "../db/dedupe-key";
 import type { AppendInput, AppendResult, ClaimedRow, ClaimOptions, FailOptions, JobState } from "./calls";
 
 /** Rows per INSERT: 9 parameters each, well under Postgres' 65,535 per statement. */
@@ -35,20 +36,12 @@ interface RawRow {
 }
 
 /**
- * A dedupe key as Postgres stores it: `path NUL delivery-id` with a space for the NUL. Still one
- * key per pair: an endpoint path holds no space (../config.ts), and the first space ends it.
- */
-function storedKey(dedupeKey: string): string {
-  return dedupeKey.replace("\u0000", " ");
-}
-
-/**
  * Appends `inputs` (one group commit) and returns one result per input, in order. A key given
  * twice in the batch folds into its first; a key stored longer ago than the window is first
  * taken off its old row, so the new call stores it.
  */
 export async function appendCalls(sql: SQL, given: readonly AppendInput[], now: number, dedupeWindowMs: number): Promise<AppendResult[]> {
-  const inputs = given.map((input) => (input.dedupeKey === null ? input : { ...input, dedupeKey: storedKey(input.dedupeKey) }));
+  const inputs = given.map((input) => (input.dedupeKey === null ? input : { ...input, dedupeKey: postgresDedupeKey(input.dedupeKey) }));
   const results: Array<AppendResult | undefined> = new Array(inputs.length);
   const firstOfKey = new Map<string, number>();
   const fresh: number[] = [];
@@ -107,7 +100,7 @@ function rowOf(input: AppendInput, now: number): Record<string, unknown> {
 
 /** Whether `dedupeKey` names a call stored within the window. */
 export async function isDuplicate(sql: SQL, dedupeKey: string, now: number, dedupeWindowMs: number): Promise<boolean> {
-  const [row] = (await sql`SELECT created_at FROM webhook_jobs WHERE dedupe_key = ${storedKey(dedupeKey)}`) as Array<{ created_at: string }>;
+  const [row] = (await sql`SELECT created_at FROM webhook_jobs WHERE dedupe_key = ${postgresDedupeKey(dedupeKey)}`) as Array<{ created_at: string }>;
   return row !== undefined && Number(row.created_at) > now - dedupeWindowMs;
 }
 

@@ -59,6 +59,8 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   const sqlite = new Database(file);
   const job = sqlite.prepare("INSERT INTO webhook_jobs (job_id, service_id, path, body, created_at) VALUES (1, 0, '/hooks/x', ?, 1)");
   for (let i = 0; i < 3; i++) job.run(Buffer.from([0, 255, i]));
+  // A delivery id kept for de-duplication: SQLite's key has a NUL between path and id.
+  sqlite.run("UPDATE webhook_jobs SET dedupe_key = '/hooks/x' || char(0) || 'delivery-1' WHERE call_id = 2");
   sqlite.run("DELETE FROM webhook_jobs WHERE call_id = 3"); // AUTOINCREMENT never gives 3 again
   sqlite.run("INSERT INTO settlements (commitment, nonce, amount, expiry, authorization) VALUES ('0xc', '0x1', '5', 9, '{}')");
   const logRow = sqlite.prepare("INSERT INTO request_log (request_id, created_at, identity, model, status) VALUES (?, ?, 'anonymous', 'paid', 200)");
@@ -95,6 +97,8 @@ targets = [{ upstream = "mock", model = "mock-small" }]
   const bodies = await sql`SELECT call_id, body FROM webhook_jobs ORDER BY call_id`;
   expect(bodies.map((r: { call_id: string }) => Number(r.call_id))).toEqual([1, 2]);
   expect([...bodies[1].body]).toEqual([0, 255, 1]);
+  const [kept] = await sql`SELECT dedupe_key FROM webhook_jobs WHERE call_id = 2`;
+  expect(kept.dedupe_key).toBe("/hooks/x delivery-1");
   const [next] = await sql`INSERT INTO webhook_jobs (job_id, service_id, path, body, created_at) VALUES (1, 0, '/x', ''::bytea, 1) RETURNING call_id`;
   expect(Number(next.call_id)).toBe(4);
   await sql`DELETE FROM webhook_jobs WHERE call_id = 4`;
