@@ -2,45 +2,22 @@
 // a real PostgreSQL 15 (one cluster for the file, a fresh database per test): the same answers on
 // both, the unique email refused by either, a setup link redeemed twice at once acting once, and a
 // session found, slid, ended and pruned on both.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { createPasswordSession, createSession, createSessionValidator, deleteSession, deleteUserSessions, pruneEndedSessions } from "../../src/auth/session";
 import { completeSetup, issueSetupLink } from "../../src/auth/setup";
 import { createUser, disableUser, enableUser, findUserByEmail, hasAdmin, normalizeStoredEmails, proveEmail, type User } from "../../src/auth/users";
 import { stampLegacyLinks, userForProfile } from "../../src/auth/oauth";
 import { buildConfig } from "../../src/config/load";
-import { openDatabase, type Db } from "../../src/db/client";
+import type { Db } from "../../src/db/client";
 import { isUniqueViolation, tablesOf } from "../../src/db/engine";
-import { openStorage, type OpenedStorage } from "../../src/db/open";
-import { startPostgres, type RunningPostgres } from "../support/postgres";
+import { bothEngines } from "../support/engines";
 
 const NOW = Date.UTC(2026, 10, 28, 9);
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 
-let pg: RunningPostgres;
-const opened: OpenedStorage[] = [];
-let databases = 0;
-beforeAll(async () => {
-  pg = await startPostgres();
-});
-afterAll(async () => {
-  for (const storage of opened) await storage.close();
-  await pg?.stop();
-});
-
-const engines: Array<[string, () => Promise<Db>]> = [
-  ["sqlite", async () => openDatabase(":memory:").db],
-  [
-    "postgres",
-    async () => {
-      const url = await pg.createDatabase(`users_${++databases}`);
-      const storage = await openStorage({ dataDir: "unused", url, poolSize: 4 });
-      opened.push(storage);
-      return storage.db;
-    },
-  ],
-];
+const engines = bothEngines({ poolSize: 4 });
 
 async function user(db: Db, email: string, options: { password?: string; isAdmin?: boolean } = {}): Promise<User> {
   const created = await createUser(db, { email, ...options });

@@ -2,36 +2,14 @@
  * The store behind /v1/responses' `store`, on SQLite and on a real Postgres: rows found only by
  * their owner, the size bound, a taken id keeping its first owner, and the prune by age.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { openDatabase, type Db } from "../../src/db/client";
-import { openStorage, type OpenedStorage } from "../../src/db/open";
+import { describe, expect, test } from "bun:test";
 import { createResponseStore, pruneStoredResponses, responseOwner } from "../../src/router/response-store";
-import { startPostgres, type RunningPostgres } from "../support/postgres";
+import { bothEngines } from "../support/engines";
 
 const DAY = 86_400_000;
 
-let pg: RunningPostgres;
-const opened: OpenedStorage[] = [];
-beforeAll(async () => {
-  pg = await startPostgres();
-});
-afterAll(async () => {
-  for (const storage of opened) await storage.close();
-  await pg?.stop();
-});
-
 /** A fresh database of the engine for each test. */
-const engines: Array<[string, () => Promise<Db>]> = [
-  ["sqlite", async () => openDatabase(":memory:").db],
-  [
-    "postgres",
-    async () => {
-      const storage = await openStorage({ dataDir: "unused", url: await pg.createDatabase(`responses_${opened.length}`), poolSize: 2 });
-      opened.push(storage);
-      return storage.db;
-    },
-  ],
-];
+const engines = bothEngines();
 
 describe.each(engines)("stored responses on %s", (_engine, open) => {
   async function store(maxBytes = 10_000, now = () => 1_000 * DAY) {

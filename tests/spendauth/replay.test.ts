@@ -5,42 +5,20 @@
  * was written, the record returns to the dead row's authorization, never to nobody (then that
  * one, still unexpired, could be served twice).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { openDatabase, type Db } from "../../src/db/client";
+import { describe, expect, test } from "bun:test";
 import { tablesOf } from "../../src/db/engine";
-import { openStorage, type OpenedStorage } from "../../src/db/open";
-import { startPostgres, type RunningPostgres } from "../support/postgres";
 import { createNonceStore } from "../../src/spendauth/nonces";
 import { enqueueSettlement, listSettlements, retrySettlement } from "../../src/spendauth/settlements";
 import { parseSpendAuthHeader, type SpendAuthorization } from "../../src/spendauth/header";
 import { COMMITMENT, signedHeader } from "./helpers";
+import { bothEngines } from "../support/engines";
 
 const NOW_S = Math.floor(Date.now() / 1000);
 /** The record's keep-until for an authorization expiring `ahead` seconds from now (expiry + 30 s of skew). */
 const keep = (ahead: number) => (NOW_S + ahead + 30) * 1000;
 
-let pg: RunningPostgres;
-const opened: OpenedStorage[] = [];
-beforeAll(async () => {
-  pg = await startPostgres();
-});
-afterAll(async () => {
-  for (const storage of opened) await storage.close();
-  await pg?.stop();
-});
-
 /** A fresh database of the engine for each test. */
-const engines: Array<[string, () => Promise<Db>]> = [
-  ["sqlite", async () => openDatabase(":memory:").db],
-  [
-    "postgres",
-    async () => {
-      const storage = await openStorage({ dataDir: "unused", url: await pg.createDatabase(`replay_${opened.length}`), poolSize: 2 });
-      opened.push(storage);
-      return storage.db;
-    },
-  ],
-];
+const engines = bothEngines();
 
 describe.each(engines)("a nonce whose settlement went dead unauthorized, on %s", (_engine, open) => {
   /** Nonce 5 served with an authorization expiring in 300 s, its settlement dead before authorizeSpend. */
