@@ -20,7 +20,7 @@ export interface FormAnswerDeps extends Pick<AppDeps, "db" | "config" | "now"> {
   durationMs: number;
 }
 
-export interface SignInOptions {
+interface SignInOptions {
   next?: string;
   cookies?: string[];
   device?: DeviceAccount;
