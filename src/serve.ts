@@ -10,7 +10,7 @@
  */
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load";
 import { openDatabase } from "./db/client";
-import { normalizeStoredEmails } from "./auth/users";
+import { normalizeStoredEmails } from "./auth/stored-emails";
 import { stampLegacyLinks } from "./auth/oauth";
 import { createIdentityState } from "./auth/identities";
 import { createMemoryLimiter } from "./ratelimit/memory";

@@ -8,7 +8,7 @@ import { ConfigError, findConfigFile, loadConfig, loadDataDir, readConfigFile, t
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openDatabase } from "../db/client";
-import { normalizeStoredEmails } from "../auth/users";
+import { normalizeStoredEmails } from "../auth/stored-emails";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";
