@@ -7,7 +7,7 @@
 import type { Config } from "../config/schema";
 import { GatewayError } from "../errors";
 import type { KeyDenial, VerifiedKey } from "./apikey";
-import type { KeyVerifier } from "./key-verifier";
+import type { KeyVerifier } from "./key-check";
 import type { SessionCheck, SessionUser } from "./session";
 import { bearerToken } from "./tokens";
 import { originAllowed } from "./origin-policy";

@@ -16,7 +16,7 @@ import { formatCredits } from "../credits/amount";
 import { costMicro } from "../credits/cost";
 import type { GatewayError } from "../errors";
 import { IdentifiedDenial, type Admission, type AdmitInput, type Identity, type SettleInput } from "./types";
-import type { KeyVerifier } from "./key-verifier";
+import type { KeyVerifier } from "./key-check";
 import { budgetExceeded, type KeyLimits, type TakenLimits } from "./key-limits";
 import type { VerifiedKey } from "./apikey";
 
