@@ -6,16 +6,15 @@
  *      X-Api-Key              -> the same API key as Anthropic's clients send it (`sk-mg-...`)
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
- * Then the rate limit (./rate-policies.ts; x-ratelimit-* headers on every response, denials too;
- * a shared limiter's answers are judged in ./shared-limits.ts), then, for API key and session
- * callers on non-free models, credits (./paid-admission.ts); free models are never debited.
- * Whether a key or session is valid is ./credential-checks.ts. A request refused before admission
- * (a bad body, an unknown model) is first asked credentialRefusal(): an invalid credential is a
- * 401 whatever else is wrong, as OpenAI answers. SpendAuth is judged only at admission (its
- * checks need the body and the chain). Admission makes no writes; an API key's row comes from
- * memory after its first use (./key-verifier.ts), a session's row with its balance is one read; a
- * paid request's debit is written once it ends, in the one transaction its event-loop turn
- * shares (../credits/meter.ts).
+ * Then the rate limit (./rate-policies.ts; x-ratelimit-* headers on every answer, denials too; a
+ * shared limiter's answers judged in ./shared-limits.ts), then, for API key and session callers on
+ * non-free models, credits (./paid-admission.ts; free models are never debited). Whether a key or
+ * session is valid: ./credential-checks.ts.
+ * A request refused before admission (a bad body, an unknown model) is first asked
+ * credentialRefusal(): an invalid credential is a 401 whatever else is wrong, as OpenAI answers.
+ * SpendAuth is judged only at admission (its checks need the body and the chain). Admission makes
+ * no writes: a key's row is in memory after its first use (./key-verifier.ts), a session's row
+ * with its balance is one read, and a paid request's debit is written once it ends (../credits/meter.ts).
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
