@@ -92,7 +92,7 @@ bytecode-order: build
 	$(BUN) scripts/bytecode-order.ts
 	$(MAKE) build
 
-# After a change to src/db/schema.ts and src/db/schema-pg.ts: `make migrations NAME=what_changed` adds the next migration
+# After a change to src/db/schema/ and src/db/schema-pg/: `make migrations NAME=what_changed` adds the next migration
 # under drizzle/ (SQLite) and drizzle/pg/ (Postgres) and embeds them all (databases already in use apply only the new one).
 migrations: node_modules/.installed
 	test -n "$(NAME)" || (echo "usage: make migrations NAME=what_changed" && exit 2)

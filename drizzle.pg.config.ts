@@ -1,8 +1,8 @@
 import { defineConfig } from "drizzle-kit";
 
-/** Postgres migrations (`[database] url`), generated from src/db/schema-pg.ts beside drizzle/'s SQLite ones. */
+/** Postgres migrations (`[database] url`), generated from src/db/schema-pg/ beside drizzle/'s SQLite ones. */
 export default defineConfig({
   dialect: "postgresql",
-  schema: "./src/db/schema-pg.ts",
+  schema: "./src/db/schema-pg/index.ts",
   out: "./drizzle/pg",
 });

@@ -11,7 +11,7 @@
 import { ConfigError, loadConfig, type LoadedConfig } from "./config/load";
 import { mkdirSync } from "node:fs";
 import { openStorage, storageStatusSection } from "./db/open";
-import { normalizeStoredEmails } from "./auth/users";
+import { normalizeStoredEmails } from "./auth/stored-emails";
 import { stampLegacyLinks } from "./auth/oauth";
 import { createIdentityState } from "./auth/identities";
 import { createMemoryLimiter } from "./ratelimit/memory";

@@ -6,40 +6,34 @@
  *      X-Api-Key              -> the same API key as Anthropic's clients send it (`sk-mg-...`)
  *   3. mg_session cookie   -> session, limited per user; Origin checked
  *   4. nothing             -> anonymous: free models only, limited per client address
- * Then the rate limit (every decision's x-ratelimit-* headers go on the response, denials too;
- * a shared limiter's answers are judged in ./shared-limits.ts),
- * then, for API key and session callers on non-free models, credits (paused with a 503 while the
- * database has refused debits for more than DEBITS_STALLED_MS): the balance left after in-flight
- * reservations must cover the request's reservation (../credits/reservation.ts), its completion
- * limit cut to what it pays for, else 402; settle() debits the reported usage's cost, at most the
- * reservation, and returns the promise of its commit. Free models are never debited.
+ * Then the rate limit (./rate-policies.ts; x-ratelimit-* headers on every answer, denials too; a
+ * shared limiter's answers judged in ./shared-limits.ts), then, for API key and session callers on
+ * non-free models, credits (./paid-admission.ts; free models are never debited). Whether a key or
+ * session is valid: ./credential-checks.ts.
  * A request refused before admission (a bad body, an unknown model) is first asked
  * credentialRefusal(): an invalid credential is a 401 whatever else is wrong, as OpenAI answers.
- * SpendAuth is judged only at admission (its checks need the body and the chain).
- * Admission makes no writes; an API key's row comes from memory after its first use
- * (./key-verifier.ts), and so does its owner's balance on a paid model; a session's row with its
- * balance is one read. A paid request's debit is written once it ends, in the one transaction its
- * event-loop turn shares (../credits/meter.ts).
+ * SpendAuth is judged only at admission (its checks need the body and the chain). Admission makes
+ * no writes: a key's row is in memory after its first use (./key-verifier.ts), a session's row
+ * with its balance is one read, and a paid request's debit is written once it ends (../credits/meter.ts).
  */
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
 import type { RateDecision, RateLimiter, RatePolicy } from "../ratelimit/types";
-import { limitsUnavailable, policyFromLimit, rateLimitHeaders, MINUTE_MS } from "../ratelimit/types";
+import { limitsUnavailable, rateLimitHeaders } from "../ratelimit/types";
+import { createRatePolicies } from "./rate-policies";
 import type { CreditMeter } from "../credits/meter";
-import { reserveWithin } from "../credits/reservation";
-import { formatCredits } from "../credits/amount";
-import { costMicro } from "../credits/cost";
-import { IdentifiedDenial, type Admission, type AdmitInput, type Gate, type Identity, type ReadInput, type SettleInput, type SpendAuthHook } from "./types";
-import { createKeyVerifier, type KeyVerifier } from "./key-verifier";
-import { budgetExceeded, createKeyLimits, type TakenLimits } from "./key-limits";
+import type { Admission, AdmitInput, Gate, Identity, ReadInput, SettleInput, SpendAuthHook } from "./types";
+import { createKeyVerifier } from "./key-verifier";
+import type { KeyVerifier } from "./key-check";
+import { createKeyLimits, type TakenLimits } from "./key-limits";
 import { judgeSharedLimits, requestLimitDenial } from "./shared-limits";
-import type { KeyDenial, VerifiedKey } from "./apikey";
+import type { VerifiedKey } from "./apikey";
 import type { ModelRoute } from "../router/registry";
-import { bearerToken } from "./tokens";
 import { addressSubject } from "../client-address";
-import { createSessionValidator, type SessionCheck, type SessionUser } from "./session";
-import { originAllowed } from "./origin-policy";
+import { createSessionValidator, type SessionUser } from "./session";
+import { createCredentialChecks } from "./credential-checks";
+import { createPaidAdmission } from "./paid-admission";
 import { presented } from "./presented";
 import { findUserByEmail } from "./users";
 
@@ -56,10 +50,6 @@ export interface GateDeps {
   keys?: KeyVerifier;
 }
 
-function keyOrRefusal(check: VerifiedKey | KeyDenial): VerifiedKey | GatewayError {
-  return check.ok ? check : new GatewayError("invalid_api_key", check.message);
-}
-
 function allowedModels(check: VerifiedKey | GatewayError): ((route: ModelRoute) => boolean) | null {
   return check instanceof GatewayError ? null : (check.policy?.allowsModel ?? null);
 }
@@ -67,22 +57,15 @@ function allowedModels(check: VerifiedKey | GatewayError): ((route: ModelRoute) 
 function spendAuthDisabled(): GatewayError {
   return new GatewayError("spend_auth_disabled", "SpendAuth is not configured on this gateway");
 }
-/**
- * How long debits may go unwritten before paid requests are paused: past it a crash would lose
- * more than a moment of usage (nothing bounds a queue the database keeps refusing).
- */
-export const DEBITS_STALLED_MS = 10_000;
 
 export function createGate(deps: GateDeps): Gate {
   const { config, limiter, meter } = deps;
   const keys = deps.keys ?? createKeyVerifier(deps.db, deps.now);
   const keyLimits = createKeyLimits({ config, limiter, meter, keys, now: deps.now });
   const validateSession = createSessionValidator(deps.db, { now: deps.now, durationMs: config.auth.session_days * 86_400_000 });
-  const policies = {
-    api_key: policyFromLimit(config.limits.api_key),
-    session: policyFromLimit(config.limits.session),
-    anonymous: policyFromLimit(config.limits.anonymous),
-  };
+  const { verifyKey, verifySession } = createCredentialChecks({ keys, validateSession, server: config.server });
+  const admitPaid = createPaidAdmission({ config, now: deps.now, limiter, meter, keys, keyLimits });
+  const policies = createRatePolicies(config.limits);
   /**
    * A request the gateway answered without trying any upstream, because every upstream of the
    * model is cooling down (503), gives its request back: a client that follows its Retry-After
@@ -99,12 +82,6 @@ export function createGate(deps: GateDeps): Gate {
       }
       taken?.charge(outcome.usage);
     };
-  const keyPolicies = new Map<number, RatePolicy>();
-  const keyPolicy = (perMinute: number): RatePolicy => {
-    let policy = keyPolicies.get(perMinute);
-    if (!policy) keyPolicies.set(perMinute, (policy = { ...policies.api_key, limit: perMinute, periodMs: MINUTE_MS }));
-    return policy;
-  };
   const ways = deps.spendAuth
     ? "an API key (Authorization: Bearer sk-mg-...), a dashboard session, or a SpendAuth payment (X-Payment-Signature)"
     : "an API key (Authorization: Bearer sk-mg-...) or a dashboard session";
@@ -152,83 +129,7 @@ export function createGate(deps: GateDeps): Gate {
   ): Admission | GatewayError | Promise<Admission | GatewayError> {
     const giveBack = givingBackUnserved(identity.subject, policy, taken);
     if (input === null || input.route.free) return { identity, headers, settle: giveBack };
-    const { route } = input;
-    const unrecordedSince = meter.unrecordedSince();
-    if (unrecordedSince !== null && deps.now() - unrecordedSince > DEBITS_STALLED_MS) {
-      limiter.giveBack(identity.subject, policy);
-      taken?.giveBack();
-      return new IdentifiedDenial(
-        identity,
-        "service_unavailable",
-        "Paid models are paused: the database has refused to record credits for a while (locked by another process, or the disk is full). Free models still work; try again shortly",
-        {
-          headers: { ...headers, "retry-after": "5" },
-        },
-      );
-    }
-    const userId = identity.userId!;
-    const storedBalance = knownBalance ?? keys.readBalance(userId);
-    // Read from Postgres: admitted again once it is here, so that what is held in flight, and the
-    // key's spend (cached by then), are taken in the same turn as the reservation.
-    if (typeof storedBalance !== "number") return storedBalance.then((read) => admitLimited(input, identity, policy, read, headers, taken, key));
-    const available = meter.available(userId, storedBalance);
-    const budget = key === undefined ? null : keyLimits.budgetLeft(key);
-    if (budget instanceof Promise) return budget.then(() => admitLimited(input, identity, policy, storedBalance, headers, taken, key));
-    const bound = budget !== null && budget.leftMicro < available ? budget.leftMicro : available;
-    const reservation = (input.reserve ?? reserveWithin)({
-      price: route.price,
-      body: input.body,
-      bodyBytes: input.bodyBytes,
-      defaultMaxTokens: config.routing.default_max_tokens,
-      availableMicro: bound,
-    });
-    if ("neededMicro" in reservation && budget !== null && bound < available) return budgetExceeded(identity, budget, reservation.neededMicro, headers);
-    if ("neededMicro" in reservation) {
-      // What is held can pass the balance (a burst's reservations): said as its own amount, not "of it".
-      const inFlight =
-        available < storedBalance ? `, and requests in flight or spent and not yet recorded hold ${formatCredits(storedBalance - available)}` : "";
-      return new IdentifiedDenial(
-        identity,
-        "insufficient_credits",
-        `Your credit balance is ${formatCredits(storedBalance)}${inFlight}; model "${route.id}" is not free, and this request needs at least ${formatCredits(reservation.neededMicro)} (its prompt and a short answer). Ask an administrator for credits`,
-        { headers },
-      );
-    }
-    const hold = meter.reserve(userId, reservation.micro, identity.keyId);
-    return {
-      identity,
-      headers,
-      reservedMicro: reservation.micro,
-      completionLimit: reservation.completionLimit ?? undefined,
-      settle: (outcome) => {
-        giveBack(outcome);
-        return meter.settle(hold, { costMicro: costMicro(outcome.usage, route.price), requestId: input.requestId, model: route.id, at: deps.now() });
-      },
-    };
-  }
-
-  function verifyKey(authorization: string): VerifiedKey | GatewayError | Promise<VerifiedKey | GatewayError> {
-    const token = bearerToken(authorization);
-    if (token === null) {
-      return new GatewayError("invalid_api_key", 'The Authorization header must be "Bearer sk-mg-..." with a modelgate API key');
-    }
-    const check = keys.verify(token);
-    if (check instanceof Promise) return check.then(keyOrRefusal);
-    return check.ok ? check : new GatewayError("invalid_api_key", check.message);
-  }
-
-  /** Synchronous on SQLite; a promise on Postgres, whose session lookup is a round trip. */
-  function verifySession(request: Request, token: string): SessionUser | GatewayError | Promise<SessionUser | GatewayError> {
-    const check = validateSession(token);
-    return check instanceof Promise ? check.then((c) => sessionVerdict(request, c)) : sessionVerdict(request, check);
-  }
-
-  function sessionVerdict(request: Request, check: SessionCheck): SessionUser | GatewayError {
-    if (!check.ok) return new GatewayError("invalid_session", check.message);
-    if (!originAllowed(request, config.server.public_url)) {
-      return new GatewayError("forbidden", "Cross-origin requests made with a session cookie are refused");
-    }
-    return check.session;
+    return admitPaid({ input, identity, policy, knownBalance, headers, taken, key, giveBack });
   }
 
   /** `call`: the model call, null for a read (admitRead), which names no model and holds no credits. */
@@ -248,7 +149,7 @@ export function createGate(deps: GateDeps): Gate {
     deps.lastUsed.touch(row.id);
     const refusal = keyLimits.refusal(input, check, call?.route ?? null);
     if (refusal !== null) return refusal;
-    return admitIdentified(call, check.identity, row.perMinute ? keyPolicy(row.perMinute) : policies.api_key, null, "this API key", check);
+    return admitIdentified(call, check.identity, row.perMinute ? policies.forKey(row.perMinute) : policies.api_key, null, "this API key", check);
   }
 
   function admitSession(input: ReadInput, token: string, call: AdmitInput | null): Admission | GatewayError | Promise<Admission | GatewayError> {

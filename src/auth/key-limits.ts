@@ -23,7 +23,7 @@ import { decidedNow, MINUTE_MS, rateLimitHeaders, tokenLimitHeaders } from "../r
 import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../credits/cost";
 import type { VerifiedKey } from "./apikey";
-import type { KeyVerifier } from "./key-verifier";
+import type { KeyVerifier } from "./key-check";
 import { budgetPeriod, type BudgetPeriod } from "./key-policy";
 import { IdentifiedDenial, type AdmitInput, type Identity } from "./types";
 import { formatCredits } from "../credits/amount";

@@ -5,7 +5,7 @@
  * later one is never tried in its place.
  */
 import { readSessionCookie } from "./cookies";
-import type { IdentityKind } from "./types";
+import type { IdentityKind } from "../identity-kind";
 
 /** The credential a request presents, unchecked: the first of DESIGN's order (see header). */
 type Presented = { kind: "spend_auth" } | { kind: "api_key"; authorization: string } | { kind: "session"; token: string } | { kind: "anonymous" };

@@ -18,24 +18,25 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../deps";
-import { errorResponse, GatewayError } from "../errors";
+import { GatewayError } from "../errors";
 import { requestMeta } from "../requests/meta";
 import { AMOUNT_RULE, parseCredits, formatCredits, PAST_MAX_BALANCE } from "../credits/amount";
 import { grantCredits } from "../credits/ledger";
 import { authPlugin } from "./plugin";
-import { createPasswordSession, createSession, deleteSession } from "./session";
-import { readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE, SESSION_COOKIE_MAX_AGE_S } from "./cookies";
+import { createPasswordSession, deleteSession } from "./session";
+import { readCookie, readCookies, readSessionCookie, serializeCookie, SESSION_COOKIE } from "./cookies";
 import { originAllowed } from "./origin-policy";
-import { checkPassword, createUser, findUserByEmail, signupRefusal, type User } from "./users";
+import { checkPassword, createUser, findUserByEmail, signupRefusal } from "./users";
 import { normalizeEmail } from "./email";
 import { PASSWORD_MAX, passwordProblem } from "./password";
 import { finishOAuth, startOAuth, userForProfile, STATE_COOKIE, VERIFIER_COOKIE, type Provider } from "./oauth";
 import { completeSetup, setupTokenValid } from "./setup";
-import { incorrect, refusal, refusalMessage, safeNext, type Back, type Refusal } from "./refusal";
+import { incorrect, refusal, safeNext, type Back, type Refusal } from "./refusal";
 import { field, member, wantsJson } from "./form-body";
 import type { SignInThrottle } from "./throttle";
-import { DEVICE_COOKIE, DEVICE_COOKIE_MAX_AGE_S, DEVICE_COOKIE_PATH, deviceOf, issueDeviceCookie, type DeviceAccount } from "./device-cookie";
+import { DEVICE_COOKIE, deviceOf } from "./device-cookie";
 import { AUTH_DOCS } from "./route-docs";
+import { createFormAnswers } from "./form-answers";
 
 export interface AuthRoutesDeps extends Pick<AppDeps, "db" | "config" | "now"> {
   throttle: SignInThrottle;
@@ -47,38 +48,12 @@ const SIGNIN = "/dashboard/signin";
 const SIGNUP = "/dashboard/signup";
 const NEXT_COOKIE = "mg_oauth_next";
 
-function userJson(user: Pick<User, "id" | "email" | "isAdmin">): { id: number; email: string; is_admin: boolean } {
-  return { id: user.id, email: user.email, is_admin: user.isAdmin };
-}
-
 export function authRoutes(deps: AuthRoutesDeps) {
   const { db, config, throttle } = deps;
   const secure = config.server.public_url.startsWith("https://");
   const durationMs = config.auth.session_days * 86_400_000;
+  const { refuse, signedIn } = createFormAnswers({ db, config, now: deps.now, secure, durationMs });
   const clearOAuth = [STATE_COOKIE, VERIFIER_COOKIE, NEXT_COOKIE].map((name) => serializeCookie(name, "", { secure, maxAgeS: 0, path: "/auth" }));
-
-  /**
-   * A refused form post goes back to its page with ?error=CODE. A script (Accept: JSON) gets the
-   * error body, whose message has the details, plus `display`: the words the page shows for that
-   * code, which the dashboard's script shows, so a refusal reads the same with or without it.
-   */
-  function refuse(request: Request, back: Back, refused: Refusal): Response {
-    const id = requestMeta(request).id;
-    let response: Response;
-    if (wantsJson(request)) {
-      const { code, message, options } = refused.error;
-      const display = refusalMessage(refused.reason, config.auth);
-      response = errorResponse(new GatewayError(code, message, { ...options, extra: { ...options.extra, display } }), { "x-request-id": id });
-    } else {
-      const query = new URLSearchParams();
-      if (back.token !== undefined) query.set("token", back.token);
-      query.set("error", refused.reason);
-      if (back.next !== undefined && back.next !== "/dashboard") query.set("next", back.next);
-      response = new Response(null, { status: 303, headers: { location: `${back.page}?${query}`, "cache-control": "no-store", "x-request-id": id } });
-    }
-    for (const cookie of back.cookies ?? []) response.headers.append("set-cookie", cookie);
-    return response;
-  }
 
   function checkOrigin(request: Request): void {
     if (!originAllowed(request, config.server.public_url)) throw new GatewayError("forbidden", "Cross-origin form posts are refused");
@@ -92,31 +67,6 @@ export function authRoutes(deps: AuthRoutesDeps) {
     const wait = throttle.attempt({ address: requestMeta(request).clientIp(server), ...who });
     if (wait === null) return null;
     return refusal("throttled", "rate_limit_exceeded", `Too many attempts; try again in ${wait} s`, { headers: { "retry-after": String(Math.max(1, wait)) } });
-  }
-
-  /**
-   * Starts a session for `user` (or takes `options.session`, made already) and answers the way the
-   * form or the script expects. A password sign-in or sign-up (`device`: the account as it signed
-   * in) also gives the browser its device token.
-   */
-  async function signedIn(
-    request: Request,
-    user: Pick<User, "id" | "email" | "isAdmin">,
-    options: { next?: string; cookies?: string[]; device?: DeviceAccount; session?: { token: string; expiresAt: number } },
-  ): Promise<Response> {
-    const session = options.session ?? (await createSession(db, { userId: user.id, now: deps.now(), durationMs }));
-    const headers = new Headers({ "x-request-id": requestMeta(request).id });
-    headers.append("set-cookie", serializeCookie(SESSION_COOKIE, session.token, { secure, maxAgeS: SESSION_COOKIE_MAX_AGE_S }));
-    const device = options.device ? issueDeviceCookie(options.device, readCookies(request, DEVICE_COOKIE)) : null;
-    if (device !== null)
-      headers.append("set-cookie", serializeCookie(DEVICE_COOKIE, device, { secure, maxAgeS: DEVICE_COOKIE_MAX_AGE_S, path: DEVICE_COOKIE_PATH }));
-    for (const cookie of options.cookies ?? []) headers.append("set-cookie", cookie);
-    if (wantsJson(request)) {
-      headers.set("content-type", "application/json");
-      return new Response(JSON.stringify({ user: userJson(user), expires_at: session.expiresAt }), { status: 200, headers });
-    }
-    headers.set("location", options.next ?? "/dashboard");
-    return new Response(null, { status: 303, headers });
   }
 
   function startSignIn(request: Request, provider: Provider, next: string): Response {

@@ -7,9 +7,7 @@ import { GatewayError, type ErrorCode } from "../errors";
 import type { ModelRoute } from "../router/registry";
 import type { Usage } from "../credits/cost";
 import type { Reserve } from "../credits/reservation";
-
-/** `job`: a call the gateway makes for itself (a triage job), as a user or as its built-in service identity. */
-export type IdentityKind = "api_key" | "session" | "spend_auth" | "anonymous" | "job";
+import type { IdentityKind } from "../identity-kind";
 
 export interface Identity {
   kind: IdentityKind;

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openStorage } from "../db/open";
 import { describePostgresUrl } from "../db/where";
-import { normalizeStoredEmails } from "../auth/users";
+import { normalizeStoredEmails } from "../auth/stored-emails";
 import { parseArgs, stringFlag, UsageError, type Args } from "./args";
 import { maskApiKeys } from "../auth/apikey";
 import { printable } from "./table";

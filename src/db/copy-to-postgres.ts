@@ -49,7 +49,7 @@ function tablePairs(): { name: string; from: SQLiteTable; to: PgTable }[] {
     if (ready.length === 0) throw new Error(`foreign keys form a cycle among ${[...waiting.keys()].join(", ")}`);
     for (const [name, { from }] of ready) {
       const to = targets.get(name);
-      if (!to) throw new Error(`${name}: no Postgres table of that name (src/db/schema-pg.ts)`);
+      if (!to) throw new Error(`${name}: no Postgres table of that name (src/db/schema-pg/)`);
       pairs.push({ name, from, to });
       waiting.delete(name);
     }

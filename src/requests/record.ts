@@ -4,7 +4,7 @@
  * to `onRequestDone`; the request sink batches them to the log lines, the metrics and the
  * request log.
  */
-import type { IdentityKind } from "../auth/types";
+import type { IdentityKind } from "../identity-kind";
 import type { EndpointName } from "../config/schema";
 
 export interface RequestRecord {

@@ -17,7 +17,7 @@ import { orderTargets } from "./select";
 import { UpstreamFailure, type UpstreamExchange, type UpstreamReply } from "./exchange";
 import { USES_PROXY } from "./fetch-exchange";
 import { errorExcerpt } from "./upstream-redaction";
-import type { UpstreamState } from "./upstream-setup";
+import { failedAnswer } from "./failed-answer";
 import {
   abandonTargetAttempt,
   beginTargetAttempt,
@@ -67,13 +67,6 @@ export interface Unforwarded {
   error: GatewayError;
   upstreamMs: number;
 }
-
-/**
- * Upstream statuses that refuse the gateway itself, not the client's request: its api_key (401,
- * 403), a proxy's credentials (407), or the account behind the key out of funds (402, as
- * OpenRouter answers). Passed on, each would read as a refusal of the client's own key or balance.
- */
-const CREDENTIAL_REFUSALS = new Set([401, 402, 403, 407]);
 
 /** An upstream not heard from for this long may have lost its pooled connections: check connect. */
 const COLD_AFTER_MS = 30_000;
@@ -228,27 +221,6 @@ async function attempt(
 function firstByteWait(timeoutMs: number, answerBy: number | undefined, now: number): number {
   if (answerBy === undefined) return timeoutMs;
   return Math.min(timeoutMs, Math.max(0, Math.floor((answerBy - now) / 1000) * 1000));
-}
-
-/** Why an upstream's answer fails the attempt (the next target is tried), or null when it is the answer. */
-function failedAnswer(upstream: UpstreamState, reply: UpstreamReply): string | null {
-  const { status } = reply;
-  if (CREDENTIAL_REFUSALS.has(status)) {
-    return status === 402
-      ? `upstream "${upstream.name}" refused for its own billing (HTTP 402); check the account behind its api_key`
-      : `upstream "${upstream.name}" refused the gateway's credentials (HTTP ${status}); check its api_key`;
-  }
-  // A redirect is never followed (it would resend the body elsewhere) nor relayed (a client of
-  // the API cannot use it): it means the upstream's base_url is wrong.
-  if (status >= 300 && status < 400)
-    return `upstream "${upstream.name}" answered ${status}, a redirect; check its base_url (https instead of http? a missing /v1?)`;
-  if (status === 429 || status >= 500) return `upstream "${upstream.name}" answered ${status}`;
-  // Asked for none; an answer encoded anyway would reach the client as garbage under a 200.
-  const encoding = upstream.viaFetch ? null : reply.header("content-encoding");
-  if (encoding !== null && encoding !== "" && encoding.toLowerCase() !== "identity") {
-    return `upstream "${upstream.name}" answered with content-encoding ${encoding.slice(0, 40)}, though the gateway asked for none`;
-  }
-  return null;
 }
 
 /**

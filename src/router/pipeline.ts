@@ -10,7 +10,7 @@
 import { ERROR_STATUS, GatewayError } from "../errors";
 import type { Admission } from "../auth/types";
 import type { AppDeps } from "../deps";
-import { forward, type Forwarded } from "./forward";
+import { forward } from "./forward";
 import { recordTargetComplete, recordTargetFailure, recordTargetRefusal, recordTargetSlow } from "./target-state";
 import { relaySse } from "./sse";
 import { watchClient } from "./client-watch";
@@ -19,13 +19,13 @@ import { completionLimit } from "../credits/price";
 import type { Usage } from "../credits/cost";
 import { UpstreamFailure } from "./exchange";
 import { errorExcerpt, withoutSecrets } from "./upstream-redaction";
-import { audioType, declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
+import { declaredKind, incompleteAnswer, setWholeAnswerType } from "./answer-type";
 import { tokenLimitToSend } from "./attempt-body";
 import { callForms } from "./call-forms";
 import { completionsPriced } from "./adapters/chat";
 import { servesNatively, type CallBody } from "./adapters/types";
-import { relayBytes } from "./bytes";
-import { answeredLocally, outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext, type Outcome } from "./served";
+import { relayedBytes } from "./audio-answer";
+import { answeredLocally, outcome, record, refusedIdentity, Served, STREAM_END_STATUS, unanswered, type CallContext } from "./served";
 
 export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Response> {
   const { route, adapter } = ctx;
@@ -202,36 +202,6 @@ export async function handleCall(deps: AppDeps, ctx: CallContext): Promise<Respo
     served.finish(unanswered(ctx, err instanceof GatewayError ? err.status : 500));
     throw err;
   }
-}
-
-/** Audio relayed as it arrives, with the upstream's type; settled when it ends. */
-function relayedBytes(
-  deps: AppDeps,
-  served: Served,
-  forwarded: Forwarded,
-  headers: Record<string, string>,
-  done: Pick<Outcome, "upstream" | "price" | "model" | "endpoint">,
-): Response {
-  const { reply, target } = forwarded;
-  const { ctx } = served;
-  headers["content-type"] = audioType(reply.header("content-type"));
-  headers["x-content-type-options"] = "nosniff";
-  const bodyStartedAt = performance.now();
-  const stream = relayBytes(reply.body(), {
-    idleTimeoutMs: target.upstream.config.idle_timeout_ms,
-    abortUpstream: forwarded.abort,
-    onEnd: (ended) => {
-      if (ended === "upstream_error") recordTargetFailure(target, deps.now(), `upstream "${target.upstream.name}" broke off its answer`, deps.config.routing);
-      else if (ended === "complete") recordTargetComplete(target, deps.now());
-      const usage =
-        ended === "complete"
-          ? ctx.adapter.estimate({ body: ctx.body, bodyBytes: ctx.bodyBytes, defaultMaxTokens: deps.config.routing.default_max_tokens, completionTokens: 0 })
-          : null;
-      served.finish(outcome(done, STREAM_END_STATUS[ended], usage, forwarded.upstreamMs + performance.now() - bodyStartedAt));
-      return served.committed;
-    },
-  });
-  return new Response(stream, { status: reply.status, headers });
 }
 
 /**

@@ -18,16 +18,15 @@
  * retry with the same authorization; a served one's settlement row is written before its answer
  * goes out, so after a crash its header is still a replay.
  */
-import { log } from "../log";
 import { ConfigError } from "../config/load";
 import type { Config } from "../config/schema";
 import type { Db } from "../db/client";
 import { GatewayError } from "../errors";
-import { enqueueSettlement } from "./settlements";
 import type { SettlementWriter } from "./settlement-writer";
 import type { AccountReader } from "./chain";
-import type { Admission, AdmitInput, Identity, SpendAuthHook } from "../auth/types";
-import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader, SETTLE_MARGIN_S, type SpendAuthorization } from "./header";
+import type { Admission, AdmitInput, SpendAuthHook } from "../auth/types";
+import { spendAdmission, spendAuthIdentity } from "./admission";
+import { EXPIRY_SKEW_S, isParseFailure, parseSpendAuthHeader } from "./header";
 import type { NonceStore, Recorded } from "./nonce-store";
 import { createNonceStore } from "./nonces";
 import type { SharedNonceClaim, SharedNonces } from "./shared-nonces";
@@ -59,11 +58,6 @@ export interface SpendAuthDeps {
 
 export { spendAuthMode } from "./mode";
 import { spendAuthMode } from "./mode";
-
-/** A SpendAuth caller: no account, limited and recorded per commitment. */
-export function spendAuthIdentity(commitment: string): Identity {
-  return { kind: "spend_auth", userId: null, keyId: null, subject: commitment };
-}
 
 export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
   const cfg = deps.config.spend_auth;
@@ -163,7 +157,7 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
       refused.options.headers = { ...limited, ...refused.options.headers };
       return undo(refused);
     }
-    return admission(deps, auth, {
+    return spendAdmission(deps, auth, {
       release: () => releaseNonce(claim),
       reservations,
       requestId: input.requestId,
@@ -182,59 +176,6 @@ export function createSpendAuth(deps: SpendAuthDeps): SpendAuthHook {
     if (limited instanceof GatewayError) return limited;
     return { identity: spendAuthIdentity(commitment), headers: limited, settle() {} };
   }
-}
-
-function admission(
-  deps: SpendAuthDeps,
-  auth: SpendAuthorization,
-  ctx: { release: () => void; reservations: Reservations; requestId: string; headers: Record<string, string>; replacing: boolean },
-): Admission {
-  const nonce = auth.nonce.toString();
-  let settled = false;
-  const failed = (err: unknown): void => {
-    log("error", "spend_auth: settle failed", { request_id: ctx.requestId, error: String((err as Error)?.message ?? err) });
-  };
-  /** The settlement row written, or a promise of its commit (Postgres); never rejects. */
-  const queue = (): Promise<void> | undefined => {
-    try {
-      const written = deps.settlements
-        ? deps.settlements.push({ auth, requestId: ctx.requestId, at: deps.now() })
-        : enqueueSettlement(deps.db, auth, ctx.requestId, deps.now());
-      return written?.catch(failed);
-    } catch (err) {
-      failed(err);
-      return undefined;
-    }
-  };
-  return {
-    identity: spendAuthIdentity(auth.commitment),
-    headers: ctx.headers,
-    // The claim must reach the chain before the authorization expires: an upstream that has not
-    // answered by then is given up (the nonce goes back to the client), and one that has is
-    // claimed at once, not when a long answer ends (then it would have expired: served, unpaid).
-    answerBy: Number(auth.expiry - SETTLE_MARGIN_S) * 1000,
-    answered() {
-      if (settled) return;
-      settled = true;
-      return queue();
-    },
-    settle(outcome) {
-      if (settled) return;
-      settled = true;
-      const delivered = outcome.status < 400 || (outcome.usage?.completion_tokens ?? 0) > 0;
-      try {
-        // The contract takes nonces in order: one released while a later one of the commitment is
-        // held (served, or still in flight) would leave that one unclaimable. It is settled
-        // instead: the client signed it, and chose to send the next before this one ended. Not so
-        // a replacement of a dead one: the later ones already waited on this nonce before it.
-        if (delivered || (!ctx.replacing && ctx.reservations.holdsAfter(auth.commitment, auth.nonce))) return queue();
-        ctx.reservations.remove(auth.commitment, nonce);
-        ctx.release();
-      } catch (err) {
-        failed(err);
-      }
-    },
-  };
 }
 
 function disabled(): GatewayError {

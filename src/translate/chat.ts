@@ -133,3 +133,8 @@ export class UntranslatableError extends Error {
     super(message);
   }
 }
+
+/** Refuses a request field that cannot be translated: the message names it, and so does the error's `param`. */
+export function failParam(param: string, message: string): never {
+  throw new UntranslatableError(`${param}: ${message}`, param);
+}

@@ -16,16 +16,14 @@
  * items -> one assistant message's `tool_calls` (joined to the assistant message just before);
  * `function_call_output` -> a `tool` message (text only: chat tool messages hold text);
  * `reasoning` items -> `reasoning_content` of the assistant message that follows them.
- * Function tools -> chat tools, and the function tools a `namespace` tool groups (Codex's) each
- * under its own name; web search tools (run by OpenAI's servers, never by a chat model: Codex
- * offers one on every request) are left out while tool_choice does not require them;
- * tool_choice auto/none/required/{type:function,name};
+ * Tools and tool_choice as ./responses-tools.ts says;
  * `max_output_tokens` -> `max_tokens`; `text.format` json_schema / json_object ->
  * `response_format`; `reasoning.effort` -> `reasoning_effort`; `user` / `safety_identifier` ->
  * `user`. Any other item, part or tool type (file_search, web_search, input_file, file_id
  * images, item_reference, ...) is a 400 naming it.
  */
-import { UntranslatableError, isRecord, type ChatContentPart, type ChatMessage, type ChatRequest, type ChatTool, type ChatToolChoice } from "./chat";
+import { UntranslatableError, failParam, isRecord, type ChatContentPart, type ChatMessage, type ChatRequest } from "./chat";
+import { toolChoice, translateTools } from "./responses-tools";
 
 interface ResponsesRequestError {
   status: 400;
@@ -60,22 +58,18 @@ export function responsesToChat(body: unknown, options: { priorItems?: readonly 
   }
 }
 
-function fail(param: string, message: string): never {
-  throw new UntranslatableError(`${param}: ${message}`, param);
-}
-
 function optional<T>(body: Record<string, unknown>, key: string, check: (v: unknown) => boolean, what: string): T | null {
   const value = body[key];
   if (value === undefined || value === null) return null;
-  if (!check(value)) fail(key, `must be ${what}`);
+  if (!check(value)) failParam(key, `must be ${what}`);
   return value as T;
 }
 
 const isNumber = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v);
 
 function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatRequest; echo: ResponseEcho } {
-  if (!isRecord(body)) fail("body", "must be a JSON object");
-  if (typeof body.model !== "string" || body.model === "") fail("model", "a non-empty string is required");
+  if (!isRecord(body)) failParam("body", "must be a JSON object");
+  if (typeof body.model !== "string" || body.model === "") failParam("model", "a non-empty string is required");
   const instructions = optional<string>(body, "instructions", (v) => typeof v === "string", "a string");
   const maxOutput = optional<number>(body, "max_output_tokens", (v) => Number.isSafeInteger(v) && (v as number) >= 1, "an integer of at least 1");
   const temperature = optional<number>(body, "temperature", isNumber, "a number");
@@ -90,7 +84,7 @@ function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatR
     optional<string>(body, "safety_identifier", (v) => typeof v === "string", "a string");
   const text = optional<Record<string, unknown>>(body, "text", isRecord, "an object");
   const tools = optional<unknown[]>(body, "tools", Array.isArray, "an array") ?? [];
-  if (body.input === undefined && priorItems.length === 0) fail("input", "is required");
+  if (body.input === undefined && priorItems.length === 0) failParam("input", "is required");
 
   const messages: ChatMessage[] = [];
   if (instructions !== null) messages.push({ role: "system", content: instructions });
@@ -98,7 +92,7 @@ function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatR
   priorItems.forEach((item, i) => items.add(item, `prior_items[${i}]`));
   if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
   else if (Array.isArray(body.input)) body.input.forEach((item, i) => items.add(item, `input[${i}]`));
-  else if (body.input !== undefined) fail("input", "must be a string or an array of items");
+  else if (body.input !== undefined) failParam("input", "must be a string or an array of items");
 
   const chat: ChatRequest = { model: body.model, messages };
   if (maxOutput !== null) chat.max_tokens = maxOutput;
@@ -113,7 +107,7 @@ function translate(body: unknown, priorItems: readonly unknown[]): { chat: ChatR
   const format = text ? responseFormat(text.format) : null;
   if (format) chat.response_format = format;
   if (body.reasoning !== undefined && body.reasoning !== null) {
-    if (!isRecord(body.reasoning)) fail("reasoning", "must be an object");
+    if (!isRecord(body.reasoning)) failParam("reasoning", "must be an object");
     if (typeof body.reasoning.effort === "string") chat.reasoning_effort = body.reasoning.effort;
   }
   const echo: ResponseEcho = {
@@ -138,13 +132,13 @@ class InputItems {
   constructor(private readonly messages: ChatMessage[]) {}
 
   add(item: unknown, path: string): void {
-    if (!isRecord(item)) fail(path, "must be an object");
+    if (!isRecord(item)) failParam(path, "must be an object");
     const type = item.type ?? "message";
     if (type === "message") this.message(item, path);
     else if (type === "function_call") this.functionCall(item, path);
     else if (type === "function_call_output") this.functionOutput(item, path);
     else if (type === "reasoning") this.reasoning += reasoningText(item, path);
-    else fail(`${path}.type`, `item type ${JSON.stringify(type)} cannot be translated for this model`);
+    else failParam(`${path}.type`, `item type ${JSON.stringify(type)} cannot be translated for this model`);
   }
 
   private assistant(message: ChatMessage): ChatMessage {
@@ -156,7 +150,7 @@ class InputItems {
 
   private message(item: Record<string, unknown>, path: string): void {
     const role = item.role === "developer" ? "system" : item.role;
-    if (role !== "user" && role !== "assistant" && role !== "system") fail(`${path}.role`, 'must be "user", "assistant", "system" or "developer"');
+    if (role !== "user" && role !== "assistant" && role !== "system") failParam(`${path}.role`, 'must be "user", "assistant", "system" or "developer"');
     const content = messageContent(item.content, `${path}.content`);
     if (role !== "assistant") {
       this.messages.push({ role, content });
@@ -166,7 +160,7 @@ class InputItems {
   }
 
   private functionCall(item: Record<string, unknown>, path: string): void {
-    for (const key of ["call_id", "name", "arguments"]) if (typeof item[key] !== "string") fail(`${path}.${key}`, "must be a string");
+    for (const key of ["call_id", "name", "arguments"]) if (typeof item[key] !== "string") failParam(`${path}.${key}`, "must be a string");
     const call = { id: item.call_id as string, type: "function" as const, function: { name: item.name as string, arguments: item.arguments as string } };
     const last = this.messages.at(-1);
     if (last?.role === "assistant" && this.reasoning === "") (last.tool_calls ??= []).push(call);
@@ -174,7 +168,7 @@ class InputItems {
   }
 
   private functionOutput(item: Record<string, unknown>, path: string): void {
-    if (typeof item.call_id !== "string") fail(`${path}.call_id`, "must be a string");
+    if (typeof item.call_id !== "string") failParam(`${path}.call_id`, "must be a string");
     const text = textOnly(messageContent(item.output, `${path}.output`), `${path}.output`);
     this.messages.push({ role: "tool", tool_call_id: item.call_id, content: text });
   }
@@ -184,23 +178,23 @@ class InputItems {
 function reasoningText(item: Record<string, unknown>, path: string): string {
   const key = Array.isArray(item.content) && item.content.length > 0 ? "content" : "summary";
   const parts = Array.isArray(item[key]) ? (item[key] as unknown[]) : [];
-  return parts.map((p, i) => (isRecord(p) && typeof p.text === "string" ? p.text : fail(`${path}.${key}[${i}].text`, "must be a string"))).join("\n");
+  return parts.map((p, i) => (isRecord(p) && typeof p.text === "string" ? p.text : failParam(`${path}.${key}[${i}].text`, "must be a string"))).join("\n");
 }
 
 /** The text of content that may hold text only (an assistant's, a function's output). */
 function textOnly(content: string | ChatContentPart[], path: string): string {
   if (typeof content === "string") return content;
-  return content.map((p, i) => (p.type === "text" ? p.text : fail(`${path}[${i}]`, "only text can be translated here"))).join("");
+  return content.map((p, i) => (p.type === "text" ? p.text : failParam(`${path}[${i}]`, "only text can be translated here"))).join("");
 }
 
 function messageContent(content: unknown, path: string): string | ChatContentPart[] {
   if (typeof content === "string") return content;
-  if (!Array.isArray(content)) fail(path, "must be a string or an array of content parts");
+  if (!Array.isArray(content)) failParam(path, "must be a string or an array of content parts");
   return content.map((part, i): ChatContentPart => {
     const at = `${path}[${i}]`;
-    if (!isRecord(part)) fail(at, "must be an object");
+    if (!isRecord(part)) failParam(at, "must be an object");
     if (part.type === "input_text" || part.type === "output_text") {
-      if (typeof part.text !== "string") fail(`${at}.text`, "must be a string");
+      if (typeof part.text !== "string") failParam(`${at}.text`, "must be a string");
       return { type: "text", text: part.text };
     }
     if (part.type === "refusal" && typeof part.refusal === "string") return { type: "text", text: part.refusal };
@@ -209,57 +203,18 @@ function messageContent(content: unknown, path: string): string | ChatContentPar
       if (typeof part.detail === "string") image.detail = part.detail;
       return { type: "image_url", image_url: image };
     }
-    if (part.type === "input_image") fail(at, "only images given by image_url can be translated for this model (not file_id)");
-    fail(`${at}.type`, `content part type ${JSON.stringify(part.type)} cannot be translated for this model`);
+    if (part.type === "input_image") failParam(at, "only images given by image_url can be translated for this model (not file_id)");
+    failParam(`${at}.type`, `content part type ${JSON.stringify(part.type)} cannot be translated for this model`);
   });
-}
-
-/** Web search as OpenAI's servers run it: an offer a chat model can do without, so it is left out unless required. */
-const WEB_SEARCH = new Set(["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"]);
-
-function translateTools(tools: unknown[], choice: unknown): ChatTool[] {
-  const out: ChatTool[] = [];
-  let searches = 0;
-  tools.forEach((tool, i) => {
-    const path = `tools[${i}]`;
-    if (isRecord(tool) && tool.type === "namespace") {
-      if (!Array.isArray(tool.tools)) fail(`${path}.tools`, "must be an array of function tools");
-      tool.tools.forEach((inner, j) => out.push(functionTool(inner, `${path}.tools[${j}]`)));
-    } else if (isRecord(tool) && typeof tool.type === "string" && WEB_SEARCH.has(tool.type)) searches++;
-    else out.push(functionTool(tool, path));
-  });
-  if (searches > 0 && out.length === 0 && choice === "required") fail("tool_choice", '"required" offers only web search, which this model cannot run');
-  return out;
-}
-
-function functionTool(tool: unknown, path: string): ChatTool {
-  if (!isRecord(tool)) fail(path, "must be an object");
-  if (tool.type !== "function")
-    fail(
-      `${path}.type`,
-      `tool type ${JSON.stringify(tool.type)} cannot be translated for this model (function tools, namespaces of them, and web search, left out)`,
-    );
-  if (typeof tool.name !== "string" || tool.name === "") fail(`${path}.name`, "a non-empty string is required");
-  const fn: ChatTool["function"] = { name: tool.name };
-  if (typeof tool.description === "string") fn.description = tool.description;
-  if (tool.parameters !== undefined && tool.parameters !== null) fn.parameters = tool.parameters;
-  if (typeof tool.strict === "boolean") fn.strict = tool.strict;
-  return { type: "function", function: fn };
-}
-
-function toolChoice(choice: unknown): ChatToolChoice {
-  if (choice === "auto" || choice === "none" || choice === "required") return choice;
-  if (isRecord(choice) && choice.type === "function" && typeof choice.name === "string") return { type: "function", function: { name: choice.name } };
-  fail("tool_choice", `${JSON.stringify(choice)} cannot be translated for this model (auto, none, required or a function)`);
 }
 
 function responseFormat(format: unknown): Record<string, unknown> | null {
   if (format === undefined || format === null) return null;
-  if (!isRecord(format)) fail("text.format", "must be an object");
+  if (!isRecord(format)) failParam("text.format", "must be an object");
   if (format.type === "text") return null;
   if (format.type === "json_object") return { type: "json_object" };
-  if (format.type !== "json_schema") fail("text.format.type", `${JSON.stringify(format.type)} cannot be translated (text, json_schema or json_object)`);
-  if (typeof format.name !== "string" || !isRecord(format.schema)) fail("text.format", "json_schema needs a string name and an object schema");
+  if (format.type !== "json_schema") failParam("text.format.type", `${JSON.stringify(format.type)} cannot be translated (text, json_schema or json_object)`);
+  if (typeof format.name !== "string" || !isRecord(format.schema)) failParam("text.format", "json_schema needs a string name and an object schema");
   const schema: Record<string, unknown> = { name: format.name, schema: format.schema };
   if (typeof format.strict === "boolean") schema.strict = format.strict;
   if (typeof format.description === "string") schema.description = format.description;

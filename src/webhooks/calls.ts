@@ -1,5 +1,5 @@
 /**
- * What a webhook call is in the outbox (webhook_jobs, src/db/schema.ts), and what each database
+ * What a webhook call is in the outbox (webhook_jobs, src/db/schema/webhooks.ts), and what each database
  * engine's outbox must do with it: ./outbox-sqlite.ts over ./store.ts, ./outbox-postgres.ts over
  * ./store-pg.ts. ./outbox.ts drives either one.
  *

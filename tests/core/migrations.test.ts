@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { applyMigrations } from "../../src/db/migrate";
 import { migrations } from "../../src/db/migrations.gen";
-import { findUserByEmail, normalizeStoredEmails } from "../../src/auth/users";
+import { findUserByEmail } from "../../src/auth/users";
+import { normalizeStoredEmails } from "../../src/auth/stored-emails";
 
 test("a database at the first migration is brought up to date at open, rows intact; then nothing is pending", () => {
   const dir = mkdtempSync(join(tmpdir(), "mg-migrate-"));

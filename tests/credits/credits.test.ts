@@ -6,7 +6,7 @@ import { recentUsage } from "../../src/credits/usage";
 import { maxCostMicro } from "../../src/credits/price";
 import { MAX_COUNTED_TOKENS, tokensCostMicro } from "../../src/credits/cost";
 import { buildConfig } from "../../src/config/load";
-import { DEBITS_STALLED_MS } from "../../src/auth/gate";
+import { DEBITS_STALLED_MS } from "../../src/auth/paid-admission";
 import { buildAuthApp, HELLO, HELLO_COST, HELLO_USAGE, leastToServe, PAID_PRICE, payingUser, type AuthTestApp, jsonOf } from "../auth/support";
 
 let t: AuthTestApp;

@@ -1,4 +1,4 @@
-// src/db/schema.ts (SQLite) and src/db/schema-pg.ts (Postgres) describe the same tables: every
+// src/db/schema/ (SQLite) and src/db/schema-pg/ (Postgres) describe the same tables: every
 // table, column (name, type family, null, default, key), primary key, unique constraint and
 // index the one has, the other has too. Editing one without the other fails here.
 import { expect, test } from "bun:test";
@@ -13,7 +13,7 @@ interface Shape {
   indexes: string[];
 }
 
-/** SQLite's type names, Postgres's mapped to them (./schema-pg.ts's header says how). */
+/** SQLite's type names, Postgres's mapped to them (src/db/schema-pg/index.ts's header says how). */
 function family(sqlType: string): string {
   const map: Record<string, string> = { bigint: "integer", boolean: "integer", bytea: "blob" };
   return map[sqlType] ?? sqlType;

@@ -1,5 +1,5 @@
 /**
- * The triage_deliveries table (src/db/schema.ts): one row per alert and notify target, the durable
+ * The triage_deliveries table (src/db/schema/triage.ts): one row per alert and notify target, the durable
  * step of that target's message. It is made in the transaction that stores the summary, and
  * settled (sent, retried later, dead) on its own. A sender takes due rows with a claim that moves
  * their next_attempt_at past the send's longest time (a lease): another process sharing the

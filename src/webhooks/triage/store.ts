@@ -1,5 +1,5 @@
 /**
- * The triage_alerts table (src/db/schema.ts) as plain functions over a database handle of either
+ * The triage_alerts table (src/db/schema/triage.ts) as plain functions over a database handle of either
  * engine; the handler's writes run in one transaction each (../../db/engine.ts transact) on the
  * outbox's handle, together with the call's ack. Each alert's deliveries are in
  * ./delivery-rows.ts.
