@@ -56,8 +56,7 @@ $(CURDIR)/.tools/node_modules/.bin/bun:
 test: check build
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium} nginx:/usr/sbin/nginx caddy:caddy systemd:systemd-analyze prometheus-alertmanager:/usr/bin/prometheus-alertmanager redis-server:redis-server
 	bash scripts/ensure-postgres.sh >/dev/null
-	bash scripts/test.sh "$(BUN)"
-	$(MAKE) --no-print-directory test-postgres
+	POSTGRES_SUITES="$(POSTGRES_SUITES)" bash scripts/test.sh "$(BUN)"
 
 # The suites that drive the compiled binary, once more on Postgres + Redis (issue 36): with
 # MODELGATE_TEST_POSTGRES=1 every gateway tests/support/binary.ts starts serves from a database of
