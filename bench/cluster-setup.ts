@@ -4,8 +4,7 @@
  * Redis, and Redis's own count of the commands it ran (INFO commandstats), to say what a request
  * sends it. Postgres itself comes from tests/support/postgres.ts, as the tests start it.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RedisClient, type Subprocess } from "bun";
 import { BINARY, freePort } from "../tests/support/binary";
@@ -21,7 +20,7 @@ export interface BenchRedis {
 
 export async function startRedis(): Promise<BenchRedis> {
   const port = freePort();
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-redis-"));
+  const dir = benchDir("modelgate-bench-redis-");
   const proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
     stdout: "ignore",
     stderr: "ignore",
