@@ -1,8 +1,7 @@
 /**
  * The parts bench/cluster.ts starts: one redis-server (no persistence, on a free loopback port),
  * replicas of the compiled binary on one SQLite file or one Postgres database with or without that
- * Redis, and Redis's own count of the commands it ran (INFO commandstats), to say what a request
- * sends it. Postgres itself comes from tests/support/postgres.ts, as the tests start it.
+ * Redis, and Redis's own count of the limit scripts it ran (INFO commandstats). Postgres itself comes from tests/support/postgres.ts, as the tests start it.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,8 +13,8 @@ import { answers, benchDir, killOnExit } from "./processes";
 export interface BenchRedis {
   url: string;
   proc: Subprocess;
-  /** Commands Redis has run since it started, by name (INFO commandstats), INFO itself left out. */
-  commands(): Promise<Map<string, number>>;
+  /** Scripts Redis has run since it started (EVALSHA and EVAL calls, by INFO commandstats). */
+  scripts(): Promise<number>;
 }
 
 export async function startRedis(): Promise<BenchRedis> {
@@ -38,20 +37,12 @@ export async function startRedis(): Promise<BenchRedis> {
     await Bun.sleep(25);
   }
   const client = new RedisClient(url);
-  const commands = async (): Promise<Map<string, number>> => {
+  const scripts = async (): Promise<number> => {
     const info = String(await client.send("INFO", ["commandstats"]));
-    const counts = new Map<string, number>();
-    for (const [, name, calls] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (name !== "info") counts.set(name, Number(calls));
-    return counts;
+    const calls = [...info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)];
+    return calls.reduce((sum, [, n]) => sum + Number(n), 0);
   };
-  return { url, proc, commands };
-}
-
-/** Commands run between two counts of `commands()`, by name, the ones not run left out. */
-export function commandsBetween(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
-  const ran = new Map<string, number>();
-  for (const [name, calls] of after) if (calls > (before.get(name) ?? 0)) ran.set(name, calls - (before.get(name) ?? 0));
-  return ran;
+  return { url, proc, scripts };
 }
 
 export interface ReplicaOptions {

@@ -6,8 +6,9 @@
  * batches: request log, key last-used times). Each setup is loaded by one wrk per replica at once,
  * CLUSTER_CONNECTIONS in all; the table gives requests/s, the CPU the replicas spent per request
  * (Redis's and Postgres's apart, all processes of theirs, from /proc), the limit scripts each
- * request ran in Redis, and the median latency of one connection alone. Then it counts the commands one
- * request sends Redis (MONITOR) on the free model, on a paid one, and with a token limit.
+ * request ran in Redis, and the median latency of one connection alone. Then it counts the
+ * commands one request sends Redis (MONITOR) on the free model, on a paid one, and with a token
+ * limit.
  * On a machine with fewer cores than replicas, requests/s cannot grow with them: the CPU per
  * request is the number that carries over.
  *
@@ -15,7 +16,7 @@
  */
 import { startPostgres } from "../tests/support/postgres";
 import { freePort } from "../tests/support/binary";
-import { type BenchRedis, commandsBetween, startRedis, startReplicas, stopReplicas } from "./cluster-setup";
+import { type BenchRedis, startRedis, startReplicas, stopReplicas } from "./cluster-setup";
 import { median, processCpuMs, processTreeCpuMs, runWrk, type WrkResult } from "./load";
 import { scenario } from "./measure";
 import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey } from "./peers/modelgate";
@@ -44,7 +45,7 @@ interface Row {
   cpuUs: number;
   redisCpuUs: number | null;
   postgresCpuUs: number | null;
-  redisCommands: number | null;
+  redisScripts: number | null;
   p50Ms: number;
 }
 
@@ -65,22 +66,21 @@ async function measure(setup: Setup): Promise<Row> {
   const load = (durationS: number, connections: number): Promise<WrkResult[]> =>
     Promise.all(scenarios.map((s) => runWrk(s, { connections: Math.max(1, Math.floor(connections / scenarios.length)), durationS, cpus: null })));
   await load(1, CONNECTIONS);
-  const [rps, cpu, redisCpu, postgresCpu, commands, p50]: number[][] = [[], [], [], [], [], []];
+  const [rps, cpu, redisCpu, postgresCpu, scripts, p50]: number[][] = [[], [], [], [], [], []];
   for (let round = 0; round < ROUNDS; round++) {
     const before = replicas.map((r) => processCpuMs(r.proc.pid));
     const redisBefore = setup.redis === null ? 0 : processCpuMs(setup.redis.proc.pid);
     const postgresBefore = processTreeCpuMs(postgres.pid);
-    const commandsBefore = await setup.redis?.commands();
+    const scriptsBefore = (await setup.redis?.scripts()) ?? 0;
     const results = await load(DURATION_S, CONNECTIONS);
     if (results.some((r) => r.errors > 0)) throw new Error(`${setup.name}: errors (${results.map((r) => r.errors).join(", ")})`);
     const requests = results.reduce((sum, r) => sum + r.requests, 0);
     rps.push(results.reduce((sum, r) => sum + r.rps, 0));
     cpu.push(replicas.reduce((sum, r, i) => sum + perRequest(before[i], processCpuMs(r.proc.pid), requests), 0));
     postgresCpu.push(perRequest(postgresBefore, processTreeCpuMs(postgres.pid), requests));
-    if (setup.redis !== null && commandsBefore !== undefined) {
+    if (setup.redis !== null) {
       redisCpu.push(perRequest(redisBefore, processCpuMs(setup.redis.proc.pid), requests));
-      const ran = commandsBetween(commandsBefore, await setup.redis.commands());
-      commands.push(((ran.get("evalsha") ?? 0) + (ran.get("eval") ?? 0)) / requests);
+      scripts.push(((await setup.redis.scripts()) - scriptsBefore) / requests);
     }
     p50.push((await runWrk(scenarios[0], { connections: 1, durationS: DURATION_S, cpus: null })).p50Ms);
   }
@@ -92,7 +92,7 @@ async function measure(setup: Setup): Promise<Row> {
     cpuUs: median(cpu),
     redisCpuUs: withRedis(redisCpu),
     postgresCpuUs: setup.postgres ? median(postgresCpu) : null,
-    redisCommands: withRedis(commands),
+    redisScripts: withRedis(scripts),
     p50Ms: median(p50),
   };
 }
@@ -181,7 +181,7 @@ console.log(
 console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const row of rows) {
   console.log(
-    `| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${cell(row.redisCpuUs, 1)} | ${cell(row.postgresCpuUs, 1)} | ${cell(row.redisCommands, 2)} | ${row.p50Ms.toFixed(3)} ms |`,
+    `| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${cell(row.redisCpuUs, 1)} | ${cell(row.postgresCpuUs, 1)} | ${cell(row.redisScripts, 2)} | ${row.p50Ms.toFixed(3)} ms |`,
   );
 }
 const [memory, sqliteRedis] = rows;
