@@ -73,7 +73,8 @@ bench: build
 	bash scripts/ensure-debian.sh chromium:$${CHROMIUM_PATH:-/usr/bin/chromium}
 	$(BUN) bench/run.ts
 
-# Replicas sharing Redis against one process in memory (docs/benchmarks.md, "Scaling out").
+# Replicas on SQLite + Redis and on Postgres + Redis against one process in memory (docs/benchmarks.md,
+# "Scaling out"); Postgres comes from tests/support/postgres.ts, which installs it when missing.
 bench-cluster: build
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	bash scripts/ensure-debian.sh redis-server:redis-server

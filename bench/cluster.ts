@@ -1,84 +1,42 @@
 /**
- * Scaling out (`make bench-cluster`, docs/scaling.md): 1, 2 and 3 replicas sharing one SQLite file
- * and one Redis (`[cluster] redis_url`) against one replica with its limits in memory, on the
- * API-key path (the key's bucket checked on every request). Each setup is loaded by one wrk per
- * replica at once, CLUSTER_CONNECTIONS in all; the table gives requests/s, the CPU the replicas
- * spent per request (and Redis's apart), and the median latency of one connection alone, whose
- * difference between Redis and memory on one replica is the round trip the limit check adds.
+ * Scaling out (`make bench-cluster`, docs/scaling.md): one replica on SQLite with its limits in
+ * memory against 1, 2 and 3 replicas sharing one Redis (`[cluster] redis_url`), first on one SQLite
+ * file, then on one Postgres database (`[database] url`), on the API-key path of a free model (the
+ * key's bucket checked on every request; the key cache warm, so Postgres sees only the write-behind
+ * batches: request log, key last-used times). Each setup is loaded by one wrk per replica at once,
+ * CLUSTER_CONNECTIONS in all; the table gives requests/s, the CPU the replicas spent per request
+ * (Redis's and Postgres's apart, all processes of theirs, from /proc), the limit scripts each
+ * request ran in Redis, and the median latency of one connection alone. Then it counts the
+ * commands one request sends Redis (MONITOR) on the free model, on a paid one, and with a token
+ * limit.
  * On a machine with fewer cores than replicas, requests/s cannot grow with them: the CPU per
  * request is the number that carries over.
  *
  * Knobs: CLUSTER_DURATION_S (3), CLUSTER_CONNECTIONS (24), CLUSTER_ROUNDS (3; medians).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { BINARY, freePort } from "../tests/support/binary";
-import { median, processCpuMs, runWrk, type WrkResult } from "./load";
+import { startPostgres } from "../tests/support/postgres";
+import { freePort } from "../tests/support/binary";
+import { type BenchRedis, startRedis, startReplicas, stopReplicas } from "./cluster-setup";
+import { median, processCpuMs, processTreeCpuMs, runWrk, type WrkResult } from "./load";
 import { scenario } from "./measure";
-import { benchConfig, createApiKey, type BenchGateway } from "./peers/modelgate";
-import { answers, benchDir, killOnExit, startMock } from "./processes";
+import { BENCH_MODEL, BENCH_PAID_MODEL, createApiKey } from "./peers/modelgate";
+import { startMock } from "./processes";
 
 const DURATION_S = Number(process.env.CLUSTER_DURATION_S ?? 3);
 const CONNECTIONS = Number(process.env.CLUSTER_CONNECTIONS ?? 24);
 const ROUNDS = Number(process.env.CLUSTER_ROUNDS ?? 3);
+const COUNTED_REQUESTS = 200;
 
 const { url: mockUrl } = await startMock(freePort(), null);
+const redis = await startRedis();
+const postgres = await startPostgres();
+let databases = 0;
 
-async function startRedis(): Promise<{ url: string; proc: Subprocess }> {
-  const port = freePort();
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-redis-"));
-  const proc = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  killOnExit(proc);
-  const url = `redis://127.0.0.1:${port}`;
-  const { RedisClient } = await import("bun");
-  for (;;) {
-    const probe = new RedisClient(url, { autoReconnect: false, connectionTimeout: 500 });
-    const up = await probe.connect().then(
-      () => true,
-      () => false,
-    );
-    probe.close();
-    if (up) return { url, proc };
-    await Bun.sleep(25);
-  }
-}
-
-/** `count` replicas on one data directory; with `redisUrl`, sharing it. */
-async function startReplicas(count: number, redisUrl: string | null): Promise<BenchGateway[]> {
-  const dir = benchDir("modelgate-bench-cluster-");
-  const replicas: BenchGateway[] = [];
-  for (let i = 0; i < count; i++) {
-    const port = freePort();
-    const file = join(dir, `replica-${i}.toml`);
-    const cluster = redisUrl === null ? "" : `[cluster]\nredis_url = "${redisUrl}"\n\n`;
-    writeFileSync(file, `[server]\nlisten = "127.0.0.1:${port}"\ndata_dir = "${join(dir, "data")}"\n\n${cluster}${benchConfig(mockUrl)}`);
-    const env = { ...process.env, MODELGATE_CONFIG: file };
-    const url = `http://127.0.0.1:${port}`;
-    // Logs to a file, as to a journal: a pipe into this process would have the harness read every request line.
-    const log = Bun.file(join(dir, `replica-${i}.log`));
-    const proc = Bun.spawn([BINARY, "serve"], { cwd: dir, env, stdout: log, stderr: log, stdin: "ignore" });
-    killOnExit(proc);
-    const deadline = Date.now() + 15_000;
-    while (!(await answers(`${url}/api/health`)().catch(() => false))) {
-      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`replica ${i} did not come up (log: ${join(dir, `replica-${i}.log`)})`);
-      await Bun.sleep(25);
-    }
-    replicas.push({
-      url,
-      proc,
-      cli: async (args) => {
-        const child = Bun.spawn([BINARY, ...args], { cwd: dir, env, stdout: "pipe", stderr: "ignore", stdin: "ignore" });
-        const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
-        return { code, stdout };
-      },
-    });
-  }
-  return replicas;
+interface Setup {
+  name: string;
+  count: number;
+  redis: BenchRedis | null;
+  postgres: boolean;
 }
 
 interface Row {
@@ -86,11 +44,17 @@ interface Row {
   rps: number;
   cpuUs: number;
   redisCpuUs: number | null;
+  postgresCpuUs: number | null;
+  redisScripts: number | null;
   p50Ms: number;
 }
 
-async function measure(setup: string, count: number, redis: { url: string; proc: Subprocess } | null): Promise<Row> {
-  const replicas = await startReplicas(count, redis?.url ?? null);
+/** µs of CPU per request from ms before and after `requests`. */
+const perRequest = (beforeMs: number, afterMs: number, requests: number): number => ((afterMs - beforeMs) * 1000) / requests;
+
+async function measure(setup: Setup): Promise<Row> {
+  const databaseUrl = setup.postgres ? await postgres.createDatabase(`bench_${++databases}`) : null;
+  const replicas = await startReplicas(mockUrl, { count: setup.count, redisUrl: setup.redis?.url ?? null, databaseUrl });
   const key = await createApiKey(replicas[0]);
   if (key === null) throw new Error("could not create an API key");
   const scenarios = replicas.map((r) =>
@@ -102,42 +66,130 @@ async function measure(setup: string, count: number, redis: { url: string; proc:
   const load = (durationS: number, connections: number): Promise<WrkResult[]> =>
     Promise.all(scenarios.map((s) => runWrk(s, { connections: Math.max(1, Math.floor(connections / scenarios.length)), durationS, cpus: null })));
   await load(1, CONNECTIONS);
-  const rps: number[] = [];
-  const cpu: number[] = [];
-  const redisCpu: number[] = [];
-  const p50: number[] = [];
+  const [rps, cpu, redisCpu, postgresCpu, scripts, p50]: number[][] = [[], [], [], [], [], []];
   for (let round = 0; round < ROUNDS; round++) {
     const before = replicas.map((r) => processCpuMs(r.proc.pid));
-    const redisBefore = redis === null ? 0 : processCpuMs(redis.proc.pid);
+    const redisBefore = setup.redis === null ? 0 : processCpuMs(setup.redis.proc.pid);
+    const postgresBefore = processTreeCpuMs(postgres.pid);
+    const scriptsBefore = (await setup.redis?.scripts()) ?? 0;
     const results = await load(DURATION_S, CONNECTIONS);
-    if (results.some((r) => r.errors > 0)) throw new Error(`${setup}: errors (${results.map((r) => r.errors).join(", ")})`);
+    if (results.some((r) => r.errors > 0)) throw new Error(`${setup.name}: errors (${results.map((r) => r.errors).join(", ")})`);
     const requests = results.reduce((sum, r) => sum + r.requests, 0);
     rps.push(results.reduce((sum, r) => sum + r.rps, 0));
-    cpu.push((replicas.reduce((sum, r, i) => sum + processCpuMs(r.proc.pid) - before[i], 0) * 1000) / requests);
-    if (redis !== null) redisCpu.push(((processCpuMs(redis.proc.pid) - redisBefore) * 1000) / requests);
+    cpu.push(replicas.reduce((sum, r, i) => sum + perRequest(before[i], processCpuMs(r.proc.pid), requests), 0));
+    postgresCpu.push(perRequest(postgresBefore, processTreeCpuMs(postgres.pid), requests));
+    if (setup.redis !== null) {
+      redisCpu.push(perRequest(redisBefore, processCpuMs(setup.redis.proc.pid), requests));
+      scripts.push(((await setup.redis.scripts()) - scriptsBefore) / requests);
+    }
     p50.push((await runWrk(scenarios[0], { connections: 1, durationS: DURATION_S, cpus: null })).p50Ms);
   }
-  for (const r of replicas) {
-    r.proc.kill();
-    await r.proc.exited;
-  }
-  return { setup, rps: median(rps), cpuUs: median(cpu), redisCpuUs: redis === null ? null : median(redisCpu), p50Ms: median(p50) };
+  await stopReplicas(replicas);
+  const withRedis = (values: number[]): number | null => (setup.redis === null ? null : median(values));
+  return {
+    setup: setup.name,
+    rps: median(rps),
+    cpuUs: median(cpu),
+    redisCpuUs: withRedis(redisCpu),
+    postgresCpuUs: setup.postgres ? median(postgresCpu) : null,
+    redisScripts: withRedis(scripts),
+    p50Ms: median(p50),
+  };
 }
 
-const redis = await startRedis();
-const rows = [await measure("1 replica, limits in memory", 1, null)];
-for (const count of [1, 2, 3]) rows.push(await measure(`${count} replica${count > 1 ? "s" : ""}, limits in Redis`, count, redis));
+/** Redis's MONITOR feed while `during` runs: one line per command, those a script ran marked `[0 lua]`. */
+async function monitored(during: () => Promise<void>): Promise<string[]> {
+  const monitor = Bun.spawn(["redis-cli", "-u", redis.url, "MONITOR"], { stdout: "pipe", stderr: "ignore" });
+  await Bun.sleep(200);
+  await during();
+  await Bun.sleep(200); // Commands sent without waiting (a charge) land.
+  monitor.kill();
+  return (await new Response(monitor.stdout).text()).split("\n");
+}
 
-console.log(`API-key path, ${CONNECTIONS} connections in all, ${ROUNDS} rounds of ${DURATION_S} s (medians); ${navigator.hardwareConcurrency} CPUs`);
-console.log("| setup | requests/s | replica CPU µs/request | Redis CPU µs/request | p50 latency, 1 connection |");
-console.log("|---|---:|---:|---:|---:|");
+/**
+ * What one request sends Redis, by command, over COUNTED_REQUESTS sequential requests to one
+ * replica on Postgres + Redis (MONITOR's lines from the replica's connection; the commands its
+ * Lua script runs inside Redis are counted apart): on the free model, on the paid one, and on the
+ * paid one with a key that has a tokens-per-minute limit (a second bucket, charged after the answer).
+ */
+async function countCommands(): Promise<string[]> {
+  const [replica] = await startReplicas(mockUrl, { count: 1, redisUrl: redis.url, databaseUrl: await postgres.createDatabase("bench_commands") });
+  const key = await createApiKey(replica);
+  const tokens = await replica.cli(["key", "create", "--user", "bench@modelgate.invalid", "--name", "tokens", "--tokens-per-minute", "1000000000"]);
+  const tokensKey = tokens.stdout.match(/sk-mg-[A-Za-z0-9_-]+/)?.[0];
+  if (key === null || tokensKey === undefined) throw new Error("could not create the API keys");
+  const lines: string[] = [];
+  for (const [name, model, bearer] of [
+    ["free model", BENCH_MODEL, key],
+    ["paid model", BENCH_PAID_MODEL, key],
+    ["paid model, key with --tokens-per-minute", BENCH_PAID_MODEL, tokensKey],
+  ]) {
+    const body = JSON.stringify({ model, messages: [{ role: "user", content: "Say hello in one short sentence." }] });
+    const send = async (): Promise<void> => {
+      const headers = { authorization: `Bearer ${bearer}`, "content-type": "application/json" };
+      const response = await fetch(`${replica.url}/v1/chat/completions`, { method: "POST", headers, body });
+      if (!response.ok) throw new Error(`${name}: ${response.status} ${await response.text()}`);
+      await response.arrayBuffer();
+    };
+    await send(); // The key cache warm, the script cached in Redis.
+    const feed = await monitored(async () => {
+      for (let i = 0; i < COUNTED_REQUESTS; i++) await send();
+    });
+    const sent = new Map<string, number>();
+    let inScripts = 0;
+    for (const line of feed) {
+      const command = line.match(/^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]+)"/);
+      if (command === null) continue;
+      if (command[1] === "lua") inScripts++;
+      else sent.set(command[2].toUpperCase(), (sent.get(command[2].toUpperCase()) ?? 0) + 1);
+    }
+    const each = [...sent].map(([command, calls]) => `${(calls / COUNTED_REQUESTS).toFixed(2)} ${command}`);
+    lines.push(`- ${name}: ${each.join(" + ") || "none"} sent per request; ${(inScripts / COUNTED_REQUESTS).toFixed(2)} commands run inside the script`);
+  }
+  await stopReplicas([replica]);
+  return lines;
+}
+
+const setups: Setup[] = [{ name: "1 replica, SQLite, limits in memory", count: 1, redis: null, postgres: false }];
+for (const postgresToo of [false, true]) {
+  for (const count of [1, 2, 3]) {
+    const name = `${count} replica${count > 1 ? "s" : ""}, ${postgresToo ? "Postgres" : "SQLite"} + Redis`;
+    setups.push({ name, count, redis, postgres: postgresToo });
+  }
+}
+const rows: Row[] = [];
+let commandLines: string[];
+try {
+  for (const setup of setups) {
+    console.error(`· ${setup.name}`);
+    rows.push(await measure(setup));
+  }
+  commandLines = await countCommands();
+} finally {
+  // The cluster runs as a user of its own, outside the children the bench kills when it exits.
+  await postgres.stop();
+}
+
+const cell = (value: number | null, digits: number): string => (value === null ? "-" : value.toFixed(digits));
+console.log(
+  `API-key path (free model), ${CONNECTIONS} connections in all, ${ROUNDS} rounds of ${DURATION_S} s (medians); ${navigator.hardwareConcurrency} CPUs`,
+);
+console.log(
+  "| setup | requests/s | replica CPU µs/request | Redis CPU µs/request | Postgres CPU µs/request | Redis EVALSHA/request | p50 latency, 1 connection |",
+);
+console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const row of rows) {
   console.log(
-    `| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${row.redisCpuUs === null ? "-" : row.redisCpuUs.toFixed(1)} | ${row.p50Ms.toFixed(3)} ms |`,
+    `| ${row.setup} | ${Math.round(row.rps)} | ${row.cpuUs.toFixed(1)} | ${cell(row.redisCpuUs, 1)} | ${cell(row.postgresCpuUs, 1)} | ${cell(row.redisScripts, 2)} | ${row.p50Ms.toFixed(3)} ms |`,
   );
 }
-const added = (rows[1].p50Ms - rows[0].p50Ms) * 1000;
-console.log(
-  `Redis over in-memory buckets, one replica: ${added.toFixed(0)} µs added per request (p50 of one connection), ${(rows[1].cpuUs - rows[0].cpuUs).toFixed(1)} µs more replica CPU per request`,
-);
+const [memory, sqliteRedis] = rows;
+const postgresRedis = rows[4];
+const added = (a: Row, b: Row): string =>
+  `${((b.p50Ms - a.p50Ms) * 1000).toFixed(0)} µs added per request (p50 of one connection), ${(b.cpuUs - a.cpuUs).toFixed(1)} µs more replica CPU per request`;
+console.log(`Redis over in-memory buckets, one replica on SQLite: ${added(memory, sqliteRedis)}`);
+console.log(`Postgres over SQLite, one replica with Redis: ${added(sqliteRedis, postgresRedis)}`);
+console.log("Redis commands per request, one replica on Postgres + Redis:");
+for (const line of commandLines) console.log(line);
 process.exit(0);

@@ -6,7 +6,7 @@
  * wrk cannot see inside a response; its own overhead is the same for every target.
  * Invariants: every run is bounded by a duration and a request count; nothing leaves loopback.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { benchDir } from "./processes";
 
@@ -133,10 +133,34 @@ const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString
  * CPU time (user + system, all threads) a process has used so far, ms, from /proc. Unlike
  * latency, CPU per request barely moves when other work shares the machine.
  */
-export function processCpuMs(pid: number): number {
+/** /proc/PID/stat after the command name: field 4 (ppid) is at index 1, utime at 11. */
+function statFields(pid: number | string): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
+export function processCpuMs(pid: number): number {
+  const fields = statFields(pid);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU ms of `pid` and its children, live or exited (a server of one process per connection, as
+ * Postgres is): its own time, the time of the children it has waited for, and each live child's.
+ */
+export function processTreeCpuMs(pid: number): number {
+  const own = statFields(pid);
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = statFields(entry);
+      if (Number(fields[1]) === pid) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
 }
 
 export function percentile(values: number[], p: number): number {

@@ -6,7 +6,7 @@
  * script makes (they refuse root), and the directory is made under /tmp itself: the test run's
  * TMPDIR is private to root, so that user could not reach a directory inside it.
  */
-import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SQL } from "bun";
@@ -18,6 +18,8 @@ export interface RunningPostgres {
   /** postgres://postgres@127.0.0.1:PORT/modelgate: a database of its own, empty. */
   url: string;
   port: number;
+  /** The postmaster's process id (its backends are its children). */
+  pid: number;
   /** A client of the test's own, on the cluster's `postgres` database unless `database` is named. */
   client(database?: string): SQL;
   /** Makes another empty database in the same cluster and returns its URL. */
@@ -70,6 +72,7 @@ export async function startPostgres(options: { maxConnections?: number } = {}): 
   return {
     url,
     port,
+    pid: Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]),
     client,
     createDatabase,
     async stop() {
