@@ -2,15 +2,14 @@
  * `last_used_at`, written behind: touch() records a key's use in memory, at most once a minute per
  * key, and the write-behind queue writes one batch of times per flush (every second). On SQLite, one transaction of prepared updates that waits only briefly for
  * the write lock (brieflyLocked): a failure throws, and the write-behind queue keeps the rows. On
- * Postgres, one multi-row UPDATE sent without waiting for it; a failure hands the rows back to
- * `requeue`, so they are tried again at a later flush, and is logged when it starts and when
- * writes work again. There a time never moves back (GREATEST): a batch tried again after a newer
- * one was written cannot undo it.
+ * Postgres, one multi-row UPDATE whose promise the queue waits on. Either way a refused batch is
+ * kept by the queue (keepFailed) and tried again with its backoff, logged when failures start and
+ * when writes work again. On Postgres a time never moves back (GREATEST): a batch tried again
+ * after a newer one was written cannot undo it.
  */
 import { brieflyLocked, type Db } from "../db/client";
 import { postgresOf, sqliteOf } from "../db/engine";
 import { createWriteBehind, type WriteBehind } from "../db/write-behind";
-import { log } from "../log";
 
 const LAST_USED_EVERY_MS = 60_000;
 
@@ -22,19 +21,12 @@ interface LastUse {
 /** Records key use in memory; writes `last_used_at` behind, at most once a minute per key. */
 export function createLastUsed(db: Db, now: () => number): { touch(keyId: string): void } & Pick<WriteBehind<unknown>, "flush" | "close"> {
   const written = new Map<string, number>();
-  const queue = createWriteBehind<LastUse>(
-    createBatchWriter(db, {
-      requeue: (rows) => {
-        for (const row of rows) queue.push(row);
-      },
-    }),
-    {
-      label: "api key last_used_at",
-      intervalMs: 1_000,
-      keepFailed: true,
-      now,
-    },
-  );
+  const queue = createWriteBehind<LastUse>(createBatchWriter(db), {
+    label: "api key last_used_at",
+    intervalMs: 1_000,
+    keepFailed: true,
+    now,
+  });
   return {
     touch(keyId) {
       const t = now();
@@ -48,7 +40,7 @@ export function createLastUsed(db: Db, now: () => number): { touch(keyId: string
   };
 }
 
-function createBatchWriter(db: Db, options: { requeue: (rows: LastUse[]) => void }): (rows: LastUse[]) => void {
+function createBatchWriter(db: Db): (rows: LastUse[]) => void | Promise<void> {
   const pg = postgresOf(db);
   if (pg === null) {
     const sqlite = sqliteOf(db, "the last-used batch");
@@ -58,21 +50,10 @@ function createBatchWriter(db: Db, options: { requeue: (rows: LastUse[]) => void
     });
     return brieflyLocked(sqlite, (rows: LastUse[]) => writeAll(rows));
   }
-  let failing = false;
-  return (rows) => {
+  return async (rows) => {
     const ids = rows.map((r) => r.id);
     const ats = rows.map((r) => r.at);
-    pg`UPDATE api_keys AS k SET last_used_at = GREATEST(COALESCE(k.last_used_at, 0), v.at)
-         FROM unnest(${ids}::text[], ${ats}::bigint[]) AS v(id, at) WHERE k.id = v.id`.then(
-      () => {
-        if (failing) log("info", "api key last_used_at: written again");
-        failing = false;
-      },
-      (error: unknown) => {
-        if (!failing) log("error", `api key last_used_at: write failed, ${rows.length} row(s) kept to retry`, { error: String(error) });
-        failing = true;
-        options.requeue(rows);
-      },
-    );
+    await pg`UPDATE api_keys AS k SET last_used_at = GREATEST(COALESCE(k.last_used_at, 0), v.at)
+         FROM unnest(${ids}::text[], ${ats}::bigint[]) AS v(id, at) WHERE k.id = v.id`;
   };
 }
