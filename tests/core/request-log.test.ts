@@ -2,26 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../../src/db/client";
 import { createRequestLog, pruneRequestLog } from "../../src/requests/log";
 import type { RequestRecord } from "../../src/requests/record";
+import { requestRecord } from "../support/request-record";
 
 const DAY = 86_400_000;
 
 function record(createdAt: number, requestId: string): RequestRecord {
-  return {
-    requestId,
-    createdAt,
-    identity: "anonymous",
-    userId: null,
-    keyId: null,
-    model: "m",
-    endpoint: "chat",
-    upstream: "u",
-    status: 200,
-    promptTokens: 3,
-    completionTokens: 4,
-    costMicro: 7,
-    latencyMs: 1.6,
-    upstreamMs: 1,
-  };
+  return requestRecord({ createdAt, requestId });
 }
 
 describe("request log", () => {

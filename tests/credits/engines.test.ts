@@ -20,6 +20,7 @@ import { postgresOf, tablesOf } from "../../src/db/engine";
 import { createLease } from "../../src/db/lease";
 import { openStorage, type OpenedStorage } from "../../src/db/open";
 import type { RequestRecord } from "../../src/requests/record";
+import { requestRecord } from "../support/request-record";
 import { createRequestLog, pruneRequestLog } from "../../src/requests/log";
 import { startPostgres, type RunningPostgres } from "../support/postgres";
 import { captureLog } from "../support/log";
@@ -59,23 +60,7 @@ function debit(userId: number, micro: number, i: number, model = "m"): Debit {
 }
 
 function record(i: number, fields: Partial<RequestRecord> = {}): RequestRecord {
-  return {
-    requestId: `req_${i}`,
-    createdAt: 1_000_000 + i,
-    identity: "api_key",
-    userId: null,
-    keyId: null,
-    model: "m",
-    endpoint: "chat",
-    upstream: "u",
-    status: 200,
-    promptTokens: 3,
-    completionTokens: 4,
-    costMicro: 7,
-    latencyMs: 1.6,
-    upstreamMs: 1,
-    ...fields,
-  };
+  return requestRecord({ requestId: `req_${i}`, createdAt: 1_000_000 + i, identity: "api_key", ...fields });
 }
 
 /** A write that resolves on either engine (synchronous on SQLite). */
