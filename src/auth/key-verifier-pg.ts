@@ -8,7 +8,7 @@
  */
 import type { SQL } from "bun";
 import type { Db } from "../db/client";
-import { keySpendSince, storedBalanceCache, storedKeySpendCache } from "../credits/ledger";
+import { getBalance, keySpendSince, storedBalanceCache, storedKeySpendCache } from "../credits/ledger";
 import { parseApiKey, verifiedKeyCache, type KeyRow, type VerifiedKey } from "./apikey";
 import { equalSecrets } from "./tokens";
 import { judge, NOT_VALID, remember, verifiedFrom, type KeyVerifier } from "./key-check";
@@ -118,8 +118,7 @@ export function createPostgresKeyVerifier(db: Db, sql: SQL, now: () => number): 
     readBalance(userId) {
       const micro = balances.get(userId);
       if (micro !== undefined) return micro;
-      const read = sql`SELECT micro FROM balances WHERE user_id = ${userId}`.then((rows: { micro: string }[]) => Number(rows[0]?.micro ?? 0));
-      return cached(balances, userId, read, spendGeneration).then((m) => m ?? 0);
+      return cached(balances, userId, getBalance(db, userId), spendGeneration).then((m) => m ?? 0);
     },
     readKeySpend(keyId, start) {
       const spent = keySpend.get(keyId);
