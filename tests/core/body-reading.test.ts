@@ -1,0 +1,88 @@
+/**
+ * How a chat body over 64 KiB is read (src/body.ts): it is complete once its declared length has
+ * arrived, whether or not its stream has ended, and a fast upload is read a MiB per event-loop
+ * turn, so other requests are answered between its chunks. The bodies are streams made here, so
+ * what the reader is handed, and when, is known exactly.
+ */
+import { expect, test } from "bun:test";
+import { BodyBudget, MAX_JSON_DEPTH, readJsonBody, type JsonBody } from "../../src/body";
+import { DiscardBudget } from "../../src/discard-budget";
+
+const MiB = 1024 * 1024;
+const LIMIT = 10 * MiB;
+
+/** A request whose body stream hands over `chunks` at once and then ends, or never ends (nor errs). */
+function streamed(chunks: Uint8Array[], declared: number, ends: boolean): Request {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      if (ends) controller.close();
+    },
+  });
+  return new Request("http://gateway/v1/chat/completions", { method: "POST", body, headers: { "content-length": String(declared) } });
+}
+
+/** Settles with the read's outcome, or with "still reading" if it has not settled within a second. */
+function within(read: Promise<unknown>): Promise<unknown> {
+  const timeout = new Promise((resolve) => setTimeout(() => resolve("still reading"), 1_000));
+  return Promise.race([read.catch((err: unknown) => err), timeout]);
+}
+
+function status(outcome: unknown): number | undefined {
+  return (outcome as { status?: number }).status;
+}
+
+const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+test("a body whose declared length has arrived is parsed without waiting for its stream to end", async () => {
+  const bytes = encode(JSON.stringify({ model: "m", messages: [{ role: "user", content: "a".repeat(200_000) }] }));
+  const outcome = await within(readJsonBody(streamed([bytes], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30)));
+  expect(outcome).not.toBe("still reading");
+  const read = outcome as JsonBody;
+  expect(read.bytes).toBe(bytes.length);
+  expect((read.value as { messages: { content: string }[] }).messages[0].content).toHaveLength(200_000);
+});
+
+test("a body nested too deep is refused with the 400 once its declared length has arrived", async () => {
+  const depth = 100_000;
+  const bytes = encode(`{"model":"m","x":${"[".repeat(depth)}${"]".repeat(depth)}}`);
+  // In two pieces: the nesting is known from the first, the rest is read and dropped.
+  const chunks = [bytes.subarray(0, 65_536), bytes.subarray(65_536)];
+  const outcome = await within(readJsonBody(streamed(chunks, bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30)));
+  expect(status(outcome)).toBe(400);
+  expect(String((outcome as Error).message)).toContain(`more than ${MAX_JSON_DEPTH} levels`);
+});
+
+test("an oversized body read to be dropped is refused with the 413 once its declared length has arrived", async () => {
+  const declared = 11 * MiB;
+  const chunks = Array.from({ length: 11 }, () => new Uint8Array(MiB).fill(0x61));
+  const outcome = await within(readJsonBody(streamed(chunks, declared, false), LIMIT, declared, new BodyBudget(1 << 30), new DiscardBudget()));
+  expect(status(outcome)).toBe(413);
+});
+
+/** How many event-loop turns other work got while `read` ran over bytes that had all arrived. */
+async function turnsDuring(read: () => Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let reading = true;
+  const tick = (): void => {
+    if (!reading) return;
+    turns += 1;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  await read().catch(() => {});
+  reading = false;
+  return turns;
+}
+
+test("a fast upload is read a MiB per turn of the event loop, whether it is kept or dropped", async () => {
+  const kept = encode(JSON.stringify({ model: "m", pad: "a".repeat(4 * MiB) }));
+  const keptChunks = Array.from({ length: Math.ceil(kept.length / 65_536) }, (_, i) => kept.subarray(i * 65_536, (i + 1) * 65_536));
+  const keptTurns = await turnsDuring(() => readJsonBody(streamed(keptChunks, kept.length, true), LIMIT, kept.length, new BodyBudget(1 << 30)));
+  // 4 MiB and a little: a turn after each whole MiB but the last, which completes the body.
+  expect(keptTurns).toBeGreaterThanOrEqual(3);
+
+  const dropped = Array.from({ length: 11 * 16 }, () => new Uint8Array(65_536));
+  const droppedTurns = await turnsDuring(() => readJsonBody(streamed(dropped, 11 * MiB, true), LIMIT, 11 * MiB, new BodyBudget(1 << 30), new DiscardBudget()));
+  expect(droppedTurns).toBeGreaterThanOrEqual(10);
+});
