@@ -159,7 +159,9 @@ function tooDeep(headers?: Record<string, string>): GatewayError {
  * then refused, so the client sees the answer; past that it is refused at once and the connection
  * closes unread. A bomb is thus never joined, decoded or scanned twice. Reading ends when the
  * `declared` length has arrived: one more read() only to learn that the stream has ended costs
- * about as much as a 200 KB chunk. Every BYTES_PER_TURN the other connections get a turn.
+ * about as much as a 200 KB chunk. A body refused in the chunk that completes it has nothing left
+ * to drop, so it takes nothing of `discards` and its connection stays open. Every BYTES_PER_TURN
+ * the other connections get a turn.
  */
 async function readLimited(request: Request, limit: number, declared: number, budget: BodyBudget, discards: DiscardBudget): Promise<JsonBody> {
   if (!request.body) return { value: parseJson(""), bytes: 0 };
@@ -174,7 +176,7 @@ async function readLimited(request: Request, limit: number, declared: number, bu
   const turns = new TurnShare();
   let done = false;
   try {
-    while (!done) {
+    for (;;) {
       const next = await reader.read();
       if ((done = next.done)) break;
       const chunk = next.value;
@@ -190,13 +192,14 @@ async function readLimited(request: Request, limit: number, declared: number, bu
         budget.give(size);
         size = 0;
         chunks.length = 0;
-        if (seen > MAX_DISCARDED_BYTES || !discards.take(chunk.byteLength)) {
-          cut = true;
-          break;
-        }
       }
-      done = seen === declared;
-      if (!done) await turns.after(chunk.byteLength);
+      if ((done = seen === declared)) break;
+      // What is left of a refused body is read only to be dropped: within the discard budget.
+      if (refusal !== null && (seen > MAX_DISCARDED_BYTES || !discards.take(chunk.byteLength))) {
+        cut = true;
+        break;
+      }
+      await turns.after(chunk.byteLength);
     }
   } finally {
     budget.give(size);

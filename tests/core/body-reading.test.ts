@@ -53,6 +53,20 @@ test("a body nested too deep is refused with the 400 once its declared length ha
   expect(String((outcome as Error).message)).toContain(`more than ${MAX_JSON_DEPTH} levels`);
 });
 
+test("a body refused in the chunk that completes it takes nothing of the discard budget and keeps its connection", async () => {
+  const depth = 100_000;
+  const bytes = encode(`{"model":"m","x":${"[".repeat(depth)}${"]".repeat(depth)}}`);
+  const spent = new DiscardBudget(() => 0, 1, 1);
+  expect(spent.take(1)).toBe(true);
+  const whole = await within(readJsonBody(streamed([bytes], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30), spent));
+  expect(status(whole)).toBe(400);
+  expect((whole as { options: { headers?: Record<string, string> } }).options.headers?.connection).toBeUndefined();
+  // With more to come and nothing left in the budget, the rest is not read: the connection closes.
+  const more = await within(readJsonBody(streamed([bytes.subarray(0, 65_536)], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30), spent));
+  expect(status(more)).toBe(400);
+  expect((more as { options: { headers?: Record<string, string> } }).options.headers?.connection).toBe("close");
+});
+
 test("an oversized body read to be dropped is refused with the 413 once its declared length has arrived", async () => {
   const declared = 11 * MiB;
   const chunks = Array.from({ length: 11 }, () => new Uint8Array(MiB).fill(0x61));
