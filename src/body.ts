@@ -120,6 +120,15 @@ export async function refuseAfterReading(request: Request, declared: number, lim
 }
 
 /**
+ * How long a model endpoint holds back the refusal of a body no client sends (nested too deep, or
+ * over the size limit) before it answers. Receiving such a body costs the gateway about as much as
+ * a chat request, and a connection sends its next request only once answered: held, one connection
+ * can make the gateway pay that at most ten times a second, however fast it sends. The hold costs
+ * nothing but a timer; a client that sent such a body by mistake has its 400 or 413 100 ms later.
+ */
+export const HOSTILE_BODY_HOLD_MS = 100;
+
+/**
  * How deeply a JSON body may nest arrays and objects. A chat request needs about a dozen levels
  * (tool schemas included). Deeper structure costs without bound once parsed: JSON.parse takes
  * 100,000 levels, but JSON.stringify of them (the body sent upstream) spends over a second of
@@ -149,7 +158,10 @@ function parseJson(text: string): unknown {
  * rest of the body was not read (the discard budget was spent), so no request is read from it.
  */
 function tooDeep(headers?: Record<string, string>): GatewayError {
-  return new GatewayError("invalid_request_error", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, { headers });
+  return new GatewayError("invalid_request_error", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, {
+    headers,
+    holdMs: HOSTILE_BODY_HOLD_MS,
+  });
 }
 
 /**
@@ -228,5 +240,8 @@ function busyReading(): GatewayError {
  * nobody reads (and hold up a graceful stop).
  */
 export function tooLarge(limit: number): GatewayError {
-  return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`, { headers: { connection: "close" } });
+  return new GatewayError("payload_too_large", `The request body is larger than the limit of ${limit} bytes`, {
+    headers: { connection: "close" },
+    holdMs: HOSTILE_BODY_HOLD_MS,
+  });
 }

@@ -63,7 +63,13 @@ export class GatewayError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly options: { param?: string | null; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+    readonly options: {
+      param?: string | null;
+      headers?: Record<string, string>;
+      extra?: Record<string, unknown>;
+      /** Answered only after this pause: a refusal of a body no client sends (HOSTILE_BODY_HOLD_MS in ./body.ts). */
+      holdMs?: number;
+    } = {},
   ) {
     super(message);
     this.status = ERROR_STATUS[code];

@@ -97,7 +97,10 @@ export function createEndpoint(deps: AppDeps, adapter: EndpointAdapter): ModelEn
           if (REFUSED_BEFORE_ADMISSION.has(err.status)) refusal = (await deps.gate.credentialRefusal?.(request)) ?? err;
           deps.onRequestDone(refusalRecord(request, meta.id, meta.startedAt, refusal, adapter.name));
         }
-        return render(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": hundredths(performance.now() - meta.startedAt) });
+        const overhead = hundredths(performance.now() - meta.startedAt);
+        // The connection waits out a hostile body's hold before it can send again (src/body.ts).
+        if (err.options.holdMs) await Bun.sleep(err.options.holdMs);
+        return render(refusal, { "x-request-id": meta.id, "x-gateway-overhead-ms": overhead });
       }
       // A client that left while sending its body: nobody to answer, and nothing went wrong here.
       if (request.signal.aborted && !handled) {

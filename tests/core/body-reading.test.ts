@@ -5,7 +5,7 @@
  * what the reader is handed, and when, is known exactly.
  */
 import { expect, test } from "bun:test";
-import { BodyBudget, MAX_JSON_DEPTH, readJsonBody, type JsonBody } from "../../src/body";
+import { BodyBudget, HOSTILE_BODY_HOLD_MS, MAX_JSON_DEPTH, parseJsonBody, readJsonBody, type JsonBody } from "../../src/body";
 import { DiscardBudget } from "../../src/discard-budget";
 
 const MiB = 1024 * 1024;
@@ -32,6 +32,10 @@ function status(outcome: unknown): number | undefined {
   return (outcome as { status?: number }).status;
 }
 
+function holdOf(outcome: unknown): number | undefined {
+  return (outcome as { options?: { holdMs?: number } }).options?.holdMs;
+}
+
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 test("a body whose declared length has arrived is parsed without waiting for its stream to end", async () => {
@@ -51,6 +55,7 @@ test("a body nested too deep is refused with the 400 once its declared length ha
   const outcome = await within(readJsonBody(streamed(chunks, bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30)));
   expect(status(outcome)).toBe(400);
   expect(String((outcome as Error).message)).toContain(`more than ${MAX_JSON_DEPTH} levels`);
+  expect(holdOf(outcome)).toBe(HOSTILE_BODY_HOLD_MS);
 });
 
 test("a body refused in the chunk that completes it takes nothing of the discard budget and keeps its connection", async () => {
@@ -72,6 +77,27 @@ test("an oversized body read to be dropped is refused with the 413 once its decl
   const chunks = Array.from({ length: 11 }, () => new Uint8Array(MiB).fill(0x61));
   const outcome = await within(readJsonBody(streamed(chunks, declared, false), LIMIT, declared, new BodyBudget(1 << 30), new DiscardBudget()));
   expect(status(outcome)).toBe(413);
+  expect(holdOf(outcome)).toBe(HOSTILE_BODY_HOLD_MS);
+});
+
+test("only a body no client sends is held back: one that is merely not JSON, or empty, is answered at once", () => {
+  for (const text of ["{not json", ""]) {
+    let refused: unknown;
+    try {
+      parseJsonBody(text, LIMIT);
+    } catch (err) {
+      refused = err;
+    }
+    expect(status(refused)).toBe(400);
+    expect(holdOf(refused)).toBeUndefined();
+  }
+  let deep: unknown;
+  try {
+    parseJsonBody(`{"x":${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}}`, LIMIT);
+  } catch (err) {
+    deep = err;
+  }
+  expect(holdOf(deep)).toBe(HOSTILE_BODY_HOLD_MS);
 });
 
 /** How many event-loop turns other work got while `read` ran over bytes that had all arrived. */

@@ -1,13 +1,14 @@
 /**
  * Chat bodies nested deeper than MAX_JSON_DEPTH (src/body.ts), against the compiled binary: each
  * is refused with its 400 before it is parsed or admitted, so a flood of them from an anonymous
- * caller neither spends its rate limit nor stops the gateway answering others; a body exactly at
+ * caller neither spends its rate limit nor stops the gateway answering others; each refusal is held
+ * back HOSTILE_BODY_HOLD_MS, so one connection cannot send them at full speed; a body exactly at
  * the limit, or with any number of brackets inside its strings, is served.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createUserKey, startGateway, type RunningGateway } from "../support/binary";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream";
-import { MAX_JSON_DEPTH } from "../../src/body";
+import { HOSTILE_BODY_HOLD_MS, MAX_JSON_DEPTH } from "../../src/body";
 
 let gateway: RunningGateway;
 let upstream: MockUpstream;
@@ -69,6 +70,23 @@ test("eight bodies 100,000 levels deep are each refused with the 400 before admi
   const next = await chat('{"model":"free-model","messages":[{"role":"user","content":"hi"}]}');
   expect(next.status).toBe(200);
   expect(upstream.chatCount()).toBe(1);
+});
+
+test("a refused bomb is answered only after its hold, so bombs sent one after another come no faster than one per hold; others are answered meanwhile", async () => {
+  const started = performance.now();
+  let answered = 0;
+  const oneAfterAnother = (async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await chat(nestedBody(100_000));
+      expect(res.status).toBe(400);
+      await res.text();
+      answered += 1;
+    }
+  })();
+  expect((await fetch(`${gateway.url}/api/health`)).status).toBe(200);
+  expect(answered).toBeLessThan(3);
+  await oneAfterAnother;
+  expect(performance.now() - started).toBeGreaterThanOrEqual(3 * HOSTILE_BODY_HOLD_MS);
 });
 
 test("a body exactly MAX_JSON_DEPTH deep is served; one level more is refused; brackets inside strings do not count", async () => {
