@@ -3,9 +3,12 @@
  * request while a client sends depth bombs (200 KB, 100,000 levels: 400) or 11 MiB bodies (413) at
  * full speed, with nothing else to do. Under attack the normal client waits behind these, so this
  * is the figure that moves its p99; unlike a p99 it holds still on a machine shared with other
- * work. Given two builds, their runs alternate, and the median round of each is printed.
+ * work. Each refusal is held back 100 ms (HOSTILE_BODY_HOLD_MS in src/body.ts), so the attacker has
+ * many connections (RC_CONNECTIONS: 200 for bombs, 50 for oversized bodies): with few, the
+ * gateway's idle CPU would be shared among a few refusals a second. Given two builds, their runs
+ * alternate, and the median round of each is printed.
  *
- *   bun bench/refusal-cost.ts BINARY [BINARY_B]   # RC_ROUNDS (4), RC_DURATION_S (3), RC_KIND (bomb | oversized)
+ *   bun bench/refusal-cost.ts BINARY [BINARY_B]   # RC_ROUNDS (4), RC_DURATION_S (3), RC_KIND (bomb | oversized), RC_CONNECTIONS
  */
 import { resolve } from "node:path";
 import { freePort } from "../tests/support/binary";
@@ -29,7 +32,7 @@ const body =
   KIND === "bomb"
     ? `{"model":"${BENCH_MODEL}",${messages},"x":${"[".repeat(DEPTH)}${"]".repeat(DEPTH)}}`
     : `{"model":"${BENCH_MODEL}",${messages},"pad":"${"a".repeat(OVERSIZED_BYTES)}"}`;
-const connections = KIND === "bomb" ? 4 : 2;
+const connections = Number(process.env.RC_CONNECTIONS ?? (KIND === "bomb" ? 200 : 50));
 
 pinTo(process.pid, "1");
 const { url: mockUrl } = await startMock(freePort(), "0");

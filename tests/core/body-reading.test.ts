@@ -70,6 +70,9 @@ test("a body refused in the chunk that completes it takes nothing of the discard
   const more = await within(readJsonBody(streamed([bytes.subarray(0, 65_536)], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30), spent));
   expect(status(more)).toBe(400);
   expect((more as { options: { headers?: Record<string, string> } }).options.headers?.connection).toBe("close");
+  // Held back only when received whole: held open, a client still sending would keep the kernel receiving.
+  expect(holdOf(whole)).toBe(HOSTILE_BODY_HOLD_MS);
+  expect(holdOf(more)).toBeUndefined();
 });
 
 test("an oversized body read to be dropped is refused with the 413 once its declared length has arrived", async () => {

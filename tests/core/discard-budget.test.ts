@@ -31,4 +31,6 @@ test("past the budget, an oversized upload is refused with the 413 without its b
   const refused = await readJsonBody(request, 10 * MiB, 11 * MiB, new BodyBudget(1 << 30), exhausted).catch((err: unknown) => err);
   expect((refused as { status?: number }).status).toBe(413);
   expect(pulled).toBeLessThanOrEqual(1);
+  // Not held back: held open, the client would go on sending and the kernel receiving.
+  expect((refused as { options: { holdMs?: number } }).options.holdMs).toBeUndefined();
 });
