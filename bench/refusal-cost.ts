@@ -3,9 +3,9 @@
  * request while a client sends depth bombs (200 KB, 100,000 levels: 400) or 11 MiB bodies (413) at
  * full speed, with nothing else to do. Under attack the normal client waits behind these, so this
  * is the figure that moves its p99; unlike a p99 it holds still on a machine shared with other
- * work. Each refusal is held back 100 ms (HOSTILE_BODY_HOLD_MS in src/body.ts), so the attacker has
- * many connections (RC_CONNECTIONS: 200 for bombs, 50 for oversized bodies): with few, the
- * gateway's idle CPU would be shared among a few refusals a second. Given two builds, their runs
+ * work. A refusal of a body received whole is held back 100 ms (HOSTILE_BODY_HOLD_MS in
+ * src/body.ts), so the attacker has many connections (RC_CONNECTIONS: 200 for bombs, 50 for
+ * oversized bodies): with few, the gateway's idle CPU would be shared among a few refusals a second. Given two builds, their runs
  * alternate, and the median round of each is printed.
  *
  *   bun bench/refusal-cost.ts BINARY [BINARY_B]   # RC_ROUNDS (4), RC_DURATION_S (3), RC_KIND (bomb | oversized), RC_CONNECTIONS

@@ -7,8 +7,8 @@
  * Beside it the worst event-loop stall, seen from outside: a probe process polls /api/health one
  * request after another, and its longest wait between two answers is the longest the gateway went
  * without answering. Targets (issue 32): p99 under attack within 2x the quiet p99, no stall > 50 ms.
- * A p99 over a few seconds swings with whatever else the machine does in them, so the four phases
- * run UA_ROUNDS times (default 3) in turn and each figure is the median of its phase's rounds.
+ * A p99 over a few seconds swings with whatever else the machine does in them, so the phases run
+ * UA_ROUNDS times (default 3) in turn and each figure is the median of its phase's rounds.
  * Bounded: each phase lasts `durationS`; the attackers are wrk runs bounded the same way.
  */
 import { writeFileSync } from "node:fs";
@@ -23,7 +23,7 @@ export interface UnderAttackOptions {
   /** CPUs for wrk and the probe (taskset list), or null. */
   clientCpus?: string | null;
   durationS?: number;
-  /** How many times the four phases run in turn (UA_ROUNDS, default 3). */
+  /** How many times the phases run in turn (UA_ROUNDS, default 3). */
   rounds?: number;
 }
 

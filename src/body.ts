@@ -145,7 +145,7 @@ export const MAX_JSON_DEPTH = 64;
 /** The body text as JSON; GatewayError (400, 413) when it is too large, empty, nested too deeply or not JSON. */
 export function parseJsonBody(text: string, limit: number): unknown {
   if (text.length > limit) throw tooLarge(limit, true);
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep();
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep(true);
   return parseJson(text);
 }
 
@@ -164,7 +164,7 @@ function parseJson(text: string): unknown {
  * else (the discard budget was spent) sent at once with `connection: close`, so no request is read
  * from the rest.
  */
-function tooDeep(whole = true): GatewayError {
+function tooDeep(whole: boolean): GatewayError {
   const message = `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`;
   return new GatewayError("invalid_request_error", message, whole ? { holdMs: HOSTILE_BODY_HOLD_MS } : { headers: { connection: "close" } });
 }
@@ -246,5 +246,5 @@ function busyReading(): GatewayError {
  */
 export function tooLarge(limit: number, whole = false): GatewayError {
   const message = `The request body is larger than the limit of ${limit} bytes`;
-  return new GatewayError("payload_too_large", message, { headers: { connection: "close" }, ...(whole ? { holdMs: HOSTILE_BODY_HOLD_MS } : {}) });
+  return new GatewayError("payload_too_large", message, { headers: { connection: "close" }, holdMs: whole ? HOSTILE_BODY_HOLD_MS : undefined });
 }
