@@ -36,7 +36,24 @@ function holdOf(outcome: unknown): number | undefined {
   return (outcome as { options?: { holdMs?: number } }).options?.holdMs;
 }
 
+function connectionOf(outcome: unknown): string | undefined {
+  return (outcome as { options?: { headers?: Record<string, string> } }).options?.headers?.connection;
+}
+
+/** What `parse` throws (undefined when it returns). */
+function thrownBy(parse: () => unknown): unknown {
+  try {
+    parse();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+/** A chat body 100,000 levels deep, about 200 KB. */
+const BOMB = encode(`{"model":"m","x":${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
 
 test("a body whose declared length has arrived is parsed without waiting for its stream to end", async () => {
   const bytes = encode(JSON.stringify({ model: "m", messages: [{ role: "user", content: "a".repeat(200_000) }] }));
@@ -48,28 +65,24 @@ test("a body whose declared length has arrived is parsed without waiting for its
 });
 
 test("a body nested too deep is refused with the 400 once its declared length has arrived", async () => {
-  const depth = 100_000;
-  const bytes = encode(`{"model":"m","x":${"[".repeat(depth)}${"]".repeat(depth)}}`);
   // In two pieces: the nesting is known from the first, the rest is read and dropped.
-  const chunks = [bytes.subarray(0, 65_536), bytes.subarray(65_536)];
-  const outcome = await within(readJsonBody(streamed(chunks, bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30)));
+  const chunks = [BOMB.subarray(0, 65_536), BOMB.subarray(65_536)];
+  const outcome = await within(readJsonBody(streamed(chunks, BOMB.length, false), LIMIT, BOMB.length, new BodyBudget(1 << 30)));
   expect(status(outcome)).toBe(400);
   expect(String((outcome as Error).message)).toContain(`more than ${MAX_JSON_DEPTH} levels`);
   expect(holdOf(outcome)).toBe(HOSTILE_BODY_HOLD_MS);
 });
 
 test("a body refused in the chunk that completes it takes nothing of the discard budget and keeps its connection", async () => {
-  const depth = 100_000;
-  const bytes = encode(`{"model":"m","x":${"[".repeat(depth)}${"]".repeat(depth)}}`);
   const spent = new DiscardBudget(() => 0, 1, 1);
   expect(spent.take(1)).toBe(true);
-  const whole = await within(readJsonBody(streamed([bytes], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30), spent));
+  const whole = await within(readJsonBody(streamed([BOMB], BOMB.length, false), LIMIT, BOMB.length, new BodyBudget(1 << 30), spent));
   expect(status(whole)).toBe(400);
-  expect((whole as { options: { headers?: Record<string, string> } }).options.headers?.connection).toBeUndefined();
+  expect(connectionOf(whole)).toBeUndefined();
   // With more to come and nothing left in the budget, the rest is not read: the connection closes.
-  const more = await within(readJsonBody(streamed([bytes.subarray(0, 65_536)], bytes.length, false), LIMIT, bytes.length, new BodyBudget(1 << 30), spent));
+  const more = await within(readJsonBody(streamed([BOMB.subarray(0, 65_536)], BOMB.length, false), LIMIT, BOMB.length, new BodyBudget(1 << 30), spent));
   expect(status(more)).toBe(400);
-  expect((more as { options: { headers?: Record<string, string> } }).options.headers?.connection).toBe("close");
+  expect(connectionOf(more)).toBe("close");
   // Held back only when received whole: held open, a client still sending would keep the kernel receiving.
   expect(holdOf(whole)).toBe(HOSTILE_BODY_HOLD_MS);
   expect(holdOf(more)).toBeUndefined();
@@ -85,21 +98,12 @@ test("an oversized body read to be dropped is refused with the 413 once its decl
 
 test("only a body no client sends is held back: one that is merely not JSON, or empty, is answered at once", () => {
   for (const text of ["{not json", ""]) {
-    let refused: unknown;
-    try {
-      parseJsonBody(text, LIMIT);
-    } catch (err) {
-      refused = err;
-    }
+    const refused = thrownBy(() => parseJsonBody(text, LIMIT));
     expect(status(refused)).toBe(400);
     expect(holdOf(refused)).toBeUndefined();
   }
-  let deep: unknown;
-  try {
-    parseJsonBody(`{"x":${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}}`, LIMIT);
-  } catch (err) {
-    deep = err;
-  }
+  const deep = thrownBy(() => parseJsonBody(`{"x":${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}}`, LIMIT));
+  expect(status(deep)).toBe(400);
   expect(holdOf(deep)).toBe(HOSTILE_BODY_HOLD_MS);
 });
 
